@@ -1,0 +1,14 @@
+/** Aave V3 Pool functions the project calls or encodes (ABI fragments of IPool). */
+import { parseAbi } from "viem";
+
+export const AAVE_POOL_ABI = parseAbi([
+  "struct ReserveConfigurationMap { uint256 data; }",
+  "struct ReserveDataLegacy { ReserveConfigurationMap configuration; uint128 liquidityIndex; uint128 currentLiquidityRate; uint128 variableBorrowIndex; uint128 currentVariableBorrowRate; uint128 currentStableBorrowRate; uint40 lastUpdateTimestamp; uint16 id; address aTokenAddress; address stableDebtTokenAddress; address variableDebtTokenAddress; address interestRateStrategyAddress; uint128 accruedToTreasury; uint128 unbacked; uint128 isolationModeTotalDebt; }",
+  "function getReserveData(address asset) view returns (ReserveDataLegacy)",
+  "function getUserAccountData(address user) view returns (uint256 totalCollateralBase, uint256 totalDebtBase, uint256 availableBorrowsBase, uint256 currentLiquidationThreshold, uint256 ltv, uint256 healthFactor)",
+  "function supply(address asset, uint256 amount, address onBehalfOf, uint16 referralCode)",
+  "function borrow(address asset, uint256 amount, uint256 interestRateMode, uint16 referralCode, address onBehalfOf)",
+  "function repay(address asset, uint256 amount, uint256 interestRateMode, address onBehalfOf) returns (uint256)",
+  "function repayWithATokens(address asset, uint256 amount, uint256 interestRateMode) returns (uint256)",
+  "function withdraw(address asset, uint256 amount, address to) returns (uint256)",
+]);

@@ -1,0 +1,127 @@
+/**
+ * The Express application: middleware in order, every route module, the
+ * OpenAPI document, 405/404 and the typed error handler.
+ */
+import { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
+import express, { type Express } from "express";
+import type { Logger } from "pino";
+import { requireJsonBody } from "./http/content-type";
+import { docsRouter } from "./http/docs-page";
+import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
+import { buildOpenApiDocument } from "./http/openapi";
+import { rateLimits } from "./http/rate-limit";
+import { accessLog, requestId } from "./http/request-context";
+import { RouteTable } from "./http/route";
+import { adminGuard, adminRoutes } from "./routes/admin";
+import { agentRoutes } from "./routes/agents";
+import { discoveryRoutes } from "./routes/discovery";
+import { createKit } from "./routes/kit";
+import { pendingRoutes } from "./routes/pending";
+import { publicRoutes } from "./routes/public";
+import { treasuryRoutes } from "./routes/treasuries";
+import { AccessRequestService } from "./services/access-request-service";
+import type { AppContext } from "./services/context";
+import { credentialIdentity } from "./services/credentials";
+import { MarketRatesService } from "./services/market-rates";
+import { PolicyService } from "./services/policy-service";
+import { PreviewService } from "./services/preview-service";
+import { TreasuryService } from "./services/treasury-service";
+
+export const SERVICE_VERSION = "0.1.0";
+
+export interface Services {
+  treasuries: TreasuryService;
+  access: AccessRequestService;
+  preview: PreviewService;
+  policy: PolicyService;
+  marketRates: MarketRatesService;
+}
+
+export function createServices(ctx: AppContext): Services {
+  return {
+    treasuries: new TreasuryService(ctx),
+    access: new AccessRequestService(ctx),
+    preview: new PreviewService(ctx),
+    policy: new PolicyService(ctx),
+    marketRates: new MarketRatesService(ctx.config.rpcUrls, {
+      ttlSeconds: ctx.config.marketRatesTtlSeconds,
+      timeoutMs: ctx.config.rpcTimeoutMs,
+      clock: ctx.clock,
+    }),
+  };
+}
+
+export interface GatewayApp {
+  app: Express;
+  openapi: ReturnType<typeof buildOpenApiDocument>;
+  services: Services;
+}
+
+export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("trust proxy", ctx.config.trustProxy);
+  app.set("etag", false);
+
+  const services = createServices(ctx);
+  const startedAt = ctx.clock.now();
+
+  app.use(requestId);
+  app.use(accessLog(logger));
+  app.use(
+    rateLimits({
+      readPerWindow: ctx.config.rateLimit.readPerWindow,
+      writePerWindow: ctx.config.rateLimit.writePerWindow,
+      windowMs: ctx.config.rateLimit.windowMs,
+      credentialOf: (req) => credentialIdentity(ctx, req),
+    }),
+  );
+  app.use(requireJsonBody);
+  app.use(express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }));
+
+  app.use(docsRouter());
+
+  const registry = new OpenAPIRegistry();
+  const table = new RouteTable();
+  const api = express.Router();
+  const kit = createKit(api, registry, table);
+
+  discoveryRoutes(kit, ctx);
+  publicRoutes(kit, ctx, {
+    marketRates: services.marketRates,
+    policy: services.policy,
+    preview: services.preview,
+    treasuries: services.treasuries,
+    startedAt,
+    version: SERVICE_VERSION,
+  });
+  treasuryRoutes(kit, ctx, services.treasuries);
+  agentRoutes(kit, services.access);
+  pendingRoutes(kit, new Set());
+
+  const admin = express.Router();
+  adminRoutes(createKit(admin, registry, table), ctx, services.access);
+
+  const openapi = buildOpenApiDocument(registry, ctx.links.base);
+  app.get("/openapi.json", (_req, res) => {
+    res.json(openapi);
+  });
+  table.add("/openapi.json", "get");
+  table.add("/docs", "get");
+
+  // the guard answers every /admin path first: 404 when the admin API is off, 401 without the token
+  app.use("/admin", adminGuard(ctx));
+  app.use(admin);
+  app.use(api);
+
+  // a known path with a method it does not serve: 405 with Allow
+  for (const [path, methods] of table.entries()) {
+    app.all(path, (req, res) => {
+      res.setHeader("Allow", methods.join(", "));
+      sendError(res, new ApiError(405, "method_not_allowed", `${req.method} is not supported on ${req.path}; allowed: ${methods.join(", ")}`));
+    });
+  }
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return { app, openapi, services };
+}

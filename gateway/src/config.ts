@@ -1,0 +1,103 @@
+/**
+ * Configuration, read once from the environment. Every variable is listed in
+ * the README; nothing else reads process.env.
+ */
+import path from "node:path";
+import { z } from "zod";
+
+const positiveInt = (fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n <= 0) {
+        ctx.addIssue({ code: "custom", message: `must be a positive integer, got ${v}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const optionalUrl = z
+  .string()
+  .optional()
+  .transform((v) => (v && v.trim() !== "" ? v.trim() : undefined))
+  .pipe(z.string().url().optional());
+
+const envSchema = z.object({
+  PORT: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? 4020 : Number(v)))
+    .pipe(z.number().int().min(0).max(65535)),
+  HOST: z.string().optional().default("127.0.0.1"),
+  DATA_DIR: z.string().optional().default("./.data"),
+  PUBLIC_BASE_URL: optionalUrl,
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional().default("info"),
+  ADMIN_TOKEN: z
+    .string()
+    .optional()
+    .transform((v) => (v && v.length > 0 ? v : undefined))
+    .pipe(z.string().min(24, "ADMIN_TOKEN must be at least 24 characters").optional()),
+  RATE_LIMIT_READ_PER_MIN: positiveInt(100),
+  RATE_LIMIT_WRITE_PER_MIN: positiveInt(20),
+  RATE_LIMIT_WINDOW_MS: positiveInt(60_000),
+  TRUST_PROXY: z.string().optional().default("loopback"),
+  SANDBOX_KEY_TTL_DAYS: positiveInt(30),
+  SANDBOX_KEY_CAPACITY: positiveInt(100_000),
+  BODY_LIMIT_BYTES: positiveInt(64 * 1024),
+  ETHEREUM_RPC_URL: optionalUrl,
+  ARBITRUM_RPC_URL: optionalUrl,
+  BASE_RPC_URL: optionalUrl,
+  MARKET_RATES_TTL_SECONDS: positiveInt(60),
+  RPC_TIMEOUT_MS: positiveInt(2_500),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** base URL used in links (discovery files, status_url); defaults to http://host:port */
+  publicBaseUrl: string | undefined;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** bearer token of the admin (reviewer) API; the admin API is off when unset */
+  adminToken: string | undefined;
+  rateLimit: { readPerWindow: number; writePerWindow: number; windowMs: number };
+  trustProxy: string;
+  sandboxKeyTtlDays: number;
+  sandboxKeyCapacity: number;
+  bodyLimitBytes: number;
+  rpcUrls: { ethereum?: string; arbitrum?: string; base?: string };
+  marketRatesTtlSeconds: number;
+  rpcTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join("\n  ")}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: path.resolve(e.DATA_DIR),
+    publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
+    logLevel: e.LOG_LEVEL,
+    adminToken: e.ADMIN_TOKEN,
+    rateLimit: { readPerWindow: e.RATE_LIMIT_READ_PER_MIN, writePerWindow: e.RATE_LIMIT_WRITE_PER_MIN, windowMs: e.RATE_LIMIT_WINDOW_MS },
+    trustProxy: e.TRUST_PROXY,
+    sandboxKeyTtlDays: e.SANDBOX_KEY_TTL_DAYS,
+    sandboxKeyCapacity: e.SANDBOX_KEY_CAPACITY,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    rpcUrls: { ethereum: e.ETHEREUM_RPC_URL, arbitrum: e.ARBITRUM_RPC_URL, base: e.BASE_RPC_URL },
+    marketRatesTtlSeconds: e.MARKET_RATES_TTL_SECONDS,
+    rpcTimeoutMs: e.RPC_TIMEOUT_MS,
+  };
+}

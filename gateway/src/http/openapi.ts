@@ -1,0 +1,42 @@
+/** The OpenAPI 3.1.0 document, generated from the registry the routes filled. */
+import { OpenApiGeneratorV31, type OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
+
+export const API_VERSION = "2026-06-25";
+
+export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: string) {
+  registry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "Treasury API key: sk_test_ (sandbox) or sk_live_ (live).",
+  });
+  registry.registerComponent("securitySchemes", "x402Payment", {
+    type: "apiKey",
+    in: "header",
+    name: "X-PAYMENT",
+    description: "x402 version 1 payment proof (base64), for wallet-sovereign agents paying per request.",
+  });
+  registry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "reviewer admin token" });
+  const generator = new OpenApiGeneratorV31(registry.definitions);
+  return generator.generateDocument({
+    openapi: "3.1.0",
+    info: {
+      title: "Agent Treasury Gateway",
+      version: API_VERSION,
+      description:
+        "Treasury layer for agents holding BTC, ETH and USDC on Aave V3. Every error body is `{ error, message, request_id }`; " +
+        "rate limits are reported in X-RateLimit-Remaining and X-RateLimit-Reset on every response.",
+    },
+    servers: [{ url: serverUrl }],
+    tags: [
+      { name: "Discovery" },
+      { name: "Public" },
+      { name: "Sandbox" },
+      { name: "Treasuries" },
+      { name: "Actions" },
+      { name: "Reads" },
+      { name: "Wallet loop" },
+      { name: "Live access" },
+      { name: "MCP" },
+    ],
+  });
+}

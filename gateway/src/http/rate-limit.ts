@@ -1,0 +1,45 @@
+/**
+ * Rate limits (spec 8): reads (GET, HEAD, OPTIONS) and writes (everything
+ * else) in separate windows, counted per credential when the request carries
+ * a valid one, else per client address. Built on express-rate-limit; its
+ * legacy headers are the spec's X-RateLimit-Remaining and X-RateLimit-Reset.
+ */
+import type { Request, RequestHandler } from "express";
+import { ipKeyGenerator, rateLimit } from "express-rate-limit";
+import { ApiError, sendError } from "./errors";
+
+/** Resolves a request to a credential identity (key id, payer address) or undefined. */
+export type CredentialResolver = (req: Request) => string | undefined;
+
+export interface RateLimitOptions {
+  readPerWindow: number;
+  writePerWindow: number;
+  windowMs: number;
+  credentialOf: CredentialResolver;
+}
+
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function rateLimits(opts: RateLimitOptions): RequestHandler {
+  const keyGenerator = (req: Request) => {
+    const credential = opts.credentialOf(req);
+    return credential ? `cred:${credential}` : `ip:${ipKeyGenerator(req.ip ?? "unknown")}`;
+  };
+  const common = {
+    windowMs: opts.windowMs,
+    standardHeaders: false as const,
+    legacyHeaders: true,
+    keyGenerator,
+    handler: (_req: Request, res: Parameters<RequestHandler>[1], _next: unknown, options: { windowMs: number }) => {
+      const reset = Number(res.getHeader("X-RateLimit-Reset"));
+      const retryAfter = Number.isFinite(reset) ? Math.max(1, reset - Math.floor(Date.now() / 1000)) : Math.ceil(options.windowMs / 1000);
+      sendError(
+        res,
+        new ApiError(429, "rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }),
+      );
+    },
+  };
+  const read = rateLimit({ ...common, limit: opts.readPerWindow, identifier: "read" });
+  const write = rateLimit({ ...common, limit: opts.writePerWindow, identifier: "write" });
+  return (req, res, next) => (READ_METHODS.has(req.method) ? read(req, res, next) : write(req, res, next));
+}

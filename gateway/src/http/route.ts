@@ -1,0 +1,147 @@
+/**
+ * One declaration per endpoint: the same zod schemas validate the request at
+ * the edge and describe it in the OpenAPI document, so the two cannot drift.
+ */
+import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutions/zod-to-openapi";
+import type { Request, Response, Router } from "express";
+import type { ZodType } from "zod";
+import { z } from "../schemas/zod";
+import { ApiError, fromZodError } from "./errors";
+
+export type Method = "get" | "post";
+
+export interface HandlerContext<B, Q, P> {
+  req: Request;
+  res: Response;
+  body: B;
+  query: Q;
+  params: P;
+}
+
+export interface HandlerResult {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: ZodType;
+  headers?: Record<string, { description: string; schema: { type: "string" | "integer" } }>;
+}
+
+export type Security = "none" | "bearer_or_x402" | "admin";
+
+export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
+  method: Method;
+  /** express path, e.g. /api/v1/treasuries/:id */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security?: Security;
+  /** documents the Idempotency-Key header as required */
+  idempotencyKey?: boolean;
+  /** route is a documented extension of the spec */
+  extension?: boolean;
+  /** hide from the public OpenAPI document (admin API) */
+  internal?: boolean;
+  request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P> };
+  responses: Record<number, ResponseSpec>;
+  handler: (ctx: HandlerContext<B, Q, P>) => Promise<HandlerResult> | HandlerResult;
+}
+
+export const toOpenApiPath = (expressPath: string) => expressPath.replace(/:([A-Za-z_]+)/g, "{$1}");
+
+/** Tracks which methods exist per path so unsupported ones answer 405. */
+export class RouteTable {
+  private readonly methods = new Map<string, Set<string>>();
+  add(path: string, method: string): void {
+    const set = this.methods.get(path) ?? new Set<string>();
+    set.add(method.toUpperCase());
+    if (method === "get") set.add("HEAD");
+    this.methods.set(path, set);
+  }
+  entries(): [string, string[]][] {
+    return [...this.methods.entries()].map(([p, m]) => [p, [...m].sort()]);
+  }
+}
+
+const RATE_LIMIT_HEADERS = {
+  "X-RateLimit-Remaining": { description: "requests left in the current window", schema: { type: "integer" as const } },
+  "X-RateLimit-Reset": { description: "when the window resets (Unix time, seconds)", schema: { type: "integer" as const } },
+  "X-Request-Id": { description: "request identifier, also in error bodies", schema: { type: "string" as const } },
+};
+
+export function registerRoute<B, Q, P>(router: Router, registry: OpenAPIRegistry, table: RouteTable, spec: RouteSpec<B, Q, P>): void {
+  table.add(spec.path, spec.method);
+  if (!spec.internal) registry.registerPath(openApiConfig(spec));
+
+  router[spec.method](spec.path, async (req, res, next) => {
+    try {
+      const body = spec.request?.body ? parse(spec.request.body, bodyOf(req, spec.request.bodyRequired ?? true), "body") : (undefined as B);
+      const query = spec.request?.query ? parse(spec.request.query, req.query, "query") : (undefined as Q);
+      const params = spec.request?.params ? parse(spec.request.params, req.params, "path") : (undefined as P);
+      const result = await spec.handler({ req, res, body, query, params });
+      if (res.headersSent) return;
+      for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
+      res.status(result.status).json(result.body);
+    } catch (err) {
+      next(err);
+    }
+  });
+}
+
+function bodyOf(req: Request, required: boolean): unknown {
+  // body-parser marks a request whose body it parsed with `_body`
+  const parsed = (req as Request & { _body?: boolean })._body === true;
+  if (!parsed) {
+    if (required) throw new ApiError(400, "invalid_request", "a JSON body is required");
+    return {};
+  }
+  return req.body;
+}
+
+function parse<T>(schema: ZodType<T>, value: unknown, where: "body" | "query" | "path"): T {
+  const result = schema.safeParse(value);
+  if (!result.success) throw fromZodError(result.error, where);
+  return result.data;
+}
+
+function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
+  const responses: Record<number, ResponseConfig> = {};
+  for (const [status, r] of Object.entries(spec.responses)) {
+    responses[Number(status)] = {
+      description: r.description,
+      headers: { ...RATE_LIMIT_HEADERS, ...(r.headers ?? {}) },
+      ...(r.schema ? { content: { "application/json": { schema: r.schema } } } : {}),
+    };
+  }
+  const headers = spec.idempotencyKey
+    ? z.object({
+        "Idempotency-Key": z.string().min(8).max(120).openapi({ description: "unique per state-changing call (8 to 120 characters)" }),
+      })
+    : undefined;
+  const config: RouteConfig = {
+    method: spec.method,
+    path: toOpenApiPath(spec.path),
+    operationId: spec.operationId,
+    summary: spec.summary,
+    description: spec.description,
+    tags: spec.tags,
+    security:
+      spec.security === "bearer_or_x402" ? [{ bearerAuth: [] }, { x402Payment: [] }] : spec.security === "admin" ? [{ adminToken: [] }] : [],
+    request: {
+      ...(spec.request?.body
+        ? { body: { required: spec.request.bodyRequired ?? true, content: { "application/json": { schema: spec.request.body } } } }
+        : {}),
+      ...(spec.request?.query ? { query: spec.request.query as never } : {}),
+      ...(spec.request?.params ? { params: spec.request.params as never } : {}),
+      ...(headers ? { headers } : {}),
+    },
+    responses,
+  };
+  if (spec.extension) (config as Record<string, unknown>)["x-extension"] = true;
+  return config;
+}

@@ -1,0 +1,47 @@
+/**
+ * `npm start` for the gateway alone: configuration from the environment,
+ * the SQLite database under DATA_DIR, graceful shutdown on SIGTERM/SIGINT.
+ */
+import path from "node:path";
+import { pino } from "pino";
+import { ConfigError, loadConfig } from "./config";
+import { startGateway } from "./server";
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = pino({ level: config.logLevel, base: { service: "treasury-gateway" } });
+  const gateway = await startGateway({ config, logger, databaseFile: path.join(config.dataDir, "gateway.sqlite") });
+  logger.info({ url: gateway.url, data_dir: config.dataDir, admin_api: Boolean(config.adminToken) }, "gateway listening");
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    gateway
+      .close()
+      .then(() => {
+        logger.info("stopped");
+        process.exit(0);
+      })
+      .catch((err) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      });
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+void main();

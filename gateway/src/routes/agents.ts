@@ -1,0 +1,56 @@
+/** Live access requests (spec 4.9). */
+import { AccessRequest, AccessRequestBody, AccessRequestIdParams, AccessSchemaDocument } from "../schemas/agents";
+import { z } from "../schemas/zod";
+import type { AccessRequestService } from "../services/access-request-service";
+import { REVIEW_PROCESS, STATUS_MEANING } from "../services/access-request-service";
+import { err, RATE_LIMITED, type RouteKit } from "./kit";
+
+export function agentRoutes(kit: RouteKit, access: AccessRequestService): void {
+  const tags = ["Live access"];
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/agents/apply",
+    operationId: "getAccessRequestSchema",
+    summary: "Input schema of a live access request",
+    tags,
+    responses: { 200: { description: "access request schema", schema: AccessSchemaDocument }, ...RATE_LIMITED },
+    handler: () => ({
+      status: 200,
+      body: {
+        object: "agent_access_schema",
+        required: ["operator_name", "operator_email", "use_case"],
+        input_schema: z.toJSONSchema(AccessRequestBody, { io: "input", unrepresentable: "any" }),
+        review_process: REVIEW_PROCESS,
+        status_meaning: STATUS_MEANING,
+      },
+    }),
+  });
+
+  kit.route({
+    method: "post",
+    path: "/api/v1/agents/apply",
+    operationId: "submitAccessRequest",
+    summary: "Request live access; a human reviews every request",
+    tags,
+    request: { body: AccessRequestBody },
+    responses: { 200: { description: "access request (spec 2.11), status received", schema: AccessRequest }, 400: err("invalid body"), ...RATE_LIMITED },
+    handler: ({ body }) => ({ status: 200, body: access.submit(body) }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/agents/apply/:id",
+    operationId: "getAccessRequest",
+    summary: "Status of a live access request",
+    tags,
+    request: { params: AccessRequestIdParams },
+    responses: {
+      200: { description: "access request (spec 2.11)", schema: AccessRequest },
+      400: err("malformed id"),
+      404: err("unknown access request"),
+      ...RATE_LIMITED,
+    },
+    handler: ({ params }) => ({ status: 200, body: access.publicView(access.get(params.id)) }),
+  });
+}

@@ -1,0 +1,50 @@
+/** GET /agents.json, GET /fees.json (spec 2.15, 2.16, 4.2). */
+import { feeScheduleDocument } from "../domain/fee-schedule";
+import { SUPPORTED_ASSETS } from "../domain/assets";
+import { AgentDiscovery, FeeSchedule } from "../schemas/discovery";
+import type { AppContext } from "../services/context";
+import { RATE_LIMITED, type RouteKit } from "./kit";
+
+export function discoveryRoutes(kit: RouteKit, ctx: AppContext): void {
+  const { url } = ctx.links;
+
+  kit.route({
+    method: "get",
+    path: "/agents.json",
+    operationId: "getAgentDiscovery",
+    summary: "Agent discovery document",
+    tags: ["Discovery"],
+    responses: { 200: { description: "agent discovery (spec 2.15)", schema: AgentDiscovery }, ...RATE_LIMITED },
+    handler: () => ({
+      status: 200,
+      body: {
+        name: "Agent Treasury Gateway",
+        description:
+          "Treasury layer for agents holding BTC, ETH and USDC on Aave V3: preview, prepare and monitor deposits, conversions, borrows and repayments. " +
+          "Wallet-sovereign agents pay per request with x402 and receive unsigned transactions; the service never holds private keys.",
+        categories: ["defi", "treasury", "lending", "aave-v3", "agent-payments"],
+        mcp_url: url("/api/mcp"),
+        openapi_url: url("/openapi.json"),
+        fees_url: url("/fees.json"),
+        sandbox_url: url("/api/v1/sandbox/keys"),
+        docs_url: url("/docs"),
+        human_approval_required: true,
+        supported_assets: SUPPORTED_ASSETS,
+        supported_interfaces: ["MCP", "REST", "x402"],
+        status_url: url("/api/v1/public/gateway-status"),
+        trust_url: url("/api/v1/public/policy-state"),
+        security_url: url("/docs#security"),
+      },
+    }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/fees.json",
+    operationId: "getFeeSchedule",
+    summary: "Service fee schedule with the current ratchet tier",
+    tags: ["Discovery"],
+    responses: { 200: { description: "fee schedule (spec 2.16)", schema: FeeSchedule }, ...RATE_LIMITED },
+    handler: () => ({ status: 200, body: feeScheduleDocument(ctx.stores.fees.ratchet(), url("/fees.json")) }),
+  });
+}

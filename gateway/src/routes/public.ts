@@ -1,0 +1,160 @@
+/** Public, no-auth endpoints (spec 4.3). */
+import { REFERENCE_LIQUIDATION_THRESHOLD_BPS, SUPPORTED_ASSETS } from "../domain/assets";
+import { priceDropToLiquidationPct } from "../domain/position";
+import { PRESETS } from "../domain/presets";
+import { SafetyRailError } from "../schemas/common";
+import {
+  ActionPreview,
+  AddressQuery,
+  GatewayStatus,
+  LiquidationDistance,
+  LiquidationDistanceQuery,
+  MarketRates,
+  PolicyState,
+  PortfolioState,
+  PreviewRequest,
+} from "../schemas/public";
+import type { AppContext } from "../services/context";
+import type { MarketRatesService } from "../services/market-rates";
+import type { PolicyService } from "../services/policy-service";
+import { resolveAmount, type PreviewService } from "../services/preview-service";
+import { resolveSubject } from "../services/subject";
+import type { TreasuryService } from "../services/treasury-service";
+import { err, RATE_LIMITED, type RouteKit } from "./kit";
+
+export interface PublicDeps {
+  marketRates: MarketRatesService;
+  policy: PolicyService;
+  preview: PreviewService;
+  treasuries: TreasuryService;
+  startedAt: Date;
+  version: string;
+}
+
+export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): void {
+  const tags = ["Public"];
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/public/market-rates",
+    operationId: "getMarketRates",
+    summary: "Native-USDC variable borrow APY of Aave V3 on three chains",
+    description: "Read from each chain's Aave V3 Pool over its configured RPC. `environment` is `live` only when every entry was read from its chain within the cache window.",
+    tags,
+    responses: { 200: { description: "market rates (spec 2.13)", schema: MarketRates }, ...RATE_LIMITED },
+    handler: async () => ({ status: 200, body: await deps.marketRates.document() }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/public/liquidation-distance",
+    operationId: "getLiquidationDistance",
+    summary: "Collateral price drop that would bring a position at an LTV to liquidation",
+    tags,
+    request: { query: LiquidationDistanceQuery },
+    responses: {
+      200: { description: "liquidation distance (spec 2.14)", schema: LiquidationDistance },
+      400: err("ltv outside 1 to 75 or not a number"),
+      ...RATE_LIMITED,
+    },
+    handler: ({ query }) => {
+      const ltv = query.ltv ?? 40;
+      const threshold = REFERENCE_LIQUIDATION_THRESHOLD_BPS;
+      return {
+        status: 200,
+        body: {
+          object: "liquidation_distance",
+          ltv,
+          price_drop_to_liquidation_pct: priceDropToLiquidationPct(ltv, threshold),
+          service_recommended_ceiling_ltv: PRESETS.balanced.ceiling,
+          liquidation_threshold_pct: threshold / 100,
+          formula: "price_drop_to_liquidation_pct = (1 - ltv / liquidation_threshold) x 100, liquidation threshold of a 50/50 cbBTC/WETH collateral mix on Aave V3",
+        },
+      };
+    },
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/public/portfolio-state",
+    operationId: "getPortfolioState",
+    summary: "Portfolio state of the demo, or of the sandbox treasury registered for an address",
+    tags,
+    request: { query: AddressQuery },
+    responses: {
+      200: { description: "portfolio state (spec 2.18)", schema: PortfolioState },
+      400: err("invalid address"),
+      404: err("no treasury registered for the address"),
+      ...RATE_LIMITED,
+    },
+    handler: ({ query }) => {
+      const subject = resolveSubject(ctx, query.address);
+      return { status: 200, body: deps.treasuries.portfolioView(subject.holdings, subject.environment, subject.address) };
+    },
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/public/policy-state",
+    operationId: "getPublicPolicyState",
+    summary: "Policy state of the demo, or of the sandbox treasury registered for an address",
+    tags,
+    request: { query: AddressQuery },
+    responses: {
+      200: { description: "policy state (spec 2.12)", schema: PolicyState },
+      400: err("invalid address"),
+      404: err("no treasury registered for the address"),
+      ...RATE_LIMITED,
+    },
+    handler: ({ query }) => ({ status: 200, body: deps.policy.forSubject(resolveSubject(ctx, query.address)) }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/public/gateway-status",
+    operationId: "getGatewayStatus",
+    summary: "Gateway status",
+    tags,
+    responses: { 200: { description: "gateway status (spec 2.17)", schema: GatewayStatus }, ...RATE_LIMITED },
+    handler: () => {
+      const now = ctx.clock.now();
+      ctx.db.prepare("SELECT 1").get(); // the database answers, or this throws a typed 500
+      return {
+        status: 200,
+        body: {
+          object: "gateway_status",
+          status: "online",
+          supported_assets: SUPPORTED_ASSETS,
+          version: deps.version,
+          api_version: "2026-06-25",
+          uptime_seconds: Math.floor((now.getTime() - deps.startedAt.getTime()) / 1000),
+          execution: "simulated",
+          time: now.toISOString(),
+        },
+      };
+    },
+  });
+
+  kit.route({
+    method: "post",
+    path: "/api/v1/public/preview",
+    operationId: "previewAction",
+    summary: "Typed preview of an action: fee, LTV before and after, safety rail",
+    description:
+      "`amount` is the USDC value of the action (`amount_usdc` is an alias; both present must be equal). With `address`, the preview runs on the sandbox treasury registered for it; otherwise on the demo portfolio. `current_ltv` restates the debt against that collateral.",
+    tags,
+    request: { body: PreviewRequest },
+    responses: {
+      200: { description: "action preview (spec 2.3)", schema: ActionPreview },
+      400: err("invalid body"),
+      403: { description: "safety rail (spec 2.2): the action would exceed the ceiling", schema: SafetyRailError },
+      404: err("no treasury registered for the address"),
+      ...RATE_LIMITED,
+    },
+    handler: ({ body }) => {
+      const subject = resolveSubject(ctx, body.address);
+      const amountMicro = resolveAmount(body.amount, body.amount_usdc);
+      return { status: 200, body: deps.preview.previewFor(subject, { action: body.action, amountMicro, currentLtv: body.current_ltv }) };
+    },
+  });
+}

@@ -1,0 +1,50 @@
+import { ChainName, Timestamp, WalletAddress } from "./common";
+import { z } from "./zod";
+
+export const AccessRequestBody = z
+  .strictObject({
+    operator_name: z.string().trim().min(2).max(200),
+    operator_email: z.string().trim().max(254).pipe(z.email()),
+    use_case: z.string().trim().min(20).max(5000),
+    agent_name: z.string().max(200).optional(),
+    agent_framework: z.string().max(200).optional(),
+    company: z.string().max(200).optional(),
+    wallet_address: WalletAddress.optional(),
+    chain: ChainName.optional(),
+    expected_monthly_volume_usdc: z.number().min(0).max(1e12).optional(),
+  })
+  .openapi("AccessRequestBody");
+
+export const AccessRequest = z
+  .object({
+    object: z.literal("agent_access_request"),
+    id: z.string().regex(/^agr_/),
+    status: z.enum(["received", "in_review", "closed"]),
+    status_url: z.string().url(),
+    submitted_at: Timestamp,
+    review_process: z.string(),
+    status_meaning: z.object({ received: z.string(), in_review: z.string(), closed: z.string() }),
+    docs: z.string().url(),
+  })
+  .passthrough()
+  .openapi("AgentAccessRequest", { description: "spec 2.11" });
+
+export const AccessRequestIdParams = z.object({
+  id: z.string().regex(/^agr_[0-9a-f]{32}$/, "must be an access request id (agr_ followed by 32 hex characters)"),
+});
+
+export const AccessSchemaDocument = z
+  .object({
+    object: z.literal("agent_access_schema"),
+    required: z.array(z.string()),
+    input_schema: z.record(z.string(), z.unknown()),
+  })
+  .passthrough()
+  .openapi("AgentAccessSchema");
+
+export const ReviewTransitionBody = z.strictObject({
+  reviewer: z.string().trim().min(2).max(200),
+  outcome: z.enum(["approved", "declined"]).optional(),
+  note: z.string().max(2000).optional(),
+  treasury_id: z.string().regex(/^trs_[0-9a-f]{32}$/).optional(),
+});

@@ -1,0 +1,158 @@
+import { ACTIONS } from "../domain/fees";
+import { AssetSchema, queryNumber, Timestamp, usdcAmount } from "./common";
+import { z } from "./zod";
+
+export const MarketRateEntry = z
+  .object({
+    chain: z.string(),
+    chain_id: z.number().int(),
+    borrow_apy_pct: z.number().nullable().openapi({ description: "null when no reading is available (see source)" }),
+    source: z.enum(["aave_v3_pool_rpc", "cache", "unavailable"]).openapi({
+      description: "aave_v3_pool_rpc: read now from the Pool; cache: last good reading (stale); unavailable: no RPC or no answer",
+    }),
+    stale: z.boolean(),
+    observed_at: Timestamp.nullable(),
+    block_number: z.number().int().nullable(),
+    pool: z.string(),
+    asset: z.string(),
+    error: z.string().optional(),
+  })
+  .openapi("MarketRateEntry");
+
+export const MarketRates = z
+  .object({
+    object: z.literal("market_rates"),
+    environment: z.enum(["live", "partial", "unavailable"]).openapi({
+      description: "live only when every entry was read from its chain within the cache window",
+    }),
+    protocol: z.string(),
+    asset: z.literal("USDC"),
+    rate_type: z.literal("variable_borrow_apy"),
+    rates: z.array(MarketRateEntry),
+    note: z.string(),
+  })
+  .openapi("MarketRates", { description: "spec 2.13" });
+
+export const LiquidationDistanceQuery = z.object({
+  ltv: queryNumber()
+    .pipe(z.number().min(1).max(75))
+    .optional()
+    .openapi({ param: { name: "ltv", in: "query" }, type: "number", minimum: 1, maximum: 75, default: 40 }),
+});
+
+export const LiquidationDistance = z
+  .object({
+    object: z.literal("liquidation_distance"),
+    ltv: z.number(),
+    price_drop_to_liquidation_pct: z.number(),
+    service_recommended_ceiling_ltv: z.number(),
+    liquidation_threshold_pct: z.number(),
+    formula: z.string(),
+  })
+  .openapi("LiquidationDistance", { description: "spec 2.14" });
+
+export const AddressQuery = z.object({
+  address: z
+    .string()
+    .regex(/^(demo|0x[0-9a-fA-F]{40})$/, "must be 'demo' or a 0x-prefixed 20-byte address")
+    .optional()
+    .openapi({ param: { name: "address", in: "query" }, default: "demo" }),
+});
+
+export const PortfolioState = z
+  .object({
+    object: z.literal("portfolio_state"),
+    current_ltv: z.number(),
+    health_score: z.number(),
+  })
+  .passthrough()
+  .openapi("PortfolioState", { description: "spec 2.18 (open object)" });
+
+export const PolicyState = z
+  .object({
+    object: z.literal("policy_state"),
+    environment: z.string(),
+    address: z.string(),
+    preset: z.string(),
+    ltv_bands: z.object({
+      safe: z.object({ min: z.number(), max: z.number() }),
+      live: z.object({ min: z.number(), max: z.number() }),
+      recommended_ceiling: z.number(),
+      park_target: z.number(),
+    }),
+    plan_version: z.string(),
+    protection_status: z.string(),
+    dormancy_clock: z.object({
+      last_fee_bearing_activity_at: Timestamp,
+      window_months: z.number(),
+      expires_at: Timestamp,
+      note: z.string(),
+    }),
+    protection_authority: z.object({
+      target_ltv_after_rewind: z.number(),
+      trigger_metric: z.literal("health_score"),
+      default_protect_below_health_score: z.number(),
+      default_repay_above_health_score: z.number(),
+      trigger_rule: z.string(),
+      threshold_configurability: z.string(),
+      price_dynamics: z.string(),
+      repayment_source: z.string(),
+      scope: z.string(),
+      delegation_mechanism: z.string(),
+    }),
+    delegation: z.object({
+      model: z.string(),
+      mechanism: z.string(),
+      states: z.array(z.enum(["not_granted", "approved_pending_funds", "active", "revoked_pending_settlement", "revoked"])),
+      state: z.enum(["not_granted", "approved_pending_funds", "active", "revoked_pending_settlement", "revoked"]),
+      approval_requires: z.string(),
+      revocation: z.string(),
+      wallet_sovereign_alternative: z.string(),
+    }),
+    monitoring_tier: z.object({ tier: z.string(), check_frequency: z.string() }),
+    gas_caps: z.object({ per_action_usd: z.number(), per_month_usd: z.number(), applies_to: z.string() }),
+    fee_schedule_ref: z.string().url(),
+    invariants: z.array(z.string()),
+    docs: z.string().url(),
+  })
+  .passthrough()
+  .openapi("PolicyState", { description: "spec 2.12" });
+
+export const GatewayStatus = z
+  .object({
+    object: z.literal("gateway_status"),
+    status: z.string(),
+    supported_assets: z.array(z.string()),
+  })
+  .passthrough()
+  .openapi("GatewayStatus", { description: "spec 2.17 (open object)" });
+
+export const PreviewRequest = z
+  .strictObject({
+    action: z.enum(ACTIONS),
+    amount: usdcAmount({ min: 0 }).openapi({ description: "USDC value of the action", minimum: 0 }),
+    amount_usdc: usdcAmount({ min: 0 }).optional().openapi({ minimum: 0 }),
+    asset: AssetSchema.optional(),
+    address: z.string().max(200).optional(),
+    current_ltv: z.number().min(0).max(75).optional(),
+    initiator: z.string().max(200).optional(),
+  })
+  .openapi("PreviewRequest");
+
+export const ActionPreview = z
+  .object({
+    object: z.literal("action_preview"),
+    environment: z.string(),
+    approved: z.boolean(),
+    action: z.string(),
+    amount_usdc: z.number(),
+    service_fee_usdc: z.number(),
+    fee_basis: z.string(),
+    ltv_before: z.number(),
+    ltv_after: z.number(),
+    health_score_after: z.number(),
+    requires_signature: z.boolean(),
+    unsigned_transaction: z.union([z.string(), z.null()]),
+  })
+  .passthrough()
+  .openapi("ActionPreview", { description: "spec 2.3" });

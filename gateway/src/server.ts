@@ -1,0 +1,52 @@
+/** Start and stop a gateway: database, app, HTTP server. Used by main.ts and the tests. */
+import http, { type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import { createApp, type GatewayApp } from "./app";
+import type { Config } from "./config";
+import { systemClock, type Clock } from "./lib/clock";
+import { createStores, linksFor, type AppContext } from "./services/context";
+import { openDatabase } from "./store/db";
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  ctx: AppContext;
+  gateway: GatewayApp;
+  close(): Promise<void>;
+}
+
+export async function startGateway(opts: { config: Config; logger: Logger; databaseFile: string; clock?: Clock }): Promise<RunningGateway> {
+  const db = openDatabase(opts.databaseFile);
+  const clock = opts.clock ?? systemClock;
+  // links need the port, which is known once listening; a holder fills it in
+  const ctx: AppContext = { config: opts.config, db, stores: createStores(db), clock, links: linksFor("http://placeholder") };
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = http.createServer().listen(opts.config.port, opts.config.host, () => resolve(s));
+    s.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${opts.config.host}:${port}`;
+  ctx.links = linksFor(opts.config.publicBaseUrl ?? url);
+  const gateway = createApp(ctx, opts.logger);
+  server.on("request", gateway.app);
+  server.keepAliveTimeout = 5_000;
+
+  let closed = false;
+  return {
+    url,
+    port,
+    ctx,
+    gateway,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      });
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/** What every service and route gets: configuration, stores, clock, links. */
+import type { Config } from "../config";
+import type { Clock } from "../lib/clock";
+import type { Db } from "../store/db";
+import { AccessRequestStore } from "../store/access-request-store";
+import { ApiKeyStore } from "../store/api-key-store";
+import { FeeStore } from "../store/fee-store";
+import { OutboxStore } from "../store/outbox-store";
+import { TreasuryStore } from "../store/treasury-store";
+
+export interface Stores {
+  treasuries: TreasuryStore;
+  apiKeys: ApiKeyStore;
+  accessRequests: AccessRequestStore;
+  outbox: OutboxStore;
+  fees: FeeStore;
+}
+
+export function createStores(db: Db): Stores {
+  return {
+    treasuries: new TreasuryStore(db),
+    apiKeys: new ApiKeyStore(db),
+    accessRequests: new AccessRequestStore(db),
+    outbox: new OutboxStore(db),
+    fees: new FeeStore(db),
+  };
+}
+
+export interface Links {
+  base: string;
+  url(path: string): string;
+}
+
+export function linksFor(baseUrl: string): Links {
+  const base = baseUrl.replace(/\/+$/, "");
+  return { base, url: (path: string) => `${base}${path.startsWith("/") ? path : `/${path}`}` };
+}
+
+export interface AppContext {
+  config: Config;
+  db: Db;
+  stores: Stores;
+  clock: Clock;
+  links: Links;
+}

@@ -1,0 +1,33 @@
+/**
+ * Credential lookup: a bearer API key is found by its hash and must be
+ * neither expired nor revoked. (The x402 payment credential plugs in beside
+ * it; see issue 4.)
+ */
+import type { Request } from "express";
+import { hashApiKey } from "../lib/secrets";
+import type { ApiKeyRecord } from "../store/api-key-store";
+import type { AppContext } from "./context";
+
+export const BEARER_PATTERN = /^Bearer (sk_(?:test|live)_[A-Za-z0-9_-]{16,128})$/;
+
+export type BearerLookup =
+  | { kind: "none" }
+  | { kind: "invalid"; reason: string }
+  | { kind: "valid"; key: ApiKeyRecord };
+
+export function lookupBearer(ctx: AppContext, authorization: string | undefined): BearerLookup {
+  if (!authorization) return { kind: "none" };
+  const match = BEARER_PATTERN.exec(authorization.trim());
+  if (!match) return { kind: "invalid", reason: "Authorization must be 'Bearer sk_test_...' or 'Bearer sk_live_...'" };
+  const key = ctx.stores.apiKeys.findByHash(hashApiKey(match[1]!));
+  if (!key) return { kind: "invalid", reason: "unknown API key" };
+  if (key.revokedAt) return { kind: "invalid", reason: "API key revoked" };
+  if (key.expiresAt && key.expiresAt <= ctx.clock.now().toISOString()) return { kind: "invalid", reason: "API key expired" };
+  return { kind: "valid", key };
+}
+
+/** rate-limit identity of a request: its valid credential, if any */
+export function credentialIdentity(ctx: AppContext, req: Request): string | undefined {
+  const found = lookupBearer(ctx, req.header("authorization"));
+  return found.kind === "valid" ? `key:${found.key.id}` : undefined;
+}

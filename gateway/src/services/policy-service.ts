@@ -1,0 +1,30 @@
+/** Policy state (spec 2.12) of the demo or of a treasury. */
+import { policyStateDocument, type DelegationState } from "../domain/policy";
+import type { AppContext } from "./context";
+import type { Subject } from "./subject";
+
+export class PolicyService {
+  /** the public demo's clock starts when the service starts (the demo is reset at every start) */
+  private readonly demoActivityAt: Date;
+
+  constructor(private readonly ctx: AppContext) {
+    this.demoActivityAt = ctx.clock.now();
+  }
+
+  forSubject(subject: Subject) {
+    const t = subject.treasury;
+    const lastFeeBearing = t ? this.ctx.stores.fees.lastFeeBearingAt(t.id) ?? t.createdAt : this.demoActivityAt.toISOString();
+    const delegationState: DelegationState = t ? "not_granted" : "active";
+    return policyStateDocument({
+      environment: subject.environment,
+      address: subject.address,
+      preset: subject.preset,
+      protectionStatus: delegationState === "active" ? "active" : "inactive",
+      delegationState,
+      lastFeeBearingActivityAt: new Date(lastFeeBearing),
+      feeScheduleUrl: this.ctx.links.url("/fees.json"),
+      docsUrl: this.ctx.links.url("/docs"),
+      executionMode: t ? t.executionMode : "demo",
+    });
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Action previews (spec 2.3, 4.3 preview, 4.6 estimate): fee, LTV before and
+ * after, health after, and the safety rail (spec 2.2) when the action would
+ * end above the ceiling.
+ */
+import type { Action } from "../domain/fees";
+import { parseUsdc, usdcToNumber, type Micro } from "../domain/money";
+import { DEMO_HOLDINGS, positionOf } from "../domain/portfolio";
+import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "../domain/position";
+import type { Preset } from "../domain/presets";
+import { ApiError } from "../http/errors";
+import type { AppContext } from "./context";
+import type { Subject } from "./subject";
+
+export interface PreviewInput {
+  action: Action;
+  amountMicro: Micro;
+  currentLtv?: number | undefined;
+}
+
+/** Resolve `amount` and its alias `amount_usdc`: either, or both when equal. */
+export function resolveAmount(amount: number | undefined, amountUsdc: number | undefined): Micro {
+  if (amount !== undefined && amountUsdc !== undefined && parseUsdc(amount) !== parseUsdc(amountUsdc)) {
+    throw new ApiError(400, "invalid_request", "amount and amount_usdc are aliases; when both are sent they must be equal", {
+      details: [{ location: "body", field: "amount_usdc", message: "differs from amount" }],
+    });
+  }
+  const value = amountUsdc ?? amount;
+  if (value === undefined) throw new ApiError(400, "invalid_request", "amount_usdc (or its alias amount) is required");
+  return parseUsdc(value);
+}
+
+/** The 403 safety-rail error of spec 2.2. */
+export function safetyRailError(sim: Simulation, preset: Preset): ApiError {
+  const safe = sim.breach!.safeAmountMicro;
+  return new ApiError(
+    403,
+    "ltv_limit_exceeded",
+    `${sim.action} of ${usdcToNumber(sim.amountMicro)} USDC would take LTV from ${sim.ltvBefore}% to ${sim.ltvAfter}%, above the ${preset.ceiling}% ceiling; ` +
+      `the largest amount that stays within it is ${usdcToNumber(safe)} USDC`,
+    {
+      allowed: false,
+      approved: false,
+      safe_amount: usdcToNumber(safe),
+      current_ltv: sim.ltvBefore,
+      resulting_ltv: sim.ltvAfter,
+      ceiling: preset.ceiling,
+      fee_usd: usdcToNumber(sim.fee.feeMicro),
+      fee_basis: sim.fee.basis,
+    },
+  );
+}
+
+export class PreviewService {
+  constructor(private readonly ctx: AppContext) {}
+
+  /** Simulate on a position; throws the typed 400/403 errors. */
+  run(position: Position, input: PreviewInput, preset: Preset): Simulation {
+    const tier = this.ctx.stores.fees.ratchet().tierIndex;
+    let sim: Simulation;
+    try {
+      sim = simulate(position, input.action, input.amountMicro, preset, tier);
+    } catch (err) {
+      if (err instanceof PositionError) throw new ApiError(400, err.code, err.message);
+      throw err;
+    }
+    if (sim.breach) throw safetyRailError(sim, preset);
+    return sim;
+  }
+
+  /** Public preview on the demo portfolio or a registered sandbox treasury. */
+  previewFor(subject: Subject, input: PreviewInput) {
+    let position = positionOf(subject.holdings);
+    if (input.currentLtv !== undefined) {
+      // current_ltv restates the debt against the subject's collateral; with no
+      // collateral, the demo portfolio's collateral is the reference
+      const collateral = position.collateralMicro > 0n ? position.collateralMicro : positionOf(DEMO_HOLDINGS).collateralMicro;
+      position = positionAtLtv(collateral, input.currentLtv, position.liquidationThresholdBps);
+    }
+    const sim = this.run(position, input, subject.preset);
+    return this.previewBody(sim, subject.environment);
+  }
+
+  previewBody(sim: Simulation, environment: string) {
+    const automated = sim.action === "protection" || sim.action === "auto_repay" || sim.action === "auto_deleverage";
+    return {
+      object: "action_preview" as const,
+      environment,
+      approved: true,
+      action: sim.action,
+      amount_usdc: usdcToNumber(sim.amountMicro),
+      service_fee_usdc: usdcToNumber(sim.fee.feeMicro),
+      fee_basis: sim.fee.basis,
+      ltv_before: sim.ltvBefore,
+      ltv_after: sim.ltvAfter,
+      health_score_after: sim.healthAfter,
+      requires_signature: !automated,
+      unsigned_transaction: null,
+    };
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * The subject of a public read or preview: the demo portfolio, or the
+ * sandbox treasury registered for a wallet address.
+ */
+import { DEMO_HOLDINGS, type Holdings } from "../domain/portfolio";
+import { PRESETS, type Preset } from "../domain/presets";
+import { ApiError } from "../http/errors";
+import type { TreasuryRecord } from "../store/treasury-store";
+import type { AppContext } from "./context";
+
+export interface Subject {
+  environment: "public_demo" | "sandbox_simulation";
+  address: string;
+  holdings: Holdings;
+  preset: Preset;
+  treasury: TreasuryRecord | null;
+}
+
+export function resolveSubject(ctx: AppContext, address: string | undefined): Subject {
+  if (address === undefined || address === "demo") {
+    return { environment: "public_demo", address: "demo", holdings: DEMO_HOLDINGS, preset: PRESETS.balanced, treasury: null };
+  }
+  if (!/^0x[0-9a-fA-F]{40}$/.test(address)) {
+    throw new ApiError(400, "invalid_request", "address must be 'demo' or a 0x-prefixed 20-byte address");
+  }
+  const treasury = ctx.stores.treasuries.findByWallet(address);
+  if (!treasury) {
+    throw new ApiError(404, "treasury_not_found", `no treasury is registered for ${address}; register one with POST /api/v1/treasuries`);
+  }
+  return { environment: "sandbox_simulation", address: treasury.walletAddress, holdings: treasury.holdings, preset: PRESETS[treasury.preset], treasury };
+}

@@ -1,0 +1,103 @@
+/**
+ * The fee audit trail (rule 5) and the fee ratchet (rule 6), written together
+ * in one transaction so the platform volume and the audit can never disagree.
+ */
+import { advanceRatchet, tierAt, type RatchetState } from "../domain/fee-schedule";
+import type { Action } from "../domain/fees";
+import type { Micro } from "../domain/money";
+import type { Db } from "./db";
+
+export interface FeeAuditEntry {
+  id: string;
+  treasuryId: string;
+  action: Action;
+  amountMicro: Micro;
+  feeMicro: Micro;
+  feeBps: number;
+  feeBasis: string;
+  feeTier: string;
+  trigger: string;
+  executionRef: string;
+  createdAt: string;
+}
+
+interface Row {
+  id: string;
+  treasury_id: string;
+  action: Action;
+  amount_micro: string;
+  fee_micro: string;
+  fee_bps: number;
+  fee_basis: string;
+  fee_tier: string;
+  trigger: string;
+  execution_ref: string;
+  created_at: string;
+}
+
+const fromRow = (r: Row): FeeAuditEntry => ({
+  id: r.id,
+  treasuryId: r.treasury_id,
+  action: r.action,
+  amountMicro: BigInt(r.amount_micro),
+  feeMicro: BigInt(r.fee_micro),
+  feeBps: r.fee_bps,
+  feeBasis: r.fee_basis,
+  feeTier: r.fee_tier,
+  trigger: r.trigger,
+  executionRef: r.execution_ref,
+  createdAt: r.created_at,
+});
+
+export class FeeStore {
+  constructor(private readonly db: Db) {}
+
+  ratchet(): RatchetState {
+    const row = this.db.prepare("SELECT tier_index, platform_volume_micro FROM fee_ratchet WHERE id = 1").get() as {
+      tier_index: number;
+      platform_volume_micro: string;
+    };
+    return { tierIndex: row.tier_index, platformVolumeMicro: BigInt(row.platform_volume_micro) };
+  }
+
+  /**
+   * Record one execution. Fee-bearing executions (fee > 0) advance the
+   * ratchet by their amount. Call inside the caller's transaction when the
+   * execution itself writes state, so both land or neither does.
+   */
+  record(entry: Omit<FeeAuditEntry, "feeTier">): FeeAuditEntry {
+    const state = this.ratchet();
+    const full: FeeAuditEntry = { ...entry, feeTier: tierAt(state.tierIndex).tier };
+    this.db
+      .prepare(
+        `INSERT INTO fee_audit (id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, fee_tier, trigger, execution_ref, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        full.id, full.treasuryId, full.action, full.amountMicro.toString(), full.feeMicro.toString(), full.feeBps, full.feeBasis,
+        full.feeTier, full.trigger, full.executionRef, full.createdAt,
+      );
+    if (full.feeMicro > 0n) {
+      const next = advanceRatchet(state, full.amountMicro);
+      this.db
+        .prepare("UPDATE fee_ratchet SET tier_index = ?, platform_volume_micro = ?, updated_at = ? WHERE id = 1")
+        .run(next.tierIndex, next.platformVolumeMicro.toString(), full.createdAt);
+    }
+    return full;
+  }
+
+  forTreasury(treasuryId: string): FeeAuditEntry[] {
+    return (this.db.prepare("SELECT * FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid").all(treasuryId) as Row[]).map(fromRow);
+  }
+
+  /**
+   * Time of the last fee-bearing execution of a treasury (deposit, convert or
+   * borrow: every one of them buys or borrows), the dormancy clock's input.
+   */
+  lastFeeBearingAt(treasuryId: string): string | undefined {
+    const row = this.db
+      .prepare("SELECT MAX(created_at) AS at FROM fee_audit WHERE treasury_id = ? AND fee_micro != '0'")
+      .get(treasuryId) as { at: string | null };
+    return row.at ?? undefined;
+  }
+}

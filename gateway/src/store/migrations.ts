@@ -1,0 +1,116 @@
+/**
+ * Versioned schema migrations. Append only: a released migration is never
+ * edited; a change is a new entry with the next version.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: "foundation",
+    sql: `
+      CREATE TABLE treasuries (
+        id TEXT PRIMARY KEY,
+        wallet_address TEXT NOT NULL,
+        chain TEXT NOT NULL CHECK (chain IN ('arbitrum','base')),
+        preset TEXT NOT NULL CHECK (preset IN ('conservative','balanced','aggressive')),
+        execution_mode TEXT NOT NULL CHECK (execution_mode IN ('wallet','managed')),
+        status TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        btc_units TEXT NOT NULL DEFAULT '0',
+        eth_units TEXT NOT NULL DEFAULT '0',
+        usdc_micro TEXT NOT NULL DEFAULT '0',
+        debt_micro TEXT NOT NULL DEFAULT '0',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX treasuries_wallet ON treasuries (wallet_address);
+
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('sandbox','live')),
+        last4 TEXT NOT NULL,
+        treasury_id TEXT REFERENCES treasuries(id),
+        access_request_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        revoked_at TEXT
+      );
+      CREATE INDEX api_keys_treasury ON api_keys (treasury_id);
+
+      CREATE TABLE access_requests (
+        id TEXT PRIMARY KEY,
+        status TEXT NOT NULL CHECK (status IN ('received','in_review','closed')),
+        operator_name TEXT NOT NULL,
+        operator_email TEXT NOT NULL,
+        use_case TEXT NOT NULL,
+        agent_name TEXT,
+        agent_framework TEXT,
+        company TEXT,
+        wallet_address TEXT,
+        chain TEXT,
+        expected_monthly_volume_usdc TEXT,
+        submitted_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        reviewer TEXT,
+        outcome TEXT CHECK (outcome IS NULL OR outcome IN ('approved','declined')),
+        outcome_note TEXT,
+        closed_at TEXT
+      );
+
+      CREATE TABLE access_request_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        access_request_id TEXT NOT NULL REFERENCES access_requests(id),
+        from_status TEXT,
+        to_status TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        note TEXT,
+        at TEXT NOT NULL
+      );
+
+      CREATE TABLE outbox (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        body TEXT,
+        related_id TEXT,
+        created_at TEXT NOT NULL,
+        delivered_at TEXT
+      );
+
+      CREATE TABLE fee_audit (
+        id TEXT PRIMARY KEY,
+        treasury_id TEXT NOT NULL REFERENCES treasuries(id),
+        action TEXT NOT NULL,
+        amount_micro TEXT NOT NULL,
+        fee_micro TEXT NOT NULL,
+        fee_bps INTEGER NOT NULL,
+        fee_basis TEXT NOT NULL,
+        fee_tier TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        execution_ref TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX fee_audit_treasury ON fee_audit (treasury_id, created_at);
+
+      CREATE TABLE fee_ratchet (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        tier_index INTEGER NOT NULL,
+        platform_volume_micro TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      INSERT INTO fee_ratchet (id, tier_index, platform_volume_micro, updated_at) VALUES (1, 0, '0', '1970-01-01T00:00:00.000Z');
+
+      -- the ratchet only moves one way: the database refuses a lower tier
+      CREATE TRIGGER fee_ratchet_one_way BEFORE UPDATE ON fee_ratchet
+      WHEN NEW.tier_index < OLD.tier_index
+      BEGIN SELECT RAISE(ABORT, 'fee ratchet is one-way'); END;
+    `,
+  },
+];

@@ -1,0 +1,61 @@
+/**
+ * Messages to people (the operator's credentials, review outcomes). A
+ * delivery worker sends them; `markDelivered` then scrubs the body so a
+ * delivered secret does not stay in the database.
+ */
+import type { Db } from "./db";
+
+export interface OutboxMessage {
+  id: string;
+  kind: string;
+  recipient: string;
+  subject: string;
+  body: string | null;
+  relatedId: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+}
+
+interface Row {
+  id: string;
+  kind: string;
+  recipient: string;
+  subject: string;
+  body: string | null;
+  related_id: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
+const fromRow = (r: Row): OutboxMessage => ({
+  id: r.id,
+  kind: r.kind,
+  recipient: r.recipient,
+  subject: r.subject,
+  body: r.body,
+  relatedId: r.related_id,
+  createdAt: r.created_at,
+  deliveredAt: r.delivered_at,
+});
+
+export class OutboxStore {
+  constructor(private readonly db: Db) {}
+
+  insert(m: OutboxMessage): void {
+    this.db
+      .prepare("INSERT INTO outbox (id, kind, recipient, subject, body, related_id, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+      .run(m.id, m.kind, m.recipient, m.subject, m.body, m.relatedId, m.createdAt, m.deliveredAt);
+  }
+
+  pending(): OutboxMessage[] {
+    return (this.db.prepare("SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY created_at").all() as Row[]).map(fromRow);
+  }
+
+  forRelated(relatedId: string): OutboxMessage[] {
+    return (this.db.prepare("SELECT * FROM outbox WHERE related_id = ? ORDER BY created_at").all(relatedId) as Row[]).map(fromRow);
+  }
+
+  markDelivered(id: string, at: string): boolean {
+    return this.db.prepare("UPDATE outbox SET delivered_at = ?, body = NULL WHERE id = ? AND delivered_at IS NULL").run(at, id).changes === 1;
+  }
+}

@@ -1,0 +1,165 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { BPS } from "../../gateway/src/domain/money";
+import {
+  aboveCeiling,
+  healthScore,
+  HEALTH_SCORE_CAP,
+  ltvPct,
+  positionAtLtv,
+  priceDropToLiquidationPct,
+  safeAmount,
+  simulate,
+  zoneOf,
+  type Position,
+} from "../../gateway/src/domain/position";
+import { ceilingBps, PRESETS, PRESET_NAMES } from "../../gateway/src/domain/presets";
+import { DEMO_HOLDINGS, positionOf } from "../../gateway/src/domain/portfolio";
+
+const position = fc.record({
+  collateralMicro: fc.bigInt({ min: 1n, max: 10n ** 12n }),
+  debtMicro: fc.bigInt({ min: 0n, max: 10n ** 12n }),
+  liquidationThresholdBps: fc.integer({ min: 5000, max: 9000 }),
+});
+const withinCeiling = (ceil: bigint) => position.filter((p) => !aboveCeiling(p, ceil));
+const amount = fc.bigInt({ min: 0n, max: 10n ** 11n });
+const preset = fc.constantFrom(...PRESET_NAMES).map((n) => PRESETS[n]);
+
+describe("LTV and health (Aave definitions)", () => {
+  it("computes the demo portfolio: 40% LTV, health 2.01", () => {
+    const p = positionOf(DEMO_HOLDINGS);
+    expect(p.collateralMicro).toBe(60_000_000_000n);
+    expect(ltvPct(p)).toBe(40);
+    expect(p.liquidationThresholdBps).toBe(8050);
+    expect(healthScore(p)).toBe(2.01);
+  });
+
+  it("caps the health score with no debt", () => {
+    expect(healthScore({ collateralMicro: 5n, debtMicro: 0n, liquidationThresholdBps: 8000 })).toBe(HEALTH_SCORE_CAP);
+  });
+
+  it("health score is liquidation threshold / LTV", () => {
+    fc.assert(
+      fc.property(position.filter((p) => p.debtMicro > 0n), (p) => {
+        const exact = (Number(p.collateralMicro) * p.liquidationThresholdBps) / 10000 / Number(p.debtMicro);
+        const hs = healthScore(p);
+        expect(hs).toBeLessThanOrEqual(Math.min(HEALTH_SCORE_CAP, exact) + 1e-9);
+        if (exact < HEALTH_SCORE_CAP) expect(hs).toBeGreaterThan(exact - 0.0100001);
+      }),
+    );
+  });
+
+  it("liquidation distance: 1 - ltv / threshold, zero at or past the threshold", () => {
+    expect(priceDropToLiquidationPct(40, 8050)).toBe(50.31);
+    expect(priceDropToLiquidationPct(80.5, 8050)).toBe(0);
+    fc.assert(
+      fc.property(fc.double({ min: 1, max: 75, noNaN: true }), fc.double({ min: 1, max: 75, noNaN: true }), (a, b) => {
+        const [lo, hi] = a < b ? [a, b] : [b, a];
+        expect(priceDropToLiquidationPct(lo, 8050)).toBeGreaterThanOrEqual(priceDropToLiquidationPct(hi, 8050));
+      }),
+    );
+  });
+
+  it("zones follow the preset bands", () => {
+    const b = PRESETS.balanced;
+    expect(zoneOf(10, b)).toBe("safe");
+    expect(zoneOf(40, b)).toBe("active");
+    expect(zoneOf(55, b)).toBe("ceiling");
+    expect(zoneOf(61, b)).toBe("over_ceiling");
+  });
+});
+
+describe("simulated actions", () => {
+  it("ltv_after is monotone in the amount for every action", () => {
+    fc.assert(
+      fc.property(
+        position,
+        fc.constantFrom("borrow", "deposit", "convert", "repay", "protection", "auto_repay", "auto_deleverage" as const),
+        amount,
+        amount,
+        (p, action, a, b) => {
+          const [lo, hi] = a < b ? [a, b] : [b, a];
+          // collateral-funded repayments are defined for solvent positions (debt <= collateral);
+          // an underwater position is Aave's liquidation domain, not the treasury's
+          fc.pre(p.debtMicro <= p.collateralMicro);
+          const sLo = simulate(p, action, lo, PRESETS.aggressive);
+          const sHi = simulate(p, action, hi, PRESETS.aggressive);
+          // exact comparison of debt/collateral ratios
+          const r = (q: Position) => [q.debtMicro, q.collateralMicro] as const;
+          const [dl, cl] = r(sLo.after);
+          const [dh, ch] = r(sHi.after);
+          if (action === "borrow") expect(dh * cl >= dl * ch).toBe(true);
+          else if (cl > 0n && ch > 0n) expect(dh * cl <= dl * ch).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it("withdraw and sell raise LTV monotonically", () => {
+    fc.assert(
+      fc.property(position, fc.constantFrom("withdraw", "sell" as const), amount, amount, (p, action, a, b) => {
+        const [lo, hi] = a < b ? [a, b] : [b, a];
+        fc.pre(hi < p.collateralMicro);
+        const sLo = simulate(p, action, lo, PRESETS.balanced);
+        const sHi = simulate(p, action, hi, PRESETS.balanced);
+        expect(sHi.ltvAfter).toBeGreaterThanOrEqual(sLo.ltvAfter);
+      }),
+    );
+  });
+});
+
+describe("safety rail", () => {
+  it("safe_amount never breaches the ceiling and is the largest amount that does not (borrow)", () => {
+    fc.assert(
+      fc.property(preset, position, (pr, p) => {
+        const ceil = ceilingBps(pr);
+        const safe = safeAmount(p, "borrow", ceil, 0n);
+        expect(simulate(p, "borrow", safe, pr).breach).toBeNull();
+        const over = simulate(p, "borrow", safe + 1n, pr);
+        expect(over.breach).not.toBeNull();
+        expect(over.breach!.safeAmountMicro).toBe(safe);
+      }),
+    );
+  });
+
+  it("same for withdraw and sell", () => {
+    fc.assert(
+      fc.property(preset, withinCeiling(6000n), fc.constantFrom("withdraw", "sell" as const), (pr, p, action) => {
+        const ceil = ceilingBps(pr);
+        const safe = safeAmount(p, action, ceil, 0n);
+        expect(simulate(p, action, safe, pr).breach).toBeNull();
+        if (safe < p.collateralMicro) expect(simulate(p, action, safe + 1n, pr).breach).not.toBeNull();
+      }),
+    );
+  });
+
+  it("a refused borrow reports resulting LTV above the ceiling, and retrying with safe_amount passes", () => {
+    fc.assert(
+      fc.property(preset, position, amount, (pr, p, a) => {
+        const s = simulate(p, "borrow", a, pr);
+        if (s.breach) {
+          expect(s.ltvAfter).toBeGreaterThanOrEqual(pr.ceiling);
+          expect(simulate(p, "borrow", s.breach.safeAmountMicro, pr).breach).toBeNull();
+        } else {
+          expect((p.debtMicro + a) * BPS <= ceilingBps(pr) * p.collateralMicro || a === 0n).toBe(true);
+        }
+      }),
+    );
+  });
+
+  it("downward legs are never refused", () => {
+    fc.assert(
+      fc.property(position, fc.constantFrom("repay", "protection", "auto_repay", "auto_deleverage", "exit" as const), amount, (p, action, a) => {
+        fc.pre(p.debtMicro <= p.collateralMicro);
+        expect(simulate(p, action, a, PRESETS.conservative).breach).toBeNull();
+      }),
+    );
+  });
+
+  it("refuses a 10,000 USDC borrow on a 60,000 portfolio at 55% and offers 3,000", () => {
+    const p = positionAtLtv(60_000_000_000n, 55, 8050);
+    const s = simulate(p, "borrow", 10_000_000_000n, PRESETS.balanced);
+    expect(s.breach?.safeAmountMicro).toBe(3_000_000_000n);
+    expect(s.ltvAfter).toBe(71.67);
+  });
+});
