@@ -30,9 +30,9 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
     standardHeaders: false as const,
     legacyHeaders: true,
     keyGenerator,
-    handler: (_req: Request, res: Parameters<RequestHandler>[1], _next: unknown, options: { windowMs: number }) => {
-      const reset = Number(res.getHeader("X-RateLimit-Reset"));
-      const retryAfter = Number.isFinite(reset) ? Math.max(1, reset - Math.floor(Date.now() / 1000)) : Math.ceil(options.windowMs / 1000);
+    handler: (req: Request, res: Parameters<RequestHandler>[1], _next: unknown, options: { windowMs: number }) => {
+      const resetTime = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+      const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : Math.ceil(options.windowMs / 1000);
       sendError(
         res,
         new ApiError(429, "rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }),

@@ -4,7 +4,7 @@ import { z } from "./zod";
 export const AccessRequestBody = z
   .strictObject({
     operator_name: z.string().trim().min(2).max(200),
-    operator_email: z.string().trim().max(254).pipe(z.email()),
+    operator_email: z.email().max(254),
     use_case: z.string().trim().min(20).max(5000),
     agent_name: z.string().max(200).optional(),
     agent_framework: z.string().max(200).optional(),

@@ -1,0 +1,103 @@
+/**
+ * npm run bench: load the gateway with autocannon and print requests/s and
+ * latency percentiles next to a bare Express hello-world measured in the same
+ * run (ratios = gateway / baseline). BENCH_SECONDS and BENCH_CONNECTIONS tune it.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { AddressInfo } from "node:net";
+import autocannon from "autocannon";
+import express from "express";
+import { pino } from "pino";
+import { loadConfig } from "../gateway/src/config";
+import { startGateway } from "../gateway/src/server";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+
+interface Figures {
+  name: string;
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  non2xx: number;
+}
+
+async function load(name: string, opts: autocannon.Options): Promise<Figures> {
+  const result = await autocannon({ duration: SECONDS, connections: CONNECTIONS, ...opts });
+  return {
+    name,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p90: result.latency.p90,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+  };
+}
+
+async function main(): Promise<void> {
+  const baseline = express();
+  baseline.get("/", (_req, res) => {
+    res.json({ hello: "world" });
+  });
+  const bare = baseline.listen(0, "127.0.0.1");
+  await new Promise((r) => bare.once("listening", r));
+  const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
+
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-"));
+  const config = loadConfig({
+    PORT: "0",
+    DATA_DIR: dataDir,
+    RATE_LIMIT_READ_PER_MIN: "100000000",
+    RATE_LIMIT_WRITE_PER_MIN: "100000000",
+    LOG_LEVEL: "silent",
+  });
+  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+
+  let counter = 0;
+  const rows: Figures[] = [];
+  rows.push(await load("express hello-world (baseline)", { url: bareUrl }));
+  rows.push(await load("GET /api/v1/public/gateway-status", { url: `${gw.url}/api/v1/public/gateway-status` }));
+  rows.push(
+    await load("POST /api/v1/public/preview", {
+      url: `${gw.url}/api/v1/public/preview`,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ action: "borrow", amount: 1000, current_ltv: 40 }),
+    }),
+  );
+  rows.push(
+    await load("POST /api/v1/treasuries", {
+      url: `${gw.url}/api/v1/treasuries`,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      setupClient: (client) => {
+        client.setBody(JSON.stringify({ wallet_address: `0x${(++counter).toString(16).padStart(40, "0")}` }));
+      },
+    }),
+  );
+
+  const base = rows[0]!;
+  console.log(`\n${SECONDS}s per target, ${CONNECTIONS} connections, node ${process.version}, ${os.cpus().length} cores\n`);
+  console.log(["target".padEnd(36), "req/s".padStart(9), "p50 ms".padStart(7), "p90 ms".padStart(7), "p99 ms".padStart(7), "non2xx".padStart(7), "rps ratio".padStart(10), "p50 ratio".padStart(10)].join(" "));
+  for (const r of rows) {
+    console.log(
+      [
+        r.name.padEnd(36),
+        r.rps.toFixed(0).padStart(9),
+        String(r.p50).padStart(7),
+        String(r.p90).padStart(7),
+        String(r.p99).padStart(7),
+        String(r.non2xx).padStart(7),
+        (r.rps / base.rps).toFixed(2).padStart(10),
+        (base.p50 > 0 ? r.p50 / base.p50 : NaN).toFixed(2).padStart(10),
+      ].join(" "),
+    );
+  }
+  await gw.close();
+  bare.close();
+}
+
+void main();

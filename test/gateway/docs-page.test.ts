@@ -1,0 +1,50 @@
+/**
+ * The API reference at /docs renders in a real headless Chromium (Debian's
+ * chromium, installed by .ci/run) from local assets only.
+ */
+import fs from "node:fs";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+let gw: TestGateway;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: .ci/run installs Debian's chromium (apt-get install chromium)`);
+  gw = await startTestGateway();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await gw?.close();
+});
+
+describe("/docs", () => {
+  it("renders every operation of /openapi.json with no request leaving the host", async () => {
+    const page = await browser.newPage();
+    const foreign: string[] = [];
+    page.on("request", (r) => {
+      if (!r.url().startsWith(gw.url)) foreign.push(r.url());
+    });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${gw.url}/docs`, { waitUntil: "networkidle" });
+    await page.waitForSelector(".opblock", { timeout: 20_000 });
+    const title = await page.textContent(".info .title");
+    expect(title).toContain("Agent Treasury Gateway");
+    const doc = (await call(gw.url, "GET", "/openapi.json")).body;
+    const operations = Object.values(doc.paths).reduce((n: number, p: any) => n + Object.keys(p).length, 0);
+    expect(await page.locator(".opblock").count()).toBe(operations);
+    expect(await page.locator(".opblock-summary-path", { hasText: "/api/v1/public/preview" }).count()).toBe(1);
+    await page.screenshot({ path: `${gw.dataDir}/docs.png` });
+    expect(foreign).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+});

@@ -1,0 +1,124 @@
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway({ BODY_LIMIT_BYTES: "2048" });
+});
+afterAll(() => gw.close());
+
+const expectTyped = (r: { status: number; body: any; headers: Headers }, status: number, code?: string) => {
+  expect(r.status).toBe(status);
+  expect(typeof r.body.error).toBe("string");
+  expect(typeof r.body.message).toBe("string");
+  expect(r.body.request_id).toBe(r.headers.get("x-request-id"));
+  if (code) expect(r.body.error).toBe(code);
+};
+
+describe("typed errors", () => {
+  it("unknown route: 404", async () => {
+    expectTyped(await call(gw.url, "GET", "/api/v1/nothing"), 404, "not_found");
+    expectTyped(await call(gw.url, "POST", "/api/v2/public/preview", { body: {} }), 404, "not_found");
+  });
+
+  it("malformed JSON: 400 invalid_request", async () => {
+    for (const raw of ["{", '{"action": }', "nul", '"just a string"', "42"]) {
+      const r = await call(gw.url, "POST", "/api/v1/public/preview", { rawBody: raw, headers: { "content-type": "application/json" } });
+      expectTyped(r, 400, "invalid_request");
+    }
+  });
+
+  it("oversized body: 413", async () => {
+    const big = JSON.stringify({ action: "deposit", amount: 1, initiator: "x".repeat(5000) });
+    expectTyped(await call(gw.url, "POST", "/api/v1/public/preview", { rawBody: big, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
+  });
+
+  it("wrong content type: 415", async () => {
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+      const r = await call(gw.url, "POST", "/api/v1/treasuries", { rawBody: "wallet_address=0x1", headers: { "content-type": type } });
+      expectTyped(r, 415, "unsupported_media_type");
+    }
+  });
+
+  it("unsupported method on a known path: 405 with Allow", async () => {
+    const r = await call(gw.url, "DELETE", "/api/v1/treasuries");
+    expectTyped(r, 405, "method_not_allowed");
+    expect(r.headers.get("allow")).toBe("GET, HEAD, POST");
+    expectTyped(await call(gw.url, "PUT", "/api/v1/public/gateway-status"), 405, "method_not_allowed");
+    expectTyped(await call(gw.url, "POST", "/fees.json", { body: {} }), 405, "method_not_allowed");
+  });
+
+  it("a body-less POST where a body is required: 400", async () => {
+    expectTyped(await call(gw.url, "POST", "/api/v1/treasuries"), 400, "invalid_request");
+  });
+
+  it("routes a later issue builds answer 501, typed, not a fake success", async () => {
+    expectTyped(await call(gw.url, "GET", "/api/v1/health"), 501, "not_implemented");
+  });
+});
+
+/** Every endpoint, with the shape of input it takes. */
+const ENDPOINTS: { method: string; path: string }[] = [
+  { method: "GET", path: "/agents.json" },
+  { method: "GET", path: "/fees.json" },
+  { method: "GET", path: "/openapi.json" },
+  { method: "GET", path: "/api/v1/public/market-rates" },
+  { method: "GET", path: "/api/v1/public/liquidation-distance" },
+  { method: "GET", path: "/api/v1/public/portfolio-state" },
+  { method: "GET", path: "/api/v1/public/policy-state" },
+  { method: "GET", path: "/api/v1/public/gateway-status" },
+  { method: "POST", path: "/api/v1/public/preview" },
+  { method: "POST", path: "/api/v1/sandbox/keys" },
+  { method: "GET", path: "/api/v1/treasuries" },
+  { method: "POST", path: "/api/v1/treasuries" },
+  { method: "GET", path: "/api/v1/treasuries/{id}" },
+  { method: "GET", path: "/api/v1/agents/apply" },
+  { method: "POST", path: "/api/v1/agents/apply" },
+  { method: "GET", path: "/api/v1/agents/apply/{id}" },
+];
+
+const jsonValue = fc.jsonValue({ maxDepth: 3 });
+const fuzzBody = fc.oneof(
+  jsonValue,
+  fc.dictionary(
+    fc.constantFrom("action", "amount", "amount_usdc", "current_ltv", "asset", "address", "wallet_address", "chain", "preset", "execution_mode", "operator_name", "operator_email", "use_case", "expected_monthly_volume_usdc", "__proto__", "constructor"),
+    fc.oneof(jsonValue, fc.double(), fc.constantFrom("deposit", "borrow", "base", "balanced", "wallet", "0x1111111111111111111111111111111111111111", "demo", 1e308, -0)),
+  ),
+);
+const fuzzQueryValue = fc.oneof(fc.string(), fc.double().map(String), fc.constantFrom("", "demo", "NaN", "Infinity", "1e400", "0x00", "%00", "[]", "40", "75.0000001"));
+const fuzzIdSegment = fc.oneof(fc.string(), fc.constantFrom("trs_", "agr_", `trs_${"0".repeat(32)}`, "..", "%2e%2e", "%ff"));
+
+describe("fuzz: malformed bodies and queries to every endpoint", () => {
+  it("only ever answers 2xx or a typed 4xx, never a 500", async () => {
+    const seen = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...ENDPOINTS),
+        fuzzBody,
+        fc.dictionary(fc.constantFrom("ltv", "address", "id", "x"), fuzzQueryValue, { maxKeys: 3 }),
+        fuzzIdSegment,
+        fc.boolean(),
+        async (endpoint, body, query, idSegment, rawGarbage) => {
+          const qs = new URLSearchParams(query as Record<string, string>).toString();
+          const path = endpoint.path.replace("{id}", encodeURIComponent(idSegment)) + (qs ? `?${qs}` : "");
+          const r =
+            endpoint.method === "POST"
+              ? rawGarbage
+                ? await call(gw.url, "POST", path, { rawBody: JSON.stringify(body).slice(0, -1) + "\u0000", headers: { "content-type": "application/json" } })
+                : await call(gw.url, "POST", path, { body })
+              : await call(gw.url, "GET", path);
+          seen.set(r.status, (seen.get(r.status) ?? 0) + 1);
+          expect(r.status, `${endpoint.method} ${path}`).toBeLessThan(500);
+          if (r.status >= 400) {
+            expect(typeof r.body?.error, `${endpoint.method} ${path} -> ${r.text}`).toBe("string");
+            expect(typeof r.body?.message).toBe("string");
+            expect(r.body.request_id).toBe(r.headers.get("x-request-id"));
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+    expect([...seen.keys()].some((s) => s >= 400)).toBe(true);
+  }, 120_000);
+});

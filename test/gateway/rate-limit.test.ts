@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway({ RATE_LIMIT_READ_PER_MIN: "5", RATE_LIMIT_WRITE_PER_MIN: "3" });
+});
+afterAll(() => gw.close());
+
+describe("rate limits (spec 8)", () => {
+  it("counts writes per client address and answers 429 typed with Retry-After", async () => {
+    const statuses: number[] = [];
+    let last;
+    for (let i = 0; i < 4; i++) {
+      last = await call(gw.url, "POST", "/api/v1/sandbox/keys");
+      statuses.push(last.status);
+      if (i < 3) expect(Number(last.headers.get("x-ratelimit-remaining"))).toBe(2 - i);
+    }
+    expect(statuses).toEqual([201, 201, 201, 429]);
+    expect(last!.body.error).toBe("rate_limited");
+    expect(last!.body.request_id).toBe(last!.headers.get("x-request-id"));
+    const retryAfter = Number(last!.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(Number(last!.headers.get("x-ratelimit-reset"))).toBeGreaterThan(Date.now() / 1000);
+  });
+
+  it("keeps reads in their own window", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await call(gw.url, "GET", "/fees.json")).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+
+  it("counts per credential when the request carries a valid key, and per address otherwise", async () => {
+    // the address's read window is spent (previous test); a valid key has its own
+    const key = gw.ctx.db.prepare("SELECT COUNT(*) AS n FROM api_keys").get() as { n: number };
+    expect(key.n).toBeGreaterThan(0);
+    const { issueApiKey } = await import("../../gateway/src/services/api-keys");
+    const issued = issueApiKey(gw.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: null, now: new Date(), ttlMs: 60_000 });
+    const withKey = await call(gw.url, "GET", "/fees.json", { headers: { authorization: `Bearer ${issued.key}` } });
+    expect(withKey.status).toBe(200);
+    expect(Number(withKey.headers.get("x-ratelimit-remaining"))).toBe(4);
+    // an unknown key is no credential: it counts against the address, which is spent
+    const bogus = await call(gw.url, "GET", "/fees.json", { headers: { authorization: `Bearer sk_test_${"A".repeat(43)}` } });
+    expect(bogus.status).toBe(429);
+  });
+
+  it("puts the headers on error responses too", async () => {
+    const r = await call(gw.url, "GET", "/does-not-exist");
+    expect(r.headers.get("x-ratelimit-remaining")).not.toBeNull();
+    expect(r.headers.get("x-ratelimit-reset")).not.toBeNull();
+  });
+});

@@ -1,0 +1,81 @@
+/** Start a real gateway (real HTTP, real SQLite file) for a test. */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pino, type Logger } from "pino";
+import { loadConfig } from "../../gateway/src/config";
+import type { Clock } from "../../gateway/src/lib/clock";
+import { startGateway, type RunningGateway } from "../../gateway/src/server";
+
+export interface TestGateway extends RunningGateway {
+  dataDir: string;
+  dbFile: string;
+  logLines: () => Record<string, unknown>[];
+  /** stop and start again on the same database file */
+  restart(): Promise<TestGateway>;
+}
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
+
+export async function startTestGateway(
+  env: Record<string, string> = {},
+  opts: { clock?: Clock; dataDir?: string } = {},
+): Promise<TestGateway> {
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gateway-test-"));
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN,
+    RATE_LIMIT_READ_PER_MIN: "100000",
+    RATE_LIMIT_WRITE_PER_MIN: "100000",
+    ...env,
+  });
+  const lines: Record<string, unknown>[] = [];
+  const stream = { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) };
+  const logger: Logger = pino({ level: "info" }, stream);
+  const dbFile = path.join(dataDir, "gateway.sqlite");
+  const running = await startGateway({ config, logger, databaseFile: dbFile, clock: opts.clock });
+  const self: TestGateway = {
+    ...running,
+    dataDir,
+    dbFile,
+    logLines: () => lines,
+    restart: async () => {
+      await running.close();
+      return startTestGateway(env, { ...opts, dataDir });
+    },
+  };
+  return self;
+}
+
+export interface JsonResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<JsonResponse<T>> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  let body: string | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}

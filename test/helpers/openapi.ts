@@ -1,0 +1,52 @@
+/**
+ * Validate real responses against the served OpenAPI document (Ajv, JSON
+ * Schema 2020-12), and the document itself against the OpenAPI 3.1 schema.
+ */
+import { Validator } from "@seriousme/openapi-schema-validator";
+import Ajv2020 from "ajv/dist/2020";
+import addFormats from "ajv-formats";
+import { expect } from "vitest";
+
+type Doc = { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>> };
+
+export async function validateDocument(doc: unknown): Promise<{ valid: boolean; errors: unknown }> {
+  const validator = new Validator();
+  const result = await validator.validate(doc as Parameters<Validator["validate"]>[0]);
+  return { valid: result.valid, errors: result.errors };
+}
+
+const esc = (s: string) => s.replace(/~/g, "~0").replace(/\//g, "~1");
+
+export class ResponseValidator {
+  private readonly ajv: Ajv2020;
+  constructor(private readonly doc: Doc) {
+    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+    addFormats(this.ajv);
+    this.ajv.addSchema(doc as object, "openapi.json");
+  }
+
+  /** the path template of the document that matches a concrete path */
+  template(concrete: string): string {
+    const pathOnly = concrete.split("?")[0]!;
+    for (const t of Object.keys(this.doc.paths)) {
+      const re = new RegExp(`^${t.replace(/\{[^}]+\}/g, "[^/]+")}$`);
+      if (re.test(pathOnly)) return t;
+    }
+    throw new Error(`no OpenAPI path matches ${concrete}`);
+  }
+
+  /** asserts that `body` with `status` is a documented response of method+path and matches its schema */
+  check(method: string, concretePath: string, status: number, body: unknown): void {
+    const t = this.template(concretePath);
+    const op = this.doc.paths[t]?.[method.toLowerCase()];
+    expect(op, `${method} ${t} is documented`).toBeDefined();
+    const response = op!.responses[String(status)];
+    expect(response, `${method} ${t} documents status ${status}`).toBeDefined();
+    const content = response!.content?.["application/json"];
+    if (!content) return;
+    const ref = `openapi.json#/paths/${esc(t)}/${method.toLowerCase()}/responses/${status}/content/${esc("application/json")}/schema`;
+    const validate = this.ajv.getSchema(ref) ?? this.ajv.compile({ $ref: ref });
+    const ok = validate(body);
+    expect(ok, `${method} ${concretePath} ${status} matches the OpenAPI schema: ${JSON.stringify(validate.errors)}`).toBe(true);
+  }
+}
