@@ -19,7 +19,11 @@ import { createKit } from "./routes/kit";
 import { pendingRoutes } from "./routes/pending";
 import { publicRoutes } from "./routes/public";
 import { treasuryRoutes } from "./routes/treasuries";
+import { actionRoutes } from "./routes/actions";
 import { AccessRequestService } from "./services/access-request-service";
+import { ActionService } from "./services/action-service";
+import { bearerAuthenticator, type Authenticator } from "./services/authenticator";
+import { RelayService } from "./services/relay-service";
 import type { AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
 import { MarketRatesService } from "./services/market-rates";
@@ -35,19 +39,27 @@ export interface Services {
   preview: PreviewService;
   policy: PolicyService;
   marketRates: MarketRatesService;
+  actions: ActionService;
+  relay: RelayService;
+  authenticate: Authenticator;
 }
 
 export function createServices(ctx: AppContext): Services {
+  const marketRates = new MarketRatesService(ctx.config.rpcUrls, {
+    ttlSeconds: ctx.config.marketRatesTtlSeconds,
+    timeoutMs: ctx.config.rpcTimeoutMs,
+    clock: ctx.clock,
+  });
+  const actions = new ActionService(ctx);
   return {
     treasuries: new TreasuryService(ctx),
     access: new AccessRequestService(ctx),
-    preview: new PreviewService(ctx),
+    preview: new PreviewService(ctx, (chain) => marketRates.freshApy(chain)),
     policy: new PolicyService(ctx),
-    marketRates: new MarketRatesService(ctx.config.rpcUrls, {
-      ttlSeconds: ctx.config.marketRatesTtlSeconds,
-      timeoutMs: ctx.config.rpcTimeoutMs,
-      clock: ctx.clock,
-    }),
+    marketRates,
+    actions,
+    relay: new RelayService(ctx, actions),
+    authenticate: bearerAuthenticator(ctx),
   };
 }
 
@@ -84,7 +96,7 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
   const registry = new OpenAPIRegistry();
   const table = new RouteTable();
   const api = express.Router();
-  const kit = createKit(api, registry, table);
+  const kit = createKit(api, registry, table, { authenticate: services.authenticate, idempotency: ctx.stores.idempotency, now: () => ctx.clock.now() });
 
   discoveryRoutes(kit, ctx);
   publicRoutes(kit, ctx, {
@@ -97,7 +109,8 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
   });
   treasuryRoutes(kit, ctx, services.treasuries);
   agentRoutes(kit, services.access);
-  pendingRoutes(kit, new Set());
+  actionRoutes(kit, services);
+  pendingRoutes(kit, new Set(table.entries().flatMap(([path, methods]) => methods.map((m) => `${m.toLowerCase()} ${path}`))));
 
   const admin = express.Router();
   adminRoutes(createKit(admin, registry, table), ctx, services.access);

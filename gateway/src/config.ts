@@ -52,6 +52,11 @@ const envSchema = z.object({
   BASE_RPC_URL: optionalUrl,
   MARKET_RATES_TTL_SECONDS: positiveInt(60),
   RPC_TIMEOUT_MS: positiveInt(2_500),
+  FEE_RECIPIENT: z
+    .string()
+    .optional()
+    .transform((v) => (v && v !== "" ? v : "0x000000000000000000000000000000000000FeE5"))
+    .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -73,6 +78,8 @@ export interface Config {
   rpcUrls: { ethereum?: string; arbitrum?: string; base?: string };
   marketRatesTtlSeconds: number;
   rpcTimeoutMs: number;
+  /** address that receives service fees in wallet-mode envelopes */
+  feeRecipient: `0x${string}`;
 }
 
 export class ConfigError extends Error {}
@@ -99,5 +106,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rpcUrls: { ethereum: e.ETHEREUM_RPC_URL, arbitrum: e.ARBITRUM_RPC_URL, base: e.BASE_RPC_URL },
     marketRatesTtlSeconds: e.MARKET_RATES_TTL_SECONDS,
     rpcTimeoutMs: e.RPC_TIMEOUT_MS,
+    feeRecipient: e.FEE_RECIPIENT as `0x${string}`,
   };
 }

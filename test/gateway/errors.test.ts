@@ -54,7 +54,7 @@ describe("typed errors", () => {
   });
 
   it("routes a later issue builds answer 501, typed, not a fake success", async () => {
-    expectTyped(await call(gw.url, "GET", "/api/v1/health"), 501, "not_implemented");
+    expectTyped(await call(gw.url, "GET", "/api/mcp"), 501, "not_implemented");
   });
 });
 

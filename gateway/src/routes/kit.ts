@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Router } from "express";
-import { registerRoute, type RouteSpec, type RouteTable } from "../http/route";
+import { registerRoute, type RouteHooks, type RouteSpec, type RouteTable } from "../http/route";
 import { ErrorResponse } from "../schemas/common";
 
 /** What a route module needs to declare its endpoints. */
@@ -8,8 +8,8 @@ export interface RouteKit {
   route<B, Q, P>(spec: RouteSpec<B, Q, P>): void;
 }
 
-export function createKit(router: Router, registry: OpenAPIRegistry, table: RouteTable): RouteKit {
-  return { route: (spec) => registerRoute(router, registry, table, spec) };
+export function createKit(router: Router, registry: OpenAPIRegistry, table: RouteTable, hooks: RouteHooks = {}): RouteKit {
+  return { route: (spec) => registerRoute(router, registry, table, spec, hooks) };
 }
 
 /** Typed error responses, described once. */

@@ -38,3 +38,154 @@ export const RelayRequest = z
     signed_transaction: z.string().regex(/^0x[0-9a-fA-F]+$/, "must be 0x-prefixed hex"),
   })
   .openapi("RelayRequest");
+
+const Timestamp = z.string().datetime({ offset: true });
+
+export const ActionReceipt = z
+  .object({
+    sandbox: z.boolean(),
+    object: z.literal("action_receipt"),
+    action: z.enum(["deposit", "convert", "borrow", "repay"]),
+    amount_usdc: z.number(),
+    fee_usdc: z.number(),
+    ltv_before: z.number(),
+    ltv_after: z.number(),
+    status: z.enum(["processing", "approved", "completed"]),
+    created_at: Timestamp,
+    deposit_id: z.string().regex(/^dep_/).optional(),
+    net_amount: z.number().optional(),
+    borrow_id: z.string().regex(/^brw_/).optional(),
+    fee_basis: z.string().optional(),
+    current_ltv: z.number().optional(),
+    conversion_id: z.string().regex(/^cnv_/).optional(),
+    target: z.enum(["btc", "eth"]).optional(),
+    estimated_amount: z.number().optional(),
+    repayment_id: z.string().regex(/^rep_/).optional(),
+    remaining_borrow: z.number().optional(),
+  })
+  .passthrough()
+  .openapi("ActionReceipt", { description: "spec 2.4, per-action variants (deposit_id, conversion_id, borrow_id, repayment_id)" });
+
+const UnsignedTx = z.object({
+  chain: z.string(),
+  chain_id: z.number().int(),
+  to: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+  data: z.string().regex(/^0x[0-9a-fA-F]*$/),
+  value: z.string(),
+  nonce: z.number().int().nullable(),
+});
+
+const StepSummary = z
+  .object({ contract: z.string(), function: z.string(), args: z.record(z.string(), z.union([z.string(), z.number()])), description: z.string() })
+  .passthrough();
+
+export const UnsignedEnvelope = z
+  .object({
+    sandbox: z.literal(true),
+    object: z.literal("unsigned_transaction"),
+    tx_id: z.string().regex(/^tx_/),
+    action: z.string(),
+    amount_usdc: z.number(),
+    status: z.literal("awaiting_signature"),
+    unsigned_transaction: UnsignedTx.extend({ summary: StepSummary }),
+    expires_at: Timestamp,
+    steps: z.array(
+      z.object({
+        tx_id: z.string().regex(/^tx_/),
+        seq: z.number().int(),
+        kind: z.enum(["fee_transfer", "approval", "swap", "pool_call"]),
+        status: z.enum(["awaiting_signature", "relayed"]),
+        unsigned_transaction: UnsignedTx,
+        summary: StepSummary,
+      }),
+    ),
+  })
+  .passthrough()
+  .openapi("UnsignedTransactionEnvelope", { description: "spec 2.5; `to` of unsigned_transaction is the real Aave V3 Pool; steps are relayed in order" });
+
+export const RelayReceipt = z
+  .object({
+    sandbox: z.boolean(),
+    object: z.literal("relay_receipt"),
+    tx_id: z.string().regex(/^tx_/),
+    tx_hash: z.string().regex(/^0x[0-9a-f]{64}$/),
+    simulated: z.boolean(),
+    chain: z.string(),
+    status: z.literal("confirmed"),
+    result: z.object({ action: z.string(), amount_usdc: z.number(), resulting_ltv: z.number() }).passthrough(),
+  })
+  .passthrough()
+  .openapi("RelayReceipt", { description: "spec 2.6" });
+
+export const EstimateResult = z
+  .object({
+    object: z.literal("action_preview"),
+    approved: z.boolean(),
+    action: z.string(),
+    amount_usdc: z.number(),
+    service_fee_usdc: z.number(),
+    service_fee: z.number(),
+    fee_basis: z.string(),
+    ltv_before: z.number(),
+    ltv_after: z.number(),
+    health_score_after: z.number(),
+    aave_rate: z.number().nullable(),
+    dex_spread: z.number().nullable(),
+    net_amount: z.number(),
+    estimated_at: Timestamp,
+  })
+  .passthrough()
+  .openapi("EstimateResult", { description: "spec 2.3 with the reference page's estimate fields" });
+
+const Band = z.object({ min: z.number(), max: z.number() });
+
+export const HealthState = z
+  .object({
+    sandbox: z.boolean(),
+    health_score: z.number(),
+    ltv: z.number(),
+    ltv_zone: z.enum(["safe", "active", "ceiling", "over_ceiling"]),
+    auto_repay_active: z.boolean(),
+    ltv_zones: z.object({ safe: Band, active: Band, ceiling: Band, hard_ceiling: z.number() }),
+  })
+  .passthrough()
+  .openapi("HealthState", { description: "spec 2.9" });
+
+export const TreasuryState = z
+  .object({
+    treasury_id: z.string(),
+    holdings: z.object({ btc: z.number(), eth: z.number(), usdc: z.number() }),
+    total_value_usd: z.number(),
+    borrowed_usd: z.number(),
+    ltv: z.number(),
+    health_score: z.number(),
+    utilization_score: z.number(),
+    auto_repay_active: z.boolean(),
+    sandbox: z.boolean(),
+    usdc_balance: z.number(),
+    debt_usdc: z.number(),
+  })
+  .passthrough()
+  .openapi("TreasuryState", { description: "spec 2.8: the reference shape and the machine-readable sample shape together" });
+
+export const AuditList = z
+  .object({
+    object: z.literal("list"),
+    treasury_id: z.string(),
+    data: z.array(
+      z.object({
+        id: z.string(),
+        action: z.string(),
+        amount_usdc: z.number(),
+        fee_usdc: z.number(),
+        fee_bps: z.number(),
+        fee_basis: z.string(),
+        fee_tier: z.string(),
+        fee_bearing: z.boolean(),
+        trigger: z.string(),
+        execution_ref: z.string(),
+        created_at: Timestamp,
+      }),
+    ),
+  })
+  .openapi("FeeAuditTrail", { description: "extension: the fee audit trail of the authenticated treasury (spec 1, rule 5)" });

@@ -4,7 +4,10 @@ import type { Clock } from "../lib/clock";
 import type { Db } from "../store/db";
 import { AccessRequestStore } from "../store/access-request-store";
 import { ApiKeyStore } from "../store/api-key-store";
+import { EnvelopeStore } from "../store/envelope-store";
+import { ExecutionStore } from "../store/execution-store";
 import { FeeStore } from "../store/fee-store";
+import { IdempotencyStore } from "../store/idempotency-store";
 import { OutboxStore } from "../store/outbox-store";
 import { TreasuryStore } from "../store/treasury-store";
 
@@ -14,6 +17,9 @@ export interface Stores {
   accessRequests: AccessRequestStore;
   outbox: OutboxStore;
   fees: FeeStore;
+  idempotency: IdempotencyStore;
+  envelopes: EnvelopeStore;
+  executions: ExecutionStore;
 }
 
 export function createStores(db: Db): Stores {
@@ -23,6 +29,9 @@ export function createStores(db: Db): Stores {
     accessRequests: new AccessRequestStore(db),
     outbox: new OutboxStore(db),
     fees: new FeeStore(db),
+    idempotency: new IdempotencyStore(db),
+    envelopes: new EnvelopeStore(db),
+    executions: new ExecutionStore(db),
   };
 }
 

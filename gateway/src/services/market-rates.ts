@@ -58,6 +58,13 @@ export class MarketRatesService {
     }
   }
 
+  /** the last reading of a chain if it is still within the cache window, else null (never fetches) */
+  freshApy(chain: ChainKey): number | null {
+    const reading = this.cache.get(chain);
+    if (!reading) return null;
+    return this.opts.clock.now().getTime() - reading.observedAt.getTime() <= this.opts.ttlSeconds * 1000 ? reading.apyPct : null;
+  }
+
   async document() {
     await this.refreshIfDue();
     const rates = RATE_CHAINS.map((chain) => this.entry(chain));

@@ -1,5 +1,7 @@
 /** Policy state (spec 2.12) of the demo or of a treasury. */
 import { policyStateDocument, type DelegationState } from "../domain/policy";
+import { PRESETS } from "../domain/presets";
+import type { TreasuryRecord } from "../store/treasury-store";
 import type { AppContext } from "./context";
 import type { Subject } from "./subject";
 
@@ -9,6 +11,10 @@ export class PolicyService {
 
   constructor(private readonly ctx: AppContext) {
     this.demoActivityAt = ctx.clock.now();
+  }
+
+  forTreasury(t: TreasuryRecord) {
+    return this.forSubject({ environment: "sandbox_simulation", address: t.walletAddress, holdings: t.holdings, preset: PRESETS[t.preset], treasury: t });
   }
 
   forSubject(subject: Subject) {

@@ -3,11 +3,12 @@
  * after, health after, and the safety rail (spec 2.2) when the action would
  * end above the ceiling.
  */
-import type { Action } from "../domain/fees";
+import type { Action, TreasuryAction } from "../domain/fees";
 import { parseUsdc, usdcToNumber, type Micro } from "../domain/money";
 import { DEMO_HOLDINGS, positionOf } from "../domain/portfolio";
 import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "../domain/position";
-import type { Preset } from "../domain/presets";
+import { PRESETS, type Preset } from "../domain/presets";
+import type { TreasuryRecord } from "../store/treasury-store";
 import { ApiError } from "../http/errors";
 import type { AppContext } from "./context";
 import type { Subject } from "./subject";
@@ -52,7 +53,28 @@ export function safetyRailError(sim: Simulation, preset: Preset): ApiError {
 }
 
 export class PreviewService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(
+    private readonly ctx: AppContext,
+    /** fresh native-USDC variable borrow APY of a chain, or null */
+    private readonly borrowApy: (chain: "base" | "arbitrum") => number | null = () => null,
+  ) {}
+
+  /** POST /api/v1/estimate (spec 4.6): the preview of 2.3 on the treasury, plus the reference page's fields. */
+  estimate(treasury: TreasuryRecord, action: TreasuryAction, amountMicro: Micro, target: "btc" | "eth" | undefined) {
+    const preset = PRESETS[treasury.preset];
+    const sim = this.run(positionOf(treasury.holdings), { action, amountMicro }, preset);
+    return {
+      ...this.previewBody(sim, "sandbox_simulation"),
+      treasury_id: treasury.id,
+      service_fee: usdcToNumber(sim.fee.feeMicro),
+      aave_rate: action === "borrow" || action === "repay" ? this.borrowApy(treasury.chain) : null,
+      aave_rate_kind: "variable_borrow_apy_pct (null unless read from the chain's Pool within the cache window)",
+      dex_spread: null,
+      ...(action === "convert" ? { target, dex_slippage_tolerance_pct: 1 } : {}),
+      net_amount: usdcToNumber(sim.amountMicro - sim.fee.feeMicro),
+      estimated_at: this.ctx.clock.now().toISOString(),
+    };
+  }
 
   /** Simulate on a position; throws the typed 400/403 errors. */
   run(position: Position, input: PreviewInput, preset: Preset): Simulation {

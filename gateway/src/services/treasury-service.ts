@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { getAddress } from "viem";
 import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf, type Holdings } from "../domain/portfolio";
-import { healthScore, ltvPct } from "../domain/position";
+import { healthScore, ltvPct, ltvZonesOf, zoneOf } from "../domain/position";
 import { PRESETS, policyOf, type PresetName } from "../domain/presets";
 import { usdcToNumber } from "../domain/money";
 import { ApiError } from "../http/errors";
@@ -112,6 +112,75 @@ export class TreasuryService {
         ltv: ltvPct(position),
         health_score: healthScore(position),
       },
+    };
+  }
+
+  /** spec 2.9 */
+  healthView(t: TreasuryRecord) {
+    const preset = PRESETS[t.preset];
+    const position = positionOf(t.holdings);
+    const ltv = ltvPct(position);
+    return {
+      sandbox: true,
+      object: "health_state",
+      treasury_id: t.id,
+      environment: "sandbox_simulation",
+      health_score: healthScore(position),
+      ltv,
+      ltv_zone: zoneOf(ltv, preset),
+      auto_repay_active: false,
+      protect_below_health_score: preset.protectBelowHealthScore,
+      ltv_zones: ltvZonesOf(preset),
+    };
+  }
+
+  /**
+   * spec 2.8, both shapes in one open object. utilization_score is the share
+   * of the preset's borrowing room in use: LTV / ceiling x 100.
+   */
+  stateView(t: TreasuryRecord) {
+    const preset = PRESETS[t.preset];
+    const figures = portfolioFigures(t.holdings);
+    return {
+      sandbox: true,
+      object: "treasury_state",
+      environment: "sandbox_simulation",
+      treasury_id: t.id,
+      wallet_address: t.walletAddress,
+      chain: t.chain,
+      execution_mode: t.executionMode,
+      holdings: figures.holdings,
+      total_value_usd: figures.total_value_usd,
+      collateral_value_usd: figures.collateral_value_usd,
+      borrowed_usd: figures.borrowed_usd,
+      ltv: figures.ltv,
+      health_score: figures.health_score,
+      utilization_score: Math.round((figures.ltv / preset.ceiling) * 10_000) / 100,
+      auto_repay_active: false,
+      usdc_balance: figures.holdings.usdc,
+      debt_usdc: figures.borrowed_usd,
+      pending_tx_id: this.ctx.stores.envelopes.pendingFor(t.id, this.ctx.clock.now().toISOString())?.txId ?? null,
+    };
+  }
+
+  /** the fee audit trail (extension) */
+  auditView(treasuryId: string) {
+    return {
+      object: "list" as const,
+      treasury_id: treasuryId,
+      data: this.ctx.stores.fees.forTreasury(treasuryId).map((e) => ({
+        id: e.id,
+        action: e.action,
+        amount_usdc: usdcToNumber(e.amountMicro),
+        fee_usdc: usdcToNumber(e.feeMicro),
+        fee_bps: e.feeBps,
+        fee_basis: e.feeBasis,
+        fee_tier: e.feeTier,
+        fee_bearing: e.feeMicro > 0n,
+        trigger: e.trigger,
+        execution_ref: e.executionRef,
+        created_at: e.createdAt,
+      })),
     };
   }
 

@@ -113,4 +113,69 @@ export const MIGRATIONS: Migration[] = [
       BEGIN SELECT RAISE(ABORT, 'fee ratchet is one-way'); END;
     `,
   },
+  {
+    version: 2,
+    name: "actions_envelopes_idempotency",
+    sql: `
+      CREATE TABLE idempotency_keys (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('in_progress','completed')),
+        status_code INTEGER,
+        headers TEXT,
+        body TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (scope, key)
+      );
+      CREATE INDEX idempotency_expiry ON idempotency_keys (expires_at);
+
+      CREATE TABLE envelopes (
+        tx_id TEXT PRIMARY KEY,
+        treasury_id TEXT NOT NULL REFERENCES treasuries(id),
+        action TEXT NOT NULL,
+        amount_micro TEXT NOT NULL,
+        fee_micro TEXT NOT NULL,
+        params TEXT NOT NULL,
+        chain TEXT NOT NULL,
+        chain_id INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('awaiting_signature','relayed','expired')),
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX envelopes_treasury ON envelopes (treasury_id, status);
+
+      CREATE TABLE envelope_steps (
+        tx_id TEXT PRIMARY KEY,
+        envelope_tx_id TEXT NOT NULL REFERENCES envelopes(tx_id),
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        to_address TEXT NOT NULL,
+        data TEXT NOT NULL,
+        value TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('awaiting_signature','relayed')),
+        tx_hash TEXT,
+        signed_transaction TEXT,
+        receipt TEXT,
+        relayed_at TEXT,
+        UNIQUE (envelope_tx_id, seq)
+      );
+
+      CREATE TABLE executions (
+        id TEXT PRIMARY KEY,
+        treasury_id TEXT NOT NULL REFERENCES treasuries(id),
+        action TEXT NOT NULL,
+        amount_micro TEXT NOT NULL,
+        fee_micro TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        envelope_tx_id TEXT,
+        receipt TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX executions_treasury ON executions (treasury_id, created_at);
+    `,
+  },
 ];

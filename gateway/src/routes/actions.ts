@@ -1,0 +1,188 @@
+/** Authenticated actions, estimate, reads and relay (spec 4.5 to 4.8). */
+import type { TreasuryAction } from "../domain/fees";
+import { requireCredential } from "../http/credential";
+import { ApiError } from "../http/errors";
+import { SafetyRailError } from "../schemas/common";
+import {
+  ActionReceipt,
+  AuditList,
+  BorrowRequest,
+  ConvertRequest,
+  DepositRequest,
+  EstimateRequest,
+  EstimateResult,
+  HealthState,
+  RelayReceipt,
+  RelayRequest,
+  RepayRequest,
+  TreasuryState,
+  UnsignedEnvelope,
+} from "../schemas/actions";
+import { PolicyState } from "../schemas/public";
+import type { ZodType } from "zod";
+import type { ActionParams } from "../domain/sandbox-ledger";
+import type { ActionService } from "../services/action-service";
+import type { PolicyService } from "../services/policy-service";
+import { resolveAmount, type PreviewService } from "../services/preview-service";
+import type { RelayService } from "../services/relay-service";
+import type { TreasuryService } from "../services/treasury-service";
+import { err, RATE_LIMITED, type RouteKit } from "./kit";
+
+export interface ActionDeps {
+  actions: ActionService;
+  relay: RelayService;
+  preview: PreviewService;
+  policy: PolicyService;
+  treasuries: TreasuryService;
+}
+
+const AUTH_ERRORS = {
+  401: err("missing or invalid credential"),
+  403: err("credential not bound to a treasury"),
+  ...RATE_LIMITED,
+};
+
+type ActionBody = { amount?: number; amount_usdc?: number; allocation?: { btc: number; eth: number }; target?: "btc" | "eth"; purpose?: string };
+
+export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
+  const action = (name: TreasuryAction, path: string, operationId: string, summary: string, body: ZodType<ActionBody>, extra: Record<number, { description: string; schema?: ZodType }> = {}) =>
+    kit.route<ActionBody, unknown, unknown>({
+      method: "post",
+      path,
+      operationId,
+      summary,
+      description:
+        "Managed treasuries execute at once in simulation (200, receipt). Wallet-mode treasuries get 202 with an unsigned envelope of real Aave V3 calls; nothing changes until its steps are relayed. 409 while another envelope of the treasury awaits signature.",
+      tags: ["Actions"],
+      security: "bearer_or_x402",
+      idempotencyKey: true,
+      request: { body },
+      responses: {
+        200: { description: "action receipt (managed mode)", schema: ActionReceipt },
+        202: { description: "unsigned transaction envelope (wallet mode)", schema: UnsignedEnvelope },
+        400: err("invalid body, missing Idempotency-Key, below the minimum, or not enough balance"),
+        ...AUTH_ERRORS,
+        409: err("a conflicting operation is pending, or the same Idempotency-Key is in progress"),
+        422: err("Idempotency-Key reused with a different body"),
+        ...extra,
+      },
+      handler: ({ body, res }) => {
+        const credential = requireCredential(res);
+        const params: ActionParams = {};
+        if (body.allocation) params.allocation = body.allocation;
+        if (body.target) params.target = body.target;
+        if (body.purpose) params.purpose = body.purpose;
+        const amountMicro = resolveAmount(body.amount, body.amount_usdc);
+        return deps.actions.perform(credential.treasuryId, { action: name, amountMicro, params }, "api_request");
+      },
+    });
+
+  action("deposit", "/api/v1/deposits", "createDeposit", "Deposit USDC (2% entry fee; minimum 100 USDC)", DepositRequest);
+  action("convert", "/api/v1/convert", "createConversion", "Convert USDC into BTC or ETH exposure (2% of the amount)", ConvertRequest);
+  action("borrow", "/api/v1/borrow", "createBorrow", "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)", BorrowRequest, {
+    403: { description: "safety rail (spec 2.2), or credential not bound to a treasury", schema: SafetyRailError },
+  });
+  action("repay", "/api/v1/repay", "createRepayment", "Repay USDC debt (free)", RepayRequest);
+
+  kit.route({
+    method: "post",
+    path: "/api/v1/estimate",
+    operationId: "estimateAction",
+    summary: "Estimate the fee and LTV effect of an action on the authenticated treasury",
+    tags: ["Actions"],
+    security: "bearer_or_x402",
+    request: { body: EstimateRequest },
+    responses: {
+      200: { description: "estimate (spec 2.3 and 4.6)", schema: EstimateResult },
+      400: err("invalid body"),
+      401: err("missing or invalid credential"),
+      403: { description: "safety rail (spec 2.2)", schema: SafetyRailError },
+      ...RATE_LIMITED,
+    },
+    handler: ({ body, res }) => {
+      const credential = requireCredential(res);
+      if (body.action === "convert" && !body.target) {
+        throw new ApiError(400, "invalid_request", "target (btc or eth) is required when action is convert", {
+          details: [{ location: "body", field: "target", message: "required for convert" }],
+        });
+      }
+      const treasury = deps.actions.treasury(credential.treasuryId);
+      return { status: 200, body: deps.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target) };
+    },
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/health",
+    operationId: "getHealth",
+    summary: "Health score, LTV and zones of the authenticated treasury",
+    tags: ["Reads"],
+    security: "bearer_or_x402",
+    responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    handler: ({ res }) => ({ status: 200, body: deps.treasuries.healthView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/treasury",
+    operationId: "getTreasuryState",
+    summary: "State of the authenticated treasury",
+    tags: ["Reads"],
+    security: "bearer_or_x402",
+    responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    handler: ({ res }) => ({ status: 200, body: deps.treasuries.stateView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/policy-state",
+    operationId: "getPolicyState",
+    summary: "Policy state of the authenticated treasury",
+    tags: ["Reads"],
+    security: "bearer_or_x402",
+    responses: { 200: { description: "policy state (spec 2.12)", schema: PolicyState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    handler: ({ res }) => {
+      const t = deps.actions.treasury(requireCredential(res).treasuryId);
+      return { status: 200, body: deps.policy.forTreasury(t) };
+    },
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/audit",
+    operationId: "getFeeAudit",
+    summary: "Fee audit trail of the authenticated treasury (extension)",
+    description: "Extension of the spec: every execution with amount, fee, basis, tier, trigger and time (spec 1, rule 5).",
+    tags: ["Reads"],
+    security: "bearer_or_x402",
+    extension: true,
+    responses: { 200: { description: "fee audit trail", schema: AuditList }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    handler: ({ res }) => {
+      const treasuryId = requireCredential(res).treasuryId;
+      return { status: 200, body: deps.treasuries.auditView(treasuryId) };
+    },
+  });
+
+  kit.route({
+    method: "post",
+    path: "/api/v1/relay",
+    operationId: "relayTransaction",
+    summary: "Relay a signed transaction for one step of an envelope",
+    description:
+      "Accepted only if it is signed by the treasury's wallet and its to, data, value and chain id equal the step's. Steps are relayed in order; the action executes when the last one is relayed. Execution is simulated in this build.",
+    tags: ["Wallet loop"],
+    idempotencyKey: true,
+    request: { body: RelayRequest },
+    responses: {
+      200: { description: "relay receipt (spec 2.6)", schema: RelayReceipt },
+      400: err("invalid body or a signed transaction that does not match (signer_mismatch, to_mismatch, data_mismatch, value_mismatch, chain_id_mismatch, invalid_signed_transaction)"),
+      404: err("unknown tx_id"),
+      409: err("already relayed (carries the first tx_hash), or a previous step is not relayed yet"),
+      410: err("envelope expired"),
+      422: err("Idempotency-Key reused with a different body"),
+      ...RATE_LIMITED,
+    },
+    handler: async ({ body }) => ({ status: 200, body: await deps.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`) }),
+  });
+
+}

@@ -1,0 +1,270 @@
+/**
+ * Treasury actions (spec 4.5): deposit, convert, borrow, repay.
+ *
+ * - managed mode: executes at once in simulation, 200 with the receipt of 2.4;
+ * - wallet mode: 202 with an unsigned envelope (2.5) of real Aave V3 calls;
+ *   nothing changes until every step of it is relayed (relay-service.ts).
+ *
+ * Rules: the safety rail refuses a borrow above the ceiling (403) before any
+ * envelope exists; a treasury with an envelope awaiting signature refuses a
+ * new action (409 conflicting_operation) until it is relayed or expires.
+ */
+import { planSteps } from "../chain/envelope-plan";
+import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { ASSETS } from "../domain/assets";
+import { feeFor, type Fee, type TreasuryAction } from "../domain/fees";
+import { formatDecimal, MICRO_PER_USDC, usdcToNumber, type Micro } from "../domain/money";
+import { positionOf } from "../domain/portfolio";
+import { healthScore, ltvPct, simulate } from "../domain/position";
+import { PRESETS } from "../domain/presets";
+import { applyToLedger, LedgerError, type ActionParams, type LedgerResult } from "../domain/sandbox-ledger";
+import { ApiError } from "../http/errors";
+import { newId, type IdPrefix } from "../lib/ids";
+import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
+import type { TreasuryRecord } from "../store/treasury-store";
+import type { AppContext } from "./context";
+import { safetyRailError } from "./preview-service";
+
+export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
+export const MIN_DEPOSIT_MICRO = 100n * MICRO_PER_USDC;
+
+export interface ActionRequest {
+  action: TreasuryAction;
+  amountMicro: Micro;
+  params: ActionParams;
+}
+
+interface Plan {
+  request: ActionRequest;
+  fee: Fee;
+  ledger: LedgerResult;
+  ltvBefore: number;
+  ltvAfter: number;
+}
+
+const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
+
+export class ActionService {
+  constructor(private readonly ctx: AppContext) {}
+
+  treasury(id: string): TreasuryRecord {
+    const t = this.ctx.stores.treasuries.get(id);
+    if (!t) throw new ApiError(404, "treasury_not_found", `treasury ${id} does not exist`);
+    return t;
+  }
+
+  /** Run an action for a treasury; returns the HTTP status and body. */
+  perform(treasuryId: string, request: ActionRequest, trigger: string): { status: 200 | 202; body: Record<string, unknown> } {
+    if (request.action === "deposit" && request.amountMicro < MIN_DEPOSIT_MICRO) {
+      throw new ApiError(400, "invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
+    }
+    return this.ctx.db.transaction(() => {
+      const now = this.ctx.clock.now();
+      const treasury = this.treasury(treasuryId);
+      const pending = this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
+      if (pending) {
+        throw new ApiError(
+          409,
+          "conflicting_operation",
+          `envelope ${pending.txId} (${pending.action}) is awaiting signature until ${pending.expiresAt}; relay it or let it expire before a new action`,
+          { pending_tx_id: pending.txId, pending_action: pending.action, pending_expires_at: pending.expiresAt },
+        );
+      }
+      const plan = this.plan(treasury, request);
+      if (treasury.executionMode === "managed") {
+        return { status: 200 as const, body: this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger }, now) };
+      }
+      return { status: 202 as const, body: this.createEnvelope(treasury, plan, now) };
+    })();
+  }
+
+  /** fee, safety rail and ledger checks, without writing anything */
+  plan(treasury: TreasuryRecord, request: ActionRequest): Plan {
+    const preset = PRESETS[treasury.preset];
+    const tier = this.ctx.stores.fees.ratchet().tierIndex;
+    const before = positionOf(treasury.holdings);
+    const sim = simulate(before, request.action, request.amountMicro, preset, tier);
+    if (sim.breach) throw safetyRailError(sim, preset);
+    let ledger: LedgerResult;
+    try {
+      ledger = applyToLedger(treasury.holdings, request.action, request.amountMicro, sim.fee.feeMicro, request.params);
+    } catch (err) {
+      if (err instanceof LedgerError) throw new ApiError(400, err.code, err.message);
+      throw err;
+    }
+    return { request, fee: sim.fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(positionOf(ledger.holdings)) };
+  }
+
+  /**
+   * Apply a planned action to the sandbox ledger: holdings, execution record
+   * and fee audit, in the caller's transaction. Returns the receipt (2.4).
+   */
+  execute(
+    treasury: TreasuryRecord,
+    plan: Plan,
+    how: { origin: "managed" | "relay"; envelopeTxId: string | null; trigger: string },
+    now: Date,
+  ): Record<string, unknown> {
+    const { request, fee, ledger } = plan;
+    const createdAt = now.toISOString();
+    const executionId = newId(ID_PREFIX[request.action]);
+    const receipt = this.receipt(executionId, plan, createdAt);
+    this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, createdAt);
+    this.ctx.stores.executions.insert({
+      id: executionId,
+      treasuryId: treasury.id,
+      action: request.action,
+      amountMicro: request.amountMicro,
+      feeMicro: fee.feeMicro,
+      origin: how.origin,
+      envelopeTxId: how.envelopeTxId,
+      receipt,
+      createdAt,
+    });
+    this.ctx.stores.fees.record({
+      id: newId("fee"),
+      treasuryId: treasury.id,
+      action: request.action,
+      amountMicro: request.amountMicro,
+      feeMicro: fee.feeMicro,
+      feeBps: Number(fee.feeBps),
+      feeBasis: fee.basis,
+      trigger: how.trigger,
+      executionRef: executionId,
+      createdAt,
+    });
+    return receipt;
+  }
+
+  private receipt(id: string, plan: Plan, createdAt: string): Record<string, unknown> {
+    const { request, fee, ledger } = plan;
+    const common = {
+      sandbox: true,
+      object: "action_receipt",
+      action: request.action,
+      amount_usdc: usdcToNumber(request.amountMicro),
+      fee_usdc: usdcToNumber(fee.feeMicro),
+      ltv_before: plan.ltvBefore,
+      ltv_after: plan.ltvAfter,
+      health_score_after: healthScore(positionOf(ledger.holdings)),
+      created_at: createdAt,
+    };
+    switch (request.action) {
+      case "deposit":
+        return {
+          ...common,
+          deposit_id: id,
+          net_amount: usdcToNumber(request.amountMicro - fee.feeMicro),
+          fee_basis: fee.basis,
+          allocation: request.params.allocation ?? { btc: 50, eth: 50 },
+          bought: {
+            btc: Number(formatDecimal(ledger.bought.BTC ?? 0n, ASSETS.BTC.decimals)),
+            eth: Number(formatDecimal(ledger.bought.ETH ?? 0n, ASSETS.ETH.decimals)),
+          },
+          status: "processing",
+        };
+      case "convert": {
+        const symbol = request.params.target === "btc" ? "BTC" : "ETH";
+        return {
+          ...common,
+          conversion_id: id,
+          target: request.params.target,
+          estimated_amount: Number(formatDecimal(ledger.bought[symbol] ?? 0n, ASSETS[symbol].decimals)),
+          fee_basis: fee.basis,
+          status: "processing",
+        };
+      }
+      case "borrow":
+        return {
+          ...common,
+          borrow_id: id,
+          fee_basis: fee.basis,
+          current_ltv: plan.ltvBefore,
+          net_amount: usdcToNumber(request.amountMicro - fee.feeMicro),
+          ...(request.params.purpose ? { purpose: request.params.purpose } : {}),
+          status: "approved",
+        };
+      case "repay":
+        return {
+          ...common,
+          repayment_id: id,
+          repaid_usdc: usdcToNumber(ledger.repaidMicro),
+          remaining_borrow: usdcToNumber(ledger.holdings.debtMicro),
+          status: "completed",
+        };
+    }
+  }
+
+  private createEnvelope(treasury: TreasuryRecord, plan: Plan, now: Date): Record<string, unknown> {
+    const planned = planSteps({
+      action: plan.request.action,
+      chain: treasury.chain,
+      wallet: treasury.walletAddress,
+      amountMicro: plan.request.amountMicro,
+      feeMicro: plan.fee.feeMicro,
+      feeRecipient: this.ctx.config.feeRecipient,
+      target: plan.request.params.target,
+    });
+    const market = AAVE_MARKETS[treasury.chain];
+    const stepIds = planned.map(() => newId("tx"));
+    const mainIndex = planned.findIndex((s) => s.main);
+    const envelopeTxId = stepIds[mainIndex]!;
+    const envelope: EnvelopeRecord = {
+      txId: envelopeTxId,
+      treasuryId: treasury.id,
+      action: plan.request.action,
+      amountMicro: plan.request.amountMicro,
+      feeMicro: plan.fee.feeMicro,
+      params: plan.request.params as Record<string, unknown>,
+      chain: treasury.chain,
+      chainId: market.chainId,
+      status: "awaiting_signature",
+      createdAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + ENVELOPE_TTL_MS).toISOString(),
+      completedAt: null,
+    };
+    const steps: StepRecord[] = planned.map((p, i) => ({
+      txId: stepIds[i]!,
+      envelopeTxId,
+      seq: i,
+      kind: p.kind,
+      to: p.to,
+      data: p.data,
+      value: p.value,
+      summary: p.summary as unknown as Record<string, unknown>,
+      status: "awaiting_signature",
+      txHash: null,
+      signedTransaction: null,
+      receipt: null,
+      relayedAt: null,
+    }));
+    this.ctx.stores.envelopes.insert(envelope, steps);
+    return this.envelopeView(envelope, steps, plan);
+  }
+
+  /** spec 2.5, plus the ordered steps, chain id and decoded summaries */
+  envelopeView(envelope: EnvelopeRecord, steps: StepRecord[], plan?: Plan): Record<string, unknown> {
+    const main = steps.find((s) => s.txId === envelope.txId)!;
+    const tx = (s: StepRecord) => ({ chain: envelope.chain, chain_id: envelope.chainId, to: s.to, data: s.data, value: s.value, nonce: null });
+    return {
+      sandbox: true,
+      object: "unsigned_transaction",
+      tx_id: envelope.txId,
+      treasury_id: envelope.treasuryId,
+      action: envelope.action,
+      amount_usdc: usdcToNumber(envelope.amountMicro),
+      fee_usdc: usdcToNumber(envelope.feeMicro),
+      ...(plan ? { ltv_before: plan.ltvBefore, ltv_after: plan.ltvAfter } : {}),
+      status: envelope.status,
+      unsigned_transaction: { ...tx(main), summary: main.summary },
+      expires_at: envelope.expiresAt,
+      created_at: envelope.createdAt,
+      steps: steps.map((s) => ({ tx_id: s.txId, seq: s.seq, kind: s.kind, status: s.status, unsigned_transaction: tx(s), summary: s.summary })),
+      relay: {
+        url: this.ctx.links.url("/api/v1/relay"),
+        order: "relay every step in seq order, each with its own tx_id and a fresh Idempotency-Key; the action executes when the last step is relayed",
+        nonce: "fill the wallet's next nonces in step order (no RPC is configured for nonce hints)",
+      },
+    };
+  }
+}

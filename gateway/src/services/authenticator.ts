@@ -1,0 +1,30 @@
+/**
+ * The credential layer of protected routes (spec 5): one place that turns a
+ * request into a Credential. Bearer API keys are looked up by hash (expiry
+ * and revocation honoured). The x402 payment proof is the second kind and
+ * plugs in here (issue 4).
+ */
+import type { Request, Response } from "express";
+import { ApiError } from "../http/errors";
+import type { Credential } from "../http/credential";
+import type { AppContext } from "./context";
+import { lookupBearer } from "./credentials";
+
+export type Authenticator = (req: Request, res: Response) => Promise<void> | void;
+
+export function bearerAuthenticator(ctx: AppContext): Authenticator {
+  return (req, res) => {
+    const found = lookupBearer(ctx, req.header("authorization"));
+    if (found.kind === "none") {
+      throw new ApiError(401, "unauthorized", "missing credential: send Authorization: Bearer <API key>", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
+    }
+    if (found.kind === "invalid") {
+      throw new ApiError(401, "unauthorized", `invalid credential: ${found.reason}`, {}, { "WWW-Authenticate": 'Bearer realm="treasury", error="invalid_token"' });
+    }
+    if (!found.key.treasuryId) {
+      throw new ApiError(403, "key_not_bound", "this API key is not bound to a treasury yet; the reviewer binds live keys during onboarding");
+    }
+    const credential: Credential = { kind: "bearer", scope: `key:${found.key.id}`, treasuryId: found.key.treasuryId, subject: found.key.id };
+    res.locals.credential = credential;
+  };
+}
