@@ -19,6 +19,7 @@ import { createKit } from "./routes/kit";
 import { pendingRoutes } from "./routes/pending";
 import { publicRoutes } from "./routes/public";
 import { treasuryRoutes } from "./routes/treasuries";
+import { NonceHints } from "./chain/nonce-hints";
 import { actionRoutes } from "./routes/actions";
 import { AccessRequestService } from "./services/access-request-service";
 import { ActionService } from "./services/action-service";
@@ -50,7 +51,7 @@ export function createServices(ctx: AppContext): Services {
     timeoutMs: ctx.config.rpcTimeoutMs,
     clock: ctx.clock,
   });
-  const actions = new ActionService(ctx);
+  const actions = new ActionService(ctx, new NonceHints({ base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum }, ctx.config.rpcTimeoutMs));
   return {
     treasuries: new TreasuryService(ctx),
     access: new AccessRequestService(ctx),

@@ -3,6 +3,7 @@
  * the README; nothing else reads process.env.
  */
 import path from "node:path";
+import { getAddress } from "viem";
 import { z } from "zod";
 
 const positiveInt = (fallback: number) =>
@@ -56,7 +57,8 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v && v !== "" ? v : "0x000000000000000000000000000000000000FeE5"))
-    .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")),
+    .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address"))
+    .transform((v) => getAddress(v.toLowerCase())),
 });
 
 export type Env = z.input<typeof envSchema>;

@@ -10,6 +10,7 @@
  * new action (409 conflicting_operation) until it is relayed or expires.
  */
 import { planSteps } from "../chain/envelope-plan";
+import { NonceHints } from "../chain/nonce-hints";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ASSETS } from "../domain/assets";
 import { feeFor, type Fee, type TreasuryAction } from "../domain/fees";
@@ -45,7 +46,10 @@ interface Plan {
 const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
 
 export class ActionService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly nonces: NonceHints = new NonceHints({}, 1),
+  ) {}
 
   treasury(id: string): TreasuryRecord {
     const t = this.ctx.stores.treasuries.get(id);
@@ -54,10 +58,12 @@ export class ActionService {
   }
 
   /** Run an action for a treasury; returns the HTTP status and body. */
-  perform(treasuryId: string, request: ActionRequest, trigger: string): { status: 200 | 202; body: Record<string, unknown> } {
+  async perform(treasuryId: string, request: ActionRequest, trigger: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
     if (request.action === "deposit" && request.amountMicro < MIN_DEPOSIT_MICRO) {
       throw new ApiError(400, "invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
     }
+    const before = this.treasury(treasuryId);
+    const nonce = before.executionMode === "wallet" ? await this.nonces.next(before.chain, before.walletAddress) : null;
     return this.ctx.db.transaction(() => {
       const now = this.ctx.clock.now();
       const treasury = this.treasury(treasuryId);
@@ -74,7 +80,7 @@ export class ActionService {
       if (treasury.executionMode === "managed") {
         return { status: 200 as const, body: this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger }, now) };
       }
-      return { status: 202 as const, body: this.createEnvelope(treasury, plan, now) };
+      return { status: 202 as const, body: this.createEnvelope(treasury, plan, now, nonce ?? { nonce: null, source: "none" }) };
     })();
   }
 
@@ -195,7 +201,7 @@ export class ActionService {
     }
   }
 
-  private createEnvelope(treasury: TreasuryRecord, plan: Plan, now: Date): Record<string, unknown> {
+  private createEnvelope(treasury: TreasuryRecord, plan: Plan, now: Date, nonce: { nonce: number | null; source: string }): Record<string, unknown> {
     const planned = planSteps({
       action: plan.request.action,
       chain: treasury.chain,
@@ -223,6 +229,7 @@ export class ActionService {
       expiresAt: new Date(now.getTime() + ENVELOPE_TTL_MS).toISOString(),
       completedAt: null,
     };
+    if (nonce.nonce !== null) envelope.params = { ...envelope.params, nonce_base: nonce.nonce };
     const steps: StepRecord[] = planned.map((p, i) => ({
       txId: stepIds[i]!,
       envelopeTxId,
@@ -239,13 +246,14 @@ export class ActionService {
       relayedAt: null,
     }));
     this.ctx.stores.envelopes.insert(envelope, steps);
-    return this.envelopeView(envelope, steps, plan);
+    return this.envelopeView(envelope, steps, plan, nonce.source);
   }
 
   /** spec 2.5, plus the ordered steps, chain id and decoded summaries */
-  envelopeView(envelope: EnvelopeRecord, steps: StepRecord[], plan?: Plan): Record<string, unknown> {
+  envelopeView(envelope: EnvelopeRecord, steps: StepRecord[], plan?: Plan, nonceSource?: string): Record<string, unknown> {
     const main = steps.find((s) => s.txId === envelope.txId)!;
-    const tx = (s: StepRecord) => ({ chain: envelope.chain, chain_id: envelope.chainId, to: s.to, data: s.data, value: s.value, nonce: null });
+    const base = typeof envelope.params.nonce_base === "number" ? envelope.params.nonce_base : null;
+    const tx = (s: StepRecord) => ({ chain: envelope.chain, chain_id: envelope.chainId, to: s.to, data: s.data, value: s.value, nonce: base === null ? null : base + s.seq });
     return {
       sandbox: true,
       object: "unsigned_transaction",
@@ -263,7 +271,7 @@ export class ActionService {
       relay: {
         url: this.ctx.links.url("/api/v1/relay"),
         order: "relay every step in seq order, each with its own tx_id and a fresh Idempotency-Key; the action executes when the last step is relayed",
-        nonce: "fill the wallet's next nonces in step order (no RPC is configured for nonce hints)",
+        nonce: base === null ? `fill the wallet's next nonces in step order (no hint: ${nonceSource ?? "unknown"})` : `hints from ${nonceSource ?? "the chain"}: the pending count plus the step's seq`,
       },
     };
   }

@@ -1,0 +1,26 @@
+/**
+ * Nonce hints for envelopes: the wallet's pending transaction count on the
+ * treasury's chain, read over the RPC configured for it. Without an RPC, or
+ * when it does not answer in time, there is no hint (null) and the envelope says so.
+ */
+import { createPublicClient, http, type PublicClient } from "viem";
+
+export class NonceHints {
+  private readonly clients = new Map<string, PublicClient>();
+
+  constructor(rpcUrls: Partial<Record<"base" | "arbitrum", string>>, timeoutMs: number) {
+    for (const [chain, url] of Object.entries(rpcUrls)) {
+      if (url) this.clients.set(chain, createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) }));
+    }
+  }
+
+  async next(chain: "base" | "arbitrum", address: `0x${string}`): Promise<{ nonce: number | null; source: string }> {
+    const client = this.clients.get(chain);
+    if (!client) return { nonce: null, source: `no RPC configured for ${chain}` };
+    try {
+      return { nonce: await client.getTransactionCount({ address, blockTag: "pending" }), source: `${chain} RPC, pending count` };
+    } catch (err) {
+      return { nonce: null, source: `${chain} RPC did not answer: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}` };
+    }
+  }
+}
