@@ -76,14 +76,24 @@ const ENDPOINTS: { method: string; path: string }[] = [
   { method: "GET", path: "/api/v1/agents/apply" },
   { method: "POST", path: "/api/v1/agents/apply" },
   { method: "GET", path: "/api/v1/agents/apply/{id}" },
+  { method: "POST", path: "/api/v1/deposits" },
+  { method: "POST", path: "/api/v1/convert" },
+  { method: "POST", path: "/api/v1/borrow" },
+  { method: "POST", path: "/api/v1/repay" },
+  { method: "POST", path: "/api/v1/estimate" },
+  { method: "POST", path: "/api/v1/relay" },
+  { method: "GET", path: "/api/v1/health" },
+  { method: "GET", path: "/api/v1/treasury" },
+  { method: "GET", path: "/api/v1/policy-state" },
+  { method: "GET", path: "/api/v1/audit" },
 ];
 
 const jsonValue = fc.jsonValue({ maxDepth: 3 });
 const fuzzBody = fc.oneof(
   jsonValue,
   fc.dictionary(
-    fc.constantFrom("action", "amount", "amount_usdc", "current_ltv", "asset", "address", "wallet_address", "chain", "preset", "execution_mode", "operator_name", "operator_email", "use_case", "expected_monthly_volume_usdc", "__proto__", "constructor"),
-    fc.oneof(jsonValue, fc.double(), fc.constantFrom("deposit", "borrow", "base", "balanced", "wallet", "0x1111111111111111111111111111111111111111", "demo", 1e308, -0)),
+    fc.constantFrom("action", "amount", "amount_usdc", "current_ltv", "target", "allocation", "purpose", "tx_id", "signed_transaction", "asset", "address", "wallet_address", "chain", "preset", "execution_mode", "operator_name", "operator_email", "use_case", "expected_monthly_volume_usdc", "__proto__", "constructor"),
+    fc.oneof(jsonValue, fc.double(), fc.constantFrom("deposit", "borrow", "eth", "btc", { btc: 50, eth: 50 }, { btc: 1e308 }, "tx_", "0x02", "base", "balanced", "wallet", "0x1111111111111111111111111111111111111111", "demo", 1e308, -0, 100, 100000, 5e-7)),
   ),
 );
 const fuzzQueryValue = fc.oneof(fc.string(), fc.double().map(String), fc.constantFrom("", "demo", "NaN", "Infinity", "1e400", "0x00", "%00", "[]", "40", "75.0000001"));
@@ -92,6 +102,12 @@ const fuzzIdSegment = fc.oneof(fc.string(), fc.constantFrom("trs_", "agr_", `trs
 describe("fuzz: malformed bodies and queries to every endpoint", () => {
   it("only ever answers 2xx or a typed 4xx, never a 500", async () => {
     const seen = new Map<number, number>();
+    const keys = [
+      (await call(gw.url, "POST", "/api/v1/sandbox/keys")).body.key,
+      (await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: "0x7777777777777777777777777777777777777777" } })).body.api_key,
+    ];
+    const authHeader = fc.oneof(fc.constant(undefined), fc.constantFrom(...keys).map((k) => `Bearer ${k}`), fc.string().map((s) => `Bearer ${s}`));
+    const idemHeader = fc.oneof(fc.constant(undefined), fc.string({ minLength: 8, maxLength: 20 }).filter((s) => /^[\x21-\x7e]+$/.test(s)), fc.constant("x"));
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...ENDPOINTS),
@@ -99,15 +115,20 @@ describe("fuzz: malformed bodies and queries to every endpoint", () => {
         fc.dictionary(fc.constantFrom("ltv", "address", "id", "x"), fuzzQueryValue, { maxKeys: 3 }),
         fuzzIdSegment,
         fc.boolean(),
-        async (endpoint, body, query, idSegment, rawGarbage) => {
+        authHeader,
+        idemHeader,
+        async (endpoint, body, query, idSegment, rawGarbage, authorization, idempotencyKey) => {
+          const headers: Record<string, string> = {};
+          if (authorization && /^[\x20-\x7e]*$/.test(authorization)) headers.authorization = authorization;
+          if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
           const qs = new URLSearchParams(query as Record<string, string>).toString();
           const path = endpoint.path.replace("{id}", encodeURIComponent(idSegment)) + (qs ? `?${qs}` : "");
           const r =
             endpoint.method === "POST"
               ? rawGarbage
-                ? await call(gw.url, "POST", path, { rawBody: JSON.stringify(body).slice(0, -1) + "\u0000", headers: { "content-type": "application/json" } })
-                : await call(gw.url, "POST", path, { body })
-              : await call(gw.url, "GET", path);
+                ? await call(gw.url, "POST", path, { rawBody: JSON.stringify(body).slice(0, -1) + "\u0000", headers: { ...headers, "content-type": "application/json" } })
+                : await call(gw.url, "POST", path, { body, headers })
+              : await call(gw.url, "GET", path, { headers });
           seen.set(r.status, (seen.get(r.status) ?? 0) + 1);
           expect(r.status, `${endpoint.method} ${path}`).toBeLessThan(500);
           if (r.status >= 400) {
@@ -117,7 +138,7 @@ describe("fuzz: malformed bodies and queries to every endpoint", () => {
           }
         },
       ),
-      { numRuns: 400 },
+      { numRuns: 600 },
     );
     expect([...seen.keys()].some((s) => s >= 400)).toBe(true);
   }, 120_000);
