@@ -292,3 +292,40 @@ describe("estimate and reads", () => {
     expect((await api.get("/api/v1/policy-state")).body.dormancy_clock.last_fee_bearing_activity_at).toBe(borrow.body.created_at);
   });
 });
+
+describe("the remaining statuses of the 4.5 table", () => {
+  it("409 on convert, borrow and repay while an envelope is pending", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const t = await registerTreasury(gw.url, { wallet_address: account.address });
+    gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 1_000_000_000n }, new Date().toISOString());
+    const api = checked(t);
+    expect((await api.post("/api/v1/deposits", { amount_usdc: 100 })).status).toBe(202);
+    for (const [path, body] of [
+      ["/api/v1/convert", { amount_usdc: 100, target: "eth" }],
+      ["/api/v1/borrow", { amount_usdc: 100 }],
+      ["/api/v1/repay", { amount_usdc: 100 }],
+    ] as const) {
+      const r = await api.post(path, body);
+      expect(r.status, path).toBe(409);
+      expect(r.body.error).toBe("conflicting_operation");
+    }
+  });
+
+  it("429 on deposits beyond the write rate", async () => {
+    const limited = await startTestGateway({ RATE_LIMIT_WRITE_PER_MIN: "3" });
+    try {
+      const created = await call(limited.url, "POST", "/api/v1/sandbox/keys");
+      const api = authed(limited.url, created.body.key);
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await api.post("/api/v1/deposits", { amount_usdc: 100 })).status);
+      const limitedResponse = await api.post("/api/v1/deposits", { amount_usdc: 100 });
+      v.check("POST", "/api/v1/deposits", limitedResponse.status, limitedResponse.body);
+      // the key has its own window (the sandbox key creation counted against the address)
+      expect(statuses).toEqual([200, 200, 200]);
+      expect(limitedResponse.status).toBe(429);
+      expect(limitedResponse.body.error).toBe("rate_limited");
+    } finally {
+      await limited.close();
+    }
+  });
+});
