@@ -5,8 +5,8 @@
 import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { Request, Response, Router } from "express";
 import type { ZodType } from "zod";
-import { createHash } from "node:crypto";
 import { z } from "../schemas/zod";
+import { idempotent, requestFingerprint } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import { ApiError, errorBody, fromZodError } from "./errors";
 
@@ -124,66 +124,27 @@ export function registerRoute<B, Q, P>(
   });
 }
 
-/** canonical JSON: object keys sorted, so the same body always hashes the same */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-/**
- * Idempotency-Key (spec 8): required, 8 to 120 characters, scoped to the
- * credential (or "public" on routes without one). Same key and same body:
- * the stored response again, byte for byte, marked with Idempotent-Replayed.
- * Same key, other body: 422. Same key while the first is running: 409.
- * Typed 4xx answers are stored like successes, except the transient 409 and 429;
- * those and unexpected failures free the key.
- */
+/** REST side of the shared idempotency guard (services/idempotency.ts). */
 async function runIdempotent(req: Request, res: Response, store: IdempotencyStore, now: () => Date, run: () => Promise<HandlerResult>): Promise<void> {
-  const key = req.header("idempotency-key");
-  if (key === undefined || key.length < 8 || key.length > 120) {
-    throw new ApiError(400, "invalid_request", "header Idempotency-Key is required on this route (8 to 120 characters, unique per state-changing call)", {
-      details: [{ location: "header", field: "Idempotency-Key", message: key === undefined ? "required" : "must be 8 to 120 characters" }],
-    });
-  }
   const credential = res.locals.credential as { scope: string } | undefined;
-  const scope = credential?.scope ?? "public";
-  const hash = createHash("sha256").update(`${req.method} ${req.path}\n${canonical(req.body ?? null)}`).digest("hex");
-  const claim = store.claim(scope, key, hash, now());
-  if (claim.kind === "mismatch") {
-    throw new ApiError(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request body; use a fresh key");
-  }
-  if (claim.kind === "in_progress") {
-    throw new ApiError(409, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly", {}, { "Retry-After": "1" });
-  }
-  if (claim.kind === "replay") {
-    for (const [k, v] of Object.entries(claim.response.headers)) res.setHeader(k, v);
-    res.setHeader(IDEMPOTENCY_REPLAY_HEADER, "true");
-    res.status(claim.response.status).type("application/json").send(claim.response.body);
-    return;
-  }
-  let stored: { status: number; headers: Record<string, string>; body: string };
-  try {
-    const result = await run();
-    stored = { status: result.status, headers: result.headers ?? {}, body: JSON.stringify(result.body) };
-  } catch (err) {
-    // transient refusals (a conflicting operation, a rate limit) are not remembered: the same key may succeed later
-    if (err instanceof ApiError && err.status < 500 && err.status !== 409 && err.status !== 429) {
-      stored = { status: err.status, headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };
-    } else {
-      store.release(scope, key);
-      throw err;
-    }
-  }
-  store.complete(scope, key, stored);
-  for (const [k, v] of Object.entries(stored.headers)) res.setHeader(k, v);
-  res.setHeader(IDEMPOTENCY_REPLAY_HEADER, "false");
-  res.status(stored.status).type("application/json").send(stored.body);
+  const outcome = await idempotent(
+    store,
+    { scope: credential?.scope ?? "public", key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now() },
+    async () => {
+      try {
+        const result = await run();
+        return { status: result.status, headers: result.headers ?? {}, body: JSON.stringify(result.body) };
+      } catch (err) {
+        if (err instanceof ApiError && err.status < 500) {
+          return { status: err.status, headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };
+        }
+        throw err;
+      }
+    },
+  );
+  for (const [k, v] of Object.entries(outcome.headers)) res.setHeader(k, v);
+  res.setHeader(IDEMPOTENCY_REPLAY_HEADER, outcome.replayed ? "true" : "false");
+  res.status(outcome.status).type("application/json").send(outcome.body);
 }
 
 function bodyOf(req: Request, required: boolean): unknown {
