@@ -16,11 +16,13 @@ import { adminGuard, adminRoutes } from "./routes/admin";
 import { agentRoutes } from "./routes/agents";
 import { discoveryRoutes } from "./routes/discovery";
 import { createKit } from "./routes/kit";
-import { pendingRoutes } from "./routes/pending";
 import { publicRoutes } from "./routes/public";
 import { treasuryRoutes } from "./routes/treasuries";
 import { NonceHints } from "./chain/nonce-hints";
+import { buildTools } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
+import { mcpRoutes } from "./routes/mcp";
+import { gatewayStatusDocument } from "./services/gateway-status";
 import { AccessRequestService } from "./services/access-request-service";
 import { ActionService } from "./services/action-service";
 import { bearerAuthenticator, type Authenticator } from "./services/authenticator";
@@ -111,7 +113,8 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
   treasuryRoutes(kit, ctx, services.treasuries);
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
-  pendingRoutes(kit, new Set(table.entries().flatMap(([path, methods]) => methods.map((m) => `${m.toLowerCase()} ${path}`))));
+  const tools = buildTools(ctx, services, () => gatewayStatusDocument(ctx, startedAt, SERVICE_VERSION));
+  mcpRoutes(kit, ctx, { tools, authenticate: services.authenticate, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
   const admin = express.Router();
   adminRoutes(createKit(admin, registry, table), ctx, services.access);

@@ -53,9 +53,6 @@ describe("typed errors", () => {
     expectTyped(await call(gw.url, "POST", "/api/v1/treasuries"), 400, "invalid_request");
   });
 
-  it("routes a later issue builds answer 501, typed, not a fake success", async () => {
-    expectTyped(await call(gw.url, "GET", "/api/mcp"), 501, "not_implemented");
-  });
 });
 
 /** Every endpoint, with the shape of input it takes. */
@@ -86,14 +83,16 @@ const ENDPOINTS: { method: string; path: string }[] = [
   { method: "GET", path: "/api/v1/treasury" },
   { method: "GET", path: "/api/v1/policy-state" },
   { method: "GET", path: "/api/v1/audit" },
+  { method: "GET", path: "/api/mcp" },
+  { method: "POST", path: "/api/mcp" },
 ];
 
 const jsonValue = fc.jsonValue({ maxDepth: 3 });
 const fuzzBody = fc.oneof(
   jsonValue,
   fc.dictionary(
-    fc.constantFrom("action", "amount", "amount_usdc", "current_ltv", "target", "allocation", "purpose", "tx_id", "signed_transaction", "asset", "address", "wallet_address", "chain", "preset", "execution_mode", "operator_name", "operator_email", "use_case", "expected_monthly_volume_usdc", "__proto__", "constructor"),
-    fc.oneof(jsonValue, fc.double(), fc.constantFrom("deposit", "borrow", "eth", "btc", { btc: 50, eth: 50 }, { btc: 1e308 }, "tx_", "0x02", "base", "balanced", "wallet", "0x1111111111111111111111111111111111111111", "demo", 1e308, -0, 100, 100000, 5e-7)),
+    fc.constantFrom("action", "amount", "amount_usdc", "current_ltv", "target", "allocation", "purpose", "tx_id", "signed_transaction", "jsonrpc", "method", "params", "id", "asset", "address", "wallet_address", "chain", "preset", "execution_mode", "operator_name", "operator_email", "use_case", "expected_monthly_volume_usdc", "__proto__", "constructor"),
+    fc.oneof(jsonValue, fc.double(), fc.constantFrom("2.0", "tools/list", "tools/call", "initialize", { name: "preview_action", arguments: { action: "borrow", amount: 1 } }, { name: "nope" }, "deposit", "borrow", "eth", "btc", { btc: 50, eth: 50 }, { btc: 1e308 }, "tx_", "0x02", "base", "balanced", "wallet", "0x1111111111111111111111111111111111111111", "demo", 1e308, -0, 100, 100000, 5e-7)),
   ),
 );
 const fuzzQueryValue = fc.oneof(fc.string(), fc.double().map(String), fc.constantFrom("", "demo", "NaN", "Infinity", "1e400", "0x00", "%00", "[]", "40", "75.0000001"));

@@ -1,7 +1,4 @@
 /** Public, no-auth endpoints (spec 4.3). */
-import { REFERENCE_LIQUIDATION_THRESHOLD_BPS, SUPPORTED_ASSETS } from "../domain/assets";
-import { priceDropToLiquidationPct } from "../domain/position";
-import { PRESETS } from "../domain/presets";
 import { SafetyRailError } from "../schemas/common";
 import {
   ActionPreview,
@@ -15,6 +12,8 @@ import {
   PreviewRequest,
 } from "../schemas/public";
 import type { AppContext } from "../services/context";
+import { gatewayStatusDocument } from "../services/gateway-status";
+import { liquidationDistanceDocument } from "../services/liquidation-distance";
 import type { MarketRatesService } from "../services/market-rates";
 import type { PolicyService } from "../services/policy-service";
 import { resolveAmount, type PreviewService } from "../services/preview-service";
@@ -57,21 +56,7 @@ export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): 
       400: err("ltv outside 1 to 75 or not a number"),
       ...RATE_LIMITED,
     },
-    handler: ({ query }) => {
-      const ltv = query.ltv ?? 40;
-      const threshold = REFERENCE_LIQUIDATION_THRESHOLD_BPS;
-      return {
-        status: 200,
-        body: {
-          object: "liquidation_distance",
-          ltv,
-          price_drop_to_liquidation_pct: priceDropToLiquidationPct(ltv, threshold),
-          service_recommended_ceiling_ltv: PRESETS.balanced.ceiling,
-          liquidation_threshold_pct: threshold / 100,
-          formula: "price_drop_to_liquidation_pct = (1 - ltv / liquidation_threshold) x 100, liquidation threshold of a 50/50 cbBTC/WETH collateral mix on Aave V3",
-        },
-      };
-    },
+    handler: ({ query }) => ({ status: 200, body: liquidationDistanceDocument(query.ltv ?? 40) }),
   });
 
   kit.route({
@@ -116,23 +101,7 @@ export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): 
     summary: "Gateway status",
     tags,
     responses: { 200: { description: "gateway status (spec 2.17)", schema: GatewayStatus }, ...RATE_LIMITED },
-    handler: () => {
-      const now = ctx.clock.now();
-      ctx.db.prepare("SELECT 1").get(); // the database answers, or this throws a typed 500
-      return {
-        status: 200,
-        body: {
-          object: "gateway_status",
-          status: "online",
-          supported_assets: SUPPORTED_ASSETS,
-          version: deps.version,
-          api_version: "2026-06-25",
-          uptime_seconds: Math.floor((now.getTime() - deps.startedAt.getTime()) / 1000),
-          execution: "simulated",
-          time: now.toISOString(),
-        },
-      };
-    },
+    handler: () => ({ status: 200, body: gatewayStatusDocument(ctx, deps.startedAt, deps.version) }),
   });
 
   kit.route({

@@ -1,0 +1,67 @@
+/** GET and POST /api/mcp (spec 4.2, 2.19). */
+import { ApiError } from "../http/errors";
+import { handleMcpPost, MCP_SERVER_NAME } from "../mcp/server";
+import type { ToolDefinition } from "../mcp/tools";
+import { JsonRpcRequest, JsonRpcResponse, McpDiscovery } from "../schemas/discovery";
+import { z } from "../schemas/zod";
+import type { Authenticator } from "../services/authenticator";
+import type { AppContext } from "../services/context";
+import { err, RATE_LIMITED, type RouteKit } from "./kit";
+
+export function mcpRoutes(
+  kit: RouteKit,
+  ctx: AppContext,
+  deps: { tools: ToolDefinition[]; authenticate: Authenticator; version: string; log: (err: unknown) => void },
+): void {
+  kit.route({
+    method: "get",
+    path: "/api/mcp",
+    operationId: "getMcpDiscovery",
+    summary: "MCP server metadata and tool list",
+    description: "A client asking for an SSE stream (Accept: text/event-stream) gets 405: the server is stateless and answers every POST with JSON.",
+    tags: ["MCP"],
+    responses: { 200: { description: "MCP discovery", schema: McpDiscovery }, 405: err("no standalone SSE stream on this stateless server"), ...RATE_LIMITED },
+    handler: ({ req }) => {
+      if ((req.header("accept") ?? "").includes("text/event-stream")) {
+        throw new ApiError(405, "method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
+      }
+      return {
+        status: 200,
+        body: {
+          name: MCP_SERVER_NAME,
+          title: "Agent Treasury Gateway",
+          version: deps.version,
+          endpoint: ctx.links.url("/api/mcp"),
+          status: "public_demo_online",
+          transport: "streamable-http (stateless, JSON responses)",
+          authentication: "treasury tools read `Authorization: Bearer <key>` from the HTTP request",
+          tools: deps.tools.map((t) => ({
+            name: t.name,
+            title: t.title,
+            description: t.description,
+            inputSchema: z.toJSONSchema(z.object(t.inputSchema), { io: "input", unrepresentable: "any" }),
+            annotations: t.annotations,
+            authenticated: t.authenticated,
+            rest_equivalent: t.rest,
+          })),
+        },
+      };
+    },
+  });
+
+  kit.route({
+    method: "post",
+    path: "/api/mcp",
+    operationId: "postMcp",
+    summary: "MCP endpoint (JSON-RPC 2.0 over Streamable HTTP, stateless)",
+    description:
+      "MCP clients connect with the Streamable HTTP transport. A plain JSON-RPC 2.0 request (e.g. `tools/list`) with Content-Type: application/json also works. A body missing `jsonrpc` or `method` is a 400 typed error.",
+    tags: ["MCP"],
+    request: { body: JsonRpcRequest },
+    responses: { 200: { description: "JSON-RPC response", schema: JsonRpcResponse }, 400: err("missing jsonrpc or method"), ...RATE_LIMITED },
+    handler: async ({ req, res }) => {
+      await handleMcpPost(req, res, deps.tools, deps.authenticate, deps.version, deps.log);
+      return { status: 200, body: undefined };
+    },
+  });
+}
