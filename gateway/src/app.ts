@@ -21,6 +21,11 @@ import { treasuryRoutes } from "./routes/treasuries";
 import { NonceHints } from "./chain/nonce-hints";
 import { buildTools } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
+import { x402Routes } from "./routes/x402";
+import { X402_ASSET } from "./x402/asset";
+import { facilitatorConfig } from "./x402/facilitator-client";
+import { createPaymentGate, X402_NETWORK, type PaymentGate } from "./x402/payment-gate";
+import { PriceList } from "./x402/prices";
 import { mcpRoutes } from "./routes/mcp";
 import { gatewayStatusDocument } from "./services/gateway-status";
 import { AccessRequestService } from "./services/access-request-service";
@@ -45,6 +50,8 @@ export interface Services {
   actions: ActionService;
   relay: RelayService;
   authenticate: Authenticator;
+  prices: PriceList;
+  payments: PaymentGate;
 }
 
 export function createServices(ctx: AppContext): Services {
@@ -53,6 +60,7 @@ export function createServices(ctx: AppContext): Services {
     timeoutMs: ctx.config.rpcTimeoutMs,
     clock: ctx.clock,
   });
+  const prices = new PriceList();
   const actions = new ActionService(ctx, new NonceHints({ base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum }, ctx.config.rpcTimeoutMs));
   return {
     treasuries: new TreasuryService(ctx),
@@ -63,6 +71,12 @@ export function createServices(ctx: AppContext): Services {
     actions,
     relay: new RelayService(ctx, actions),
     authenticate: bearerAuthenticator(ctx),
+    prices,
+    payments: createPaymentGate(ctx, {
+      prices,
+      asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
+      facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret }),
+    }),
   };
 }
 
@@ -88,7 +102,13 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
       readPerWindow: ctx.config.rateLimit.readPerWindow,
       writePerWindow: ctx.config.rateLimit.writePerWindow,
       windowMs: ctx.config.rateLimit.windowMs,
-      credentialOf: (req) => credentialIdentity(ctx, req),
+      credentialOf: (req) => {
+        const bearer = credentialIdentity(ctx, req);
+        if (bearer || req.header("authorization")) return bearer;
+        const payment = req.header("x-payment");
+        const payer = payment && services.payments.enabled ? services.payments.claimedPayer(payment) : undefined;
+        return payer ? `payer:${payer}` : undefined;
+      },
     }),
   );
   app.use(requireJsonBody);
@@ -99,7 +119,12 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
   const registry = new OpenAPIRegistry();
   const table = new RouteTable();
   const api = express.Router();
-  const kit = createKit(api, registry, table, { authenticate: services.authenticate, idempotency: ctx.stores.idempotency, now: () => ctx.clock.now() });
+  const kit = createKit(api, registry, table, {
+    authenticate: services.authenticate,
+    payments: services.payments,
+    idempotency: ctx.stores.idempotency,
+    now: () => ctx.clock.now(),
+  });
 
   discoveryRoutes(kit, ctx);
   publicRoutes(kit, ctx, {
@@ -113,6 +138,7 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
   treasuryRoutes(kit, ctx, services.treasuries);
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
+  x402Routes(kit, services.prices, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
   const tools = buildTools(ctx, services, () => gatewayStatusDocument(ctx, startedAt, SERVICE_VERSION));
   mcpRoutes(kit, ctx, { tools, authenticate: services.authenticate, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 

@@ -53,6 +53,17 @@ const envSchema = z.object({
   BASE_RPC_URL: optionalUrl,
   MARKET_RATES_TTL_SECONDS: positiveInt(60),
   RPC_TIMEOUT_MS: positiveInt(2_500),
+  X402_ENABLED: z.enum(["true", "false"]).optional().default("true"),
+  X402_FACILITATOR: z.enum(["local", "public", "cdp"]).optional().default("local"),
+  X402_FACILITATOR_URL: optionalUrl,
+  X402_PAY_TO: z
+    .string()
+    .optional()
+    .transform((v) => (v && v !== "" ? v : undefined))
+    .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address").optional()),
+  X402_MAX_TIMEOUT_SECONDS: positiveInt(120),
+  CDP_API_KEY_ID: z.string().optional(),
+  CDP_API_KEY_SECRET: z.string().optional(),
   FEE_RECIPIENT: z
     .string()
     .optional()
@@ -82,6 +93,16 @@ export interface Config {
   rpcTimeoutMs: number;
   /** address that receives service fees in wallet-mode envelopes */
   feeRecipient: `0x${string}`;
+  x402: {
+    enabled: boolean;
+    facilitator: "local" | "public" | "cdp";
+    facilitatorUrl: string | undefined;
+    /** address that receives x402 payments (defaults to the fee recipient) */
+    payTo: `0x${string}`;
+    maxTimeoutSeconds: number;
+    cdpKeyId: string | undefined;
+    cdpKeySecret: string | undefined;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -109,5 +130,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     marketRatesTtlSeconds: e.MARKET_RATES_TTL_SECONDS,
     rpcTimeoutMs: e.RPC_TIMEOUT_MS,
     feeRecipient: e.FEE_RECIPIENT as `0x${string}`,
+    x402: {
+      enabled: e.X402_ENABLED === "true",
+      facilitator: e.X402_FACILITATOR,
+      facilitatorUrl: e.X402_FACILITATOR_URL,
+      payTo: (e.X402_PAY_TO ? getAddress(e.X402_PAY_TO.toLowerCase()) : e.FEE_RECIPIENT) as `0x${string}`,
+      maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
+      cdpKeyId: e.CDP_API_KEY_ID,
+      cdpKeySecret: e.CDP_API_KEY_SECRET,
+    },
   };
 }

@@ -29,12 +29,17 @@ beforeAll(async () => {
 afterAll(() => gw.close());
 
 describe("bearer authentication (spec 5)", () => {
-  it("401 typed on every protected route without a credential or with an invalid one", async () => {
+  it("402 challenge without a credential, 401 typed with an invalid one, on every protected route", async () => {
     for (const [method, path, body] of PROTECTED) {
-      for (const authorization of [undefined, "Bearer sk_test_nope", `Bearer sk_test_${"x".repeat(43)}`, "Basic abc", `Bearer sk_live_${"y".repeat(43)}`]) {
+      const challenge = await call(gw.url, method, path, { ...(body ? { body } : {}), headers: { "idempotency-key": newIdempotencyKey() } });
+      expect(challenge.status, `${method} ${path}`).toBe(402);
+      expect(challenge.body).toMatchObject({ x402Version: 1, error: "X-PAYMENT header is required" });
+      expect(challenge.body.request_id).toBe(challenge.headers.get("x-request-id"));
+      expect(challenge.headers.get("www-authenticate")).toMatch(/Bearer.*X402/);
+      for (const authorization of ["Bearer sk_test_nope", `Bearer sk_test_${"x".repeat(43)}`, "Basic abc", `Bearer sk_live_${"y".repeat(43)}`]) {
         const r = await call(gw.url, method, path, {
           ...(body ? { body } : {}),
-          headers: { ...(authorization ? { authorization } : {}), "idempotency-key": newIdempotencyKey() },
+          headers: { authorization, "idempotency-key": newIdempotencyKey() },
         });
         expect(r.status, `${method} ${path} ${authorization}`).toBe(401);
         expect(r.body.error).toBe("unauthorized");

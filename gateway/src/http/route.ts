@@ -8,6 +8,7 @@ import type { ZodType } from "zod";
 import { z } from "../schemas/zod";
 import { idempotent, requestFingerprint } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
+import type { PaymentGate } from "../x402/payment-gate";
 import { ApiError, errorBody, fromZodError } from "./errors";
 
 export type Method = "get" | "post";
@@ -51,6 +52,12 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   internal?: boolean;
   request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P> };
   responses: Record<number, ResponseSpec>;
+  /**
+   * State-changing routes paid with x402: throws the typed error the request
+   * would end in, writing nothing, so a payment is settled only for a request
+   * that will execute.
+   */
+  precheck?: (ctx: HandlerContext<B, Q, P>) => Promise<void> | void;
   handler: (ctx: HandlerContext<B, Q, P>) => Promise<HandlerResult> | HandlerResult;
 }
 
@@ -78,8 +85,10 @@ const RATE_LIMIT_HEADERS = {
 
 /** What routes need from the outside: authentication and the idempotency store. */
 export interface RouteHooks {
-  /** sets res.locals.credential or throws a typed 401/402/403 */
+  /** sets res.locals.credential or throws a typed 401/403 */
   authenticate?: (req: Request, res: Response) => Promise<void> | void;
+  /** the x402 credential: challenge without a credential, pay-per-request with X-PAYMENT */
+  payments?: PaymentGate;
   idempotency?: IdempotencyStore;
   now?: () => Date;
 }
@@ -96,22 +105,55 @@ export function registerRoute<B, Q, P>(
   table.add(spec.path, spec.method);
   if (!spec.internal) registry.registerPath(openApiConfig(spec));
 
-  const run = async (req: Request, res: Response): Promise<HandlerResult> => {
+  const parsed = (req: Request, res: Response): HandlerContext<B, Q, P> => {
     const body = spec.request?.body ? parse(spec.request.body, bodyOf(req, spec.request.bodyRequired ?? true), "body") : (undefined as B);
     const query = spec.request?.query ? parse(spec.request.query, req.query, "query") : (undefined as Q);
     const params = spec.request?.params ? parse(spec.request.params, req.params, "path") : (undefined as P);
-    return spec.handler({ req, res, body, query, params });
+    return { req, res, body, query, params };
+  };
+  const run = async (req: Request, res: Response): Promise<HandlerResult> => spec.handler(parsed(req, res));
+  const now = hooks.now ?? (() => new Date());
+  const runNormal = async (req: Request, res: Response): Promise<void> => {
+    if (spec.idempotencyKey) {
+      if (!hooks.idempotency) throw new Error(`${spec.path} needs the idempotency store`);
+      await runIdempotent(req, res, hooks.idempotency, now, () => run(req, res));
+      return;
+    }
+    const result = await run(req, res);
+    if (res.headersSent) return;
+    for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
+    res.status(result.status).json(result.body);
   };
 
   router[spec.method](spec.path, async (req, res, next) => {
     try {
       if (spec.security === "bearer_or_x402") {
         if (!hooks.authenticate) throw new Error(`${spec.path} needs an authenticator`);
+        // a bearer header decides (a valid key wins over a payment, an invalid one is 401)
+        if (!req.header("authorization") && hooks.payments?.enabled) {
+          if (!req.header("x-payment")) {
+            await hooks.payments.challenge(req, res);
+            return;
+          }
+          await hooks.payments.handle(
+            req,
+            res,
+            { method: spec.method.toUpperCase(), path: spec.path, stateChanging: Boolean(spec.idempotencyKey) },
+            {
+              precheck: async () => {
+                await spec.precheck?.(parsed(req, res));
+              },
+              idempotencyTaken: () => idempotencyTaken(req, res, hooks, now),
+              runNormal: () => runNormal(req, res),
+              runCaptured: () => run(req, res),
+            },
+          );
+          return;
+        }
         await hooks.authenticate(req, res);
       }
       if (spec.idempotencyKey) {
-        if (!hooks.idempotency) throw new Error(`${spec.path} needs the idempotency store`);
-        await runIdempotent(req, res, hooks.idempotency, hooks.now ?? (() => new Date()), () => run(req, res));
+        await runNormal(req, res);
         return;
       }
       const result = await run(req, res);
@@ -122,6 +164,14 @@ export function registerRoute<B, Q, P>(
       next(err);
     }
   });
+}
+
+/** would this request's Idempotency-Key replay or refuse rather than execute? (nothing is claimed) */
+function idempotencyTaken(req: Request, res: Response, hooks: RouteHooks, now: () => Date): boolean {
+  const key = req.header("idempotency-key");
+  if (!hooks.idempotency || key === undefined || key.length < 8 || key.length > 120) return true;
+  const scope = (res.locals.credential as { scope: string } | undefined)?.scope ?? "public";
+  return hooks.idempotency.peek(scope, key, requestFingerprint(`${req.method} ${req.path}`, req.body), now()).kind !== "claimed";
 }
 
 /** REST side of the shared idempotency guard (services/idempotency.ts). */

@@ -21,7 +21,7 @@ import {
 import { PolicyState } from "../schemas/public";
 import type { ZodType } from "zod";
 import type { ActionParams } from "../domain/sandbox-ledger";
-import type { ActionService } from "../services/action-service";
+import type { ActionRequest, ActionService } from "../services/action-service";
 import type { PolicyService } from "../services/policy-service";
 import { resolveAmount, type PreviewService } from "../services/preview-service";
 import type { RelayService } from "../services/relay-service";
@@ -41,6 +41,14 @@ const AUTH_ERRORS = {
   403: err("credential not bound to a treasury"),
   ...RATE_LIMITED,
 };
+
+function actionRequest(action: TreasuryAction, body: ActionBody): ActionRequest {
+  const params: ActionParams = {};
+  if (body.allocation) params.allocation = body.allocation;
+  if (body.target) params.target = body.target;
+  if (body.purpose) params.purpose = body.purpose;
+  return { action, amountMicro: resolveAmount(body.amount, body.amount_usdc), params };
+}
 
 type ActionBody = { amount?: number; amount_usdc?: number; allocation?: { btc: number; eth: number }; target?: "btc" | "eth"; purpose?: string };
 
@@ -66,14 +74,10 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         422: err("Idempotency-Key reused with a different body"),
         ...extra,
       },
+      precheck: ({ body, res }) => deps.actions.check(requireCredential(res).treasuryId, actionRequest(name, body)),
       handler: ({ body, res }) => {
         const credential = requireCredential(res);
-        const params: ActionParams = {};
-        if (body.allocation) params.allocation = body.allocation;
-        if (body.target) params.target = body.target;
-        if (body.purpose) params.purpose = body.purpose;
-        const amountMicro = resolveAmount(body.amount, body.amount_usdc);
-        return deps.actions.perform(credential.treasuryId, { action: name, amountMicro, params }, "api_request");
+        return deps.actions.perform(credential.treasuryId, actionRequest(name, body), credential.kind === "x402" ? "x402_payment" : "api_request");
       },
     });
 

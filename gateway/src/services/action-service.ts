@@ -57,26 +57,36 @@ export class ActionService {
     return t;
   }
 
-  /** Run an action for a treasury; returns the HTTP status and body. */
-  async perform(treasuryId: string, request: ActionRequest, trigger: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
+  /** Every check perform() makes, writing nothing: the typed 400/403/409 the action would end in. */
+  check(treasuryId: string, request: ActionRequest): void {
+    this.guard(this.treasury(treasuryId), request, this.ctx.clock.now());
+  }
+
+  private guard(treasury: TreasuryRecord, request: ActionRequest, now: Date): Plan {
     if (request.action === "deposit" && request.amountMicro < MIN_DEPOSIT_MICRO) {
       throw new ApiError(400, "invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
     }
+    const pending = this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
+    if (pending) {
+      throw new ApiError(
+        409,
+        "conflicting_operation",
+        `envelope ${pending.txId} (${pending.action}) is awaiting signature until ${pending.expiresAt}; relay it or let it expire before a new action`,
+        { pending_tx_id: pending.txId, pending_action: pending.action, pending_expires_at: pending.expiresAt },
+      );
+    }
+    return this.plan(treasury, request);
+  }
+
+  /** Run an action for a treasury; returns the HTTP status and body. */
+  async perform(treasuryId: string, request: ActionRequest, trigger: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
     const before = this.treasury(treasuryId);
+    this.guard(before, request, this.ctx.clock.now());
     const nonce = before.executionMode === "wallet" ? await this.nonces.next(before.chain, before.walletAddress) : null;
     return this.ctx.db.transaction(() => {
       const now = this.ctx.clock.now();
       const treasury = this.treasury(treasuryId);
-      const pending = this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
-      if (pending) {
-        throw new ApiError(
-          409,
-          "conflicting_operation",
-          `envelope ${pending.txId} (${pending.action}) is awaiting signature until ${pending.expiresAt}; relay it or let it expire before a new action`,
-          { pending_tx_id: pending.txId, pending_action: pending.action, pending_expires_at: pending.expiresAt },
-        );
-      }
-      const plan = this.plan(treasury, request);
+      const plan = this.guard(treasury, request, now);
       if (treasury.executionMode === "managed") {
         return { status: 200 as const, body: this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger }, now) };
       }

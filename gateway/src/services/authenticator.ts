@@ -16,7 +16,7 @@ export function bearerAuthenticator(ctx: AppContext): Authenticator {
   return (req, res) => {
     const found = lookupBearer(ctx, req.header("authorization"));
     if (found.kind === "none") {
-      throw new ApiError(401, "unauthorized", "missing credential: send Authorization: Bearer <API key>", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
+      throw new ApiError(401, "unauthorized", "missing credential: send Authorization: Bearer <API key> (or pay per request with X-PAYMENT when x402 is enabled)", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
     }
     if (found.kind === "invalid") {
       throw new ApiError(401, "unauthorized", `invalid credential: ${found.reason}`, {}, { "WWW-Authenticate": 'Bearer realm="treasury", error="invalid_token"' });

@@ -9,6 +9,7 @@ import { ExecutionStore } from "../store/execution-store";
 import { FeeStore } from "../store/fee-store";
 import { IdempotencyStore } from "../store/idempotency-store";
 import { OutboxStore } from "../store/outbox-store";
+import { PaymentStore } from "../store/payment-store";
 import { TreasuryStore } from "../store/treasury-store";
 
 export interface Stores {
@@ -20,6 +21,7 @@ export interface Stores {
   idempotency: IdempotencyStore;
   envelopes: EnvelopeStore;
   executions: ExecutionStore;
+  payments: PaymentStore;
 }
 
 export function createStores(db: Db): Stores {
@@ -32,6 +34,7 @@ export function createStores(db: Db): Stores {
     idempotency: new IdempotencyStore(db),
     envelopes: new EnvelopeStore(db),
     executions: new ExecutionStore(db),
+    payments: new PaymentStore(db),
   };
 }
 

@@ -43,6 +43,17 @@ export class IdempotencyStore {
     })();
   }
 
+  /** what claim() would answer, without claiming */
+  peek(scope: string, key: string, requestHash: string, now: Date): Claim {
+    const row = this.db.prepare("SELECT * FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at > ?").get(scope, key, now.toISOString()) as
+      | { request_hash: string; state: string; status_code: number | null; headers: string | null; body: string | null }
+      | undefined;
+    if (!row) return { kind: "claimed" };
+    if (row.request_hash !== requestHash) return { kind: "mismatch" };
+    if (row.state === "in_progress") return { kind: "in_progress" };
+    return { kind: "replay", response: { status: row.status_code!, headers: JSON.parse(row.headers ?? "{}"), body: row.body ?? "" } };
+  }
+
   complete(scope: string, key: string, response: StoredResponse): void {
     this.db
       .prepare("UPDATE idempotency_keys SET state = 'completed', status_code = ?, headers = ?, body = ? WHERE scope = ? AND key = ?")

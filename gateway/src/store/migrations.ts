@@ -178,4 +178,23 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX executions_treasury ON executions (treasury_id, created_at);
     `,
   },
+  {
+    version: 3,
+    name: "x402_payments",
+    sql: `
+      CREATE TABLE x402_payments (
+        payer TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        route TEXT NOT NULL,
+        amount_atomic TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('locked','settled')),
+        treasury_id TEXT,
+        transaction_hash TEXT,
+        outcome_status INTEGER,
+        created_at TEXT NOT NULL,
+        settled_at TEXT,
+        PRIMARY KEY (payer, nonce)
+      );
+    `,
+  },
 ];

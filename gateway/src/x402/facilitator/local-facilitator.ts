@@ -1,0 +1,137 @@
+/**
+ * The project's own x402 (version 1, scheme `exact`) facilitator for a local
+ * Base Sepolia chain. Beyond x402's stock verifier it checks on chain that the
+ * authorization nonce is unused (`authorizationState`), that the asset's
+ * EIP-712 domain (name, version, chain id) is what the requirements claim, and
+ * simulates the transfer before it settles. Settlements go out one at a time
+ * from one account (nonces), and a reverted settlement is a typed failure.
+ */
+import { createPublicClient, createWalletClient, getAddress, http, parseSignature, publicActions, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { baseSepolia } from "viem/chains";
+import { settle as x402Settle, verify as x402Verify } from "x402/facilitator";
+import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
+
+const NETWORK = "base-sepolia";
+
+const TOKEN_ABI = [
+  { type: "function", name: "name", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
+  { type: "function", name: "version", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
+  { type: "function", name: "authorizationState", stateMutability: "view", inputs: [{ type: "address" }, { type: "bytes32" }], outputs: [{ type: "bool" }] },
+  {
+    type: "function",
+    name: "transferWithAuthorization",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "from", type: "address" },
+      { name: "to", type: "address" },
+      { name: "value", type: "uint256" },
+      { name: "validAfter", type: "uint256" },
+      { name: "validBefore", type: "uint256" },
+      { name: "nonce", type: "bytes32" },
+      { name: "v", type: "uint8" },
+      { name: "r", type: "bytes32" },
+      { name: "s", type: "bytes32" },
+    ],
+    outputs: [],
+  },
+] as const;
+
+export interface ExactEvmPayload {
+  signature: Hex;
+  authorization: { from: `0x${string}`; to: `0x${string}`; value: string; validAfter: string; validBefore: string; nonce: Hex };
+}
+
+export class LocalFacilitator {
+  private readonly publicClient;
+  private readonly wallet;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(opts: { rpcUrl: string; privateKey: Hex }) {
+    const transport = http(opts.rpcUrl, { retryCount: 0 });
+    this.publicClient = createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 });
+    this.wallet = createWalletClient({ account: privateKeyToAccount(opts.privateKey), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions);
+  }
+
+  get address(): `0x${string}` {
+    return this.wallet.account.address;
+  }
+
+  supported() {
+    return { kinds: [{ x402Version: 1, scheme: "exact", network: NETWORK }] };
+  }
+
+  async verify(payment: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+    const p = payment.payload as unknown as ExactEvmPayload;
+    const payer = p?.authorization?.from;
+    const invalid = (invalidReason: string): VerifyResponse => ({ isValid: false, invalidReason: invalidReason as VerifyResponse["invalidReason"], payer });
+    if (payment.x402Version !== 1) return invalid("invalid_x402_version");
+    if (payment.scheme !== "exact" || requirements.scheme !== "exact") return invalid("unsupported_scheme");
+    if (payment.network !== NETWORK || requirements.network !== NETWORK) return invalid("invalid_network");
+    if (!p?.authorization || !p.signature) return invalid("invalid_payload");
+    try {
+      const chainId = await this.publicClient.getChainId();
+      if (chainId !== baseSepolia.id) return invalid("invalid_network");
+      const asset = getAddress(requirements.asset);
+      const code = await this.publicClient.getCode({ address: asset });
+      if (!code || code === "0x") return invalid("invalid_payment_requirements");
+      // the EIP-712 domain the signature was made for must be the token's own
+      const [name, version] = await Promise.all([
+        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "name" }),
+        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "version" }),
+      ]);
+      const extra = (requirements.extra ?? {}) as { name?: string; version?: string };
+      if (extra.name !== name || extra.version !== version) return invalid("invalid_payment_requirements");
+
+      const stock = await x402Verify(this.publicClient as never, payment, requirements);
+      if (!stock.isValid) return stock;
+
+      const used = await this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "authorizationState", args: [p.authorization.from, p.authorization.nonce] });
+      if (used) return invalid("invalid_exact_evm_payload_authorization_nonce_used");
+
+      const sig = parseSignature(p.signature);
+      await this.publicClient.simulateContract({
+        account: this.wallet.account,
+        address: asset,
+        abi: TOKEN_ABI,
+        functionName: "transferWithAuthorization",
+        args: [
+          p.authorization.from,
+          p.authorization.to,
+          BigInt(p.authorization.value),
+          BigInt(p.authorization.validAfter),
+          BigInt(p.authorization.validBefore),
+          p.authorization.nonce,
+          sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
+          sig.r,
+          sig.s,
+        ],
+      });
+      return { isValid: true, invalidReason: undefined, payer };
+    } catch (err) {
+      return invalid(`invalid_transaction_state: ${shortError(err)}`);
+    }
+  }
+
+  /** verify again, then settle; one settlement at a time */
+  settle(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    const run = async (): Promise<SettleResponse> => {
+      const payer = (payment.payload as unknown as ExactEvmPayload)?.authorization?.from;
+      const check = await this.verify(payment, requirements);
+      if (!check.isValid) return { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
+      try {
+        return await x402Settle(this.wallet as never, payment, requirements);
+      } catch (err) {
+        return { success: false, errorReason: `settlement_reverted: ${shortError(err)}` as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
+      }
+    };
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+}
+
+function shortError(err: unknown): string {
+  const e = err as { shortMessage?: string; message?: string };
+  return (e.shortMessage ?? e.message ?? String(err)).split("\n")[0]!.slice(0, 200);
+}

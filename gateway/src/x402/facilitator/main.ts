@@ -1,0 +1,39 @@
+/**
+ * The local facilitator as its own process (it holds the settlement key; the
+ * gateway holds none). FACILITATOR_RPC_URL: the Base Sepolia RPC (local chain
+ * 84532); FACILITATOR_PRIVATE_KEY: the settlement account; FACILITATOR_PORT
+ * (default 4021), FACILITATOR_HOST (default 127.0.0.1).
+ */
+import type { Hex } from "viem";
+import { LocalFacilitator } from "./local-facilitator";
+import { facilitatorApp } from "./server";
+
+export async function startFacilitator(opts: { rpcUrl: string; privateKey: Hex; port: number; host?: string }) {
+  const facilitator = new LocalFacilitator({ rpcUrl: opts.rpcUrl, privateKey: opts.privateKey });
+  const app = facilitatorApp(facilitator);
+  const server = await new Promise<import("node:http").Server>((resolve) => {
+    const s = app.listen(opts.port, opts.host ?? "127.0.0.1", () => resolve(s));
+  });
+  const port = (server.address() as import("node:net").AddressInfo).port;
+  return {
+    url: `http://${opts.host ?? "127.0.0.1"}:${port}`,
+    facilitator,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+const isMain = process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\/gateway\//, "gateway/"));
+if (isMain) {
+  const rpcUrl = process.env.FACILITATOR_RPC_URL;
+  const privateKey = process.env.FACILITATOR_PRIVATE_KEY as Hex | undefined;
+  if (!rpcUrl || !privateKey) {
+    process.stderr.write("FACILITATOR_RPC_URL and FACILITATOR_PRIVATE_KEY are required\n");
+    process.exit(2);
+  }
+  void startFacilitator({ rpcUrl, privateKey, port: Number(process.env.FACILITATOR_PORT ?? 4021), host: process.env.FACILITATOR_HOST }).then((f) => {
+    process.stdout.write(`${JSON.stringify({ msg: "facilitator listening", url: f.url, settlement_account: f.facilitator.address })}\n`);
+    const stop = () => void f.close().then(() => process.exit(0));
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  });
+}

@@ -1,0 +1,41 @@
+/** HTTP face of the local facilitator: POST /verify, POST /settle, GET /supported (x402 v1 wire format). */
+import express, { type Express } from "express";
+import { z } from "zod";
+import type { PaymentPayload, PaymentRequirements } from "x402/types";
+import type { LocalFacilitator } from "./local-facilitator";
+
+const Body = z.object({
+  x402Version: z.literal(1),
+  paymentPayload: z.object({ x402Version: z.number(), scheme: z.string(), network: z.string(), payload: z.record(z.string(), z.unknown()) }).passthrough(),
+  paymentRequirements: z
+    .object({ scheme: z.string(), network: z.string(), maxAmountRequired: z.string(), resource: z.string(), payTo: z.string(), asset: z.string(), maxTimeoutSeconds: z.number() })
+    .passthrough(),
+});
+
+export function facilitatorApp(facilitator: LocalFacilitator): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.use(express.json({ limit: "32kb" }));
+  const parse = (body: unknown) => {
+    const r = Body.safeParse(body);
+    if (!r.success) return { error: r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
+    return { payment: r.data.paymentPayload as unknown as PaymentPayload, requirements: r.data.paymentRequirements as unknown as PaymentRequirements };
+  };
+  app.get("/supported", (_req, res) => {
+    res.json(facilitator.supported());
+  });
+  app.post("/verify", async (req, res) => {
+    const p = parse(req.body);
+    if ("error" in p) return void res.status(400).json({ isValid: false, invalidReason: "invalid_request", error: p.error });
+    res.json(await facilitator.verify(p.payment, p.requirements));
+  });
+  app.post("/settle", async (req, res) => {
+    const p = parse(req.body);
+    if ("error" in p) return void res.status(400).json({ success: false, errorReason: "invalid_request", error: p.error, transaction: "", network: "base-sepolia" });
+    res.json(await facilitator.settle(p.payment, p.requirements));
+  });
+  app.use((err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    res.status(400).json({ error: "invalid_request", message: err instanceof Error ? err.message : String(err) });
+  });
+  return app;
+}
