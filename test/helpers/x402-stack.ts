@@ -1,0 +1,60 @@
+/**
+ * A local x402 stack for tests: Base Sepolia on Anvil (chain 84532, TestUSDC),
+ * the project's facilitator as its own server, and a gateway that pays into a
+ * dev account through it.
+ */
+import { createWalletClient, http, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { baseSepolia } from "viem/chains";
+import { createPaymentHeader } from "x402/client";
+import type { PaymentRequirements } from "x402/types";
+import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
+import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
+import { call, startTestGateway, type TestGateway } from "./gateway";
+
+/** Anvil's dev account 1's key: the local facilitator's settlement account (public test key) */
+export const FACILITATOR_KEY: Hex = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+
+export interface X402Stack {
+  chain: BaseSepoliaNode;
+  facilitator: Awaited<ReturnType<typeof startFacilitator>>;
+  gateway: TestGateway;
+  payTo: `0x${string}`;
+  close(): Promise<void>;
+}
+
+export async function startX402Stack(env: Record<string, string> = {}): Promise<X402Stack> {
+  const chain = await startBaseSepolia();
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: FACILITATOR_KEY, port: 0 });
+  const payTo = devAccount(2).address;
+  const gateway = await startTestGateway({ X402_FACILITATOR: "local", X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo, ...env });
+  return {
+    chain,
+    facilitator,
+    gateway,
+    payTo,
+    close: async () => {
+      await gateway.close();
+      await facilitator.close();
+      await chain.stop();
+    },
+  };
+}
+
+export async function newPayer(chain: BaseSepoliaNode, usdcAtomic = 10_000_000n) {
+  const account = privateKeyToAccount(generatePrivateKey());
+  await chain.fund(account.address, usdcAtomic);
+  const wallet = createWalletClient({ account, chain: baseSepolia, transport: http(chain.rpcUrl) });
+  return { account, wallet };
+}
+
+/** the requirements of a route's 402 challenge */
+export async function challengeFor(base: string, method: string, path: string, body?: unknown): Promise<PaymentRequirements> {
+  const r = await call(base, method, path, { ...(body === undefined ? {} : { body }), headers: { "idempotency-key": "challenge-only" } });
+  if (r.status !== 402) throw new Error(`expected a 402 challenge, got ${r.status}: ${r.text}`);
+  return r.body.accepts[0];
+}
+
+export async function paymentHeader(wallet: ReturnType<typeof createWalletClient>, requirements: PaymentRequirements): Promise<string> {
+  return createPaymentHeader(wallet as never, 1, requirements);
+}
