@@ -79,6 +79,12 @@ async function main(): Promise<void> {
     }),
   );
 
+  await gw.close();
+
+  // x402: the unpaid 402 path, and the paid path (verify, handler, settle) on a local Base Sepolia
+  const x402 = await benchX402();
+  rows.push(x402.unpaid);
+
   const base = rows[0]!;
   console.log(`\n${SECONDS}s per target, ${CONNECTIONS} connections, node ${process.version}, ${os.cpus().length} cores\n`);
   console.log(["target".padEnd(36), "req/s".padStart(9), "p50 ms".padStart(7), "p90 ms".padStart(7), "p99 ms".padStart(7), "non2xx".padStart(7), "rps ratio".padStart(10), "p50 ratio".padStart(10)].join(" "));
@@ -96,8 +102,76 @@ async function main(): Promise<void> {
       ].join(" "),
     );
   }
-  await gw.close();
+  console.log(`\npaid x402 path (GET /api/v1/health: verify, handler, settle on Anvil; ${x402.paid.count} requests, concurrency ${x402.paid.concurrency}):`);
+  console.log(`  ${x402.paid.rps.toFixed(1)} req/s, p50 ${x402.paid.p50.toFixed(1)} ms, p90 ${x402.paid.p90.toFixed(1)} ms, p99 ${x402.paid.p99.toFixed(1)} ms, failures ${x402.paid.failures}`);
   bare.close();
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+async function benchX402() {
+  const { startBaseSepolia, devAccount } = await import("../fixtures/base-sepolia");
+  const { startFacilitator } = await import("../gateway/src/x402/facilitator/main");
+  const { createPaymentHeader } = await import("x402/client");
+  const { createWalletClient, http } = await import("viem");
+  const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
+  const { baseSepolia } = await import("viem/chains");
+
+  const chain = await startBaseSepolia();
+  const facilitator = await startFacilitator({
+    rpcUrl: chain.rpcUrl,
+    privateKey: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+    port: 0,
+  });
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-x402-"));
+  const config = loadConfig({
+    PORT: "0",
+    DATA_DIR: dataDir,
+    RATE_LIMIT_READ_PER_MIN: "100000000",
+    RATE_LIMIT_WRITE_PER_MIN: "100000000",
+    X402_FACILITATOR_URL: facilitator.url,
+    X402_PAY_TO: devAccount(2).address,
+  });
+  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+  try {
+    const unpaid = await load("GET /api/v1/health unpaid (402)", { url: `${gw.url}/api/v1/health` });
+
+    const count = Number(process.env.BENCH_PAID_REQUESTS ?? 200);
+    const concurrency = 4;
+    const account = privateKeyToAccount(generatePrivateKey());
+    await chain.fund(account.address, 1_000_000_000n);
+    const wallet = createWalletClient({ account, chain: baseSepolia, transport: http(chain.rpcUrl) });
+    const challenge = (await (await fetch(`${gw.url}/api/v1/health`)).json()) as { accepts: Parameters<typeof createPaymentHeader>[2][] };
+    const headers = await Promise.all(Array.from({ length: count }, () => createPaymentHeader(wallet as never, 1, challenge.accepts[0]!)));
+    const latencies: number[] = [];
+    let failures = 0;
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < headers.length) {
+          const header = headers[next++]!;
+          const t0 = performance.now();
+          const res = await fetch(`${gw.url}/api/v1/health`, { headers: { "x-payment": header } });
+          await res.arrayBuffer();
+          latencies.push(performance.now() - t0);
+          if (res.status !== 200) failures++;
+        }
+      }),
+    );
+    const elapsed = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    return {
+      unpaid,
+      paid: { count, concurrency, rps: count / elapsed, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), failures },
+    };
+  } finally {
+    await gw.close();
+    await facilitator.close();
+    await chain.stop();
+  }
 }
 
 void main();

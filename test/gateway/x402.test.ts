@@ -38,6 +38,7 @@ describe("the 402 challenge and the price list", () => {
     for (const p of prices.prices) {
       const r = await call(base, p.method, p.path, { ...(p.method === "POST" ? { body: {} } : {}), headers: { "idempotency-key": newIdempotencyKey() } });
       expect(r.status, `${p.method} ${p.path}`).toBe(402);
+      v.check(p.method, p.path, 402, r.body);
       expect(r.headers.get("www-authenticate")).toMatch(/^Bearer .*X402/);
       const [req] = r.body.accepts;
       expect(req).toMatchObject({
@@ -109,6 +110,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     gateExpire(treasuryId);
     const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect(replay.status).toBe(402);
+    v.check("POST", "/api/v1/deposits", 402, replay.body);
     // settled on chain: the facilitator sees the authorization nonce used (in flight, the gateway's lock refuses it: next test)
     expect(replay.body).toMatchObject({ x402Version: 1, error: "invalid_exact_evm_payload_authorization_nonce_used" });
     expect(envelopeCount(treasuryId)).toBe(1);

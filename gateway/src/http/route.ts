@@ -83,6 +83,31 @@ const RATE_LIMIT_HEADERS = {
   "X-Request-Id": { description: "request identifier, also in error bodies", schema: { type: "string" as const } },
 };
 
+/** The x402 v1 challenge body (x402-express), with the service's typed-error fields alongside. */
+export const X402Challenge = z
+  .object({
+    x402Version: z.literal(1),
+    error: z.string(),
+    accepts: z.array(
+      z
+        .object({
+          scheme: z.literal("exact"),
+          network: z.string(),
+          maxAmountRequired: z.string(),
+          resource: z.string(),
+          description: z.string(),
+          payTo: z.string(),
+          asset: z.string(),
+          maxTimeoutSeconds: z.number(),
+        })
+        .passthrough(),
+    ),
+    message: z.string().optional(),
+    request_id: z.string().optional(),
+  })
+  .passthrough()
+  .openapi("X402Challenge");
+
 /** What routes need from the outside: authentication and the idempotency store. */
 export interface RouteHooks {
   /** sets res.locals.credential or throws a typed 401/403 */
@@ -215,7 +240,11 @@ function parse<T>(schema: ZodType<T>, value: unknown, where: "body" | "query" | 
 
 function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
   const responses: Record<number, ResponseConfig> = {};
-  for (const [status, r] of Object.entries(spec.responses)) {
+  const all: Record<number, ResponseSpec> =
+    spec.security === "bearer_or_x402"
+      ? { 402: { description: "payment required: an x402 version 1 challenge (accepts) when no credential is sent, or a refused payment", schema: X402Challenge }, ...spec.responses }
+      : spec.responses;
+  for (const [status, r] of Object.entries(all)) {
     responses[Number(status)] = {
       description: r.description,
       headers: { ...RATE_LIMIT_HEADERS, ...(r.headers ?? {}) },
