@@ -1,0 +1,144 @@
+/**
+ * The offline Base fork fixture: real Aave V3 at the real Base addresses,
+ * Uniswap V3 at the real router, Safe 1.4.1 at its canonical addresses, and
+ * the gateway's own envelopes executed on it.
+ */
+import { AaveV3Base } from "@aave-dao/aave-address-book";
+import { createPublicClient, createWalletClient, http, parseAbi, publicActions, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
+import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { swapRouter02 } from "../../contracts-abi/uniswap";
+import { devAccount } from "../../fixtures/base-sepolia";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { authed, registerTreasury } from "../helpers/treasury";
+
+let fork: BaseForkNode;
+const MINT_ABI = parseAbi(["function mint(address to, uint256 value)", "function deposit() payable"]);
+
+beforeAll(async () => {
+  fork = await startBaseFork();
+});
+afterAll(() => fork?.stop());
+
+const clients = (pk: Hex) => {
+  const account = privateKeyToAccount(pk);
+  const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+  return { account, wallet };
+};
+
+async function fundWithEth(address: `0x${string}`) {
+  const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
+  await pub.request({ method: "anvil_setBalance" as never, params: [address, "0x56BC75E2D63100000"] as never }); // 100 ETH
+}
+
+async function mintUsdc(to: `0x${string}`, atomic: bigint) {
+  const minter = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+  const hash = await minter.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: MINT_ABI, functionName: "mint", args: [to, atomic] });
+  await minter.waitForTransactionReceipt({ hash });
+}
+
+describe("Aave V3 at the real Base addresses", () => {
+  it("has the Pool, aTokens and debt tokens where Base has them", async () => {
+    const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
+    expect(await pub.getChainId()).toBe(8453);
+    for (const sym of ["USDC", "WETH", "cbBTC"] as const) {
+      const data = await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [AaveV3Base.ASSETS[sym].UNDERLYING] });
+      expect(data.aTokenAddress).toBe(AaveV3Base.ASSETS[sym].A_TOKEN);
+      expect(data.variableDebtTokenAddress).toBe(AaveV3Base.ASSETS[sym].V_TOKEN);
+    }
+    for (const address of Object.values(fork.manifest.safe_1_4_1)) {
+      expect((await pub.getCode({ address }))?.length ?? 0, address).toBeGreaterThan(2);
+    }
+    expect((await pub.getCode({ address: swapRouter02(8453) }))!.length).toBeGreaterThan(2);
+  });
+
+  it("supply 10 WETH at $3000, borrow 15,000 USDC: Aave's own LTV and health figures; over-borrowing reverts", async () => {
+    const { account, wallet } = clients(generatePrivateKey());
+    await fundWithEth(account.address);
+    const weth = AaveV3Base.ASSETS.WETH.UNDERLYING;
+    const send = async (address: `0x${string}`, abi: any, functionName: string, args: unknown[], value?: bigint) => {
+      const hash = await wallet.writeContract({ address, abi, functionName, args, value } as never);
+      const r = await wallet.waitForTransactionReceipt({ hash });
+      expect(r.status).toBe("success");
+    };
+    await send(weth, MINT_ABI, "deposit", [], 10n * 10n ** 18n);
+    await send(weth, ERC20_ABI, "approve", [AaveV3Base.POOL, 10n * 10n ** 18n]);
+    await send(AaveV3Base.POOL, AAVE_POOL_ABI, "supply", [weth, 10n * 10n ** 18n, account.address, 0]);
+    await send(AaveV3Base.POOL, AAVE_POOL_ABI, "borrow", [AaveV3Base.ASSETS.USDC.UNDERLYING, 15_000n * 10n ** 6n, 2n, 0, account.address]);
+    const [collateral, debt, , liquidationThreshold, ltv, healthFactor] = await wallet.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
+    expect(collateral).toBe(30_000n * 10n ** 8n);
+    expect(debt).toBe(15_000n * 10n ** 8n);
+    expect(ltv).toBe(8000n);
+    expect(liquidationThreshold).toBe(8250n);
+    expect(Number(healthFactor) / 1e18).toBeCloseTo(1.65, 6);
+    await expect(
+      wallet.simulateContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "borrow", args: [AaveV3Base.ASSETS.USDC.UNDERLYING, 10_000n * 10n ** 6n, 2n, 0, account.address] }),
+    ).rejects.toThrow();
+    // a lower ETH price lowers the health factor
+    await fork.setPrice("WETH", 2_000);
+    const after = await wallet.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
+    expect(Number(after[5]) / 1e18).toBeCloseTo(1.1, 6);
+    await fork.setPrice("WETH", 3_000);
+  });
+});
+
+describe("the gateway's envelopes execute on the fork", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl });
+  });
+  afterAll(() => gw?.close());
+
+  async function runEnvelope(pk: Hex, env: { steps: { unsigned_transaction: { to: `0x${string}`; data: Hex; value: string; chain_id: number } }[] }) {
+    const { wallet } = clients(pk);
+    for (const step of env.steps) {
+      const hash = await wallet.sendTransaction({ to: step.unsigned_transaction.to, data: step.unsigned_transaction.data, value: BigInt(step.unsigned_transaction.value), chain: base });
+      const r = await wallet.waitForTransactionReceipt({ hash });
+      expect(r.status, JSON.stringify(step)).toBe("success");
+    }
+  }
+
+  it("deposit (supply USDC) and convert (Uniswap V3 swap, then supply cbBTC) as the gateway encodes them", async () => {
+    const pk = generatePrivateKey();
+    const { account, wallet } = clients(pk);
+    await fundWithEth(account.address);
+    await mintUsdc(account.address, 10_000n * 10n ** 6n);
+    const t = await registerTreasury(gw.url, { wallet_address: account.address });
+    const api = authed(gw.url, t.key);
+    const deposit = await api.post("/api/v1/deposits", { amount_usdc: 1000 });
+    expect(deposit.status).toBe(202);
+    expect(deposit.body.steps.map((s: any) => s.unsigned_transaction.nonce)).toEqual([0, 1, 2]);
+    await runEnvelope(pk, deposit.body);
+    const aUsdc = await wallet.readContract({ address: AaveV3Base.ASSETS.USDC.A_TOKEN, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address] });
+    expect(aUsdc).toBe(980n * 10n ** 6n);
+    gw.ctx.db.prepare("UPDATE envelopes SET status = 'relayed' WHERE tx_id = ?").run(deposit.body.tx_id);
+
+    gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000n * 10n ** 6n, debtMicro: 0n }, new Date().toISOString());
+    const convert = await api.post("/api/v1/convert", { amount_usdc: 3000, target: "btc" });
+    expect(convert.status).toBe(202);
+    await runEnvelope(pk, convert.body);
+    const aBtc = await wallet.readContract({ address: AaveV3Base.ASSETS.cbBTC.A_TOKEN, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address] });
+    expect(aBtc).toBe(4_851_000n); // the minimum the swap guaranteed
+  });
+});
+
+describe("market rates read from the fork's Pool", () => {
+  it("Base's entry is live from aave_v3_pool_rpc; the others say why they are not", async () => {
+    const gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl });
+    try {
+      const r = await call(gw.url, "GET", "/api/v1/public/market-rates");
+      const baseEntry = r.body.rates.find((x: any) => x.chain === "base");
+      expect(baseEntry).toMatchObject({ source: "aave_v3_pool_rpc", stale: false, chain_id: 8453 });
+      expect(typeof baseEntry.borrow_apy_pct).toBe("number");
+      expect(baseEntry.borrow_apy_pct).toBeGreaterThanOrEqual(0);
+      expect(baseEntry.block_number).toBeGreaterThan(0);
+      expect(r.body.environment).toBe("partial");
+    } finally {
+      await gw.close();
+    }
+  });
+});
