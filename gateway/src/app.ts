@@ -18,6 +18,7 @@ import { discoveryRoutes } from "./routes/discovery";
 import { createKit } from "./routes/kit";
 import { publicRoutes } from "./routes/public";
 import { treasuryRoutes } from "./routes/treasuries";
+import { ChainGateway } from "./chain/chain-gateway";
 import { NonceHints } from "./chain/nonce-hints";
 import { buildTools } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
@@ -61,9 +62,11 @@ export function createServices(ctx: AppContext): Services {
     clock: ctx.clock,
   });
   const prices = new PriceList();
-  const actions = new ActionService(ctx, new NonceHints({ base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum }, ctx.config.rpcTimeoutMs));
+  const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
+  const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
+  const actions = new ActionService(ctx, new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain);
   return {
-    treasuries: new TreasuryService(ctx),
+    treasuries: new TreasuryService(ctx, (t) => actions.chainPosition(t)),
     access: new AccessRequestService(ctx),
     preview: new PreviewService(ctx, (chain) => marketRates.freshApy(chain)),
     policy: new PolicyService(ctx),

@@ -4,7 +4,12 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../gateway/src/lib/clock";
 import { issueApiKey } from "../../gateway/src/services/api-keys";
-import { startAnvil, type AnvilNode } from "../../fixtures/anvil";
+import type { AnvilNode } from "../../fixtures/anvil";
+import { startBaseFork } from "../../fixtures/base-fork";
+import { devAccount } from "../../fixtures/base-sepolia";
+import { AaveV3Base } from "@aave-dao/aave-address-book";
+import { createWalletClient, http as viemHttp, parseAbi, publicActions } from "viem";
+import { base } from "viem/chains";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { authed, newIdempotencyKey, registerTreasury, sandboxTenant } from "../helpers/treasury";
 
@@ -182,7 +187,7 @@ describe("50 concurrent identical requests while the handler waits on a chain", 
   let chainGw: TestGateway;
   let slowRpc: http.Server;
   beforeAll(async () => {
-    anvil = await startAnvil({ chainId: 8453 });
+    anvil = await startBaseFork();
     // a real RPC that answers slowly (300 ms), so every request arrives while the first is in flight
     slowRpc = http.createServer((req, res) => {
       let body = "";
@@ -206,6 +211,11 @@ describe("50 concurrent identical requests while the handler waits on a chain", 
 
   it("create one envelope; the others see 409 in flight or the replay", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
+    // the wallet holds USDC on the fork: the deposit passes the chain-backed balance check
+    const minter = createWalletClient({ account: devAccount(0), chain: base, transport: viemHttp(anvil.rpcUrl) }).extend(publicActions);
+    await minter.waitForTransactionReceipt({
+      hash: await minter.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: parseAbi(["function mint(address,uint256)"]), functionName: "mint", args: [account.address, 1_000_000_000n] }),
+    });
     const t = await registerTreasury(chainGw.url, { wallet_address: account.address });
     const api = authed(chainGw.url, t.key);
     const key = newIdempotencyKey();

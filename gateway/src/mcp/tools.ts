@@ -8,6 +8,7 @@ import type { ZodRawShape } from "zod";
 import { feeScheduleDocument } from "../domain/fee-schedule";
 import type { TreasuryAction } from "../domain/fees";
 import { ApiError } from "../http/errors";
+import { chainAsPosition } from "../chain/chain-gateway";
 import type { Credential } from "../http/credential";
 import { treasuryCreateSchemaDocument } from "../routes/treasuries";
 import { BorrowRequest, ConvertRequest, DepositRequest, EstimateRequest, RelayRequest, RepayRequest } from "../schemas/actions";
@@ -201,7 +202,9 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
         const credential = await tc.credential();
         const body = EstimateRequest.parse(args);
         if (body.action === "convert" && !body.target) throw new ApiError(400, "invalid_request", "target (btc or eth) is required when action is convert");
-        return services.preview.estimate(services.actions.treasury(credential.treasuryId), body.action, resolveAmount(body.amount, body.amount_usdc), body.target);
+        const treasury = services.actions.treasury(credential.treasuryId);
+        const chain = chainAsPosition(await services.actions.chainPosition(treasury));
+        return services.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chain);
       },
     },
     actionTool("deposit", "/api/v1/deposits", DepositRequest, "Deposit USDC (minimum 100; 2% fee). Wallet-mode treasuries get an unsigned envelope of real Aave V3 calls to sign and relay; managed ones execute in simulation."),

@@ -2,6 +2,7 @@
 import type { TreasuryAction } from "../domain/fees";
 import { requireCredential } from "../http/credential";
 import { ApiError } from "../http/errors";
+import { chainAsPosition } from "../chain/chain-gateway";
 import { SafetyRailError } from "../schemas/common";
 import {
   ActionReceipt,
@@ -103,7 +104,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       403: { description: "safety rail (spec 2.2)", schema: SafetyRailError },
       ...RATE_LIMITED,
     },
-    handler: ({ body, res }) => {
+    handler: async ({ body, res }) => {
       const credential = requireCredential(res);
       if (body.action === "convert" && !body.target) {
         throw new ApiError(400, "invalid_request", "target (btc or eth) is required when action is convert", {
@@ -111,7 +112,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         });
       }
       const treasury = deps.actions.treasury(credential.treasuryId);
-      return { status: 200, body: deps.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target) };
+      const chain = await deps.actions.chainPosition(treasury);
+      return { status: 200, body: deps.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chainAsPosition(chain)) };
     },
   });
 
@@ -123,7 +125,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Reads"],
     security: "bearer_or_x402",
     responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: ({ res }) => ({ status: 200, body: deps.treasuries.healthView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+    handler: async ({ res }) => ({ status: 200, body: await deps.treasuries.healthView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
   });
 
   kit.route({
@@ -134,7 +136,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Reads"],
     security: "bearer_or_x402",
     responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: ({ res }) => ({ status: 200, body: deps.treasuries.stateView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+    handler: async ({ res }) => ({ status: 200, body: await deps.treasuries.stateView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
   });
 
   kit.route({

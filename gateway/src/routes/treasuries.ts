@@ -62,7 +62,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: AppContext, treasuries: Trea
       404: err("treasury does not exist"),
       ...RATE_LIMITED,
     },
-    handler: ({ params }) => ({ status: 200, body: treasuries.view(treasuries.get(params.id)) }),
+    handler: async ({ params }) => ({ status: 200, body: await treasuries.view(treasuries.get(params.id)) }),
   });
 }
 

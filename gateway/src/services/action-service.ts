@@ -10,11 +10,12 @@
  * new action (409 conflicting_operation) until it is relayed or expires.
  */
 import { planSteps } from "../chain/envelope-plan";
+import { ChainGateway, chainAsPosition, chainHealthScore, type ChainPosition } from "../chain/chain-gateway";
 import { NonceHints } from "../chain/nonce-hints";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
-import { ASSETS } from "../domain/assets";
+import { ASSETS, sandboxUnitsFor } from "../domain/assets";
 import { feeFor, type Fee, type TreasuryAction } from "../domain/fees";
-import { formatDecimal, MICRO_PER_USDC, usdcToNumber, type Micro } from "../domain/money";
+import { formatDecimal, MICRO_PER_USDC, minBig, usdcToNumber, type Micro } from "../domain/money";
 import { positionOf } from "../domain/portfolio";
 import { healthScore, ltvPct, simulate } from "../domain/position";
 import { PRESETS } from "../domain/presets";
@@ -35,12 +36,15 @@ export interface ActionRequest {
   params: ActionParams;
 }
 
-interface Plan {
+export interface Plan {
   request: ActionRequest;
   fee: Fee;
-  ledger: LedgerResult;
+  /** the sandbox ledger after the action; null for a chain-backed treasury (the chain is the ledger) */
+  ledger: LedgerResult | null;
   ltvBefore: number;
   ltvAfter: number;
+  healthAfter: number;
+  debtAfterMicro: Micro;
 }
 
 const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
@@ -49,7 +53,17 @@ export class ActionService {
   constructor(
     private readonly ctx: AppContext,
     private readonly nonces: NonceHints = new NonceHints({}, 1),
+    readonly chain: ChainGateway = new ChainGateway({}, 1),
   ) {}
+
+  /** a wallet-mode treasury whose chain has an RPC reads and acts on the chain, not the sandbox ledger */
+  chainBacked(t: TreasuryRecord): boolean {
+    return t.executionMode === "wallet" && this.chain.connected(t.chain);
+  }
+
+  async chainPosition(t: TreasuryRecord): Promise<ChainPosition | null> {
+    return this.chainBacked(t) ? this.chain.position(t.chain, t.walletAddress) : null;
+  }
 
   treasury(id: string): TreasuryRecord {
     const t = this.ctx.stores.treasuries.get(id);
@@ -58,11 +72,12 @@ export class ActionService {
   }
 
   /** Every check perform() makes, writing nothing: the typed 400/403/409 the action would end in. */
-  check(treasuryId: string, request: ActionRequest): void {
-    this.guard(this.treasury(treasuryId), request, this.ctx.clock.now());
+  async check(treasuryId: string, request: ActionRequest): Promise<void> {
+    const t = this.treasury(treasuryId);
+    this.guard(t, request, this.ctx.clock.now(), await this.chainPosition(t));
   }
 
-  private guard(treasury: TreasuryRecord, request: ActionRequest, now: Date): Plan {
+  private guard(treasury: TreasuryRecord, request: ActionRequest, now: Date, chain: ChainPosition | null): Plan {
     if (request.action === "deposit" && request.amountMicro < MIN_DEPOSIT_MICRO) {
       throw new ApiError(400, "invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
     }
@@ -75,18 +90,19 @@ export class ActionService {
         { pending_tx_id: pending.txId, pending_action: pending.action, pending_expires_at: pending.expiresAt },
       );
     }
-    return this.plan(treasury, request);
+    return this.plan(treasury, request, chain);
   }
 
   /** Run an action for a treasury; returns the HTTP status and body. */
   async perform(treasuryId: string, request: ActionRequest, trigger: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
     const before = this.treasury(treasuryId);
-    this.guard(before, request, this.ctx.clock.now());
+    const chain = await this.chainPosition(before);
+    this.guard(before, request, this.ctx.clock.now(), chain);
     const nonce = before.executionMode === "wallet" ? await this.nonces.next(before.chain, before.walletAddress) : null;
     return this.ctx.db.transaction(() => {
       const now = this.ctx.clock.now();
       const treasury = this.treasury(treasuryId);
-      const plan = this.guard(treasury, request, now);
+      const plan = this.guard(treasury, request, now, chain);
       if (treasury.executionMode === "managed") {
         return { status: 200 as const, body: this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger }, now) };
       }
@@ -94,10 +110,25 @@ export class ActionService {
     })();
   }
 
-  /** fee, safety rail and ledger checks, without writing anything */
-  plan(treasury: TreasuryRecord, request: ActionRequest): Plan {
+  /**
+   * Fee, safety rail and balance checks, without writing anything. A
+   * chain-backed treasury is checked against its position as Aave reports it
+   * and its wallet's USDC; a sandbox treasury against its simulated ledger.
+   */
+  plan(treasury: TreasuryRecord, request: ActionRequest, chain: ChainPosition | null = null): Plan {
     const preset = PRESETS[treasury.preset];
     const tier = this.ctx.stores.fees.ratchet().tierIndex;
+    if (chain) {
+      const position = chainAsPosition(chain)!;
+      const sim = simulate(position, request.action, request.amountMicro, preset, tier);
+      if (sim.breach) throw safetyRailError(sim, preset);
+      const usdcNeeded = request.action === "repay" ? minBig(request.amountMicro, chain.debtMicro) : request.action === "borrow" ? 0n : request.amountMicro;
+      if (request.action === "repay" && chain.debtMicro === 0n) throw new ApiError(400, "no_debt", "the wallet has no USDC debt on Aave to repay");
+      if (chain.holdings.walletUsdc < usdcNeeded) {
+        throw new ApiError(400, "insufficient_balance", `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`);
+      }
+      return { request, fee: sim.fee, ledger: null, ltvBefore: sim.ltvBefore, ltvAfter: sim.ltvAfter, healthAfter: sim.healthAfter, debtAfterMicro: sim.after.debtMicro };
+    }
     const before = positionOf(treasury.holdings);
     const sim = simulate(before, request.action, request.amountMicro, preset, tier);
     if (sim.breach) throw safetyRailError(sim, preset);
@@ -108,7 +139,8 @@ export class ActionService {
       if (err instanceof LedgerError) throw new ApiError(400, err.code, err.message);
       throw err;
     }
-    return { request, fee: sim.fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(positionOf(ledger.holdings)) };
+    const after = positionOf(ledger.holdings);
+    return { request, fee: sim.fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
   }
 
   /**
@@ -125,7 +157,7 @@ export class ActionService {
     const createdAt = now.toISOString();
     const executionId = newId(ID_PREFIX[request.action]);
     const receipt = this.receipt(executionId, plan, createdAt);
-    this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, createdAt);
+    if (ledger) this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, createdAt);
     this.ctx.stores.executions.insert({
       id: executionId,
       treasuryId: treasury.id,
@@ -152,6 +184,26 @@ export class ActionService {
     return receipt;
   }
 
+  /**
+   * Record an envelope whose transactions were broadcast and mined: the chain
+   * already holds the result, so no rail and no sandbox ledger, only the
+   * execution and the fee audit, with the figures read back from the chain.
+   */
+  recordChainExecution(treasury: TreasuryRecord, envelope: EnvelopeRecord, after: ChainPosition, now: Date): Record<string, unknown> {
+    const tier = this.ctx.stores.fees.ratchet().tierIndex;
+    const feeInfo = feeFor(envelope.action, envelope.amountMicro, tier);
+    const plan: Plan = {
+      request: { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as ActionParams },
+      fee: { ...feeInfo, feeMicro: envelope.feeMicro },
+      ledger: null,
+      ltvBefore: typeof envelope.params.ltv_before === "number" ? envelope.params.ltv_before : 0,
+      ltvAfter: ltvPct(after),
+      healthAfter: chainHealthScore(after),
+      debtAfterMicro: after.debtMicro,
+    };
+    return this.execute(treasury, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature" }, now);
+  }
+
   private receipt(id: string, plan: Plan, createdAt: string): Record<string, unknown> {
     const { request, fee, ledger } = plan;
     const common = {
@@ -162,7 +214,7 @@ export class ActionService {
       fee_usdc: usdcToNumber(fee.feeMicro),
       ltv_before: plan.ltvBefore,
       ltv_after: plan.ltvAfter,
-      health_score_after: healthScore(positionOf(ledger.holdings)),
+      health_score_after: plan.healthAfter,
       created_at: createdAt,
     };
     switch (request.action) {
@@ -173,10 +225,14 @@ export class ActionService {
           net_amount: usdcToNumber(request.amountMicro - fee.feeMicro),
           fee_basis: fee.basis,
           allocation: request.params.allocation ?? { btc: 50, eth: 50 },
-          bought: {
-            btc: Number(formatDecimal(ledger.bought.BTC ?? 0n, ASSETS.BTC.decimals)),
-            eth: Number(formatDecimal(ledger.bought.ETH ?? 0n, ASSETS.ETH.decimals)),
-          },
+          ...(ledger
+            ? {
+                bought: {
+                  btc: Number(formatDecimal(ledger.bought.BTC ?? 0n, ASSETS.BTC.decimals)),
+                  eth: Number(formatDecimal(ledger.bought.ETH ?? 0n, ASSETS.ETH.decimals)),
+                },
+              }
+            : {}),
           status: "processing",
         };
       case "convert": {
@@ -185,7 +241,7 @@ export class ActionService {
           ...common,
           conversion_id: id,
           target: request.params.target,
-          estimated_amount: Number(formatDecimal(ledger.bought[symbol] ?? 0n, ASSETS[symbol].decimals)),
+          estimated_amount: Number(formatDecimal(ledger ? (ledger.bought[symbol] ?? 0n) : sandboxUnitsFor(symbol, request.amountMicro - fee.feeMicro), ASSETS[symbol].decimals)),
           fee_basis: fee.basis,
           status: "processing",
         };
@@ -204,8 +260,8 @@ export class ActionService {
         return {
           ...common,
           repayment_id: id,
-          repaid_usdc: usdcToNumber(ledger.repaidMicro),
-          remaining_borrow: usdcToNumber(ledger.holdings.debtMicro),
+          repaid_usdc: usdcToNumber(ledger ? ledger.repaidMicro : request.amountMicro),
+          remaining_borrow: usdcToNumber(plan.debtAfterMicro),
           status: "completed",
         };
     }
@@ -240,6 +296,7 @@ export class ActionService {
       completedAt: null,
     };
     if (nonce.nonce !== null) envelope.params = { ...envelope.params, nonce_base: nonce.nonce };
+    envelope.params = { ...envelope.params, ltv_before: plan.ltvBefore };
     const steps: StepRecord[] = planned.map((p, i) => ({
       txId: stepIds[i]!,
       envelopeTxId,

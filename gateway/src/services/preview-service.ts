@@ -60,11 +60,11 @@ export class PreviewService {
   ) {}
 
   /** POST /api/v1/estimate (spec 4.6): the preview of 2.3 on the treasury, plus the reference page's fields. */
-  estimate(treasury: TreasuryRecord, action: TreasuryAction, amountMicro: Micro, target: "btc" | "eth" | undefined) {
+  estimate(treasury: TreasuryRecord, action: TreasuryAction, amountMicro: Micro, target: "btc" | "eth" | undefined, chainPosition: Position | null = null) {
     const preset = PRESETS[treasury.preset];
-    const sim = this.run(positionOf(treasury.holdings), { action, amountMicro }, preset);
+    const sim = this.run(chainPosition ?? positionOf(treasury.holdings), { action, amountMicro }, preset);
     return {
-      ...this.previewBody(sim, "sandbox_simulation"),
+      ...this.previewBody(sim, chainPosition ? "chain" : "sandbox_simulation"),
       treasury_id: treasury.id,
       service_fee: usdcToNumber(sim.fee.feeMicro),
       aave_rate: action === "borrow" || action === "repay" ? this.borrowApy(treasury.chain) : null,

@@ -11,6 +11,7 @@ import { positionOf } from "../domain/portfolio";
 import { ltvPct } from "../domain/position";
 import { ApiError } from "../http/errors";
 import type { StepRecord } from "../store/envelope-store";
+import type { ChainPosition } from "../chain/chain-gateway";
 import type { ActionService } from "./action-service";
 import type { AppContext } from "./context";
 
@@ -76,6 +77,21 @@ export class RelayService {
       signer: treasury.walletAddress,
     });
 
+    // with an RPC for the treasury's chain: simulate, broadcast, wait for the receipt; a revert changes nothing
+    let broadcast: { hash: `0x${string}`; blockNumber: bigint; gasUsed: bigint } | null = null;
+    let chainAfter: ChainPosition | null = null;
+    if (this.actions.chainBacked(treasury)) {
+      const chain = treasury.chain;
+      await this.actions.chain.simulate(chain, { from: verified.signer, to: step.to, data: step.data, value: BigInt(step.value) });
+      const mined = await this.actions.chain.broadcast(chain, signed);
+      if (mined.status !== "success") {
+        throw new ApiError(422, "transaction_reverted", `transaction ${mined.hash} was mined but reverted on ${chain}; nothing was recorded`, { tx_hash: mined.hash });
+      }
+      broadcast = mined;
+      const isLast = steps.every((s) => s.txId === txId || s.status === "relayed");
+      if (isLast) chainAfter = await this.actions.chain.position(chain, treasury.walletAddress);
+    }
+
     return this.ctx.db.transaction(() => {
       // re-read inside the (synchronous) transaction: a concurrent relay of the same step may have won
       const fresh = this.ctx.stores.envelopes.step(txId)!;
@@ -83,9 +99,11 @@ export class RelayService {
       const at = this.ctx.clock.now();
       const last = steps.every((s) => s.txId === txId || s.status === "relayed");
       const current = this.actions.treasury(envelope.treasuryId);
-      let resultLtv = ltvPct(positionOf(current.holdings));
+      let resultLtv = chainAfter ? ltvPct(chainAfter) : ltvPct(positionOf(current.holdings));
       let execution: Record<string, unknown> | undefined;
-      if (last) {
+      if (last && chainAfter) {
+        execution = this.actions.recordChainExecution(current, envelope, chainAfter, at);
+      } else if (last && !broadcast) {
         const plan = this.actions.plan(current, {
           action: envelope.action,
           amountMicro: envelope.amountMicro,
@@ -99,8 +117,9 @@ export class RelayService {
         sandbox: true,
         object: "relay_receipt",
         tx_id: txId,
-        tx_hash: verified.hash,
-        simulated: true,
+        tx_hash: broadcast ? broadcast.hash : verified.hash,
+        simulated: !broadcast,
+        ...(broadcast ? { block_number: Number(broadcast.blockNumber), gas_used: Number(broadcast.gasUsed) } : {}),
         chain: envelope.chain,
         chain_id: envelope.chainId,
         status: "confirmed",
@@ -117,7 +136,7 @@ export class RelayService {
         signer: verified.signer,
         relayed_at: at.toISOString(),
       };
-      if (!this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString())) {
+      if (!this.ctx.stores.envelopes.markStepRelayed(txId, broadcast ? broadcast.hash : verified.hash, signed, receipt, at.toISOString())) {
         // another request relayed it between our read and this write: roll back, report the first
         throw this.alreadyRelayed(this.ctx.stores.envelopes.step(txId)!);
       }

@@ -5,6 +5,8 @@ import { randomBytes } from "node:crypto";
 import { getAddress } from "viem";
 import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf, type Holdings } from "../domain/portfolio";
 import { healthScore, ltvPct, ltvZonesOf, zoneOf } from "../domain/position";
+import { chainHealthScore, type ChainPosition } from "../chain/chain-gateway";
+import { formatDecimal } from "../domain/money";
 import { PRESETS, policyOf, type PresetName } from "../domain/presets";
 import { usdcToNumber } from "../domain/money";
 import { ApiError } from "../http/errors";
@@ -23,7 +25,11 @@ export interface CreateTreasuryInput {
 }
 
 export class TreasuryService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(
+    private readonly ctx: AppContext,
+    /** the position as Aave reports it, for a chain-backed treasury; null for a sandbox one */
+    private readonly chainPosition: (t: TreasuryRecord) => Promise<ChainPosition | null> = async () => null,
+  ) {}
 
   private get ttlMs() {
     return this.ctx.config.sandboxKeyTtlDays * DAY_MS;
@@ -45,7 +51,7 @@ export class TreasuryService {
       const key = issueApiKey(this.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: treasury.id, now, ttlMs: this.ttlMs });
       return { treasury, key };
     })();
-    return { ...this.view(treasury), api_key: key.key, api_key_expires_at: key.expiresAt ?? undefined };
+    return { ...this.viewSync(treasury), api_key: key.key, api_key_expires_at: key.expiresAt ?? undefined };
   }
 
   /**
@@ -90,8 +96,8 @@ export class TreasuryService {
     return this.ctx.stores.treasuries.findByWallet(address);
   }
 
-  /** spec 2.7 */
-  view(t: TreasuryRecord) {
+  /** spec 2.7 (sandbox figures) */
+  viewSync(t: TreasuryRecord) {
     const preset = PRESETS[t.preset];
     const position = positionOf(t.holdings);
     return {
@@ -115,17 +121,19 @@ export class TreasuryService {
     };
   }
 
-  /** spec 2.9 */
-  healthView(t: TreasuryRecord) {
+  /** spec 2.9; from Aave's own figures for a chain-backed treasury */
+  async healthView(t: TreasuryRecord) {
     const preset = PRESETS[t.preset];
-    const position = positionOf(t.holdings);
+    const chain = await this.chainPosition(t);
+    const position = chain ?? positionOf(t.holdings);
     const ltv = ltvPct(position);
     return {
       sandbox: true,
       object: "health_state",
       treasury_id: t.id,
-      environment: "sandbox_simulation",
-      health_score: healthScore(position),
+      environment: chain ? "chain" : "sandbox_simulation",
+      ...(chain ? { source: { chain: t.chain, block_number: Number(chain.blockNumber), aave_health_factor: chain.healthFactorWad.toString() } } : {}),
+      health_score: chain ? chainHealthScore(chain) : healthScore(positionOf(t.holdings)),
       ltv,
       ltv_zone: zoneOf(ltv, preset),
       auto_repay_active: false,
@@ -138,13 +146,15 @@ export class TreasuryService {
    * spec 2.8, both shapes in one open object. utilization_score is the share
    * of the preset's borrowing room in use: LTV / ceiling x 100.
    */
-  stateView(t: TreasuryRecord) {
+  async stateView(t: TreasuryRecord) {
     const preset = PRESETS[t.preset];
-    const figures = portfolioFigures(t.holdings);
+    const chain = await this.chainPosition(t);
+    const figures = chain ? chainFigures(chain) : portfolioFigures(t.holdings);
     return {
       sandbox: true,
       object: "treasury_state",
-      environment: "sandbox_simulation",
+      environment: chain ? "chain" : "sandbox_simulation",
+      ...(chain ? { source: { chain: t.chain, block_number: Number(chain.blockNumber), read: "Aave V3 getUserAccountData and token balances" } } : {}),
       treasury_id: t.id,
       wallet_address: t.walletAddress,
       chain: t.chain,
@@ -160,6 +170,18 @@ export class TreasuryService {
       usdc_balance: figures.holdings.usdc,
       debt_usdc: figures.borrowed_usd,
       pending_tx_id: this.ctx.stores.envelopes.pendingFor(t.id, this.ctx.clock.now().toISOString())?.txId ?? null,
+    };
+  }
+
+  /** a chain-backed treasury's view of itself is only as fresh as its last read */
+  async view(t: TreasuryRecord) {
+    const base = this.viewSync(t);
+    const chain = await this.chainPosition(t).catch(() => null);
+    if (!chain) return base;
+    const figures = chainFigures(chain);
+    return {
+      ...base,
+      state: { environment: "chain", usdc_balance: figures.usdc_balance, debt_usdc: figures.borrowed_usd, ltv: figures.ltv, health_score: figures.health_score, block_number: Number(chain.blockNumber) },
     };
   }
 
@@ -226,4 +248,23 @@ export class TreasuryService {
     this.ctx.stores.treasuries.insert(record);
     return record;
   }
+}
+
+/** holdings and figures of a chain-backed treasury, from its Aave position and balances */
+function chainFigures(chain: ChainPosition) {
+  return {
+    holdings: {
+      btc: Number(formatDecimal(chain.holdings.aBtc, 8)),
+      eth: Number(formatDecimal(chain.holdings.aWeth, 18)),
+      usdc: usdcToNumber(chain.holdings.walletUsdc),
+      usdc_supplied: usdcToNumber(chain.holdings.aUsdc),
+    },
+    collateral_value_usd: usdcToNumber(chain.collateralMicro),
+    total_value_usd: usdcToNumber(chain.collateralMicro + chain.holdings.walletUsdc),
+    borrowed_usd: usdcToNumber(chain.debtMicro),
+    ltv: ltvPct(chain),
+    health_score: chainHealthScore(chain),
+    usdc_balance: usdcToNumber(chain.holdings.walletUsdc),
+    liquidation_threshold_pct: chain.liquidationThresholdBps / 100,
+  };
 }

@@ -1,0 +1,153 @@
+/**
+ * The gateway's window on a treasury's chain, when an RPC is configured for
+ * it (BASE_RPC_URL, ARBITRUM_RPC_URL; the fork in the local stack): the
+ * position as Aave reports it, token balances, simulation of a signed
+ * transaction before broadcasting it, broadcast and receipt.
+ */
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  decodeErrorResult,
+  http,
+  type Hex,
+  type PublicClient,
+} from "viem";
+import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
+import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { ERC20_ABI } from "../../../contracts-abi/erc20";
+import { HEALTH_SCORE_CAP } from "../domain/position";
+import { ApiError } from "../http/errors";
+
+export type TreasuryChain = "base" | "arbitrum";
+
+export interface ChainPosition {
+  /** collateral value, micro-USD (Aave's base currency has 8 decimals) */
+  collateralMicro: bigint;
+  debtMicro: bigint;
+  liquidationThresholdBps: number;
+  /** Aave's health factor (1e18 = 1), max uint with no debt */
+  healthFactorWad: bigint;
+  blockNumber: bigint;
+  holdings: { aUsdc: bigint; aWeth: bigint; aBtc: bigint; walletUsdc: bigint };
+}
+
+/** Aave V3.0 error codes (string reverts) worth naming */
+const AAVE_ERRORS: Record<string, string> = {
+  "26": "INVALID_AMOUNT",
+  "27": "RESERVE_INACTIVE",
+  "30": "BORROWING_NOT_ENABLED",
+  "34": "COLLATERAL_CANNOT_COVER_NEW_BORROW",
+  "35": "HEALTH_FACTOR_LOWER_THAN_LIQUIDATION_THRESHOLD",
+  "36": "COLLATERAL_CANNOT_COVER_NEW_BORROW",
+  "39": "NO_DEBT_OF_SELECTED_TYPE",
+  "43": "UNDERLYING_BALANCE_ZERO",
+  "57": "HEALTH_FACTOR_NOT_BELOW_THRESHOLD",
+};
+
+export function describeRevert(err: unknown): string {
+  if (err instanceof BaseError) {
+    const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
+    const reason = reverted?.reason ?? (err.walk() as { reason?: string })?.reason;
+    const data = (err.walk((e) => typeof (e as { data?: unknown }).data === "string") as { data?: Hex } | null)?.data;
+    if (reason) return AAVE_ERRORS[reason] ? `${reason} (${AAVE_ERRORS[reason]})` : reason;
+    if (data && data.length > 2) {
+      try {
+        const decoded = decodeErrorResult({ abi: [{ type: "error", name: "Error", inputs: [{ type: "string", name: "message" }] }], data });
+        const msg = String(decoded.args?.[0] ?? "");
+        return AAVE_ERRORS[msg] ? `${msg} (${AAVE_ERRORS[msg]})` : msg;
+      } catch {
+        return `custom error ${data.slice(0, 10)}`;
+      }
+    }
+    return err.shortMessage;
+  }
+  return err instanceof Error ? err.message.split("\n")[0]! : String(err);
+}
+
+/** Aave's health factor as the service's health score: 2 decimals rounded down, capped like the sandbox's */
+export function chainHealthScore(p: { healthFactorWad: bigint; debtMicro: bigint }): number {
+  if (p.debtMicro === 0n) return HEALTH_SCORE_CAP;
+  return Math.min(HEALTH_SCORE_CAP, Number(p.healthFactorWad / 10n ** 16n) / 100);
+}
+
+/** the domain's Position of a chain read (null stays null) */
+export function chainAsPosition(p: ChainPosition | null) {
+  return p ? { collateralMicro: p.collateralMicro, debtMicro: p.debtMicro, liquidationThresholdBps: p.liquidationThresholdBps || 8050 } : null;
+}
+
+export class ChainGateway {
+  private readonly clients = new Map<TreasuryChain, PublicClient>();
+
+  constructor(rpcUrls: Partial<Record<TreasuryChain, string>>, timeoutMs: number) {
+    for (const [chain, url] of Object.entries(rpcUrls) as [TreasuryChain, string | undefined][]) {
+      if (url) this.clients.set(chain, createPublicClient({ transport: http(url, { timeout: Math.max(timeoutMs, 10_000), retryCount: 0 }), pollingInterval: 50 }));
+    }
+  }
+
+  connected(chain: TreasuryChain): boolean {
+    return this.clients.has(chain);
+  }
+
+  private client(chain: TreasuryChain): PublicClient {
+    const c = this.clients.get(chain);
+    if (!c) throw new Error(`no RPC configured for ${chain}`);
+    return c;
+  }
+
+  async position(chain: TreasuryChain, wallet: `0x${string}`): Promise<ChainPosition> {
+    const c = this.client(chain);
+    const m = AAVE_MARKETS[chain];
+    try {
+      const [account, blockNumber, reserves] = await Promise.all([
+        c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [wallet] }),
+        c.getBlockNumber(),
+        Promise.all([m.usdc, m.weth, m.btc].map((asset) => c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [asset] }))),
+      ]);
+      const balanceOf = (token: `0x${string}`) => c.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [wallet] });
+      const [aUsdc, aWeth, aBtc, walletUsdc] = await Promise.all([
+        balanceOf(reserves[0]!.aTokenAddress),
+        balanceOf(reserves[1]!.aTokenAddress),
+        balanceOf(reserves[2]!.aTokenAddress),
+        balanceOf(m.usdc),
+      ]);
+      const [collateralBase, debtBase, , liquidationThreshold, , healthFactor] = account;
+      return {
+        collateralMicro: collateralBase / 100n,
+        debtMicro: debtBase / 100n,
+        liquidationThresholdBps: Number(liquidationThreshold),
+        healthFactorWad: healthFactor,
+        blockNumber,
+        holdings: { aUsdc, aWeth, aBtc, walletUsdc },
+      };
+    } catch (err) {
+      throw new ApiError(503, "chain_unavailable", `could not read the treasury's position on ${chain}: ${describeRevert(err)}`);
+    }
+  }
+
+  async pendingNonce(chain: TreasuryChain, address: `0x${string}`): Promise<number> {
+    return this.client(chain).getTransactionCount({ address, blockTag: "pending" });
+  }
+
+  /** run the transaction as an eth_call from its signer; a revert is a typed 422 with the decoded reason */
+  async simulate(chain: TreasuryChain, tx: { from: `0x${string}`; to: `0x${string}`; data: Hex; value: bigint }): Promise<void> {
+    try {
+      await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value });
+    } catch (err) {
+      throw new ApiError(422, "transaction_would_revert", `the signed transaction would revert on ${chain}: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
+    }
+  }
+
+  /** broadcast a signed transaction and wait for its receipt */
+  async broadcast(chain: TreasuryChain, signed: Hex): Promise<{ hash: Hex; blockNumber: bigint; status: "success" | "reverted"; gasUsed: bigint }> {
+    const c = this.client(chain);
+    let hash: Hex;
+    try {
+      hash = await c.sendRawTransaction({ serializedTransaction: signed });
+    } catch (err) {
+      throw new ApiError(422, "broadcast_rejected", `the ${chain} node refused the transaction: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
+    }
+    const receipt = await c.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 60_000 });
+    return { hash, blockNumber: receipt.blockNumber, status: receipt.status, gasUsed: receipt.gasUsed };
+  }
+}
