@@ -1,0 +1,211 @@
+/**
+ * The signer agent as a library: pay (x402) or authenticate (bearer), get an
+ * envelope, check it against the intent and the policy, preflight each step on
+ * the fork, sign with the local key, relay, and read the result on chain.
+ */
+import { randomUUID } from "node:crypto";
+import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { baseSepolia } from "viem/chains";
+import { wrapFetchWithPayment, decodeXPaymentResponse } from "x402-fetch";
+import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
+import { AAVE_MARKETS } from "../../contracts-abi/chains";
+import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { AuditLog } from "./audit-log";
+import { checkIntent, checkStep, PolicyRefusal, type Policy, type StepTx } from "./policy";
+import { Preflight, PreflightError } from "./preflight";
+
+export type AgentAction = "deposit" | "convert" | "borrow" | "repay";
+
+export interface AgentOptions {
+  privateKey: Hex;
+  gatewayUrl: string;
+  /** the fork the agent preflights on (and reads results from) */
+  rpcUrl: string;
+  policy: Policy;
+  audit: AuditLog;
+  /** pay with a bearer key instead of x402 */
+  bearer?: string;
+  /** Base Sepolia RPC for x402 payments (signing needs none; kept for balance reads) */
+  x402RpcUrl?: string;
+  progress?: (line: string) => void;
+}
+
+export class RefusedError extends Error {
+  constructor(
+    readonly stage: string,
+    message: string,
+    readonly body?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+interface Envelope {
+  tx_id: string;
+  action: string;
+  amount_usdc: number;
+  steps: { tx_id: string; seq: number; kind: string; unsigned_transaction: StepTx; summary: { description: string } }[];
+  [k: string]: unknown;
+}
+
+export class SignerAgent {
+  readonly account: PrivateKeyAccount;
+  private readonly preflight: Preflight;
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly opts: AgentOptions) {
+    this.account = privateKeyToAccount(opts.privateKey);
+    this.preflight = new Preflight(opts.rpcUrl);
+    this.log = opts.progress ?? (() => undefined);
+  }
+
+  get address(): `0x${string}` {
+    return this.account.address;
+  }
+
+  /** a fetch that authenticates: the bearer key, or x402 within the policy's price cap and daily budget */
+  private async authedFetch(method: string, path: string): Promise<typeof fetch> {
+    if (this.opts.bearer) {
+      const bearer = this.opts.bearer;
+      return (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${bearer}` } });
+    }
+    const prices = (await (await fetch(`${this.opts.gatewayUrl}/x402/prices.json`)).json()) as { prices: { method: string; path: string; amount_usdc: string }[] };
+    const price = prices.prices.find((p) => p.method === method && p.path === path);
+    if (!price) throw new RefusedError("x402", `the gateway has no x402 price for ${method} ${path}`);
+    const amount = Number(price.amount_usdc);
+    const spent = this.opts.audit.todayTotal("x402_payment", "amount_usdc");
+    if (amount > this.opts.policy.x402_max_price_usdc) {
+      this.opts.audit.append({ event: "x402_refused", reason: `price ${amount} above the cap ${this.opts.policy.x402_max_price_usdc}`, amount_usdc: amount });
+      throw new RefusedError("x402", `x402 price ${amount} USDC is above the policy cap of ${this.opts.policy.x402_max_price_usdc}`);
+    }
+    if (spent + amount > this.opts.policy.x402_daily_budget_usdc) {
+      this.opts.audit.append({ event: "x402_refused", reason: "daily x402 budget", amount_usdc: amount });
+      throw new RefusedError("x402", `paying ${amount} USDC would exceed today's x402 budget of ${this.opts.policy.x402_daily_budget_usdc} (spent ${spent})`);
+    }
+    const wallet = createWalletClient({ account: this.account, chain: baseSepolia, transport: http(this.opts.x402RpcUrl) });
+    const pay = wrapFetchWithPayment(fetch, wallet as never, BigInt(Math.round(amount * 1e6)));
+    return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+      const res = await pay(input as string, init);
+      const header = res.headers.get("x-payment-response");
+      if (header) {
+        const settled = decodeXPaymentResponse(header);
+        this.opts.audit.append({ event: "x402_payment", amount_usdc: amount, tx_hash: settled.transaction, route: `${method} ${path}` });
+        this.log(`paid ${amount} USDC with x402 (settlement ${settled.transaction.slice(0, 12)}...)`);
+      }
+      return res;
+    }) as typeof fetch;
+  }
+
+  /** ask the gateway for an action (returns the envelope, or throws with its typed error) */
+  async request(action: AgentAction, amountUsdc: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
+    const path = { deposit: "/api/v1/deposits", convert: "/api/v1/convert", borrow: "/api/v1/borrow", repay: "/api/v1/repay" }[action];
+    const f = await this.authedFetch("POST", path);
+    const res = await f(`${this.opts.gatewayUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": `agent-${randomUUID()}` },
+      body: JSON.stringify({ amount_usdc: amountUsdc, ...extra }),
+    });
+    const body = (await res.json()) as Envelope & { error?: string; message?: string };
+    if (res.status !== 202) throw new RefusedError("gateway", `${res.status} ${body.error ?? ""}: ${body.message ?? JSON.stringify(body)}`, body);
+    return body;
+  }
+
+  /** check a step against the policy, preflight it on the fork, and sign it */
+  async signStep(step: Envelope["steps"][number]): Promise<Hex> {
+    let decoded;
+    try {
+      decoded = checkStep(this.opts.policy, step.unsigned_transaction, this.address);
+    } catch (err) {
+      this.opts.audit.append({ event: "refused", reason: (err as Error).message, tx_id: step.tx_id, to: step.unsigned_transaction.to });
+      throw new RefusedError("policy", (err as Error).message);
+    }
+    if (decoded.usdcAmount !== null && step.kind === "pool_call") {
+      const today = this.opts.audit.todayTotal("signed", "amount_usdc");
+      if (today + decoded.usdcAmount > this.opts.policy.daily_cap_usdc) {
+        const reason = `${decoded.usdcAmount} USDC would exceed the daily cap of ${this.opts.policy.daily_cap_usdc} (signed today: ${today})`;
+        this.opts.audit.append({ event: "refused", reason, tx_id: step.tx_id });
+        throw new RefusedError("policy", reason);
+      }
+    }
+    let prepared;
+    try {
+      prepared = await this.preflight.prepare(step.unsigned_transaction, this.address);
+    } catch (err) {
+      const reason = err instanceof PreflightError ? err.message : String(err);
+      this.opts.audit.append({ event: "refused", reason: `preflight: ${reason}`, tx_id: step.tx_id });
+      throw new RefusedError("preflight", reason);
+    }
+    const signed = await this.account.signTransaction({ type: "eip1559", ...prepared });
+    this.opts.audit.append({
+      event: "signed",
+      tx_id: step.tx_id,
+      chain_id: prepared.chainId,
+      to: prepared.to,
+      function: decoded.functionName,
+      amount_usdc: step.kind === "pool_call" ? (decoded.usdcAmount ?? undefined) : undefined,
+      nonce: prepared.nonce,
+    });
+    return signed;
+  }
+
+  async relay(txId: string, signed: Hex): Promise<Record<string, any>> {
+    const res = await fetch(`${this.opts.gatewayUrl}/api/v1/relay`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": `relay-${randomUUID()}` },
+      body: JSON.stringify({ tx_id: txId, signed_transaction: signed }),
+    });
+    const body = (await res.json()) as Record<string, any>;
+    if (res.status !== 200) throw new RefusedError("relay", `${res.status} ${body.error}: ${body.message}`, body);
+    this.opts.audit.append({ event: "relayed", tx_id: txId, tx_hash: body.tx_hash });
+    return body;
+  }
+
+  /** the whole loop */
+  async run(action: AgentAction, amountUsdc: number, extra: Record<string, unknown> = {}) {
+    this.log(`requesting ${action} of ${amountUsdc} USDC from ${this.opts.gatewayUrl}`);
+    const envelope = await this.request(action, amountUsdc, extra);
+    this.log(`envelope ${envelope.tx_id}: ${envelope.steps.length} steps`);
+    try {
+      checkIntent({ action, amountUsdc, target: extra.target as "btc" | "eth" | undefined }, envelope, this.address, this.opts.policy);
+    } catch (err) {
+      if (err instanceof PolicyRefusal) {
+        this.opts.audit.append({ event: "refused", reason: err.message, tx_id: envelope.tx_id });
+        throw new RefusedError("policy", err.message);
+      }
+      throw err;
+    }
+    const receipts = [];
+    for (const step of envelope.steps) {
+      this.log(`[${step.seq + 1}/${envelope.steps.length}] ${step.summary.description}`);
+      const signed = await this.signStep(step);
+      const receipt = await this.relay(step.tx_id, signed);
+      this.log(`      ${receipt.simulated ? "simulated" : "confirmed"} ${receipt.tx_hash}${receipt.block_number ? ` in block ${receipt.block_number}` : ""}`);
+      receipts.push(receipt);
+    }
+    const onChain = await this.position();
+    return { envelope, receipts, onChain };
+  }
+
+  /** the wallet's Aave position and balances on the fork */
+  async position() {
+    const client = createPublicClient({ transport: http(this.opts.rpcUrl) });
+    const chainId = await client.getChainId();
+    const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === chainId);
+    if (!market) return null;
+    const [collateral, debt, , , , healthFactor] = await client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [this.address] });
+    const reserve = await client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [market.usdc] });
+    const [aUsdc, usdc] = await Promise.all([
+      client.readContract({ address: reserve.aTokenAddress, abi: ERC20_ABI, functionName: "balanceOf", args: [this.address] }),
+      client.readContract({ address: market.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [this.address] }),
+    ]);
+    return {
+      chain_id: chainId,
+      collateral_usd: Number(collateral) / 1e8,
+      debt_usd: Number(debt) / 1e8,
+      health_factor: debt === 0n ? null : Number(healthFactor) / 1e18,
+      a_usdc: Number(aUsdc) / 1e6,
+      usdc: Number(usdc) / 1e6,
+    };
+  }
+}

@@ -1,0 +1,42 @@
+/** Append-only audit log (JSON lines) of every signature given or refused, and every x402 payment. */
+import fs from "node:fs";
+import path from "node:path";
+
+export interface AuditEvent {
+  event: "signed" | "refused" | "x402_payment" | "x402_refused" | "relayed";
+  reason?: string;
+  tx_id?: string;
+  chain_id?: number;
+  to?: string;
+  function?: string;
+  amount_usdc?: number;
+  tx_hash?: string;
+  [k: string]: unknown;
+}
+
+export class AuditLog {
+  constructor(readonly file: string) {
+    fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  }
+
+  append(e: AuditEvent): void {
+    fs.appendFileSync(this.file, `${JSON.stringify({ at: new Date().toISOString(), ...e })}\n`, { flag: "a" });
+  }
+
+  entries(): (AuditEvent & { at: string })[] {
+    if (!fs.existsSync(this.file)) return [];
+    return fs
+      .readFileSync(this.file, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AuditEvent & { at: string });
+  }
+
+  /** sum of a numeric field over today's (UTC) events of a kind */
+  todayTotal(event: AuditEvent["event"], field: "amount_usdc"): number {
+    const today = new Date().toISOString().slice(0, 10);
+    return this.entries()
+      .filter((e) => e.event === event && e.at.startsWith(today))
+      .reduce((sum, e) => sum + Number(e[field] ?? 0), 0);
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * signer-agent: sign treasury envelopes with a local key.
+ *
+ *   signer-agent init [--fee-recipient 0x...]      create an encrypted keystore and a default policy
+ *   signer-agent address                           print the wallet address
+ *   signer-agent balance                           ETH, USDC and the Aave position on the fork
+ *   signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth] [--bearer sk_...]
+ *   signer-agent serve [--port 4030]               loopback signing endpoint (SIGNER_SERVE_TOKEN)
+ *
+ * Environment: SIGNER_DIR (./.data/agent), SIGNER_KEYSTORE, SIGNER_PASSPHRASE (else a prompt),
+ * SIGNER_POLICY, SIGNER_AUDIT_LOG, SIGNER_GATEWAY_URL (http://127.0.0.1:4020),
+ * SIGNER_RPC_URL (the fork, http://127.0.0.1:8545), SIGNER_X402_RPC_URL (http://127.0.0.1:8546),
+ * SIGNER_BEARER_KEY. A raw key only with --dev-raw-key (and SIGNER_DEV_PRIVATE_KEY).
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { createPublicClient, formatEther, http } from "viem";
+import { randomBytes } from "node:crypto";
+import { RefusedError, SignerAgent, type AgentAction } from "./agent";
+import { AuditLog } from "./audit-log";
+import { agentConfig } from "./config";
+import { createKeystore, keystoreAddress, loadKey, promptPassphrase } from "./keystore";
+import { defaultPolicy, loadPolicy } from "./policy";
+import { serveAgent } from "./serve";
+
+function parseArgs(argv: string[]) {
+  const positional: string[] = [];
+  const flags: Record<string, string | boolean> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a.startsWith("--")) {
+      const [k, v] = a.slice(2).split("=", 2) as [string, string | undefined];
+      if (v !== undefined) flags[k] = v;
+      else if (argv[i + 1] && !argv[i + 1]!.startsWith("--") && !["dev-raw-key", "json"].includes(k)) flags[k] = argv[++i]!;
+      else flags[k] = true;
+    } else positional.push(a);
+  }
+  return { positional, flags };
+}
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+async function agentFrom(cfg: ReturnType<typeof agentConfig>) {
+  const privateKey = await loadKey({ keystore: cfg.keystore, passphrase: cfg.passphrase, rawKey: cfg.devRawKey, allowRawKey: Boolean(cfg.devRawKey) });
+  if (!fs.existsSync(cfg.policy)) throw new Error(`no policy at ${cfg.policy}; run: signer-agent init`);
+  return new SignerAgent({
+    privateKey,
+    gatewayUrl: cfg.gatewayUrl,
+    rpcUrl: cfg.rpcUrl,
+    x402RpcUrl: cfg.x402RpcUrl,
+    policy: loadPolicy(cfg.policy),
+    audit: new AuditLog(cfg.auditLog),
+    bearer: cfg.bearer,
+    progress: out,
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { positional, flags } = parseArgs(argv);
+  const cfg = agentConfig(flags);
+  const [command, ...rest] = positional;
+  try {
+    switch (command) {
+      case "init": {
+        const passphrase = cfg.passphrase ?? (await promptPassphrase("new keystore passphrase: "));
+        if (passphrase.length < 8) throw new Error("choose a passphrase of at least 8 characters");
+        const address = await createKeystore(cfg.keystore, passphrase, cfg.devRawKey);
+        if (!fs.existsSync(cfg.policy)) {
+          const recipients = flags["fee-recipient"] ? [String(flags["fee-recipient"])] : ["0x000000000000000000000000000000000000fee5"];
+          fs.mkdirSync(path.dirname(path.resolve(cfg.policy)), { recursive: true });
+          fs.writeFileSync(cfg.policy, `${JSON.stringify(defaultPolicy(recipients), null, 2)}\n`);
+        }
+        out(`keystore ${cfg.keystore} for ${address}; policy ${cfg.policy}`);
+        return 0;
+      }
+      case "address":
+        out(cfg.devRawKey ? (await agentFrom(cfg)).address : keystoreAddress(cfg.keystore));
+        return 0;
+      case "balance": {
+        const address = cfg.devRawKey ? (await agentFrom(cfg)).address : keystoreAddress(cfg.keystore);
+        const client = createPublicClient({ transport: http(cfg.rpcUrl) });
+        out(`${address} on chain ${await client.getChainId()}: ${formatEther(await client.getBalance({ address }))} ETH`);
+        const agent = await agentFrom(cfg);
+        out(JSON.stringify(await agent.position(), null, 2));
+        return 0;
+      }
+      case "run": {
+        const [action, amount] = rest;
+        if (!["deposit", "convert", "borrow", "repay"].includes(action ?? "") || !amount || Number.isNaN(Number(amount))) {
+          throw new Error("usage: signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth]");
+        }
+        const agent = await agentFrom(cfg);
+        out(`agent ${agent.address}, paying with ${cfg.bearer ? "a bearer key" : "x402"}`);
+        const result = await agent.run(action as AgentAction, Number(amount), flags.target ? { target: flags.target } : {});
+        const last = result.receipts.at(-1)!;
+        out(`done: ${action} ${amount} USDC, resulting LTV ${last.result.resulting_ltv}%, tx ${last.tx_hash} (${last.simulated ? "simulated" : "confirmed on chain"})`);
+        out(`on chain: ${JSON.stringify(result.onChain)}`);
+        return 0;
+      }
+      case "serve": {
+        const token = cfg.serveToken ?? randomBytes(24).toString("base64url");
+        const agent = await agentFrom(cfg);
+        const port = Number(flags.port ?? 4030);
+        await serveAgent(agent, { port, token });
+        out(`signing endpoint on http://127.0.0.1:${port} for ${agent.address}${cfg.serveToken ? "" : `; token ${token}`}`);
+        await new Promise(() => undefined);
+        return 0;
+      }
+      default:
+        out("usage: signer-agent <init|address|balance|run|serve> (see signer-agent/src/cli.ts)");
+        return command ? 2 : 0;
+    }
+  } catch (err) {
+    if (err instanceof RefusedError) {
+      process.stderr.write(`refused at ${err.stage}: ${err.message}\n`);
+      return 3;
+    }
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

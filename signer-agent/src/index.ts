@@ -1,0 +1,7 @@
+/** The signer agent as a library. */
+export { SignerAgent, RefusedError, type AgentAction, type AgentOptions } from "./agent";
+export { AuditLog } from "./audit-log";
+export { checkIntent, checkStep, defaultPolicy, loadPolicy, PolicyRefusal, type Policy } from "./policy";
+export { Preflight, PreflightError } from "./preflight";
+export { createKeystore, unlockKeystore, loadKey } from "./keystore";
+export { serveAgent } from "./serve";
