@@ -149,12 +149,28 @@ export class SignerAgent {
     return signed;
   }
 
+  /**
+   * Relay one signed step. A connection that fails (the gateway restarting)
+   * is retried with the same Idempotency-Key, so a relay that did land is
+   * answered from the gateway's record instead of running twice.
+   */
   async relay(txId: string, signed: Hex): Promise<Record<string, any>> {
-    const res = await fetch(`${this.opts.gatewayUrl}/api/v1/relay`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "idempotency-key": `relay-${randomUUID()}` },
-      body: JSON.stringify({ tx_id: txId, signed_transaction: signed }),
-    });
+    const key = `relay-${randomUUID()}`;
+    let res: Response | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        res = await fetch(`${this.opts.gatewayUrl}/api/v1/relay`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "idempotency-key": key },
+          body: JSON.stringify({ tx_id: txId, signed_transaction: signed }),
+        });
+        break;
+      } catch (err) {
+        if (attempt >= 4) throw err;
+        this.log(`      relay did not connect (${(err as Error).message}); retrying with the same Idempotency-Key`);
+        await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+      }
+    }
     const body = (await res.json()) as Record<string, any>;
     if (res.status !== 200) throw new RefusedError("relay", `${res.status} ${body.error}: ${body.message}`, body);
     this.opts.audit.append({ event: "relayed", tx_id: txId, tx_hash: body.tx_hash });

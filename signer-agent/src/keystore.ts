@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { Wallet } from "ethers";
-import type { Hex } from "viem";
+import { getAddress, type Hex } from "viem";
 
 export async function createKeystore(file: string, passphrase: string, privateKey?: Hex): Promise<`0x${string}`> {
   if (fs.existsSync(file)) throw new Error(`${file} exists; refusing to overwrite a keystore`);
@@ -20,7 +20,7 @@ export async function createKeystore(file: string, passphrase: string, privateKe
 
 export function keystoreAddress(file: string): `0x${string}` {
   const json = JSON.parse(fs.readFileSync(file, "utf8")) as { address: string };
-  return `0x${json.address.replace(/^0x/, "")}` as `0x${string}`;
+  return getAddress(`0x${json.address.replace(/^0x/, "")}`);
 }
 
 export async function unlockKeystore(file: string, passphrase: string): Promise<Hex> {

@@ -23,7 +23,7 @@ export async function startTestGateway(
 ): Promise<TestGateway> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gateway-test-"));
   const config = loadConfig({
-    PORT: "0",
+    PORT: env.PORT ?? "0",
     HOST: "127.0.0.1",
     DATA_DIR: dataDir,
     ADMIN_TOKEN,
@@ -43,7 +43,8 @@ export async function startTestGateway(
     logLines: () => lines,
     restart: async () => {
       await running.close();
-      return startTestGateway(env, { ...opts, dataDir });
+      // same database file, same port: clients holding the URL reach the new process
+      return startTestGateway({ ...env, PORT: String(running.port) }, { ...opts, dataDir });
     },
   };
   return self;
