@@ -176,7 +176,7 @@ describe("the loop", () => {
     const signed = [];
     for (const step of deposit.steps.slice(0, 1)) signed.push(await agent.signStep(step));
     // the gateway dies after the agent signed, before it relayed; a new process starts on the same database
-    gw = await gw.restart();
+    gw = await gw.restart({ samePort: true });
     const r1 = await agent.relay(deposit.steps[0]!.tx_id, signed[0] as Hex);
     expect(r1).toMatchObject({ status: "confirmed", simulated: false });
     const again = await agent.relay(deposit.steps[0]!.tx_id, signed[0] as Hex).catch((e) => e);

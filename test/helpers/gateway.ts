@@ -11,8 +11,8 @@ export interface TestGateway extends RunningGateway {
   dataDir: string;
   dbFile: string;
   logLines: () => Record<string, unknown>[];
-  /** stop and start again on the same database file */
-  restart(): Promise<TestGateway>;
+  /** stop and start again on the same database file (on the same port when asked) */
+  restart(opts?: { samePort?: boolean }): Promise<TestGateway>;
 }
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
@@ -41,10 +41,10 @@ export async function startTestGateway(
     dataDir,
     dbFile,
     logLines: () => lines,
-    restart: async () => {
+    restart: async (r = {}) => {
       await running.close();
-      // same database file, same port: clients holding the URL reach the new process
-      return startTestGateway({ ...env, PORT: String(running.port) }, { ...opts, dataDir });
+      // same database file; with samePort, clients holding the URL reach the new process
+      return startTestGateway(r.samePort ? { ...env, PORT: String(running.port) } : env, { ...opts, dataDir });
     },
   };
   return self;
