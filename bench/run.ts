@@ -104,7 +104,86 @@ async function main(): Promise<void> {
   }
   console.log(`\npaid x402 path (GET /api/v1/health: verify, handler, settle on Anvil; ${x402.paid.count} requests, concurrency ${x402.paid.concurrency}):`);
   console.log(`  ${x402.paid.rps.toFixed(1)} req/s, p50 ${x402.paid.p50.toFixed(1)} ms, p90 ${x402.paid.p90.toFixed(1)} ms, p99 ${x402.paid.p99.toFixed(1)} ms, failures ${x402.paid.failures}`);
+  const loop = await benchWalletLoop();
+  console.log(`\nrelay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay.count} relays): ${loop.relay.rps.toFixed(1)} relays/s, p50 ${loop.relay.p50.toFixed(1)} ms, p90 ${loop.relay.p90.toFixed(1)} ms, p99 ${loop.relay.p99.toFixed(1)} ms`);
+  console.log(`agent full loop (x402 payment, envelope, policy, preflight, sign, relay x3, read back; deposit of 100 USDC, ${loop.full.count} runs): p50 ${loop.full.p50.toFixed(0)} ms, p90 ${loop.full.p90.toFixed(0)} ms, max ${loop.full.max.toFixed(0)} ms`);
   bare.close();
+}
+
+async function benchWalletLoop() {
+  const { startBaseFork } = await import("../fixtures/base-fork");
+  const { startBaseSepolia, devAccount } = await import("../fixtures/base-sepolia");
+  const { startFacilitator } = await import("../gateway/src/x402/facilitator/main");
+  const { SignerAgent } = await import("../signer-agent/src/agent");
+  const { AuditLog } = await import("../signer-agent/src/audit-log");
+  const { defaultPolicy } = await import("../signer-agent/src/policy");
+  const { createWalletClient, createPublicClient, http, parseAbi, publicActions } = await import("viem");
+  const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
+  const { base } = await import("viem/chains");
+
+  const [fork, sepolia] = await Promise.all([startBaseFork(), startBaseSepolia()]);
+  const facilitator = await startFacilitator({ rpcUrl: sepolia.rpcUrl, privateKey: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d", port: 0 });
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-loop-"));
+  const feeRecipient = devAccount(4).address;
+  const config = loadConfig({
+    PORT: "0",
+    DATA_DIR: dataDir,
+    RATE_LIMIT_READ_PER_MIN: "100000000",
+    RATE_LIMIT_WRITE_PER_MIN: "100000000",
+    BASE_RPC_URL: fork.rpcUrl,
+    X402_FACILITATOR_URL: facilitator.url,
+    X402_PAY_TO: devAccount(2).address,
+    FEE_RECIPIENT: feeRecipient,
+  });
+  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+  try {
+    const privateKey = generatePrivateKey();
+    const account = privateKeyToAccount(privateKey);
+    const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
+    await pub.request({ method: "anvil_setBalance" as never, params: [account.address, "0x56BC75E2D63100000"] as never });
+    const minter = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+    await minter.waitForTransactionReceipt({
+      hash: await minter.writeContract({ address: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", abi: parseAbi(["function mint(address,uint256)"]), functionName: "mint", args: [account.address, 1_000_000_000_000n] }),
+    });
+    await sepolia.fund(account.address, 100_000_000n);
+    const policy = { ...defaultPolicy([feeRecipient]), x402_daily_budget_usdc: 1000 };
+    const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, x402RpcUrl: sepolia.rpcUrl, policy, audit: new AuditLog(path.join(dataDir, "audit.jsonl")) });
+
+    const full: number[] = [];
+    const runs = Number(process.env.BENCH_LOOP_RUNS ?? 10);
+    for (let i = 0; i < runs; i++) {
+      const t0 = performance.now();
+      await agent.run("deposit", 100);
+      full.push(performance.now() - t0);
+    }
+    // relays: borrow envelopes (borrow + fee transfer), signed ahead, relayed and timed one by one
+    const relays: number[] = [];
+    const rounds = Number(process.env.BENCH_RELAY_ROUNDS ?? 15);
+    const started = performance.now();
+    let relayTime = 0;
+    for (let i = 0; i < rounds; i++) {
+      const envelope = await agent.request("borrow", 1);
+      for (const step of envelope.steps) {
+        const signed = await agent.signStep(step);
+        const t0 = performance.now();
+        await agent.relay(step.tx_id, signed);
+        const dt = performance.now() - t0;
+        relays.push(dt);
+        relayTime += dt;
+      }
+    }
+    void started;
+    relays.sort((a, b) => a - b);
+    full.sort((a, b) => a - b);
+    return {
+      relay: { count: relays.length, rps: relays.length / (relayTime / 1000), p50: percentile(relays, 50), p90: percentile(relays, 90), p99: percentile(relays, 99) },
+      full: { count: full.length, p50: percentile(full, 50), p90: percentile(full, 90), max: full[full.length - 1]! },
+    };
+  } finally {
+    await gw.close();
+    await facilitator.close();
+    await Promise.all([fork.stop(), sepolia.stop()]);
+  }
 }
 
 function percentile(sorted: number[], p: number): number {

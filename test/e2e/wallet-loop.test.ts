@@ -229,3 +229,62 @@ describe("the CLI", () => {
     expect(wrongPass.out).not.toContain(privateKey.slice(2));
   }, 60_000);
 });
+
+describe("the relay on the fork refuses what would revert", () => {
+  it("a signed step that would revert gets a typed error with the decoded reason, and nothing is recorded", async () => {
+    const { agent, privateKey, account } = await newAgent();
+    clock.advance(15 * 60 * 1000);
+    const envelope = await agent.request("repay", 100).catch((e) => e);
+    // no debt on Aave: the gateway refuses before any envelope exists
+    expect(envelope.body).toMatchObject({ error: "no_debt" });
+    const deposit = await agent.request("deposit", 200);
+    // relay the fee and the approval, then empty the wallet so the supply reverts
+    for (const step of deposit.steps.slice(0, 2)) await agent.relay(step.tx_id, await agent.signStep(step));
+    const wallet = createWalletClient({ account, chain: base, transport: viemHttp(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+    const balance = await balanceOf(AaveV3Base.ASSETS.USDC.UNDERLYING, account.address);
+    await wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "transfer", args: [devAccount(5).address, balance] }) });
+    const supply = deposit.steps[2]!;
+    const signed = await privateKeyToAccount(privateKey).signTransaction({
+      type: "eip1559",
+      chainId: 8453,
+      nonce: await wallet.getTransactionCount({ address: account.address }),
+      to: supply.unsigned_transaction.to,
+      data: supply.unsigned_transaction.data,
+      gas: 500_000n,
+      maxFeePerGas: 10n ** 10n,
+      maxPriorityFeePerGas: 10n ** 6n,
+    });
+    const err = await agent.relay(supply.tx_id, signed).catch((e) => e);
+    expect(err.body.error).toBe("transaction_would_revert");
+    expect(err.body.revert_reason).toMatch(/balance|exceeds|InsufficientBalance|0x/i);
+    expect(gw.ctx.stores.fees.forTreasury(deposit.treasury_id as string)).toHaveLength(0);
+    // and the agent's own preflight catches it before signing
+    const refused = await agent.signStep(supply).catch((e) => e);
+    expect(refused).toBeInstanceOf(RefusedError);
+    expect(refused.stage).toBe("preflight");
+  });
+});
+
+describe("signer-agent serve", () => {
+  it("listens on loopback only and requires its own token", async () => {
+    const { serveAgent } = await import("../../signer-agent/src/serve");
+    const { agent } = await newAgent();
+    const server = await serveAgent(agent, { port: 0, token: "a-long-local-signing-token" });
+    try {
+      const address = server.address() as AddressInfo;
+      expect(address.address).toBe("127.0.0.1");
+      const url = `http://127.0.0.1:${address.port}`;
+      expect((await fetch(`${url}/address`, { method: "POST" })).status).toBe(401);
+      expect((await fetch(`${url}/address`, { method: "POST", headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+      const ok = await fetch(`${url}/address`, { method: "POST", headers: { authorization: "Bearer a-long-local-signing-token" } });
+      expect(((await ok.json()) as { address: string }).address).toBe(agent.address);
+      clock.advance(15 * 60 * 1000);
+      const run = await fetch(`${url}/run`, { method: "POST", headers: { authorization: "Bearer a-long-local-signing-token" }, body: JSON.stringify({ action: "deposit", amount_usdc: 120 }) });
+      expect(run.status).toBe(200);
+      const refused = await fetch(`${url}/run`, { method: "POST", headers: { authorization: "Bearer a-long-local-signing-token" }, body: JSON.stringify({ action: "borrow", amount_usdc: 99999 }) });
+      expect(refused.status).toBe(403);
+    } finally {
+      server.close();
+    }
+  });
+});
