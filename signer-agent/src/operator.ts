@@ -1,0 +1,155 @@
+/**
+ * The operator's side of a managed treasury: a Safe 1.4.1 the operator owns
+ * (created and driven with @safe-global/protocol-kit), funded on the fork,
+ * registered with the gateway, and the delegation approved (the operator's
+ * Safe transaction enableModule of the ProtectionModule) or revoked
+ * (disableModule). The service's automation key is never an owner.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import Safe from "@safe-global/protocol-kit";
+import { createPublicClient, createWalletClient, encodeFunctionData, http, parseAbi, publicActions, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
+import { AAVE_MARKETS } from "../../contracts-abi/chains";
+import { ERC20_ABI } from "../../contracts-abi/erc20";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const WETH_ABI = parseAbi(["function deposit() payable"]);
+
+export function protectionModuleArtifact(): { abi: readonly unknown[]; bytecode: { object: Hex } } {
+  const file = path.join(ROOT, "out", "ProtectionModule.sol", "ProtectionModule.json");
+  if (!fs.existsSync(file)) throw new Error("ProtectionModule is not built: run npm run build:contracts");
+  return JSON.parse(fs.readFileSync(file, "utf8"));
+}
+
+export const PROTECTION_MODULE_ABI = parseAbi([
+  "function execute(address to, bytes data) returns (bool)",
+  "function safe() view returns (address)",
+  "function pool() view returns (address)",
+  "function automation() view returns (address)",
+  "function parkTargetBps() view returns (uint256)",
+  "function listedToken(address) view returns (bool)",
+  "function ltvBps() view returns (uint256)",
+  "error NotAutomation()",
+  "error NotEnabled()",
+  "error CallNotAllowed(address to, bytes4 selector)",
+  "error NotForThisSafe()",
+  "error TokenNotListed(address token)",
+  "error LtvDidNotDecrease(uint256 beforeBps, uint256 afterBps)",
+  "error LtvIncreased(uint256 beforeBps, uint256 afterBps)",
+  "error OvershotParkTarget(uint256 afterBps, uint256 parkTargetBps)",
+  "error ExecutionFailed()",
+]);
+
+export class Operator {
+  readonly account;
+  private readonly wallet;
+  readonly publicClient;
+  private safeKit: Safe | undefined;
+  safeAddress: `0x${string}` | undefined;
+
+  constructor(
+    private readonly opts: { privateKey: Hex; rpcUrl: string },
+  ) {
+    this.account = privateKeyToAccount(opts.privateKey);
+    this.wallet = createWalletClient({ account: this.account, chain: base, transport: http(opts.rpcUrl), pollingInterval: 50 }).extend(publicActions);
+    this.publicClient = createPublicClient({ chain: base, transport: http(opts.rpcUrl), pollingInterval: 50 });
+  }
+
+  /** create (deploy) a Safe owned by the operator alone, threshold 1 */
+  async createSafe(saltNonce = String(Date.now())): Promise<`0x${string}`> {
+    const predicted = await Safe.init({
+      provider: this.opts.rpcUrl,
+      signer: this.opts.privateKey,
+      predictedSafe: { safeAccountConfig: { owners: [this.account.address], threshold: 1 }, safeDeploymentConfig: { saltNonce } },
+    });
+    const address = (await predicted.getAddress()) as `0x${string}`;
+    const deployment = await predicted.createSafeDeploymentTransaction();
+    const hash = await this.wallet.sendTransaction({ to: deployment.to as `0x${string}`, data: deployment.data as Hex, value: BigInt(deployment.value), chain: base });
+    const receipt = await this.wallet.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error("Safe deployment reverted");
+    return this.connect(address);
+  }
+
+  async connect(safeAddress: `0x${string}`): Promise<`0x${string}`> {
+    this.safeKit = await Safe.init({ provider: this.opts.rpcUrl, signer: this.opts.privateKey, safeAddress });
+    this.safeAddress = safeAddress;
+    return safeAddress;
+  }
+
+  private kit(): Safe {
+    if (!this.safeKit) throw new Error("no Safe: create or connect one first");
+    return this.safeKit;
+  }
+
+  /** execute calls as a Safe transaction signed by the operator (threshold 1), waiting for the receipt */
+  async execSafe(calls: { to: `0x${string}`; data: Hex; value?: bigint }[]): Promise<Hex> {
+    const kit = this.kit();
+    const nonce = await kit.getNonce();
+    const tx = await kit.createTransaction({ transactions: calls.map((c) => ({ to: c.to, data: c.data, value: String(c.value ?? 0n) })), options: { nonce } });
+    const result = await kit.executeTransaction(tx);
+    const hash = result.hash as Hex;
+    const receipt = await this.publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`Safe transaction ${hash} reverted`);
+    return hash;
+  }
+
+  /** fund the Safe on the fork with WETH (wrapped from the operator's ETH) */
+  async fundWeth(amountWei: bigint): Promise<void> {
+    const m = AAVE_MARKETS.base;
+    const safe = this.safeAddress!;
+    const wrap = await this.wallet.writeContract({ address: m.weth, abi: WETH_ABI, functionName: "deposit", value: amountWei, chain: base });
+    await this.wallet.waitForTransactionReceipt({ hash: wrap });
+    const send = await this.wallet.writeContract({ address: m.weth, abi: ERC20_ABI, functionName: "transfer", args: [safe, amountWei], chain: base });
+    await this.wallet.waitForTransactionReceipt({ hash: send });
+  }
+
+  /** supply WETH and borrow USDC through the Safe (the operator's own signature) */
+  async supplyAndBorrow(wethWei: bigint, borrowUsdcMicro: bigint): Promise<void> {
+    const m = AAVE_MARKETS.base;
+    const safe = this.safeAddress!;
+    await this.execSafe([
+      { to: m.weth, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, wethWei] }) },
+      { to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "supply", args: [m.weth, wethWei, safe, 0] }) },
+    ]);
+    if (borrowUsdcMicro > 0n) {
+      await this.execSafe([{ to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [m.usdc, borrowUsdcMicro, 2n, 0, safe] }) }]);
+    }
+  }
+
+  /** deploy the ProtectionModule for this Safe (the service's automation address, the preset's park target) */
+  async deployModule(automation: `0x${string}`, parkTargetBps: number): Promise<`0x${string}`> {
+    const m = AAVE_MARKETS.base;
+    const artifact = protectionModuleArtifact();
+    const hash = await this.wallet.deployContract({
+      abi: artifact.abi as never,
+      bytecode: artifact.bytecode.object,
+      args: [this.safeAddress!, m.pool, automation, BigInt(parkTargetBps), [m.usdc, m.weth, m.btc]],
+      chain: base,
+    } as never);
+    const receipt = await this.wallet.waitForTransactionReceipt({ hash });
+    return receipt.contractAddress!;
+  }
+
+  /** approve delegation: the operator's Safe transaction enableModule */
+  async approveDelegation(module: `0x${string}`): Promise<Hex> {
+    const tx = await this.kit().createEnableModuleTx(module, { nonce: await this.kit().getNonce() });
+    const result = await this.kit().executeTransaction(tx);
+    await this.publicClient.waitForTransactionReceipt({ hash: result.hash as Hex });
+    return result.hash as Hex;
+  }
+
+  /** revoke delegation: disableModule; transactions the service already submitted may still settle */
+  async revokeDelegation(module: `0x${string}`): Promise<Hex> {
+    const tx = await this.kit().createDisableModuleTx(module, { nonce: await this.kit().getNonce() });
+    const result = await this.kit().executeTransaction(tx);
+    return result.hash as Hex;
+  }
+
+  async moduleEnabled(module: `0x${string}`): Promise<boolean> {
+    return this.kit().isModuleEnabled(module);
+  }
+}

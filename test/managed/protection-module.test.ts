@@ -1,0 +1,117 @@
+/**
+ * The on-wallet policy (ProtectionModule, built with Forge) on a Safe 1.4.1 at
+ * the canonical addresses on the Base fork: every allowed and every denied call.
+ */
+import { AaveV3Base } from "@aave-dao/aave-address-book";
+import { BaseError, ContractFunctionRevertedError, createWalletClient, encodeFunctionData, http, publicActions, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
+import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";
+
+let fork: BaseForkNode;
+let operator: Operator;
+let safe: `0x${string}`;
+let module: `0x${string}`;
+const automationKey = generatePrivateKey();
+const automation = privateKeyToAccount(automationKey);
+const USDC = AaveV3Base.ASSETS.USDC.UNDERLYING;
+const WETH = AaveV3Base.ASSETS.WETH.UNDERLYING;
+const POOL = AaveV3Base.POOL;
+
+const service = () => createWalletClient({ account: automation, chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 }).extend(publicActions);
+
+async function setEth(address: `0x${string}`) {
+  await service().request({ method: "anvil_setBalance" as never, params: [address, "0x56BC75E2D63100000"] as never });
+}
+
+/** the module's custom error name when the automation key's call reverts, or "ok" */
+async function tryExecute(to: `0x${string}`, data: Hex, from = automation): Promise<string> {
+  const client = createWalletClient({ account: from, chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 }).extend(publicActions);
+  try {
+    const { request } = await client.simulateContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [to, data] });
+    const hash = await client.writeContract(request);
+    const receipt = await client.waitForTransactionReceipt({ hash });
+    return receipt.status === "success" ? "ok" : "reverted";
+  } catch (err) {
+    const revert = err instanceof BaseError ? (err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null) : null;
+    return revert?.data?.errorName ?? revert?.reason ?? "reverted";
+  }
+}
+
+const repay = (amount: bigint, onBehalfOf: `0x${string}` = safe) => encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [USDC, amount, 2n, onBehalfOf] });
+const approveUsdc = (spender: `0x${string}`, amount: bigint) => encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [spender, amount] });
+
+beforeAll(async () => {
+  fork = await startBaseFork();
+  const operatorKey = generatePrivateKey();
+  operator = new Operator({ privateKey: operatorKey, rpcUrl: fork.rpcUrl });
+  await setEth(operator.account.address);
+  await setEth(automation.address);
+  safe = await operator.createSafe("1");
+  await operator.fundWeth(10n * 10n ** 18n);
+  await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n); // $30,000 WETH, 15,000 USDC debt: LTV 50%
+  module = await operator.deployModule(automation.address, 2500);
+}, 60_000);
+afterAll(() => fork?.stop());
+
+describe("ProtectionModule", () => {
+  it("denies everything while delegation is not approved", async () => {
+    expect(await operator.moduleEnabled(module)).toBe(false);
+    expect(await tryExecute(USDC, approveUsdc(POOL, 1n))).toBe("NotEnabled");
+  });
+
+  it("once enabled, lets only the automation key act", async () => {
+    await operator.approveDelegation(module);
+    expect(await operator.moduleEnabled(module)).toBe(true);
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    await setEth(stranger.address);
+    expect(await tryExecute(USDC, approveUsdc(POOL, 1n), stranger)).toBe("NotAutomation");
+  });
+
+  it("refuses every call outside its scope", async () => {
+    const other = "0x000000000000000000000000000000000000dEaD";
+    expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [USDC, 1n, 2n, 0, safe] }))).toBe("CallNotAllowed");
+    expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "supply", args: [USDC, 1n, safe, 0] }))).toBe("CallNotAllowed");
+    expect(await tryExecute(USDC, encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: [other, 1n] }))).toBe("CallNotAllowed");
+    expect(await tryExecute(USDC, approveUsdc(other, 1n))).toBe("CallNotAllowed");
+    expect(await tryExecute(other, approveUsdc(POOL, 1n))).toBe("CallNotAllowed");
+    expect(await tryExecute(POOL, repay(1n, other))).toBe("NotForThisSafe");
+    expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [WETH, 1n, other] }))).toBe("NotForThisSafe");
+    expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [AaveV3Base.ASSETS.GHO.UNDERLYING, 1n, 2n, safe] }))).toBe("TokenNotListed");
+    // withdrawing collateral would raise LTV
+    expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [WETH, 10n ** 18n, safe] }))).toBe("LtvIncreased");
+  });
+
+  it("allows the approval to the Pool and a repayment that lowers LTV toward the park target, not past it", async () => {
+    expect(await tryExecute(USDC, approveUsdc(POOL, 15_000n * 10n ** 6n))).toBe("ok");
+    // repaying everything would take LTV to 0, below the 25% park target
+    expect(await tryExecute(POOL, repay(15_000n * 10n ** 6n))).toBe("OvershotParkTarget");
+    // 15,000 - 25% x 30,000 = 7,500 brings LTV to exactly 25%
+    expect(await tryExecute(POOL, repay(7_500n * 10n ** 6n))).toBe("ok");
+    const ltv = await service().readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "ltvBps" });
+    expect(ltv).toBe(2500n);
+    // at the park target, a further repayment overshoots
+    expect(await tryExecute(POOL, repay(1_000_000n))).toBe("OvershotParkTarget");
+  });
+
+  it("revocation stops future actions, while one already submitted may still settle", async () => {
+    // the price falls: LTV rises above the target again
+    await fork.setPrice("WETH", 2_000); // $20,000 collateral, 7,500 debt: 37.5%
+    const client = service();
+    // automine off: the service's repayment is submitted, then the operator revokes, then a block is mined
+    await client.request({ method: "evm_setAutomine" as never, params: [false] as never });
+    const submitted = await client.writeContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [POOL, repay(2_000n * 10n ** 6n)], gas: 1_000_000n });
+    const revokeHash = await operator.revokeDelegation(module);
+    await client.request({ method: "evm_mine" as never, params: [] as never });
+    await client.request({ method: "evm_setAutomine" as never, params: [true] as never });
+    expect((await client.waitForTransactionReceipt({ hash: submitted })).status).toBe("success");
+    expect((await client.waitForTransactionReceipt({ hash: revokeHash })).status).toBe("success");
+    expect(await operator.moduleEnabled(module)).toBe(false);
+    expect(await tryExecute(POOL, repay(1_000n * 10n ** 6n))).toBe("NotEnabled");
+    await fork.setPrice("WETH", 3_000);
+  });
+});
