@@ -4,6 +4,7 @@ import type { Clock } from "../lib/clock";
 import type { Db } from "../store/db";
 import { AccessRequestStore } from "../store/access-request-store";
 import { ApiKeyStore } from "../store/api-key-store";
+import { DelegationStore } from "../store/delegation-store";
 import { EnvelopeStore } from "../store/envelope-store";
 import { ExecutionStore } from "../store/execution-store";
 import { FeeStore } from "../store/fee-store";
@@ -22,6 +23,7 @@ export interface Stores {
   envelopes: EnvelopeStore;
   executions: ExecutionStore;
   payments: PaymentStore;
+  delegations: DelegationStore;
 }
 
 export function createStores(db: Db): Stores {
@@ -35,6 +37,7 @@ export function createStores(db: Db): Stores {
     envelopes: new EnvelopeStore(db),
     executions: new ExecutionStore(db),
     payments: new PaymentStore(db),
+    delegations: new DelegationStore(db),
   };
 }
 

@@ -197,4 +197,34 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: "delegations_protection",
+    sql: `
+      CREATE TABLE delegations (
+        treasury_id TEXT PRIMARY KEY REFERENCES treasuries(id),
+        safe TEXT NOT NULL,
+        module TEXT NOT NULL,
+        automation TEXT NOT NULL,
+        registered_at TEXT NOT NULL,
+        first_approved_at TEXT,
+        protect_below_health REAL,
+        armed INTEGER NOT NULL DEFAULT 1
+      );
+      CREATE TABLE protection_actions (
+        id TEXT PRIMARY KEY,
+        treasury_id TEXT NOT NULL REFERENCES treasuries(id),
+        status TEXT NOT NULL,
+        reason TEXT,
+        health_before REAL,
+        ltv_before REAL,
+        ltv_after REAL,
+        repay_micro TEXT,
+        tx_hashes TEXT,
+        gas_usd REAL NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX protection_actions_treasury ON protection_actions (treasury_id, created_at);
+    `,
+  },
 ];
