@@ -33,6 +33,7 @@ import { AccessRequestService } from "./services/access-request-service";
 import { ActionService } from "./services/action-service";
 import { bearerAuthenticator, type Authenticator } from "./services/authenticator";
 import { RelayService } from "./services/relay-service";
+import { DelegationService } from "./services/delegation-service";
 import type { AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
 import { MarketRatesService } from "./services/market-rates";
@@ -50,6 +51,7 @@ export interface Services {
   marketRates: MarketRatesService;
   actions: ActionService;
   relay: RelayService;
+  delegation: DelegationService;
   authenticate: Authenticator;
   prices: PriceList;
   payments: PaymentGate;
@@ -64,15 +66,17 @@ export function createServices(ctx: AppContext): Services {
   const prices = new PriceList();
   const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
+  const delegation = new DelegationService(ctx, chain);
   const actions = new ActionService(ctx, new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain);
   return {
     treasuries: new TreasuryService(ctx, (t) => actions.chainPosition(t)),
     access: new AccessRequestService(ctx),
     preview: new PreviewService(ctx, (chain) => marketRates.freshApy(chain)),
-    policy: new PolicyService(ctx),
+    policy: new PolicyService(ctx, (t) => delegation.state(t)),
     marketRates,
     actions,
     relay: new RelayService(ctx, actions),
+    delegation,
     authenticate: bearerAuthenticator(ctx),
     prices,
     payments: createPaymentGate(ctx, {

@@ -64,6 +64,11 @@ const envSchema = z.object({
   X402_MAX_TIMEOUT_SECONDS: positiveInt(120),
   CDP_API_KEY_ID: z.string().optional(),
   CDP_API_KEY_SECRET: z.string().optional(),
+  AUTOMATION_ADDRESS: z
+    .string()
+    .optional()
+    .transform((v) => (v && v !== "" ? v : undefined))
+    .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address").optional()),
   FEE_RECIPIENT: z
     .string()
     .optional()
@@ -93,6 +98,8 @@ export interface Config {
   rpcTimeoutMs: number;
   /** address that receives service fees in wallet-mode envelopes */
   feeRecipient: `0x${string}`;
+  /** the protection engine's automation address (its key is the engine's, never the gateway's) */
+  automationAddress: `0x${string}` | undefined;
   x402: {
     enabled: boolean;
     facilitator: "local" | "public" | "cdp";
@@ -130,6 +137,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     marketRatesTtlSeconds: e.MARKET_RATES_TTL_SECONDS,
     rpcTimeoutMs: e.RPC_TIMEOUT_MS,
     feeRecipient: e.FEE_RECIPIENT as `0x${string}`,
+    automationAddress: e.AUTOMATION_ADDRESS ? getAddress(e.AUTOMATION_ADDRESS.toLowerCase()) : undefined,
     x402: {
       enabled: e.X402_ENABLED === "true",
       facilitator: e.X402_FACILITATOR,

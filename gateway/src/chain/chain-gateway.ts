@@ -89,7 +89,7 @@ export class ChainGateway {
     return this.clients.has(chain);
   }
 
-  private client(chain: TreasuryChain): PublicClient {
+  client(chain: TreasuryChain): PublicClient {
     const c = this.clients.get(chain);
     if (!c) throw new Error(`no RPC configured for ${chain}`);
     return c;

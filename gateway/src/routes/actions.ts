@@ -27,7 +27,28 @@ import type { PolicyService } from "../services/policy-service";
 import { resolveAmount, type PreviewService } from "../services/preview-service";
 import type { RelayService } from "../services/relay-service";
 import type { TreasuryService } from "../services/treasury-service";
+import type { DelegationService } from "../services/delegation-service";
+import { z } from "../schemas/zod";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
+
+export const DelegationRequest = z
+  .strictObject({
+    module: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+    protect_below_health_score: z.number().min(1.05).max(3).optional().openapi({ description: "a tighter protect threshold than the preset's (operator-configurable)" }),
+  })
+  .openapi("DelegationRequest");
+
+export const DelegationDocument = z
+  .object({
+    object: z.literal("delegation"),
+    treasury_id: z.string(),
+    state: z.enum(["not_granted", "approved_pending_funds", "active", "revoked_pending_settlement", "revoked"]),
+    module: z.string().nullable(),
+    requirements: z.record(z.string(), z.unknown()),
+    protection_actions: z.array(z.record(z.string(), z.unknown())),
+  })
+  .passthrough()
+  .openapi("Delegation");
 
 export interface ActionDeps {
   actions: ActionService;
@@ -35,6 +56,7 @@ export interface ActionDeps {
   preview: PreviewService;
   policy: PolicyService;
   treasuries: TreasuryService;
+  delegation: DelegationService;
 }
 
 const AUTH_ERRORS = {
@@ -147,10 +169,49 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Reads"],
     security: "bearer_or_x402",
     responses: { 200: { description: "policy state (spec 2.12)", schema: PolicyState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: ({ res }) => {
+    handler: async ({ res }) => {
       const t = deps.actions.treasury(requireCredential(res).treasuryId);
-      return { status: 200, body: deps.policy.forTreasury(t) };
+      return { status: 200, body: await deps.policy.forTreasury(t) };
     },
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/delegation",
+    operationId: "getDelegation",
+    summary: "Delegation state of the authenticated managed treasury (extension)",
+    description:
+      "Extension of the spec: the lifecycle state derived from the chain (module enabled on the Safe, funds, automation transactions in flight), the module, what a module must be to be accepted, and the protection engine's actions.",
+    tags: ["Managed"],
+    security: "bearer_or_x402",
+    extension: true,
+    responses: { 200: { description: "delegation", schema: DelegationDocument }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    handler: async ({ res }) => ({ status: 200, body: await deps.delegation.view(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+  });
+
+  kit.route({
+    method: "post",
+    path: "/api/v1/delegation",
+    operationId: "registerDelegation",
+    summary: "Register the ProtectionModule the operator deployed for its Safe (extension)",
+    description:
+      "The operator approves delegation on chain (its Safe transaction enableModule); this call tells the gateway which module to watch. The module is checked on chain: its Safe, Pool, automation address and park target must be the treasury's.",
+    tags: ["Managed"],
+    security: "bearer_or_x402",
+    extension: true,
+    request: { body: DelegationRequest },
+    responses: {
+      200: { description: "delegation", schema: DelegationDocument },
+      400: err("not a matching ProtectionModule"),
+      401: err("missing or invalid credential"),
+      409: err("the treasury is not managed"),
+      503: err("no automation address or no RPC for the chain"),
+      ...RATE_LIMITED,
+    },
+    handler: async ({ res, body }) => ({
+      status: 200,
+      body: await deps.delegation.register(deps.actions.treasury(requireCredential(res).treasuryId), body.module as `0x${string}`, body.protect_below_health_score),
+    }),
   });
 
   kit.route({

@@ -91,7 +91,7 @@ export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): 
       404: err("no treasury registered for the address"),
       ...RATE_LIMITED,
     },
-    handler: ({ query }) => ({ status: 200, body: deps.policy.forSubject(resolveSubject(ctx, query.address)) }),
+    handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject(resolveSubject(ctx, query.address)) }),
   });
 
   kit.route({

@@ -56,9 +56,13 @@ export class ActionService {
     readonly chain: ChainGateway = new ChainGateway({}, 1),
   ) {}
 
-  /** a wallet-mode treasury whose chain has an RPC reads and acts on the chain, not the sandbox ledger */
+  /**
+   * A treasury whose chain has an RPC reads its position from the chain, not
+   * the sandbox ledger: wallet-mode treasuries and managed ones (the
+   * operator's Safe). Demo treasuries of sandbox keys stay simulated.
+   */
   chainBacked(t: TreasuryRecord): boolean {
-    return t.executionMode === "wallet" && this.chain.connected(t.chain);
+    return this.chain.connected(t.chain) && t.origin !== "sandbox_key";
   }
 
   async chainPosition(t: TreasuryRecord): Promise<ChainPosition | null> {

@@ -9,7 +9,11 @@ export class PolicyService {
   /** the public demo's clock starts when the service starts (the demo is reset at every start) */
   private readonly demoActivityAt: Date;
 
-  constructor(private readonly ctx: AppContext) {
+  constructor(
+    private readonly ctx: AppContext,
+    /** a treasury's delegation state, derived from its chain (not_granted without a delegation) */
+    private readonly delegationOf: (t: TreasuryRecord) => Promise<DelegationState> = async () => "not_granted",
+  ) {
     this.demoActivityAt = ctx.clock.now();
   }
 
@@ -17,10 +21,10 @@ export class PolicyService {
     return this.forSubject({ environment: "sandbox_simulation", address: t.walletAddress, holdings: t.holdings, preset: PRESETS[t.preset], treasury: t });
   }
 
-  forSubject(subject: Subject) {
+  async forSubject(subject: Subject) {
     const t = subject.treasury;
     const lastFeeBearing = t ? this.ctx.stores.fees.lastFeeBearingAt(t.id) ?? t.createdAt : this.demoActivityAt.toISOString();
-    const delegationState: DelegationState = t ? "not_granted" : "active";
+    const delegationState: DelegationState = t ? await this.delegationOf(t) : "active";
     return policyStateDocument({
       environment: subject.environment,
       address: subject.address,

@@ -1,0 +1,173 @@
+/**
+ * Managed treasuries on Safe, end to end on the Base fork: the operator creates
+ * a Safe, supplies WETH and borrows USDC through it, registers it, approves
+ * delegation; the ETH price falls until the health score is under 1.3; the
+ * protection engine repays through the module to about 25% LTV, once, with an
+ * audit entry; after revocation it can no longer act. Every lifecycle state.
+ */
+import { AaveV3Base } from "@aave-dao/aave-address-book";
+import { createWalletClient, encodeFunctionData, http, publicActions } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { ProtectionEngine } from "../../gateway/src/protection/engine";
+import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";
+import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { authed, registerTreasury } from "../helpers/treasury";
+
+let fork: BaseForkNode;
+let gw: TestGateway;
+let engine: ProtectionEngine;
+const automationKey = generatePrivateKey();
+const automation = privateKeyToAccount(automationKey);
+
+async function setEth(address: `0x${string}`) {
+  const c = createWalletClient({ account: automation, chain: base, transport: http(fork.rpcUrl) }).extend(publicActions);
+  await c.request({ method: "anvil_setBalance" as never, params: [address, "0x56BC75E2D63100000"] as never });
+}
+
+async function operatorWithSafe() {
+  const operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
+  await setEth(operator.account.address);
+  const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
+  const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed" });
+  return { operator, safe, tenant, api: authed(gw.url, tenant.key) };
+}
+
+beforeAll(async () => {
+  fork = await startBaseFork();
+  await setEth(automation.address);
+  gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
+  engine = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+}, 60_000);
+afterAll(async () => {
+  await gw?.close();
+  await fork?.stop();
+});
+
+describe("the managed treasury's delegation lifecycle and protection", () => {
+  it("protects a Safe whose health falls under 1.3, once, to about 25% LTV, and stops after revocation", async () => {
+    const { operator, safe, tenant, api } = await operatorWithSafe();
+    await operator.fundWeth(10n * 10n ** 18n);
+    await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
+
+    // the treasury's state is the Safe's on-chain position
+    const state = await api.get("/api/v1/treasury");
+    expect(state.body).toMatchObject({ environment: "chain", ltv: 50, health_score: 1.65, borrowed_usd: 15000 });
+    expect((await api.get("/api/v1/policy-state")).body.delegation.state).toBe("not_granted");
+
+    const module = await operator.deployModule(automation.address, 2500);
+    const registered = await api.post("/api/v1/delegation", { module }, null);
+    expect(registered.status).toBe(200);
+    expect(registered.body.state).toBe("not_granted"); // registered, not approved: the module is not enabled
+    // the engine never acts without active delegation
+    await fork.setPrice("WETH", 2_300);
+    expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("not_active");
+
+    await operator.approveDelegation(module);
+    expect((await api.get("/api/v1/delegation")).body.state).toBe("active");
+    const policy = (await api.get("/api/v1/policy-state")).body;
+    expect(policy.delegation.state).toBe("active");
+    expect(policy.protection_status).toBe("active");
+
+    // $23,000 of WETH against 15,000 USDC: health 23,000 x 0.825 / 15,000 = 1.265 < 1.3
+    const health = await api.get("/api/v1/health");
+    expect(health.body.health_score).toBeLessThan(1.3);
+    const [result] = (await engine.tick()).filter((r) => r.treasuryId === tenant.treasuryId);
+    expect(result!.outcome, result!.detail).toBe("executed");
+    const after = await api.get("/api/v1/treasury");
+    expect(after.body.ltv).toBeGreaterThanOrEqual(25);
+    expect(after.body.ltv).toBeLessThan(25.1);
+    expect(after.body.health_score).toBeGreaterThan(3);
+    const audit = (await api.get("/api/v1/audit")).body.data;
+    expect(audit.at(-1)).toMatchObject({ action: "protection", trigger: "protection", fee_usdc: 0, fee_bearing: false });
+    expect(audit.at(-1).amount_usdc).toBeCloseTo(15_000 - 0.25 * 23_000, 0);
+    const delegation = (await api.get("/api/v1/delegation")).body;
+    expect(delegation.protection_actions.at(-1)).toMatchObject({ status: "executed" });
+    expect(delegation.protection_actions.at(-1).tx_hashes).toHaveLength(2);
+
+    // never twice for one trigger: the next pass sees a restored position and does nothing
+    expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("healthy");
+    // a new fall is a new trigger; two concurrent passes act once
+    await fork.setPrice("WETH", 700);
+    const [a, b] = await Promise.all([engine.tick(), engine.tick()]);
+    const outcomes = [...a, ...b].filter((r) => r.treasuryId === tenant.treasuryId).map((r) => r.outcome);
+    expect(outcomes).toEqual(["executed"]);
+    expect((await api.get("/api/v1/delegation")).body.protection_actions.filter((x: any) => x.status === "executed")).toHaveLength(2);
+    // a trigger the engine could not resolve is not retried in a loop: disarmed, it waits for a recovery
+    gw.ctx.stores.delegations.setArmed(tenant.treasuryId, false);
+    await fork.setPrice("WETH", 200);
+    expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("already_acted");
+
+    // a call outside the scope is refused on chain
+    const client = createWalletClient({ account: automation, chain: base, transport: http(fork.rpcUrl) }).extend(publicActions);
+    await expect(
+      client.simulateContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [AaveV3Base.POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [AaveV3Base.ASSETS.USDC.UNDERLYING, 1n, 2n, 0, safe] })] }),
+    ).rejects.toThrow(/CallNotAllowed/);
+
+    // revocation: the engine can no longer act
+    await fork.setPrice("WETH", 3_000);
+    await engine.tick();
+    const revoke = await operator.revokeDelegation(module);
+    await client.waitForTransactionReceipt({ hash: revoke });
+    expect((await api.get("/api/v1/delegation")).body.state).toBe("revoked");
+    await fork.setPrice("WETH", 500);
+    expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("not_active");
+    await fork.setPrice("WETH", 3_000);
+  }, 60_000);
+
+  it("approved_pending_funds, and revoked_pending_settlement while an automation transaction is in flight", async () => {
+    const { operator, api } = await operatorWithSafe();
+    const module = await operator.deployModule(automation.address, 2500);
+    expect((await api.post("/api/v1/delegation", { module }, null)).status).toBe(200);
+    await operator.approveDelegation(module);
+    expect((await api.get("/api/v1/delegation")).body.state).toBe("approved_pending_funds");
+    await operator.fundWeth(10n ** 18n);
+    await operator.supplyAndBorrow(10n ** 18n, 0n);
+    expect((await api.get("/api/v1/delegation")).body.state).toBe("active");
+
+    // automine off: the revocation is mined first, then an automation transaction waits in the mempool
+    const client = createWalletClient({ account: automation, chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 }).extend(publicActions);
+    await client.request({ method: "evm_setAutomine" as never, params: [false] as never });
+    try {
+      const revoke = await operator.revokeDelegation(module);
+      await client.request({ method: "evm_mine" as never, params: [] as never });
+      expect((await client.waitForTransactionReceipt({ hash: revoke })).status).toBe("success");
+      expect((await api.get("/api/v1/delegation")).body.state).toBe("revoked");
+      const inFlight = await client.writeContract({
+        address: module,
+        abi: PROTECTION_MODULE_ABI,
+        functionName: "execute",
+        args: [AaveV3Base.ASSETS.USDC.UNDERLYING, encodeFunctionData({ abi: [{ type: "function", name: "approve", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [{ type: "bool" }], stateMutability: "nonpayable" }], functionName: "approve", args: [AaveV3Base.POOL, 1n] })],
+        gas: 500_000n,
+      });
+      expect((await api.get("/api/v1/delegation")).body.state).toBe("revoked_pending_settlement");
+      await client.request({ method: "evm_mine" as never, params: [] as never });
+      // it settled (and, the module being disabled, reverted): nothing in flight any more
+      expect((await client.waitForTransactionReceipt({ hash: inFlight })).status).toBe("reverted");
+      expect((await api.get("/api/v1/delegation")).body.state).toBe("revoked");
+    } finally {
+      await client.request({ method: "evm_setAutomine" as never, params: [true] as never });
+    }
+    // approving again brings it back
+    await operator.approveDelegation(module);
+    expect((await api.get("/api/v1/delegation")).body.state).toBe("active");
+  }, 60_000);
+
+  it("refuses a module that is not the treasury's", async () => {
+    const { operator, api } = await operatorWithSafe();
+    const wrongAutomation = await operator.deployModule(privateKeyToAccount(generatePrivateKey()).address, 2500);
+    const r = await api.post("/api/v1/delegation", { module: wrongAutomation }, null);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: "invalid_module", field: "automation" });
+    const wrongPark = await operator.deployModule(automation.address, 1000);
+    expect((await api.post("/api/v1/delegation", { module: wrongPark }, null)).body.field).toBe("park target");
+    const notModule = await api.post("/api/v1/delegation", { module: AaveV3Base.POOL }, null);
+    expect(notModule.status).toBe(400);
+    const wallet = await registerTreasury(gw.url, { wallet_address: privateKeyToAccount(generatePrivateKey()).address });
+    expect((await authed(gw.url, wallet.key).post("/api/v1/delegation", { module: wrongPark }, null)).status).toBe(409);
+    expect((await call(gw.url, "GET", "/openapi.json")).body.paths["/api/v1/delegation"]).toBeDefined();
+  });
+});
