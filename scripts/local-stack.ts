@@ -6,6 +6,7 @@
  *   Base Sepolia     anvil, chain 84532, TestUSDC at the real USDC address     :8546
  *   facilitator      the project's x402 facilitator (its own process)          :4021
  *   gateway          the treasury gateway, reading and relaying on the fork    :4020
+ *   protection       the protection engine (automation key), watching managed Safes
  *
  * It funds a demo agent (Anvil dev account 3: public test keys, never real
  * funds), writes its encrypted keystore and policy under .data/agent, prints
@@ -88,6 +89,8 @@ async function main() {
   nodes.push(sepolia);
 
   const agent = devAccount(3);
+  const automation = devAccount(5);
+  const operatorAccount = devAccount(6);
   const payTo = devAccount(2).address;
   const feeRecipient = devAccount(4).address;
 
@@ -106,6 +109,8 @@ async function main() {
   if (!fs.existsSync(keystore)) await createKeystore(keystore, DEMO_PASSPHRASE, hexKey(3));
   const policyFile = path.join(agentDir, "policy.json");
   if (!fs.existsSync(policyFile)) fs.writeFileSync(policyFile, `${JSON.stringify(defaultPolicy([feeRecipient]), null, 2)}\n`);
+  const operatorKeystore = path.join(dataDir, "operator", "keystore.json");
+  if (!fs.existsSync(operatorKeystore)) await createKeystore(operatorKeystore, DEMO_PASSPHRASE, hexKey(6));
 
   await child("facilitator", "gateway/src/x402/facilitator/main.ts", {
     FACILITATOR_RPC_URL: sepolia.rpcUrl,
@@ -120,8 +125,15 @@ async function main() {
     X402_FACILITATOR_URL: `http://127.0.0.1:${PORTS.facilitator}`,
     X402_PAY_TO: payTo,
     FEE_RECIPIENT: feeRecipient,
+    AUTOMATION_ADDRESS: automation.address,
     LOG_LEVEL: env.LOG_LEVEL ?? "info",
   }, /gateway listening/);
+  await child("protection", "gateway/src/protection/main.ts", {
+    DATA_DIR: dataDir,
+    BASE_RPC_URL: fork.rpcUrl,
+    AUTOMATION_PRIVATE_KEY: hexKey(5),
+    LOG_LEVEL: env.LOG_LEVEL ?? "info",
+  }, /protection engine running/);
 
   const gw = `http://127.0.0.1:${PORTS.gateway}`;
   process.stdout.write(
@@ -138,9 +150,13 @@ async function main() {
       `                keystore ${path.relative(ROOT, keystore)}, passphrase "${DEMO_PASSPHRASE}"`,
       `  x402 pay-to   ${payTo}`,
       `  fee recipient ${feeRecipient}`,
+      `  automation    ${automation.address}   (the protection engine's key; never a Safe owner)`,
+      `  operator      ${operatorAccount.address}   ETH on the fork; keystore .data/operator/keystore.json, same passphrase`,
       "",
       "try, in a second terminal:",
       `  SIGNER_PASSPHRASE=${DEMO_PASSPHRASE} npx signer-agent run deposit 500`,
+      "a managed treasury on a Safe (README: operator walk-through):",
+      `  SIGNER_PASSPHRASE=${DEMO_PASSPHRASE} npx signer-agent operator create-safe   (then fund 10 --borrow 15000, register, approve)`,
       "",
     ].join("\n"),
   );

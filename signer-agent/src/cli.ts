@@ -6,6 +6,8 @@
  *   signer-agent balance                           ETH, USDC and the Aave position on the fork
  *   signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth] [--bearer sk_...]
  *   signer-agent serve [--port 4030]               loopback signing endpoint (SIGNER_SERVE_TOKEN)
+ *   signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve [--protect-below 1.4]|revoke|status>
+ *                                                   the operator's managed treasury on a Safe (SIGNER_DIR defaults to .data/operator)
  *
  * Environment: SIGNER_DIR (./.data/agent), SIGNER_KEYSTORE, SIGNER_PASSPHRASE (else a prompt),
  * SIGNER_POLICY, SIGNER_AUDIT_LOG, SIGNER_GATEWAY_URL (http://127.0.0.1:4020),
@@ -55,6 +57,80 @@ async function agentFrom(cfg: ReturnType<typeof agentConfig>) {
   });
 }
 
+/** the operator's managed treasury: a Safe it owns, registered, with delegation approved or revoked */
+async function operatorCommand(rest: string[], flags: Record<string, string | boolean>): Promise<number> {
+  const cfg = agentConfig({ dir: (flags.dir as string) ?? process.env.OPERATOR_DIR ?? "./.data/operator", ...flags });
+  const stateFile = path.join(path.dirname(cfg.keystore), "operator.json");
+  const state = (fs.existsSync(stateFile) ? JSON.parse(fs.readFileSync(stateFile, "utf8")) : {}) as { safe?: `0x${string}`; api_key?: string; treasury_id?: string; module?: `0x${string}` };
+  const save = () => fs.writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  const privateKey = await loadKey({ keystore: cfg.keystore, passphrase: cfg.passphrase, rawKey: cfg.devRawKey, allowRawKey: Boolean(cfg.devRawKey) });
+  const { Operator } = await import("./operator");
+  const operator = new Operator({ privateKey, rpcUrl: cfg.rpcUrl });
+  if (state.safe) await operator.connect(state.safe);
+  const gateway = async (method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${cfg.gatewayUrl}${p}`, {
+      method,
+      headers: { "content-type": "application/json", ...(state.api_key ? { authorization: `Bearer ${state.api_key}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.json()) as Record<string, any>;
+    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${json.error}: ${json.message}`);
+    return json;
+  };
+  const [sub, arg] = rest;
+  switch (sub) {
+    case "create-safe":
+      state.safe = await operator.createSafe();
+      save();
+      out(`Safe ${state.safe} created, owned by ${operator.account.address} (threshold 1)`);
+      return 0;
+    case "fund": {
+      if (!state.safe) throw new Error("no Safe yet: signer-agent operator create-safe");
+      const weth = Number(arg ?? "1");
+      const wei = BigInt(Math.round(weth * 1e6)) * 10n ** 12n;
+      await operator.fundWeth(wei);
+      const borrow = flags.borrow ? BigInt(Math.round(Number(flags.borrow) * 1e6)) : 0n;
+      await operator.supplyAndBorrow(wei, borrow);
+      out(`supplied ${weth} WETH${borrow ? ` and borrowed ${Number(borrow) / 1e6} USDC` : ""} through the Safe`);
+      return 0;
+    }
+    case "register": {
+      if (!state.safe) throw new Error("no Safe yet: signer-agent operator create-safe");
+      const t = await gateway("POST", "/api/v1/treasuries", { wallet_address: state.safe, execution_mode: "managed" });
+      state.api_key = t.api_key;
+      state.treasury_id = t.treasury_id;
+      save();
+      out(`managed treasury ${t.treasury_id} registered; its key is kept in ${stateFile}`);
+      return 0;
+    }
+    case "approve": {
+      const d = await gateway("GET", "/api/v1/delegation");
+      if (!d.requirements.automation) throw new Error("the gateway has no automation address configured");
+      state.module = state.module ?? (await operator.deployModule(d.requirements.automation, d.requirements.park_target_bps));
+      save();
+      await gateway("POST", "/api/v1/delegation", { module: state.module, ...(flags["protect-below"] ? { protect_below_health_score: Number(flags["protect-below"]) } : {}) });
+      const hash = await operator.approveDelegation(state.module);
+      out(`delegation approved: module ${state.module} enabled on the Safe (${hash})`);
+      out(JSON.stringify(await gateway("GET", "/api/v1/delegation"), null, 2));
+      return 0;
+    }
+    case "revoke": {
+      if (!state.module) throw new Error("no module to revoke");
+      const hash = await operator.revokeDelegation(state.module);
+      await operator.publicClient.waitForTransactionReceipt({ hash });
+      out(`delegation revoked: module ${state.module} disabled (${hash}); already-submitted actions may still settle`);
+      return 0;
+    }
+    case "status":
+      out(JSON.stringify(await gateway("GET", "/api/v1/delegation"), null, 2));
+      out(JSON.stringify(await gateway("GET", "/api/v1/health"), null, 2));
+      return 0;
+    default:
+      out("usage: signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve|revoke|status>");
+      return 2;
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const { positional, flags } = parseArgs(argv);
   const cfg = agentConfig(flags);
@@ -97,6 +173,8 @@ export async function main(argv: string[]): Promise<number> {
         out(`on chain: ${JSON.stringify(result.onChain)}`);
         return 0;
       }
+      case "operator":
+        return await operatorCommand(rest, flags);
       case "serve": {
         const token = cfg.serveToken ?? randomBytes(24).toString("base64url");
         const agent = await agentFrom(cfg);

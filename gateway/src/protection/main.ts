@@ -1,0 +1,36 @@
+/**
+ * The protection engine as its own process (it holds the automation key; the
+ * gateway holds none): DATA_DIR (the gateway's database), BASE_RPC_URL /
+ * ARBITRUM_RPC_URL, AUTOMATION_PRIVATE_KEY, PROTECTION_INTERVAL_MS (default 2000).
+ */
+import path from "node:path";
+import { pino } from "pino";
+import type { Hex } from "viem";
+import { loadConfig } from "../config";
+import { systemClock } from "../lib/clock";
+import { createStores, linksFor, type AppContext } from "../services/context";
+import { openDatabase } from "../store/db";
+import { ProtectionEngine } from "./engine";
+
+const key = process.env.AUTOMATION_PRIVATE_KEY as Hex | undefined;
+if (!key) {
+  process.stderr.write("AUTOMATION_PRIVATE_KEY is required\n");
+  process.exit(2);
+}
+const config = loadConfig();
+const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
+const db = openDatabase(path.join(config.dataDir, "gateway.sqlite"));
+const ctx: AppContext = { config, db, stores: createStores(db), clock: systemClock, links: linksFor("http://127.0.0.1") };
+const engine = new ProtectionEngine(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
+const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
+logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");
+const timer = setInterval(async () => {
+  for (const r of await engine.tick()) if (r.outcome !== "healthy" && r.outcome !== "not_active") logger.info(r, "protection");
+}, interval);
+const stop = () => {
+  clearInterval(timer);
+  db.close();
+  process.exit(0);
+};
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);
