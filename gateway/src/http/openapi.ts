@@ -37,6 +37,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
       { name: "Wallet loop" },
       { name: "Live access" },
       { name: "MCP" },
+      { name: "Managed" },
     ],
   });
 }
