@@ -1,14 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from "../helpers/gateway";
-import { ResponseValidator } from "../helpers/openapi";
+import { ResponseValidator, startValidatedGateway } from "../helpers/openapi";
 
 let gw: TestGateway;
 let v: ResponseValidator;
-const req = async (method: string, path: string, body?: unknown) => {
-  const r = await call(gw.url, method, path, body === undefined ? {} : { body });
-  v.check(method, path, r.status, r.body);
-  return r;
-};
+let checkedReq: Awaited<ReturnType<typeof startValidatedGateway>>["req"];
+const req = (method: string, path: string, body?: unknown) => checkedReq(method, path, body);
 const admin = (method: string, path: string, body?: unknown, token = ADMIN_TOKEN) =>
   call(gw.url, method, path, { ...(body === undefined ? {} : { body }), headers: { authorization: `Bearer ${token}` } });
 
@@ -23,8 +20,7 @@ const validApplication = {
 };
 
 beforeAll(async () => {
-  gw = await startTestGateway();
-  v = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
+  ({ gw, v, req: checkedReq } = await startValidatedGateway());
 });
 afterAll(() => gw.close());
 

@@ -1,23 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
-import { ResponseValidator } from "../helpers/openapi";
+import { ResponseValidator, startValidatedGateway } from "../helpers/openapi";
 
 let gw: TestGateway;
 let v: ResponseValidator;
-const get = async (path: string) => {
-  const r = await call(gw.url, "GET", path);
-  v.check("GET", path, r.status, r.body);
-  return r;
-};
-const post = async (path: string, body: unknown) => {
-  const r = await call(gw.url, "POST", path, { body });
-  v.check("POST", path, r.status, r.body);
-  return r;
-};
+let checkedReq: Awaited<ReturnType<typeof startValidatedGateway>>["req"];
+const get = (path: string) => checkedReq("GET", path);
+const post = (path: string, body: unknown) => checkedReq("POST", path, body);
 
 beforeAll(async () => {
-  gw = await startTestGateway();
-  v = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
+  ({ gw, v, req: checkedReq } = await startValidatedGateway());
 });
 afterAll(() => gw.close());
 

@@ -1,19 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashApiKey } from "../../gateway/src/lib/secrets";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
-import { ResponseValidator } from "../helpers/openapi";
+import { ResponseValidator, startValidatedGateway } from "../helpers/openapi";
 
 let gw: TestGateway;
 let v: ResponseValidator;
-const req = async (method: string, path: string, body?: unknown) => {
-  const r = await call(gw.url, method, path, body === undefined ? {} : { body });
-  v.check(method, path, r.status, r.body);
-  return r;
-};
+let checkedReq: Awaited<ReturnType<typeof startValidatedGateway>>["req"];
+const req = (method: string, path: string, body?: unknown) => checkedReq(method, path, body);
 
 beforeAll(async () => {
-  gw = await startTestGateway({ SANDBOX_KEY_CAPACITY: "6" });
-  v = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
+  ({ gw, v, req: checkedReq } = await startValidatedGateway({ SANDBOX_KEY_CAPACITY: "6" }));
 });
 afterAll(() => gw.close());
 

@@ -6,6 +6,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { expect } from "vitest";
+import { call, startTestGateway } from "./gateway";
 
 type Doc = { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>> };
 
@@ -49,4 +50,16 @@ export class ResponseValidator {
     const ok = validate(body);
     expect(ok, `${method} ${concretePath} ${status} matches the OpenAPI schema: ${JSON.stringify(validate.errors)}`).toBe(true);
   }
+}
+
+/** a gateway for a test file, with a caller that validates every response against /openapi.json */
+export async function startValidatedGateway(env: Record<string, string> = {}, opts: Parameters<typeof startTestGateway>[1] = {}) {
+  const gw = await startTestGateway(env, opts);
+  const v = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
+  const req = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const r = await call(gw.url, method, path, { ...(body === undefined ? {} : { body }), headers });
+    v.check(method, path, r.status, r.body);
+    return r;
+  };
+  return { gw, v, req };
 }
