@@ -163,6 +163,33 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect((await api.get("/api/v1/delegation")).body.state).toBe("active");
   }, 60_000);
 
+  it("respects the gas caps and an operator's tighter protect threshold", async () => {
+    const { operator, tenant, api } = await operatorWithSafe();
+    await operator.fundWeth(10n * 10n ** 18n);
+    await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n); // health 1.65
+    const module = await operator.deployModule(automation.address, 2500);
+    // a tighter band: protect below 1.7 instead of the preset's 1.3
+    expect((await api.post("/api/v1/delegation", { module, protect_below_health_score: 1.7 }, null)).status).toBe(200);
+    await operator.approveDelegation(module);
+    const mine = (rs: Awaited<ReturnType<ProtectionEngine["tick"]>>) => rs.find((r) => r.treasuryId === tenant.treasuryId)!;
+    // a per-action cap no repayment fits: skipped, nothing sent
+    const capped = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey, gasCaps: { perActionUsd: 0.000001, perMonthUsd: 5 } });
+    const skipped = mine(await capped.tick());
+    expect(skipped.outcome).toBe("skipped");
+    expect(skipped.detail).toMatch(/per-action cap/);
+    expect((await api.get("/api/v1/treasury")).body.ltv).toBe(50);
+    // a monthly budget already spent: skipped
+    const spent = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey, gasCaps: { perActionUsd: 1, perMonthUsd: 0 } });
+    expect(mine(await spent.tick()).detail).toMatch(/gas budget/);
+    // within the caps, the tighter threshold acts at health 1.65
+    const acted = mine(await engine.tick());
+    expect(acted.outcome, acted.detail).toBe("executed");
+    expect((await api.get("/api/v1/treasury")).body.ltv).toBe(25);
+    const actions = (await api.get("/api/v1/delegation")).body.protection_actions;
+    expect(actions.filter((a: any) => a.status === "skipped")).toHaveLength(2);
+    expect(actions.find((a: any) => a.status === "executed").gas_usd).toBeLessThan(0.25);
+  }, 60_000);
+
   it("refuses a module that is not the treasury's", async () => {
     const { operator, api } = await operatorWithSafe();
     const wrongAutomation = await operator.deployModule(privateKeyToAccount(generatePrivateKey()).address, 2500);

@@ -98,6 +98,36 @@ describe("ProtectionModule", () => {
     expect(await tryExecute(POOL, repay(1_000_000n))).toBe("OvershotParkTarget");
   });
 
+  it("allows repayWithATokens (collateral repays debt) and a withdrawal that does not raise LTV", async () => {
+    // a second Safe: USDC supplied as collateral, USDC borrowed against it
+    const op2 = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
+    await setEth(op2.account.address);
+    const safe2 = await op2.createSafe("2");
+    const minter = createWalletClient({ account: (await import("../../fixtures/base-sepolia")).devAccount(0), chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 }).extend(publicActions);
+    await minter.waitForTransactionReceipt({ hash: await minter.writeContract({ address: USDC, abi: [{ type: "function", name: "mint", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [], stateMutability: "nonpayable" }], functionName: "mint", args: [safe2, 20_000n * 10n ** 6n] }) });
+    await op2.execSafe([
+      { to: USDC, data: approveUsdc(POOL, 20_000n * 10n ** 6n) },
+      { to: POOL, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "supply", args: [USDC, 20_000n * 10n ** 6n, safe2, 0] }) },
+    ]);
+    const module2 = await op2.deployModule(automation.address, 2500);
+    await op2.approveDelegation(module2);
+    const previous = module;
+    module = module2;
+    try {
+      // no debt: withdrawing to the Safe keeps LTV at 0
+      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [USDC, 1_000n * 10n ** 6n, safe2] }))).toBe("ok");
+      await op2.execSafe([{ to: POOL, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [USDC, 10_000n * 10n ** 6n, 2n, 0, safe2] }) }]);
+      // 19,000 collateral, 10,000 debt (52.6%): repaying X with aTokens gives (10,000 - X) / (19,000 - X) = 25% at X = 7,000
+      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 7_000n * 10n ** 6n, 2n] }))).toBe("ok");
+      const ltv = await service().readContract({ address: module2, abi: PROTECTION_MODULE_ABI, functionName: "ltvBps" });
+      expect(ltv).toBe(2500n);
+      // at the park target any further repayment with aTokens would end below it (repayWithATokens only ever repays the Safe's own debt)
+      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 1n, 2n] }))).toBe("OvershotParkTarget");
+    } finally {
+      module = previous;
+    }
+  });
+
   it("revocation stops future actions, while one already submitted may still settle", async () => {
     // the price falls: LTV rises above the target again
     await fork.setPrice("WETH", 2_000); // $20,000 collateral, 7,500 debt: 37.5%
