@@ -25,6 +25,14 @@ interface Figures {
   non2xx: number;
 }
 
+/** a gateway on a free port with its own database and rate limits out of the way */
+async function benchGateway(env: Record<string, string> = {}) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-"));
+  const config = loadConfig({ PORT: "0", DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MIN: "100000000", RATE_LIMIT_WRITE_PER_MIN: "100000000", LOG_LEVEL: "silent", ...env });
+  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+  return Object.assign(gw, { dataDir });
+}
+
 async function load(name: string, opts: autocannon.Options): Promise<Figures> {
   const result = await autocannon({ duration: SECONDS, connections: CONNECTIONS, ...opts });
   return {
@@ -46,15 +54,7 @@ async function main(): Promise<void> {
   await new Promise((r) => bare.once("listening", r));
   const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
 
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-"));
-  const config = loadConfig({
-    PORT: "0",
-    DATA_DIR: dataDir,
-    RATE_LIMIT_READ_PER_MIN: "100000000",
-    RATE_LIMIT_WRITE_PER_MIN: "100000000",
-    LOG_LEVEL: "silent",
-  });
-  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+  const gw = await benchGateway();
 
   let counter = 0;
   const rows: Figures[] = [];
@@ -123,19 +123,9 @@ async function benchWalletLoop() {
 
   const [fork, sepolia] = await Promise.all([startBaseFork(), startBaseSepolia()]);
   const facilitator = await startFacilitator({ rpcUrl: sepolia.rpcUrl, privateKey: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d", port: 0 });
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-loop-"));
   const feeRecipient = devAccount(4).address;
-  const config = loadConfig({
-    PORT: "0",
-    DATA_DIR: dataDir,
-    RATE_LIMIT_READ_PER_MIN: "100000000",
-    RATE_LIMIT_WRITE_PER_MIN: "100000000",
-    BASE_RPC_URL: fork.rpcUrl,
-    X402_FACILITATOR_URL: facilitator.url,
-    X402_PAY_TO: devAccount(2).address,
-    FEE_RECIPIENT: feeRecipient,
-  });
-  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+  const gw = await benchGateway({ BASE_RPC_URL: fork.rpcUrl, X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address, FEE_RECIPIENT: feeRecipient });
+  const dataDir = gw.dataDir;
   try {
     const privateKey = generatePrivateKey();
     const account = privateKeyToAccount(privateKey);
@@ -204,16 +194,7 @@ async function benchX402() {
     privateKey: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
     port: 0,
   });
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-x402-"));
-  const config = loadConfig({
-    PORT: "0",
-    DATA_DIR: dataDir,
-    RATE_LIMIT_READ_PER_MIN: "100000000",
-    RATE_LIMIT_WRITE_PER_MIN: "100000000",
-    X402_FACILITATOR_URL: facilitator.url,
-    X402_PAY_TO: devAccount(2).address,
-  });
-  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+  const gw = await benchGateway({ X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address });
   try {
     const unpaid = await load("GET /api/v1/health unpaid (402)", { url: `${gw.url}/api/v1/health` });
 
