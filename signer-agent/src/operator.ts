@@ -25,24 +25,7 @@ export function protectionModuleArtifact(): { abi: readonly unknown[]; bytecode:
   return JSON.parse(fs.readFileSync(file, "utf8"));
 }
 
-export const PROTECTION_MODULE_ABI = parseAbi([
-  "function execute(address to, bytes data) returns (bool)",
-  "function safe() view returns (address)",
-  "function pool() view returns (address)",
-  "function automation() view returns (address)",
-  "function parkTargetBps() view returns (uint256)",
-  "function listedToken(address) view returns (bool)",
-  "function ltvBps() view returns (uint256)",
-  "error NotAutomation()",
-  "error NotEnabled()",
-  "error CallNotAllowed(address to, bytes4 selector)",
-  "error NotForThisSafe()",
-  "error TokenNotListed(address token)",
-  "error LtvDidNotDecrease(uint256 beforeBps, uint256 afterBps)",
-  "error LtvIncreased(uint256 beforeBps, uint256 afterBps)",
-  "error OvershotParkTarget(uint256 afterBps, uint256 parkTargetBps)",
-  "error ExecutionFailed()",
-]);
+export { PROTECTION_MODULE_ABI } from "../../contracts-abi/protection-module";
 
 export class Operator {
   readonly account;

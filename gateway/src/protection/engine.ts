@@ -20,6 +20,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
+import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
 import { ChainGateway, chainHealthScore } from "../chain/chain-gateway";
 import { repaymentToPark } from "../domain/delegation";
 import { feeFor } from "../domain/fees";
@@ -31,18 +32,6 @@ import type { AppContext } from "../services/context";
 import { DelegationService } from "../services/delegation-service";
 import type { DelegationRecord } from "../store/delegation-store";
 
-const MODULE_ABI = [
-  {
-    type: "function",
-    name: "execute",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "to", type: "address" },
-      { name: "data", type: "bytes" },
-    ],
-    outputs: [{ type: "bool" }],
-  },
-] as const;
 const ORACLE_ABI = [{ type: "function", name: "getAssetPrice", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] }] as const;
 
 export interface TickResult {
@@ -154,7 +143,7 @@ export class ProtectionEngine {
     let gas = 0n;
     for (const c of calls) {
       // approvals are estimated as they stand; the repayment after its approval is estimated generously
-      gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, abi: MODULE_ABI, functionName: "execute", args: [c.to, c.data] }) : 400_000n;
+      gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] }) : 400_000n;
     }
     const costUsd = (Number(gas * fees.maxFeePerGas) / 1e18) * (Number(ethPrice) / 1e8);
     const caps = this.caps();
@@ -167,7 +156,7 @@ export class ProtectionEngine {
     const hashes: Hex[] = [];
     let gasUsedUsd = 0;
     for (const c of calls) {
-      const hash = await wallet.writeContract({ address: d.module, abi: MODULE_ABI, functionName: "execute", args: [c.to, c.data], chain: null, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, gas: 1_000_000n });
+      const hash = await wallet.writeContract({ address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data], chain: null, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, gas: 1_000_000n });
       const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
       hashes.push(hash);
       gasUsedUsd += (Number(receipt.gasUsed * receipt.effectiveGasPrice) / 1e18) * (Number(ethPrice) / 1e8);

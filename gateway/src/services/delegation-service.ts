@@ -7,6 +7,7 @@
 import { getAddress } from "viem";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
+import { PROTECTION_MODULE_ABI, SAFE_MODULE_ABI } from "../../../contracts-abi/protection-module";
 import { delegationState } from "../domain/delegation";
 import type { DelegationState } from "../domain/policy";
 import { PRESETS } from "../domain/presets";
@@ -15,15 +16,6 @@ import type { ChainGateway } from "../chain/chain-gateway";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { AppContext } from "./context";
 
-export const MODULE_VIEW_ABI = [
-  { type: "function", name: "safe", stateMutability: "view", inputs: [], outputs: [{ type: "address" }] },
-  { type: "function", name: "pool", stateMutability: "view", inputs: [], outputs: [{ type: "address" }] },
-  { type: "function", name: "automation", stateMutability: "view", inputs: [], outputs: [{ type: "address" }] },
-  { type: "function", name: "parkTargetBps", stateMutability: "view", inputs: [], outputs: [{ type: "uint256" }] },
-] as const;
-export const SAFE_MODULE_ABI = [
-  { type: "function", name: "isModuleEnabled", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "bool" }] },
-] as const;
 
 export class DelegationService {
   constructor(
@@ -56,7 +48,7 @@ export class DelegationService {
     let got;
     try {
       const [safe, pool, automation, park] = await Promise.all(
-        (["safe", "pool", "automation", "parkTargetBps"] as const).map((fn) => c.readContract({ address: module, abi: MODULE_VIEW_ABI, functionName: fn })),
+        (["safe", "pool", "automation", "parkTargetBps"] as const).map((fn) => c.readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: fn })),
       );
       got = { safe: getAddress(safe as string), pool: getAddress(pool as string), automation: getAddress(automation as string), park: Number(park) };
     } catch {
