@@ -129,12 +129,7 @@ async function benchWalletLoop() {
   try {
     const privateKey = generatePrivateKey();
     const account = privateKeyToAccount(privateKey);
-    const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
-    await pub.request({ method: "anvil_setBalance" as never, params: [account.address, "0x56BC75E2D63100000"] as never });
-    const minter = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
-    await minter.waitForTransactionReceipt({
-      hash: await minter.writeContract({ address: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", abi: parseAbi(["function mint(address,uint256)"]), functionName: "mint", args: [account.address, 1_000_000_000_000n] }),
-    });
+    await fork.fund(account.address, 1_000_000_000_000n);
     await sepolia.fund(account.address, 100_000_000n);
     const policy = { ...defaultPolicy([feeRecipient]), x402_daily_budget_usdc: 1000 };
     const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, x402RpcUrl: sepolia.rpcUrl, policy, audit: new AuditLog(path.join(dataDir, "audit.jsonl")) });

@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { createWalletClient, http, parseAbi, publicActions } from "viem";
 import { base } from "viem/chains";
 import { startAnvil, type AnvilNode } from "../fixtures/anvil";
-import { startBaseFork } from "../fixtures/base-fork";
+import { forkManifest, fundOnFork, startBaseFork } from "../fixtures/base-fork";
 import { DEV_MNEMONIC, devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
 import { createKeystore } from "../signer-agent/src/keystore";
 import { defaultPolicy } from "../signer-agent/src/policy";
@@ -95,12 +95,7 @@ async function main() {
   const feeRecipient = devAccount(4).address;
 
   // fund the demo agent: USDC and ETH on the fork (TestUSDC's minter is dev account 0), USDC on Base Sepolia for x402
-  if (!forkUrl) {
-    const minter = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl) }).extend(publicActions);
-    const usdc = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const;
-    const hash = await minter.writeContract({ address: usdc, abi: parseAbi(["function mint(address,uint256)"]), functionName: "mint", args: [agent.address, 10_000_000_000n] });
-    await minter.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-  }
+  if (!forkUrl) await fundOnFork(fork.rpcUrl, forkManifest().tokens.USDC, agent.address, 10_000_000_000n);
   await sepolia.fund(agent.address, 100_000_000n);
 
   const dataDir = path.resolve(env.DATA_DIR ?? path.join(ROOT, ".data"));

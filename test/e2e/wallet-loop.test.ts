@@ -58,11 +58,7 @@ async function newAgent(gatewayUrl = gw.url) {
   const privateKey = generatePrivateKey();
   const account = privateKeyToAccount(privateKey);
   const pub = createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) });
-  await pub.request({ method: "anvil_setBalance" as never, params: [account.address, "0x56BC75E2D63100000"] as never });
-  const minter = createWalletClient({ account: devAccount(0), chain: base, transport: viemHttp(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
-  await minter.waitForTransactionReceipt({
-    hash: await minter.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: parseAbi(["function mint(address,uint256)"]), functionName: "mint", args: [account.address, 20_000_000_000n] }),
-  });
+  await fork.fund(account.address, 20_000_000_000n);
   await sepolia.fund(account.address, 10_000_000n);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-"));
   const audit = new AuditLog(path.join(dir, "audit.jsonl"));

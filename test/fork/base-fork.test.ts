@@ -30,16 +30,8 @@ const clients = (pk: Hex) => {
   return { account, wallet };
 };
 
-async function fundWithEth(address: `0x${string}`) {
-  const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
-  await pub.request({ method: "anvil_setBalance" as never, params: [address, "0x56BC75E2D63100000"] as never }); // 100 ETH
-}
-
-async function mintUsdc(to: `0x${string}`, atomic: bigint) {
-  const minter = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
-  const hash = await minter.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: MINT_ABI, functionName: "mint", args: [to, atomic] });
-  await minter.waitForTransactionReceipt({ hash });
-}
+const fundWithEth = (address: `0x${string}`) => fork.fund(address);
+const mintUsdc = (to: `0x${string}`, atomic: bigint) => fork.fund(to, atomic);
 
 describe("Aave V3 at the real Base addresses", () => {
   it("has the Pool, aTokens and debt tokens where Base has them", async () => {

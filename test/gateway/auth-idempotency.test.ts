@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../gateway/src/lib/clock";
 import { issueApiKey } from "../../gateway/src/services/api-keys";
 import type { AnvilNode } from "../../fixtures/anvil";
-import { startBaseFork } from "../../fixtures/base-fork";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { AaveV3Base } from "@aave-dao/aave-address-book";
 import { createWalletClient, http as viemHttp, parseAbi, publicActions } from "viem";
@@ -183,7 +183,7 @@ describe("Idempotency-Key (spec 8)", () => {
 });
 
 describe("50 concurrent identical requests while the handler waits on a chain", () => {
-  let anvil: AnvilNode;
+  let anvil: BaseForkNode;
   let chainGw: TestGateway;
   let slowRpc: http.Server;
   beforeAll(async () => {
@@ -212,10 +212,7 @@ describe("50 concurrent identical requests while the handler waits on a chain", 
   it("create one envelope; the others see 409 in flight or the replay", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     // the wallet holds USDC on the fork: the deposit passes the chain-backed balance check
-    const minter = createWalletClient({ account: devAccount(0), chain: base, transport: viemHttp(anvil.rpcUrl) }).extend(publicActions);
-    await minter.waitForTransactionReceipt({
-      hash: await minter.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: parseAbi(["function mint(address,uint256)"]), functionName: "mint", args: [account.address, 1_000_000_000n] }),
-    });
+    await anvil.fund(account.address, 1_000_000_000n);
     const t = await registerTreasury(chainGw.url, { wallet_address: account.address });
     const api = authed(chainGw.url, t.key);
     const key = newIdempotencyKey();

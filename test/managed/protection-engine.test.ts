@@ -23,10 +23,7 @@ let engine: ProtectionEngine;
 const automationKey = generatePrivateKey();
 const automation = privateKeyToAccount(automationKey);
 
-async function setEth(address: `0x${string}`) {
-  const c = createWalletClient({ account: automation, chain: base, transport: http(fork.rpcUrl) }).extend(publicActions);
-  await c.request({ method: "anvil_setBalance" as never, params: [address, "0x56BC75E2D63100000"] as never });
-}
+const setEth = (address: `0x${string}`) => fork.fund(address);
 
 async function operatorWithSafe() {
   const operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });

@@ -24,9 +24,7 @@ const POOL = AaveV3Base.POOL;
 
 const service = () => createWalletClient({ account: automation, chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 }).extend(publicActions);
 
-async function setEth(address: `0x${string}`) {
-  await service().request({ method: "anvil_setBalance" as never, params: [address, "0x56BC75E2D63100000"] as never });
-}
+const setEth = (address: `0x${string}`) => fork.fund(address);
 
 /** the module's custom error name when the automation key's call reverts, or "ok" */
 async function tryExecute(to: `0x${string}`, data: Hex, from = automation): Promise<string> {
@@ -103,8 +101,7 @@ describe("ProtectionModule", () => {
     const op2 = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
     await setEth(op2.account.address);
     const safe2 = await op2.createSafe("2");
-    const minter = createWalletClient({ account: (await import("../../fixtures/base-sepolia")).devAccount(0), chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 }).extend(publicActions);
-    await minter.waitForTransactionReceipt({ hash: await minter.writeContract({ address: USDC, abi: [{ type: "function", name: "mint", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [], stateMutability: "nonpayable" }], functionName: "mint", args: [safe2, 20_000n * 10n ** 6n] }) });
+    await fork.fund(safe2, 20_000n * 10n ** 6n);
     await op2.execSafe([
       { to: USDC, data: approveUsdc(POOL, 20_000n * 10n ** 6n) },
       { to: POOL, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "supply", args: [USDC, 20_000n * 10n ** 6n, safe2, 0] }) },
