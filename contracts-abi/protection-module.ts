@@ -21,3 +21,7 @@ export const PROTECTION_MODULE_ABI = parseAbi([
 ]);
 
 export const SAFE_MODULE_ABI = parseAbi(["function isModuleEnabled(address module) view returns (bool)"]);
+
+/** EIP-1271: a contract wallet (a Safe through its fallback handler) vouches for a signature over a hash */
+export const EIP1271_ABI = parseAbi(["function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)"]);
+export const EIP1271_MAGIC_VALUE = "0x1626ba7e";

@@ -9,7 +9,8 @@ import { requireJsonBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
 import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
 import { buildOpenApiDocument } from "./http/openapi";
-import { rateLimits } from "./http/rate-limit";
+import { credentialCreationLimit, rateLimits } from "./http/rate-limit";
+import { limitJsonDepth } from "./http/content-type";
 import { accessLog, requestId } from "./http/request-context";
 import { RouteTable } from "./http/route";
 import { adminGuard, adminRoutes } from "./routes/admin";
@@ -34,6 +35,7 @@ import { ActionService } from "./services/action-service";
 import { bearerAuthenticator, type Authenticator } from "./services/authenticator";
 import { RelayService } from "./services/relay-service";
 import { DelegationService } from "./services/delegation-service";
+import { StatementVerifier } from "./services/statement-verifier";
 import type { AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
 import { MarketRatesService } from "./services/market-rates";
@@ -66,10 +68,11 @@ export function createServices(ctx: AppContext): Services {
   const prices = new PriceList();
   const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
-  const delegation = new DelegationService(ctx, chain);
+  const statements = new StatementVerifier(ctx, chain);
+  const delegation = new DelegationService(ctx, chain, statements);
   const actions = new ActionService(ctx, new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain);
   return {
-    treasuries: new TreasuryService(ctx, (t) => actions.chainPosition(t)),
+    treasuries: new TreasuryService(ctx, (t) => actions.chainPosition(t), statements),
     access: new AccessRequestService(ctx),
     preview: new PreviewService(ctx, (chain) => marketRates.freshApy(chain)),
     policy: new PolicyService(ctx, (t) => delegation.state(t)),
@@ -109,17 +112,20 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
       readPerWindow: ctx.config.rateLimit.readPerWindow,
       writePerWindow: ctx.config.rateLimit.writePerWindow,
       windowMs: ctx.config.rateLimit.windowMs,
-      credentialOf: (req) => {
+      // only a verified identity picks a bucket: a valid API key, or a payment whose signature checks out
+      credentialOf: async (req) => {
         const bearer = credentialIdentity(ctx, req);
         if (bearer || req.header("authorization")) return bearer;
         const payment = req.header("x-payment");
-        const payer = payment && services.payments.enabled ? services.payments.claimedPayer(payment) : undefined;
+        const payer = payment && services.payments.enabled ? await services.payments.verifiedPayer(payment) : undefined;
         return payer ? `payer:${payer}` : undefined;
       },
     }),
   );
+  app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"] }));
   app.use(requireJsonBody);
   app.use(express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }));
+  app.use(limitJsonDepth);
 
   app.use(docsRouter());
 
@@ -129,6 +135,7 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
   const kit = createKit(api, registry, table, {
     authenticate: services.authenticate,
     payments: services.payments,
+    priced: (method, path) => services.prices.for(method, path) !== undefined,
     idempotency: ctx.stores.idempotency,
     now: () => ctx.clock.now(),
   });

@@ -44,7 +44,14 @@ const envSchema = z.object({
   RATE_LIMIT_READ_PER_MIN: positiveInt(100),
   RATE_LIMIT_WRITE_PER_MIN: positiveInt(20),
   RATE_LIMIT_WINDOW_MS: positiveInt(60_000),
-  TRUST_PROXY: z.string().optional().default("loopback"),
+  TRUST_PROXY: z.string().optional().default("false"),
+  CREDENTIALS_PER_HOUR: positiveInt(10),
+  LIVE_CHAINS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""))
+    .pipe(z.array(z.enum(["base", "arbitrum"]))),
+  RELAY_RECEIPT_TIMEOUT_MS: positiveInt(30_000),
   SANDBOX_KEY_TTL_DAYS: positiveInt(30),
   SANDBOX_KEY_CAPACITY: positiveInt(100_000),
   BODY_LIMIT_BYTES: positiveInt(64 * 1024),
@@ -89,7 +96,18 @@ export interface Config {
   /** bearer token of the admin (reviewer) API; the admin API is off when unset */
   adminToken: string | undefined;
   rateLimit: { readPerWindow: number; writePerWindow: number; windowMs: number };
-  trustProxy: string;
+  /** Express "trust proxy": off unless configured (false), else a hop count, "loopback", or addresses */
+  trustProxy: boolean | number | string;
+  /** free credentials (sandbox keys, registrations) one client address may create per hour */
+  credentialsPerHour: number;
+  /**
+   * Chains whose RPC is a production network with real funds. Only executions
+   * of live treasuries on these chains are live and count toward platform
+   * volume; everything else (the local fork, sandbox keys) is sandbox.
+   */
+  liveChains: ("base" | "arbitrum")[];
+  /** how long the relay waits for a receipt before answering 202 broadcasting (reconciled later) */
+  relayReceiptTimeoutMs: number;
   sandboxKeyTtlDays: number;
   sandboxKeyCapacity: number;
   bodyLimitBytes: number;
@@ -129,7 +147,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     adminToken: e.ADMIN_TOKEN,
     rateLimit: { readPerWindow: e.RATE_LIMIT_READ_PER_MIN, writePerWindow: e.RATE_LIMIT_WRITE_PER_MIN, windowMs: e.RATE_LIMIT_WINDOW_MS },
-    trustProxy: e.TRUST_PROXY,
+    trustProxy: e.TRUST_PROXY === "false" ? false : e.TRUST_PROXY === "true" ? true : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
+    credentialsPerHour: e.CREDENTIALS_PER_HOUR,
+    liveChains: e.LIVE_CHAINS,
+    relayReceiptTimeoutMs: e.RELAY_RECEIPT_TIMEOUT_MS,
     sandboxKeyTtlDays: e.SANDBOX_KEY_TTL_DAYS,
     sandboxKeyCapacity: e.SANDBOX_KEY_CAPACITY,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,

@@ -96,7 +96,9 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
     }
     case "register": {
       if (!state.safe) throw new Error("no Safe yet: signer-agent operator create-safe");
-      const t = await gateway("POST", "/api/v1/treasuries", { wallet_address: state.safe, execution_mode: "managed" });
+      // the Safe proves it stands behind the registration (EIP-1271 through the operator's signature)
+      const ownership_proof = await operator.ownershipProof(cfg.gatewayUrl, "managed");
+      const t = await gateway("POST", "/api/v1/treasuries", { wallet_address: state.safe, execution_mode: "managed", ownership_proof });
       state.api_key = t.api_key;
       state.treasury_id = t.treasury_id;
       save();
@@ -108,7 +110,10 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
       if (!d.requirements.automation) throw new Error("the gateway has no automation address configured");
       state.module = state.module ?? (await operator.deployModule(d.requirements.automation, d.requirements.park_target_bps));
       save();
-      await gateway("POST", "/api/v1/delegation", { module: state.module, ...(flags["protect-below"] ? { protect_below_health_score: Number(flags["protect-below"]) } : {}) });
+      const protectBelow = flags["protect-below"] ? Number(flags["protect-below"]) : Number(d.protect_below_health_score);
+      // the Safe signs what it delegates: this treasury, this module, these thresholds
+      const safe_proof = await operator.delegationProof({ service: cfg.gatewayUrl, treasuryId: state.treasury_id!, module: state.module!, protectBelowHealth: protectBelow, parkTargetBps: d.requirements.park_target_bps });
+      await gateway("POST", "/api/v1/delegation", { module: state.module, protect_below_health_score: protectBelow, safe_proof });
       const hash = await operator.approveDelegation(state.module);
       out(`delegation approved: module ${state.module} enabled on the Safe (${hash})`);
       out(JSON.stringify(await gateway("GET", "/api/v1/delegation"), null, 2));

@@ -15,6 +15,8 @@ import { base } from "viem/chains";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { randomBytes } from "node:crypto";
+import { delegationStatement, registrationStatement, safeMessageFor, statementHash, type Statement } from "../../gateway/src/domain/statements";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const WETH_ABI = parseAbi(["function deposit() payable"]);
@@ -130,6 +132,45 @@ export class Operator {
     const tx = await this.kit().createDisableModuleTx(module, { nonce: await this.kit().getNonce() });
     const result = await this.kit().executeTransaction(tx);
     return result.hash as Hex;
+  }
+
+  /**
+   * The Safe's EIP-1271 signature of a statement: the owner signs the
+   * statement's hash as a SafeMessage in the Safe's own domain, which the
+   * Safe's CompatibilityFallbackHandler checks in isValidSignature (threshold
+   * 1: the operator's signature alone).
+   */
+  async signAsSafe(statement: Statement): Promise<Hex> {
+    const safe = this.safeAddress!;
+    return this.account.signTypedData(safeMessageFor(safe, base.id, statementHash(statement)));
+  }
+
+  /** a fresh proof (signature, nonce, issued_at) that the Safe registers a treasury with `service` */
+  async ownershipProof(service: string, executionMode: "wallet" | "managed") {
+    const nonce = `op_${randomBytes(16).toString("hex")}`;
+    const issued_at = new Date().toISOString();
+    const signature = await this.signAsSafe(registrationStatement({ service, wallet: this.safeAddress!, chain: "base", executionMode, nonce, issuedAt: issued_at }));
+    return { signature, nonce, issued_at };
+  }
+
+  /** a fresh proof that the Safe attaches `module` to `treasuryId` with these thresholds (POST /api/v1/delegation safe_proof) */
+  async delegationProof(o: { service: string; treasuryId: string; module: `0x${string}`; protectBelowHealth: number; parkTargetBps: number }) {
+    const nonce = `op_${randomBytes(16).toString("hex")}`;
+    const issued_at = new Date().toISOString();
+    const signature = await this.signAsSafe(
+      delegationStatement({
+        service: o.service,
+        chain: "base",
+        treasuryId: o.treasuryId,
+        safe: this.safeAddress!,
+        module: o.module,
+        protectBelowHealthCentis: Math.round(o.protectBelowHealth * 100),
+        parkTargetBps: o.parkTargetBps,
+        nonce,
+        issuedAt: issued_at,
+      }),
+    );
+    return { signature, nonce, issued_at };
   }
 
   async moduleEnabled(module: `0x${string}`): Promise<boolean> {

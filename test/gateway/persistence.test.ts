@@ -31,6 +31,8 @@ describe("persistence across a restart", () => {
       trigger: "test",
       executionRef: "brw_test",
       createdAt: new Date().toISOString(),
+      environment: "live",
+      countsTowardVolume: true,
     });
     expect((await call(gw.url, "GET", "/fees.json")).body.current_tier.tier).toBe("growth");
 

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { ResponseValidator, startValidatedGateway } from "../helpers/openapi";
+import { registerProven } from "../helpers/treasury";
 
 let gw: TestGateway;
 let v: ResponseValidator;
@@ -42,9 +44,13 @@ describe("GET /api/v1/public/portfolio-state", () => {
     expect(r.body.holdings).toEqual({ btc: 0.5, eth: 10, usdc: 5000 });
   });
 
-  it("serves a registered treasury by wallet address, 404 for an unknown one, 400 for a malformed one", async () => {
-    const wallet = "0x00000000000000000000000000000000000000aa";
+  it("serves a proven treasury by wallet address, 404 for an unknown or unproven one, 400 for a malformed one", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const wallet = account.address;
+    // a registration without a proof is never shown by address
     await post("/api/v1/treasuries", { wallet_address: wallet });
+    expect((await get(`/api/v1/public/portfolio-state?address=${wallet}`)).status).toBe(404);
+    await registerProven(gw.url, account);
     const r = await get(`/api/v1/public/portfolio-state?address=${wallet}`);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ environment: "sandbox_simulation", current_ltv: 0, health_score: 100 });
@@ -174,9 +180,10 @@ describe("POST /api/v1/public/preview", () => {
     }
   });
 
-  it("previews on a registered treasury by address (404 when unknown)", async () => {
-    const wallet = "0x00000000000000000000000000000000000000bb";
-    await post("/api/v1/treasuries", { wallet_address: wallet, preset: "conservative" });
+  it("previews on a proven treasury by address (404 when unknown)", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const wallet = account.address;
+    await registerProven(gw.url, account, { preset: "conservative" });
     const deposit = await post("/api/v1/public/preview", { action: "deposit", amount: 500, address: wallet });
     expect(deposit.status).toBe(200);
     expect(deposit.body.environment).toBe("sandbox_simulation");

@@ -159,7 +159,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     expect(invalid.status).toBe(400);
     expect(await stack.chain.balanceOf(account.address)).toBe(before);
     // nothing stands: the treasury created for this payer was removed with the refusal
-    expect(stack.gateway.ctx.stores.treasuries.findByWallet(account.address)).toBeUndefined();
+    expect(stack.gateway.ctx.stores.treasuries.findOwnedByWallet(account.address)).toBeUndefined();
     expect(refused.headers.get("x-payment-response")).toBeNull();
   });
 
@@ -177,7 +177,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
       expect(r.body.error).toBe("settlement_failed");
       expect(r.body.reason).toMatch(/settlement_reverted|funds|gas/i);
       expect(await stack.chain.balanceOf(account.address)).toBe(before);
-      expect(gw.ctx.stores.treasuries.findByWallet(account.address)).toBeUndefined();
+      expect(gw.ctx.stores.treasuries.findOwnedByWallet(account.address)).toBeUndefined();
       expect((gw.ctx.db.prepare("SELECT COUNT(*) AS n FROM envelopes").get() as { n: number }).n).toBe(0);
       expect((gw.ctx.db.prepare("SELECT COUNT(*) AS n FROM x402_payments").get() as { n: number }).n).toBe(0);
       // a read whose settlement fails returns the 402, not the data

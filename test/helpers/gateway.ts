@@ -29,6 +29,7 @@ export async function startTestGateway(
     ADMIN_TOKEN,
     RATE_LIMIT_READ_PER_MIN: "100000",
     RATE_LIMIT_WRITE_PER_MIN: "100000",
+    CREDENTIALS_PER_HOUR: "100000",
     ...env,
   });
   const lines: Record<string, unknown>[] = [];

@@ -32,3 +32,22 @@ export function authed(base: string, key: string) {
       }),
   };
 }
+
+/**
+ * Register a treasury with the wallet's ownership proof: fetch the statement
+ * to sign from the gateway, sign it with the account (EIP-712), register.
+ */
+export async function registerProven(
+  base: string,
+  account: { address: string; signTypedData: (t: any) => Promise<`0x${string}`> },
+  body: Record<string, unknown> = {},
+): Promise<Tenant & { body: any }> {
+  const q = new URLSearchParams({ wallet_address: account.address, chain: String(body.chain ?? "base"), execution_mode: String(body.execution_mode ?? "wallet") });
+  const statement = (await call(base, "GET", `/api/v1/treasuries/ownership-statement?${q}`)).body;
+  const signature = await account.signTypedData(statement.typed_data);
+  const r = await call(base, "POST", "/api/v1/treasuries", {
+    body: { wallet_address: account.address, ...body, ownership_proof: { signature, nonce: statement.nonce, issued_at: statement.issued_at } },
+  });
+  if (r.status !== 200) throw new Error(`proven registration failed: ${r.text}`);
+  return { key: r.body.api_key, treasuryId: r.body.treasury_id, wallet: r.body.wallet_address, body: r.body };
+}

@@ -33,6 +33,12 @@ async function operatorWithSafe() {
   return { operator, safe, tenant, api: authed(gw.url, tenant.key) };
 }
 
+/** POST /api/v1/delegation with the Safe's own signature over the treasury, module and threshold */
+async function attach(operator: Operator, tenant: { treasuryId: string; key: string }, module: `0x${string}`, protectBelow?: number) {
+  const safe_proof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: protectBelow ?? 1.3, parkTargetBps: 2500 });
+  return authed(gw.url, tenant.key).post("/api/v1/delegation", { module, ...(protectBelow ? { protect_below_health_score: protectBelow } : {}), safe_proof }, null);
+}
+
 beforeAll(async () => {
   fork = await startBaseFork();
   await setEth(automation.address);
@@ -63,7 +69,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect((await api.get("/api/v1/policy-state")).body.delegation.state).toBe("not_granted");
 
     const module = await operator.deployModule(automation.address, 2500);
-    const registered = await api.post("/api/v1/delegation", { module }, null);
+    const registered = await attach(operator, tenant, module);
     expect(registered.status).toBe(200);
     expect(registered.body.state).toBe("not_granted"); // registered, not approved: the module is not enabled
     // the engine never acts without active delegation
@@ -123,9 +129,9 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
   }, 60_000);
 
   it("approved_pending_funds, and revoked_pending_settlement while an automation transaction is in flight", async () => {
-    const { operator, api } = await operatorWithSafe();
+    const { operator, api, tenant } = await operatorWithSafe();
     const module = await operator.deployModule(automation.address, 2500);
-    expect((await api.post("/api/v1/delegation", { module }, null)).status).toBe(200);
+    expect((await attach(operator, tenant, module)).status).toBe(200);
     await operator.approveDelegation(module);
     expect((await api.get("/api/v1/delegation")).body.state).toBe("approved_pending_funds");
     await operator.fundWeth(10n ** 18n);
@@ -166,7 +172,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n); // health 1.65
     const module = await operator.deployModule(automation.address, 2500);
     // a tighter band: protect below 1.7 instead of the preset's 1.3
-    expect((await api.post("/api/v1/delegation", { module, protect_below_health_score: 1.7 }, null)).status).toBe(200);
+    expect((await attach(operator, tenant, module, 1.7)).status).toBe(200);
     await operator.approveDelegation(module);
     const mine = (rs: Awaited<ReturnType<ProtectionEngine["tick"]>>) => rs.find((r) => r.treasuryId === tenant.treasuryId)!;
     // a per-action cap no repayment fits: skipped, nothing sent
@@ -188,17 +194,17 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
   }, 60_000);
 
   it("refuses a module that is not the treasury's", async () => {
-    const { operator, api } = await operatorWithSafe();
+    const { operator, tenant } = await operatorWithSafe();
     const wrongAutomation = await operator.deployModule(privateKeyToAccount(generatePrivateKey()).address, 2500);
-    const r = await api.post("/api/v1/delegation", { module: wrongAutomation }, null);
+    const r = await attach(operator, tenant, wrongAutomation);
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ error: "invalid_module", field: "automation" });
     const wrongPark = await operator.deployModule(automation.address, 1000);
-    expect((await api.post("/api/v1/delegation", { module: wrongPark }, null)).body.field).toBe("park target");
-    const notModule = await api.post("/api/v1/delegation", { module: AaveV3Base.POOL }, null);
+    expect((await attach(operator, tenant, wrongPark)).body.field).toBe("park target");
+    const notModule = await attach(operator, tenant, AaveV3Base.POOL);
     expect(notModule.status).toBe(400);
     const wallet = await registerTreasury(gw.url, { wallet_address: privateKeyToAccount(generatePrivateKey()).address });
-    expect((await authed(gw.url, wallet.key).post("/api/v1/delegation", { module: wrongPark }, null)).status).toBe(409);
+    expect((await attach(operator, wallet, wrongPark)).status).toBe(409);
     expect((await call(gw.url, "GET", "/openapi.json")).body.paths["/api/v1/delegation"]).toBeDefined();
   });
 });

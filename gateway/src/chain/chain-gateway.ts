@@ -25,6 +25,9 @@ export interface ChainPosition {
   /** collateral value, micro-USD (Aave's base currency has 8 decimals) */
   collateralMicro: bigint;
   debtMicro: bigint;
+  /** the same, exactly as Aave reports them (8 decimals USD) */
+  collateralBase: bigint;
+  debtBase: bigint;
   liquidationThresholdBps: number;
   /** Aave's health factor (1e18 = 1), max uint with no debt */
   healthFactorWad: bigint;
@@ -115,6 +118,8 @@ export class ChainGateway {
       return {
         collateralMicro: collateralBase / 100n,
         debtMicro: debtBase / 100n,
+        collateralBase,
+        debtBase,
         liquidationThresholdBps: Number(liquidationThreshold),
         healthFactorWad: healthFactor,
         blockNumber,
@@ -138,16 +143,43 @@ export class ChainGateway {
     }
   }
 
-  /** broadcast a signed transaction and wait for its receipt */
-  async broadcast(chain: TreasuryChain, signed: Hex): Promise<{ hash: Hex; blockNumber: bigint; status: "success" | "reverted"; gasUsed: bigint }> {
-    const c = this.client(chain);
-    let hash: Hex;
+  /**
+   * Send a signed transaction. Resolves once the node accepted it; a node
+   * that refuses it throws a typed 422. Whether an ambiguous failure (a
+   * timeout) reached the node is for the caller to ask with `transaction`.
+   */
+  async send(chain: TreasuryChain, signed: Hex): Promise<Hex> {
     try {
-      hash = await c.sendRawTransaction({ serializedTransaction: signed });
+      return await this.client(chain).sendRawTransaction({ serializedTransaction: signed });
     } catch (err) {
       throw new ApiError(422, "broadcast_rejected", `the ${chain} node refused the transaction: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
     }
-    const receipt = await c.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 60_000 });
-    return { hash, blockNumber: receipt.blockNumber, status: receipt.status, gasUsed: receipt.gasUsed };
+  }
+
+  /** the receipt of a transaction, waiting at most `timeoutMs`; null when it is not mined by then */
+  async receipt(chain: TreasuryChain, hash: Hex, timeoutMs: number): Promise<{ blockNumber: bigint; status: "success" | "reverted"; gasUsed: bigint } | null> {
+    try {
+      const r = await this.client(chain).waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: timeoutMs, retryCount: 0 });
+      return { blockNumber: r.blockNumber, status: r.status, gasUsed: r.gasUsed };
+    } catch (err) {
+      if ((err as { name?: string }).name === "WaitForTransactionReceiptTimeoutError") return null;
+      throw new ApiError(503, "chain_unavailable", `could not read the receipt of ${hash} on ${chain}: ${describeRevert(err)}`);
+    }
+  }
+
+  /** is the transaction known to the node (pending or mined)? */
+  async known(chain: TreasuryChain, hash: Hex): Promise<boolean> {
+    try {
+      await this.client(chain).getTransaction({ hash });
+      return true;
+    } catch (err) {
+      if ((err as { name?: string }).name === "TransactionNotFoundError") return false;
+      throw new ApiError(503, "chain_unavailable", `could not look up ${hash} on ${chain}: ${describeRevert(err)}`);
+    }
+  }
+
+  /** the count of the address's mined transactions (its next nonce once nothing is pending) */
+  async minedNonce(chain: TreasuryChain, address: `0x${string}`): Promise<number> {
+    return this.client(chain).getTransactionCount({ address, blockTag: "latest" });
   }
 }

@@ -33,14 +33,51 @@ export function delegationState(f: DelegationFacts): DelegationState {
   return f.automationInFlight ? "revoked_pending_settlement" : "revoked";
 }
 
+/** Aave base currency: USD with 8 decimals */
+export const BASE_PER_USD = 100_000_000n;
 /**
- * The repayment (micro-USDC) that brings a position to the park target.
- * Paying from wallet USDC lowers debt only: X = D - p*C. Paying with aUSDC
- * (repayWithATokens) lowers collateral too: X = (D - p*C) / (1 - p). Rounded
- * down, so the position ends at or just above the target, never below it.
+ * Kept above the park line, in base units ($0.0001): covers Aave's own
+ * rounding of token amounts (wei-level rayMul/rayDiv) between the engine's
+ * read and the module's check, so the module never sees the line crossed.
  */
-export function repaymentToPark(p: { collateralMicro: bigint; debtMicro: bigint }, parkTargetBps: bigint, fromCollateral: boolean): bigint {
-  const excess = p.debtMicro * 10_000n - parkTargetBps * p.collateralMicro; // scaled by 10,000
-  if (excess <= 0n) return 0n;
-  return fromCollateral ? excess / (10_000n - parkTargetBps) : excess / 10_000n;
+export const PARK_MARGIN_BASE = 10_000n;
+
+export interface RepaymentInput {
+  /** getUserAccountData's totalCollateralBase and totalDebtBase (8 decimals USD) */
+  collateralBase: bigint;
+  debtBase: bigint;
+  /** the oracle's price of 1 USDC in base units (1e8 = $1) */
+  usdcPriceBase: bigint;
+  parkTargetBps: bigint;
+  /** repay with aUSDC (repayWithATokens): collateral falls with the debt */
+  fromCollateral: boolean;
+}
+
+/**
+ * The repayment (micro-USDC) that brings a position down to the park target,
+ * rounded toward the safe side of the ProtectionModule's check. The module
+ * computes LTV as floor(debt x 10,000 / collateral) and refuses a result below
+ * the park target, so the repayment must leave
+ *   debt' x 10,000 >= park x collateral'   (exactly, in base units).
+ * Repaying X micro-USDC lowers the debt by x = X x price / 1e6 base units:
+ *   from the wallet:   debt' = D - x, collateral' = C
+ *                      x <= D - ceil(park x C / 10,000)
+ *   with aUSDC:        debt' = D - x, collateral' = C - x
+ *                      x <= (D x 10,000 - park x C) / (10,000 - park)
+ * Every division rounds toward a smaller repayment, and PARK_MARGIN_BASE is
+ * kept above the line. 0 when the position is already at or under the target.
+ */
+export function repaymentToPark(p: RepaymentInput): bigint {
+  const { collateralBase: C, debtBase: D, usdcPriceBase: P, parkTargetBps: park } = p;
+  if (P <= 0n || park <= 0n || park >= 10_000n) throw new RangeError("price must be positive and the park target between 0 and 10,000 bps");
+  let x: bigint;
+  if (p.fromCollateral) {
+    const excess = D * 10_000n - park * C - PARK_MARGIN_BASE * (10_000n - park);
+    x = excess > 0n ? excess / (10_000n - park) : 0n;
+  } else {
+    const line = (park * C + 9_999n) / 10_000n + PARK_MARGIN_BASE;
+    x = D > line ? D - line : 0n;
+  }
+  // base units -> micro-USDC, rounded down
+  return (x * 1_000_000n) / P;
 }

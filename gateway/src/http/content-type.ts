@@ -14,3 +14,25 @@ export const requireJsonBody: RequestHandler = (req, _res, next) => {
   }
   next();
 };
+
+/** deeper JSON than any request of this API needs; refused before anything walks it (no recursion, no stack overflow) */
+export const MAX_JSON_DEPTH = 16;
+
+/** the nesting depth of a parsed JSON value, iteratively, stopping early past `limit` */
+export function jsonDepthExceeds(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+export const limitJsonDepth: RequestHandler = (req, _res, next) => {
+  if ((req as { _body?: boolean })._body === true && jsonDepthExceeds(req.body, MAX_JSON_DEPTH)) {
+    return next(new ApiError(400, "invalid_request", `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
+  }
+  next();
+};

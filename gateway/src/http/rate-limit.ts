@@ -8,8 +8,12 @@ import type { Request, RequestHandler } from "express";
 import { ipKeyGenerator, rateLimit } from "express-rate-limit";
 import { ApiError, sendError } from "./errors";
 
-/** Resolves a request to a credential identity (key id, payer address) or undefined. */
-export type CredentialResolver = (req: Request) => string | undefined;
+/**
+ * Resolves a request to a *verified* identity (a valid API key's id, the
+ * payer of an X-PAYMENT whose signature checks out) or undefined: a claimed
+ * but unverified identity never picks a bucket.
+ */
+export type CredentialResolver = (req: Request) => Promise<string | undefined> | string | undefined;
 
 export interface RateLimitOptions {
   readPerWindow: number;
@@ -21,8 +25,8 @@ export interface RateLimitOptions {
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function rateLimits(opts: RateLimitOptions): RequestHandler {
-  const keyGenerator = (req: Request) => {
-    const credential = opts.credentialOf(req);
+  const keyGenerator = async (req: Request) => {
+    const credential = await opts.credentialOf(req);
     return credential ? `cred:${credential}` : `ip:${ipKeyGenerator(req.ip ?? "unknown")}`;
   };
   const common = {
@@ -42,4 +46,28 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
   const read = rateLimit({ ...common, limit: opts.readPerWindow, identifier: "read" });
   const write = rateLimit({ ...common, limit: opts.writePerWindow, identifier: "write" });
   return (req, res, next) => (READ_METHODS.has(req.method) ? read(req, res, next) : write(req, res, next));
+}
+
+/**
+ * Free credentials (sandbox keys, treasury registrations, each a fresh write
+ * budget) are limited per client address, so one client cannot mint itself
+ * unlimited budgets.
+ */
+export function credentialCreationLimit(opts: { perHour: number; paths: string[] }): RequestHandler {
+  const limiter = rateLimit({
+    windowMs: 3_600_000,
+    limit: opts.perHour,
+    standardHeaders: false,
+    legacyHeaders: false,
+    identifier: "credentials",
+    keyGenerator: (req: Request) => `ip:${ipKeyGenerator(req.ip ?? "unknown")}`,
+    handler: (_req: Request, res: Parameters<RequestHandler>[1]) => {
+      sendError(
+        res,
+        new ApiError(429, "rate_limited", `at most ${opts.perHour} free credentials per client address per hour; retry later`, { retry_after_seconds: 3600 }, { "Retry-After": "3600" }),
+      );
+    },
+  });
+  const paths = new Set(opts.paths);
+  return (req, res, next) => (req.method === "POST" && paths.has(req.path) ? limiter(req, res, next) : next());
 }

@@ -6,9 +6,9 @@ import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutio
 import type { Request, Response, Router } from "express";
 import type { ZodType } from "zod";
 import { z } from "../schemas/zod";
-import { idempotent, requestFingerprint } from "../services/idempotency";
+import { checkIdempotencyKey, idempotent, requestFingerprint, type Outcome } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
-import type { PaymentGate } from "../x402/payment-gate";
+import type { PaymentClaim, PaymentGate } from "../x402/payment-gate";
 import { ApiError, errorBody, fromZodError } from "./errors";
 
 export type Method = "get" | "post";
@@ -33,7 +33,8 @@ export interface ResponseSpec {
   headers?: Record<string, { description: string; schema: { type: "string" | "integer" } }>;
 }
 
-export type Security = "none" | "bearer_or_x402" | "admin";
+/** none; bearer (API key only); bearer_or_x402 (spec 5: either credential; the route must have an x402 price); admin */
+export type Security = "none" | "bearer" | "bearer_or_x402" | "admin";
 
 export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   method: Method;
@@ -53,11 +54,14 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P> };
   responses: Record<number, ResponseSpec>;
   /**
-   * State-changing routes paid with x402: throws the typed error the request
-   * would end in, writing nothing, so a payment is settled only for a request
-   * that will execute.
+   * State-changing routes: every check the request must pass (throws its typed
+   * 4xx) and the claim of what it will act on (the treasury's conflict slot),
+   * atomically, before a payment is settled. Returns the release, called once
+   * the handler is done. The handler finds the holder in res.locals.slotHolder.
    */
-  precheck?: (ctx: HandlerContext<B, Q, P>) => Promise<void> | void;
+  reserve?: (ctx: HandlerContext<B, Q, P>, holder: string) => Promise<() => void>;
+  /** idempotency scope of a route without a credential (e.g. the relay: the transaction's signer) */
+  idempotencyScope?: (ctx: HandlerContext<B, Q, P>) => Promise<string> | string;
   handler: (ctx: HandlerContext<B, Q, P>) => Promise<HandlerResult> | HandlerResult;
 }
 
@@ -114,11 +118,32 @@ export interface RouteHooks {
   authenticate?: (req: Request, res: Response) => Promise<void> | void;
   /** the x402 credential: challenge without a credential, pay-per-request with X-PAYMENT */
   payments?: PaymentGate;
+  /** is there an x402 price for this route? (a bearer_or_x402 route without one is a declaration error) */
+  priced?: (method: string, path: string) => boolean;
   idempotency?: IdempotencyStore;
   now?: () => Date;
 }
 
 export const IDEMPOTENCY_REPLAY_HEADER = "Idempotent-Replayed";
+
+/** the typed outcome of a handler: its result, or its typed 4xx as a response (5xx and the unexpected rethrow) */
+async function outcomeOf(res: Response, run: () => Promise<HandlerResult>): Promise<Outcome> {
+  try {
+    const result = await run();
+    return { status: result.status, headers: result.headers ?? {}, body: JSON.stringify(result.body) };
+  } catch (err) {
+    if (err instanceof ApiError && err.status < 500) {
+      return { status: err.status, headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };
+    }
+    throw err;
+  }
+}
+
+function sendOutcome(res: Response, outcome: Outcome, replayed: boolean): void {
+  for (const [k, v] of Object.entries(outcome.headers)) res.setHeader(k, v);
+  res.setHeader(IDEMPOTENCY_REPLAY_HEADER, replayed ? "true" : "false");
+  res.status(outcome.status).type("application/json").send(outcome.body);
+}
 
 export function registerRoute<B, Q, P>(
   router: Router,
@@ -129,6 +154,10 @@ export function registerRoute<B, Q, P>(
 ): void {
   table.add(spec.path, spec.method);
   if (!spec.internal) registry.registerPath(openApiConfig(spec));
+  if (spec.security === "bearer_or_x402" && hooks.payments?.enabled && hooks.priced && !hooks.priced(spec.method.toUpperCase(), spec.path)) {
+    throw new Error(`${spec.method.toUpperCase()} ${spec.path} accepts x402 but has no price: add it to the price list or declare it bearer-only`);
+  }
+  if (spec.idempotencyKey && !hooks.idempotency) throw new Error(`${spec.path} needs the idempotency store`);
 
   const parsed = (req: Request, res: Response): HandlerContext<B, Q, P> => {
     const body = spec.request?.body ? parse(spec.request.body, bodyOf(req, spec.request.bodyRequired ?? true), "body") : (undefined as B);
@@ -136,52 +165,140 @@ export function registerRoute<B, Q, P>(
     const params = spec.request?.params ? parse(spec.request.params, req.params, "path") : (undefined as P);
     return { req, res, body, query, params };
   };
-  const run = async (req: Request, res: Response): Promise<HandlerResult> => spec.handler(parsed(req, res));
   const now = hooks.now ?? (() => new Date());
-  const runNormal = async (req: Request, res: Response): Promise<void> => {
-    if (spec.idempotencyKey) {
-      if (!hooks.idempotency) throw new Error(`${spec.path} needs the idempotency store`);
-      await runIdempotent(req, res, hooks.idempotency, now, () => run(req, res));
+  const holderOf = (res: Response) => String(res.locals.requestId ?? `req_${Math.random().toString(36).slice(2)}`);
+
+  /** reserve (checks + slot), run the handler, release: the body of every state-changing call */
+  const runReserved = async (req: Request, res: Response): Promise<HandlerResult> => {
+    const c = parsed(req, res);
+    if (!spec.reserve) return spec.handler(c);
+    const release = await spec.reserve(c, holderOf(res));
+    res.locals.slotHolder = holderOf(res);
+    try {
+      return await spec.handler(c);
+    } finally {
+      release();
+    }
+  };
+
+  const scopeOf = async (req: Request, res: Response): Promise<string> => {
+    const credential = res.locals.credential as { scope: string } | undefined;
+    if (credential) return credential.scope;
+    if (spec.idempotencyScope) return spec.idempotencyScope(parsed(req, res));
+    return "public";
+  };
+
+  /** bearer (or no credential): the shared idempotency guard around reserve + handler */
+  const runIdempotent = async (req: Request, res: Response): Promise<void> => {
+    const outcome = await idempotent(
+      hooks.idempotency!,
+      { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now() },
+      () => outcomeOf(res, () => runReserved(req, res)),
+    );
+    sendOutcome(res, outcome, outcome.replayed);
+  };
+
+  /**
+   * x402 on a state-changing route, in the order that charges exactly once:
+   * claim the Idempotency-Key, run every check and claim the treasury's slot,
+   * settle, execute. A request that is replayed, refused or conflicted is
+   * never settled (its proof is released); one that was settled but did not
+   * execute leaves a prepaid credit on its key, so its retry is not charged.
+   */
+  const runPaidIdempotent = async (req: Request, res: Response, claim: PaymentClaim): Promise<void> => {
+    const store = hooks.idempotency!;
+    let keyClaimed = false;
+    let charged: { payer: string; nonce: string } | undefined;
+    let releaseSlot: (() => void) | undefined;
+    const scope = (res.locals.credential as { scope: string }).scope;
+    const key = req.header("idempotency-key");
+    const fingerprint = requestFingerprint(`${req.method} ${req.path}`, req.body);
+    try {
+      const checkedKey = checkIdempotencyKey(key);
+      const taken = store.claim(scope, checkedKey, fingerprint, now());
+      if (taken.kind === "replay") {
+        claim.release();
+        return sendOutcome(res, taken.response, true);
+      }
+      if (taken.kind === "mismatch") throw new ApiError(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
+      if (taken.kind === "in_progress") throw new ApiError(409, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)", {}, { "Retry-After": "1" });
+      keyClaimed = true;
+
+      const c = parsed(req, res);
+      releaseSlot = spec.reserve ? await spec.reserve(c, holderOf(res)) : undefined;
+      res.locals.slotHolder = holderOf(res);
+
+      const prepaid = store.takePrepaid(scope, checkedKey, fingerprint);
+      if (prepaid) {
+        claim.release(); // this request was paid for by an earlier proof that did not execute
+        charged = prepaid;
+      } else {
+        if (!(await claim.settle())) {
+          keyClaimed = false;
+          store.release(scope, checkedKey);
+          return;
+        }
+        charged = { payer: claim.payer, nonce: claim.nonce };
+      }
+
+      const outcome = await outcomeOf(res, async () => spec.handler(c));
+      if (outcome.status >= 400) {
+        // paid, not executed: the retry of this key is free
+        store.addPrepaid(scope, checkedKey, fingerprint, charged, now());
+        store.release(scope, checkedKey);
+      } else {
+        store.complete(scope, checkedKey, outcome);
+      }
+      keyClaimed = false;
+      claim.outcome(outcome.status);
+      sendOutcome(res, outcome, false);
+    } catch (err) {
+      if (charged) store.addPrepaid(scope, key!, fingerprint, charged, now());
+      else claim.release();
+      if (keyClaimed) store.release(scope, key!);
+      throw err;
+    } finally {
+      releaseSlot?.();
+    }
+  };
+
+  /** x402 on a read: run, then settle; a refusal or failure is never charged */
+  const runPaidRead = async (req: Request, res: Response, claim: PaymentClaim): Promise<void> => {
+    let result: HandlerResult;
+    try {
+      result = await spec.handler(parsed(req, res));
+    } catch (err) {
+      claim.release();
+      throw err;
+    }
+    if (result.status >= 400) {
+      claim.release();
+      res.status(result.status).json(result.body);
       return;
     }
-    const result = await run(req, res);
-    if (res.headersSent) return;
+    if (!(await claim.settle())) return;
     for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
+    claim.outcome(result.status);
     res.status(result.status).json(result.body);
   };
 
   router[spec.method](spec.path, async (req, res, next) => {
     try {
-      if (spec.security === "bearer_or_x402") {
+      if (spec.security === "bearer_or_x402" || spec.security === "bearer") {
         if (!hooks.authenticate) throw new Error(`${spec.path} needs an authenticator`);
         // a bearer header decides (a valid key wins over a payment, an invalid one is 401)
-        if (!req.header("authorization") && hooks.payments?.enabled) {
-          if (!req.header("x-payment")) {
-            await hooks.payments.challenge(req, res);
-            return;
-          }
-          await hooks.payments.handle(
-            req,
-            res,
-            { method: spec.method.toUpperCase(), path: spec.path, stateChanging: Boolean(spec.idempotencyKey) },
-            {
-              precheck: async () => {
-                await spec.precheck?.(parsed(req, res));
-              },
-              idempotencyTaken: () => idempotencyTaken(req, res, hooks, now),
-              runNormal: () => runNormal(req, res),
-              runCaptured: () => run(req, res),
-            },
-          );
-          return;
+        if (spec.security === "bearer_or_x402" && !req.header("authorization") && hooks.payments?.enabled) {
+          const route = { method: spec.method.toUpperCase(), path: spec.path };
+          if (!req.header("x-payment")) return await hooks.payments.challenge(req, res, route);
+          const claim = await hooks.payments.authorize(req, res, route);
+          if (!claim) return;
+          if (spec.idempotencyKey) return await runPaidIdempotent(req, res, claim);
+          return await runPaidRead(req, res, claim);
         }
         await hooks.authenticate(req, res);
       }
-      if (spec.idempotencyKey) {
-        await runNormal(req, res);
-        return;
-      }
-      const result = await run(req, res);
+      if (spec.idempotencyKey) return await runIdempotent(req, res);
+      const result = await runReserved(req, res);
       if (res.headersSent) return;
       for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
       res.status(result.status).json(result.body);
@@ -189,37 +306,6 @@ export function registerRoute<B, Q, P>(
       next(err);
     }
   });
-}
-
-/** would this request's Idempotency-Key replay or refuse rather than execute? (nothing is claimed) */
-function idempotencyTaken(req: Request, res: Response, hooks: RouteHooks, now: () => Date): boolean {
-  const key = req.header("idempotency-key");
-  if (!hooks.idempotency || key === undefined || key.length < 8 || key.length > 120) return true;
-  const scope = (res.locals.credential as { scope: string } | undefined)?.scope ?? "public";
-  return hooks.idempotency.peek(scope, key, requestFingerprint(`${req.method} ${req.path}`, req.body), now()).kind !== "claimed";
-}
-
-/** REST side of the shared idempotency guard (services/idempotency.ts). */
-async function runIdempotent(req: Request, res: Response, store: IdempotencyStore, now: () => Date, run: () => Promise<HandlerResult>): Promise<void> {
-  const credential = res.locals.credential as { scope: string } | undefined;
-  const outcome = await idempotent(
-    store,
-    { scope: credential?.scope ?? "public", key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now() },
-    async () => {
-      try {
-        const result = await run();
-        return { status: result.status, headers: result.headers ?? {}, body: JSON.stringify(result.body) };
-      } catch (err) {
-        if (err instanceof ApiError && err.status < 500) {
-          return { status: err.status, headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };
-        }
-        throw err;
-      }
-    },
-  );
-  for (const [k, v] of Object.entries(outcome.headers)) res.setHeader(k, v);
-  res.setHeader(IDEMPOTENCY_REPLAY_HEADER, outcome.replayed ? "true" : "false");
-  res.status(outcome.status).type("application/json").send(outcome.body);
 }
 
 function bodyOf(req: Request, required: boolean): unknown {
@@ -264,7 +350,13 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
     description: spec.description,
     tags: spec.tags,
     security:
-      spec.security === "bearer_or_x402" ? [{ bearerAuth: [] }, { x402Payment: [] }] : spec.security === "admin" ? [{ adminToken: [] }] : [],
+      spec.security === "bearer_or_x402"
+        ? [{ bearerAuth: [] }, { x402Payment: [] }]
+        : spec.security === "bearer"
+          ? [{ bearerAuth: [] }]
+          : spec.security === "admin"
+            ? [{ adminToken: [] }]
+            : [],
     request: {
       ...(spec.request?.body
         ? { body: { required: spec.request.bodyRequired ?? true, content: { "application/json": { schema: spec.request.body } } } }

@@ -7,6 +7,7 @@ import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { ZodRawShape } from "zod";
 import { feeScheduleDocument } from "../domain/fee-schedule";
 import type { TreasuryAction } from "../domain/fees";
+import { relayScope } from "../services/relay-service";
 import { ApiError } from "../http/errors";
 import { chainAsPosition } from "../chain/chain-gateway";
 import type { Credential } from "../http/credential";
@@ -220,12 +221,12 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
       authenticated: false,
       rest: "POST /api/v1/relay",
-      run: async (args, tc) => {
-        const credential = await tc.optionalCredential();
-        return guarded("POST /api/v1/relay", credential?.scope ?? "public", args, async () => {
-          const body = RelayRequest.parse(bodyOf(args));
-          return { status: 200, body: await services.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`) };
-        });
+      run: async (args) => {
+        const body = RelayRequest.parse(bodyOf(args));
+        // the same scope as REST: the transaction's signer, so callers cannot collide on keys
+        return guarded("POST /api/v1/relay", await relayScope(body.tx_id, body.signed_transaction), args, async () =>
+          services.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`),
+        );
       },
     },
     {

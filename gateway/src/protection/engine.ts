@@ -13,7 +13,13 @@
  *   cost (gas x max fee x the oracle's ETH price) must stay within 0.25 USD per
  *   action and 5 USD per month per treasury, an off-chain budget;
  * - every action is recorded in the fee audit trail with trigger `protection`
- *   and fee 0 (downward legs are free).
+ *   and fee 0 (downward legs are free), through the one execution recorder;
+ * - only delegations attached with the Safe's own signature are acted on, and
+ *   actions are recorded on the treasury the Safe named (its owner's);
+ * - the repayment is rounded toward the module's safe side
+ *   (domain/delegation.ts); each call is simulated first, and a refused or
+ *   reverted one is recorded with its decoded reason and retried on a later
+ *   pass while the gas caps allow.
  */
 import { createWalletClient, encodeFunctionData, http, publicActions, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -30,6 +36,9 @@ import { PRESETS } from "../domain/presets";
 import { newId } from "../lib/ids";
 import type { AppContext } from "../services/context";
 import { DelegationService } from "../services/delegation-service";
+import { ExecutionRecorder } from "../services/execution-recorder";
+import { formatDecimal } from "../domain/money";
+import { BaseError, ContractFunctionRevertedError } from "viem";
 import type { DelegationRecord } from "../store/delegation-store";
 
 const ORACLE_ABI = [{ type: "function", name: "getAssetPrice", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] }] as const;
@@ -43,6 +52,7 @@ export interface TickResult {
 export class ProtectionEngine {
   private readonly chain: ChainGateway;
   private readonly delegations: DelegationService;
+  private readonly recorder: ExecutionRecorder;
   private readonly automation;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -59,6 +69,7 @@ export class ProtectionEngine {
   ) {
     this.chain = new ChainGateway(opts.rpcUrls, 10_000);
     this.delegations = new DelegationService(ctx, this.chain);
+    this.recorder = new ExecutionRecorder(ctx);
     this.automation = privateKeyToAccount(opts.automationKey);
   }
 
@@ -76,7 +87,7 @@ export class ProtectionEngine {
     this.running = true;
     try {
       const results: TickResult[] = [];
-      for (const d of this.ctx.stores.delegations.all()) {
+      for (const d of this.ctx.stores.delegations.allProven()) {
         try {
           results.push(await this.protect(d));
         } catch (err) {
@@ -116,8 +127,13 @@ export class ProtectionEngine {
 
     const m = AAVE_MARKETS[t.chain];
     const park = BigInt(preset.parkTarget * 100);
-    const fromWallet = repaymentToPark(position, park, false);
-    const fromCollateral = repaymentToPark(position, park, true);
+    const client = this.chain.client(t.chain);
+    const [usdcPrice, ethPrice] = await Promise.all(
+      [m.usdc, m.weth].map((asset) => client.readContract({ address: m.oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [asset] })),
+    );
+    const base = { collateralBase: position.collateralBase, debtBase: position.debtBase, usdcPriceBase: usdcPrice!, parkTargetBps: park };
+    const fromWallet = repaymentToPark({ ...base, fromCollateral: false });
+    const fromCollateral = repaymentToPark({ ...base, fromCollateral: true });
     let calls: { to: `0x${string}`; data: Hex }[];
     let repay: bigint;
     if (fromWallet > 0n && position.holdings.walletUsdc >= fromWallet) {
@@ -134,59 +150,55 @@ export class ProtectionEngine {
     }
 
     // the gas budget: the automation key pays, so the cost is checked before anything is sent
-    const client = this.chain.client(t.chain);
     const wallet = createWalletClient({ account: this.automation, transport: http(this.rpcUrl(t.chain)), pollingInterval: 50 }).extend(publicActions);
     // L2 fees: twice the current base fee plus a small tip (nodes often suggest a mainnet-sized 1 gwei tip)
-    const [block, ethPrice] = await Promise.all([client.getBlock(), client.readContract({ address: m.oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [m.weth] })]);
+    const block = await client.getBlock();
     const tip = this.opts.priorityFeeWei ?? 1_000_000n;
     const fees = { maxPriorityFeePerGas: tip, maxFeePerGas: (block.baseFeePerGas ?? 0n) * 2n + tip };
+    // approvals are estimated as they stand; the repayment after its approval is estimated generously
     let gas = 0n;
     for (const c of calls) {
-      // approvals are estimated as they stand; the repayment after its approval is estimated generously
-      gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] }) : 400_000n;
+      gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] }).catch(() => 400_000n) : 400_000n;
     }
-    const costUsd = (Number(gas * fees.maxFeePerGas) / 1e18) * (Number(ethPrice) / 1e8);
+    const usd = (wei: bigint) => (Number(wei) / 1e18) * (Number(ethPrice) / 1e8);
+    const costUsd = usd(gas * fees.maxFeePerGas);
     const caps = this.caps();
     if (costUsd > caps.perActionUsd) return this.skip(d, health, ltvPct(position), `gas ${costUsd.toFixed(4)} USD is above the ${caps.perActionUsd} USD per-action cap`);
-    const month = this.ctx.stores.delegations.monthGasUsd(d.treasuryId, this.ctx.clock.now());
+    const month = this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
     if (month + costUsd > caps.perMonthUsd) return this.skip(d, health, ltvPct(position), `gas budget: ${month.toFixed(4)} USD spent this month, cap ${caps.perMonthUsd}`);
 
-    // one trigger, one action: disarm before sending
+    // one trigger, one action: disarm before sending (a failure re-arms it, to retry within the caps)
     this.ctx.stores.delegations.setArmed(d.treasuryId, false);
     const hashes: Hex[] = [];
     let gasUsedUsd = 0;
+    const fail = (reason: string): TickResult => {
+      this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "failed", reason, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: null, repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: this.ctx.clock.now().toISOString() });
+      this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+      return { treasuryId: d.treasuryId, outcome: "failed", detail: reason };
+    };
     for (const c of calls) {
+      // simulate first: a refusal by the module (e.g. OvershotParkTarget) costs no gas and is recorded decoded
+      try {
+        await client.simulateContract({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] });
+      } catch (err) {
+        return fail(`refused before sending: ${moduleRevertReason(err)}`);
+      }
       const hash = await wallet.writeContract({ address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data], chain: null, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, gas: 1_000_000n });
       const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
       hashes.push(hash);
-      gasUsedUsd += (Number(receipt.gasUsed * receipt.effectiveGasPrice) / 1e18) * (Number(ethPrice) / 1e8);
-      if (receipt.status !== "success") {
-        this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, status: "failed", reason: `reverted: ${hash}`, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: null, repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: this.ctx.clock.now().toISOString() });
-        return { treasuryId: d.treasuryId, outcome: "failed", detail: `reverted ${hash}` };
-      }
+      gasUsedUsd += usd(receipt.gasUsed * receipt.effectiveGasPrice);
+      if (receipt.status !== "success") return fail(`reverted: ${hash}`);
     }
     const after = await this.chain.position(t.chain, d.safe);
     // re-arm only once the action restored the position; an action that did not is not repeated for the same trigger
     if (chainHealthScore(after) >= threshold) this.ctx.stores.delegations.setArmed(d.treasuryId, true);
-    const now = this.ctx.clock.now().toISOString();
+    const now = this.ctx.clock.now();
     const id = newId("fee");
     this.ctx.db.transaction(() => {
-      this.ctx.stores.delegations.recordAction({ id, treasuryId: d.treasuryId, status: "executed", reason: null, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: ltvPct(after), repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: now });
-      const fee = feeFor("protection", repay);
-      this.ctx.stores.fees.record({
-        id: newId("fee"),
-        treasuryId: d.treasuryId,
-        action: "protection",
-        amountMicro: repay,
-        feeMicro: fee.feeMicro,
-        feeBps: Number(fee.feeBps),
-        feeBasis: fee.basis,
-        trigger: "protection",
-        executionRef: id,
-        createdAt: now,
-      });
+      this.ctx.stores.delegations.recordAction({ id, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: null, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: ltvPct(after), repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: now.toISOString() });
+      this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("protection", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: id, at: now });
     })();
-    return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${Number(repay) / 1e6} USDC, LTV ${ltvPct(position)}% -> ${ltvPct(after)}%` };
+    return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${formatDecimal(repay, 6)} USDC, LTV ${ltvPct(position)}% -> ${ltvPct(after)}%` };
   }
 
   private rpcUrl(chain: "base" | "arbitrum"): string {
@@ -196,7 +208,18 @@ export class ProtectionEngine {
   }
 
   private skip(d: DelegationRecord, health: number, ltv: number, reason: string): TickResult {
-    this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, status: "skipped", reason, healthBefore: health, ltvBefore: ltv, ltvAfter: null, repayMicro: null, txHashes: [], gasUsd: 0, createdAt: this.ctx.clock.now().toISOString() });
+    this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "skipped", reason, healthBefore: health, ltvBefore: ltv, ltvAfter: null, repayMicro: null, txHashes: [], gasUsd: 0, createdAt: this.ctx.clock.now().toISOString() });
     return { treasuryId: d.treasuryId, outcome: "skipped", detail: reason };
   }
+}
+
+/** a module (or Aave) revert as `Name(args)`, decoded from the module's ABI */
+export function moduleRevertReason(err: unknown): string {
+  if (err instanceof BaseError) {
+    const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
+    if (reverted?.data?.errorName) return `${reverted.data.errorName}(${(reverted.data.args ?? []).map(String).join(", ")})`;
+    if (reverted?.reason) return reverted.reason;
+    return err.shortMessage;
+  }
+  return err instanceof Error ? err.message.split("\n")[0]! : String(err);
 }

@@ -13,19 +13,23 @@ import {
   EstimateRequest,
   EstimateResult,
   HealthState,
+  RelayPending,
   RelayReceipt,
   RelayRequest,
+  RelayStatus,
+  RelayStepParams,
   RepayRequest,
   TreasuryState,
   UnsignedEnvelope,
 } from "../schemas/actions";
 import { PolicyState } from "../schemas/public";
+import { SignedProof } from "../schemas/treasuries";
 import type { ZodType } from "zod";
 import type { ActionParams } from "../domain/sandbox-ledger";
 import type { ActionRequest, ActionService } from "../services/action-service";
 import type { PolicyService } from "../services/policy-service";
 import { resolveAmount, type PreviewService } from "../services/preview-service";
-import type { RelayService } from "../services/relay-service";
+import { relayScope, type RelayService } from "../services/relay-service";
 import type { TreasuryService } from "../services/treasury-service";
 import type { DelegationService } from "../services/delegation-service";
 import { z } from "../schemas/zod";
@@ -34,7 +38,11 @@ import { err, RATE_LIMITED, type RouteKit } from "./kit";
 export const DelegationRequest = z
   .strictObject({
     module: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-    protect_below_health_score: z.number().min(1.05).max(3).optional().openapi({ description: "a tighter protect threshold than the preset's (operator-configurable)" }),
+    protect_below_health_score: z.number().min(1.05).max(3).multipleOf(0.01).optional().openapi({ description: "a tighter protect threshold than the preset's (operator-configurable); it must be the value the Safe signed" }),
+    safe_proof: SignedProof.openapi({
+      description:
+        "The Safe's own signature (EIP-1271, by its owners) of AttachDelegation(string service, string treasuryId, address safe, address module, uint256 protectBelowHealthCentis, uint256 parkTargetBps, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId}. protectBelowHealthCentis is the threshold x 100 (the preset's when none is given); parkTargetBps the preset's park target in basis points.",
+    }),
   })
   .openapi("DelegationRequest");
 
@@ -97,10 +105,10 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         422: err("Idempotency-Key reused with a different body"),
         ...extra,
       },
-      precheck: ({ body, res }) => deps.actions.check(requireCredential(res).treasuryId, actionRequest(name, body)),
+      reserve: ({ body, res }, holder) => deps.actions.reserve(requireCredential(res).treasuryId, actionRequest(name, body), holder),
       handler: ({ body, res }) => {
         const credential = requireCredential(res);
-        return deps.actions.perform(credential.treasuryId, actionRequest(name, body), credential.kind === "x402" ? "x402_payment" : "api_request");
+        return deps.actions.perform(credential.treasuryId, actionRequest(name, body), credential.kind === "x402" ? "x402_payment" : "api_request", res.locals.slotHolder as string | undefined);
       },
     });
 
@@ -147,7 +155,11 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Reads"],
     security: "bearer_or_x402",
     responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: async ({ res }) => ({ status: 200, body: await deps.treasuries.healthView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+    handler: async ({ res }) => {
+      const id = requireCredential(res).treasuryId;
+      await deps.relay.reconcileTreasury(id);
+      return { status: 200, body: await deps.treasuries.healthView(deps.actions.treasury(id)) };
+    },
   });
 
   kit.route({
@@ -158,7 +170,11 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Reads"],
     security: "bearer_or_x402",
     responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: async ({ res }) => ({ status: 200, body: await deps.treasuries.stateView(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+    handler: async ({ res }) => {
+      const id = requireCredential(res).treasuryId;
+      await deps.relay.reconcileTreasury(id);
+      return { status: 200, body: await deps.treasuries.stateView(deps.actions.treasury(id)) };
+    },
   });
 
   kit.route({
@@ -183,7 +199,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     description:
       "Extension of the spec: the lifecycle state derived from the chain (module enabled on the Safe, funds, automation transactions in flight), the module, what a module must be to be accepted, and the protection engine's actions.",
     tags: ["Managed"],
-    security: "bearer_or_x402",
+    security: "bearer",
     extension: true,
     responses: { 200: { description: "delegation", schema: DelegationDocument }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
     handler: async ({ res }) => ({ status: 200, body: await deps.delegation.view(deps.actions.treasury(requireCredential(res).treasuryId)) }),
@@ -195,14 +211,14 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     operationId: "registerDelegation",
     summary: "Register the ProtectionModule the operator deployed for its Safe (extension)",
     description:
-      "The operator approves delegation on chain (its Safe transaction enableModule); this call tells the gateway which module to watch. The module is checked on chain: its Safe, Pool, automation address and park target must be the treasury's.",
+      "The operator approves delegation on chain (its Safe transaction enableModule); this call tells the gateway which module to watch, with the Safe's own signature (safe_proof, EIP-1271) over the treasury id, module and thresholds. The module is checked on chain: its Safe, Pool, automation address and park target must be the treasury's. One Safe has at most one delegation: a proven one moves it from any other treasury.",
     tags: ["Managed"],
-    security: "bearer_or_x402",
+    security: "bearer",
     extension: true,
     request: { body: DelegationRequest },
     responses: {
       200: { description: "delegation", schema: DelegationDocument },
-      400: err("not a matching ProtectionModule"),
+      400: err("not a matching ProtectionModule (invalid_module), or a Safe proof that does not verify (invalid_safe_proof)"),
       401: err("missing or invalid credential"),
       409: err("the treasury is not managed"),
       503: err("no automation address or no RPC for the chain"),
@@ -210,7 +226,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     },
     handler: async ({ res, body }) => ({
       status: 200,
-      body: await deps.delegation.register(deps.actions.treasury(requireCredential(res).treasuryId), body.module as `0x${string}`, body.protect_below_health_score),
+      body: await deps.delegation.register(deps.actions.treasury(requireCredential(res).treasuryId), body.module as `0x${string}`, body.protect_below_health_score, body.safe_proof),
     }),
   });
 
@@ -236,20 +252,36 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     operationId: "relayTransaction",
     summary: "Relay a signed transaction for one step of an envelope",
     description:
-      "Accepted only if it is signed by the treasury's wallet and its to, data, value and chain id equal the step's. Steps are relayed in order; the action executes when the last one is relayed. Execution is simulated in this build.",
+      "Accepted only if it is signed by the treasury's wallet and its to, data, value and chain id equal the step's. Steps are relayed in order; the action executes when the last one is relayed. For a chain-backed treasury the transaction's nonce must be the wallet's next one, the step is claimed (hash recorded) before it is broadcast, and a second signature of a claimed step is refused without being sent; a receipt that does not come in time answers 202 `broadcasting` (poll GET /api/v1/relay/{tx_id}). Sandbox treasuries are simulated. Idempotency-Keys are scoped to the transaction's signer, so callers cannot collide.",
     tags: ["Wallet loop"],
     idempotencyKey: true,
     request: { body: RelayRequest },
     responses: {
       200: { description: "relay receipt (spec 2.6)", schema: RelayReceipt },
+      202: { description: "sent, not mined yet: the step is claimed and reconciled later", schema: RelayPending },
       400: err("invalid body or a signed transaction that does not match (signer_mismatch, to_mismatch, data_mismatch, value_mismatch, chain_id_mismatch, invalid_signed_transaction)"),
       404: err("unknown tx_id"),
-      409: err("already relayed (carries the first tx_hash), or a previous step is not relayed yet"),
+      409: err("already relayed (carries the first tx_hash), step_in_flight (another signature of the step is being broadcast), step_out_of_order, or nonce_not_next (carries expected_nonce)"),
       410: err("envelope expired"),
-      422: err("Idempotency-Key reused with a different body"),
+      422: err("Idempotency-Key reused with a different body; transaction_would_revert, broadcast_rejected or transaction_reverted (the step awaits a new signature)"),
+      503: err("the chain did not answer"),
       ...RATE_LIMITED,
     },
-    handler: async ({ body }) => ({ status: 200, body: await deps.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`) }),
+    idempotencyScope: ({ body }) => relayScope(body.tx_id, body.signed_transaction),
+    handler: async ({ body }) => deps.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/relay/:tx_id",
+    operationId: "getRelayStatus",
+    summary: "State of one step's relay, reconciled with the chain (extension)",
+    description: "awaiting_signature, broadcasting (sent, not mined yet; reconciled on every read) or relayed (with its receipt), and the signatures of the step that did not execute.",
+    tags: ["Wallet loop"],
+    extension: true,
+    request: { params: RelayStepParams },
+    responses: { 200: { description: "relay status", schema: RelayStatus }, 400: err("malformed tx_id"), 404: err("unknown tx_id"), 503: err("the chain did not answer"), ...RATE_LIMITED },
+    handler: async ({ params }) => ({ status: 200, body: await deps.relay.status(params.tx_id) }),
   });
 
 }

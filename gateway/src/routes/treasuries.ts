@@ -4,7 +4,7 @@ import { formatDecimal } from "../domain/money";
 import { HEALTH_SCORE_CAP, LTV_PCT_CAP, ltvZonesOf } from "../domain/position";
 import { PRESET_NAMES, PRESETS } from "../domain/presets";
 import { ErrorResponse } from "../schemas/common";
-import { CreateTreasuryRequest, SandboxKey, Treasury, TreasuryCreateSchema, TreasuryIdParams } from "../schemas/treasuries";
+import { CreateTreasuryRequest, OwnershipStatement, OwnershipStatementQuery, SandboxKey, Treasury, TreasuryCreateSchema, TreasuryIdParams } from "../schemas/treasuries";
 import { z } from "../schemas/zod";
 import type { AppContext } from "../services/context";
 import type { TreasuryService } from "../services/treasury-service";
@@ -42,11 +42,29 @@ export function treasuryRoutes(kit: RouteKit, _ctx: AppContext, treasuries: Trea
     path: "/api/v1/treasuries",
     operationId: "createTreasury",
     summary: "Register a sandbox treasury for a wallet",
-    description: "Returns the treasury and its sandbox API key; the key is shown only in this response.",
+    description:
+      "Returns the treasury and its sandbox API key; the key is shown only in this response. With ownership_proof (the wallet's signed statement) the treasury is `proven` and serves the wallet's x402 payments and public address views; without it, it is `unproven` and reachable only with its API key. Free credential creation is limited per client address (429).",
     tags: ["Treasuries"],
     request: { body: CreateTreasuryRequest },
-    responses: { 200: { description: "treasury (spec 2.7) with api_key", schema: Treasury }, 400: err("invalid body"), ...RATE_LIMITED },
-    handler: ({ body }) => ({ status: 200, body: treasuries.create(body), headers: { "Cache-Control": "no-store" } }),
+    responses: {
+      200: { description: "treasury (spec 2.7) with api_key", schema: Treasury },
+      400: err("invalid body, or an ownership proof that does not verify (invalid_ownership_proof: wrong signer, stale, reused nonce)"),
+      503: err("an EIP-1271 proof could not be checked: no answer from the chain"),
+      ...RATE_LIMITED,
+    },
+    handler: async ({ body }) => ({ status: 200, body: await treasuries.create(body), headers: { "Cache-Control": "no-store" } }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/treasuries/ownership-statement",
+    operationId: "getOwnershipStatement",
+    summary: "The typed data a wallet signs to prove ownership at registration (extension)",
+    tags: ["Treasuries"],
+    extension: true,
+    request: { query: OwnershipStatementQuery },
+    responses: { 200: { description: "EIP-712 typed data with a fresh nonce", schema: OwnershipStatement }, 400: err("invalid query"), ...RATE_LIMITED },
+    handler: ({ query }) => ({ status: 200, body: treasuries.ownershipStatement(query.wallet_address, query.chain, query.execution_mode), headers: { "Cache-Control": "no-store" } }),
   });
 
   kit.route({

@@ -117,6 +117,35 @@ export const RelayReceipt = z
   .passthrough()
   .openapi("RelayReceipt", { description: "spec 2.6" });
 
+export const RelayPending = z
+  .object({
+    sandbox: z.boolean(),
+    object: z.literal("relay_receipt"),
+    tx_id: z.string().regex(/^tx_/),
+    tx_hash: z.string().regex(/^0x[0-9a-f]{64}$/),
+    simulated: z.literal(false),
+    chain: z.string(),
+    status: z.literal("broadcasting"),
+    status_url: z.string(),
+  })
+  .passthrough()
+  .openapi("RelayPending", { description: "the transaction was sent, its receipt did not come in time; the step stays claimed and is reconciled later" });
+
+export const RelayStatus = z
+  .object({
+    object: z.literal("relay_status"),
+    tx_id: z.string(),
+    envelope_tx_id: z.string(),
+    status: z.enum(["awaiting_signature", "broadcasting", "relayed"]),
+    tx_hash: z.string().nullable(),
+    receipt: z.record(z.string(), z.unknown()).nullable(),
+    failed_attempts: z.array(z.object({ tx_hash: z.string(), reason: z.string(), at: z.string() })),
+  })
+  .passthrough()
+  .openapi("RelayStatus");
+
+export const RelayStepParams = z.object({ tx_id: z.string().regex(/^tx_[0-9a-f]{32}$/, "must be a step id (tx_ followed by 32 hex characters)") });
+
 export const EstimateResult = z
   .object({
     object: z.literal("action_preview"),

@@ -1,14 +1,44 @@
 import { ChainName, ExecutionModeSchema, PresetNameSchema, Timestamp, WalletAddress } from "./common";
 import { z } from "./zod";
 
+/** a signed statement (EIP-712, or EIP-1271 for a contract wallet): signature, its nonce and issue time */
+export const SignedProof = z
+  .strictObject({
+    signature: z.string().regex(/^0x[0-9a-fA-F]+$/).max(20_000).openapi({ description: "EIP-712 signature of the statement by the wallet; for a contract wallet (a Safe), the bytes its EIP-1271 isValidSignature accepts" }),
+    nonce: z.string().regex(/^[A-Za-z0-9._:-]{16,128}$/).openapi({ description: "fresh, single use per wallet (16 to 128 characters of A-Z a-z 0-9 . _ : -)" }),
+    issued_at: z.string().openapi({ description: "ISO 8601 time the statement was signed; accepted for 600 seconds" }),
+  })
+  .openapi("SignedProof");
+
 export const CreateTreasuryRequest = z
   .strictObject({
     wallet_address: WalletAddress,
     chain: ChainName.optional().default("base"),
     preset: PresetNameSchema.optional().default("balanced"),
     execution_mode: ExecutionModeSchema.optional().default("wallet"),
+    ownership_proof: SignedProof.optional().openapi({
+      description:
+        "Optional proof that the caller controls wallet_address: the wallet's EIP-712 signature of RegisterTreasury(string service, address wallet, string chain, string executionMode, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId: 8453 (base) or 42161 (arbitrum)}, where service is this gateway's public base URL. A contract wallet signs through EIP-1271. With it the treasury is `proven`: the wallet's x402 payments and the public address views use it. Without it the treasury is `unproven`: reachable only with its own API key, never selected for the wallet's payments or public views. GET /api/v1/treasuries/ownership-statement returns the exact typed data to sign.",
+    }),
   })
   .openapi("CreateTreasuryRequest");
+
+export const OwnershipStatementQuery = z.object({
+  wallet_address: WalletAddress,
+  chain: ChainName.optional().default("base"),
+  execution_mode: ExecutionModeSchema.optional().default("wallet"),
+});
+
+export const OwnershipStatement = z
+  .object({
+    object: z.literal("ownership_statement"),
+    typed_data: z.record(z.string(), z.unknown()),
+    nonce: z.string(),
+    issued_at: z.string(),
+    expires_at: z.string(),
+    how: z.string(),
+  })
+  .openapi("OwnershipStatement");
 
 const Policy = z.object({
   live_band: z.object({ min: z.number(), max: z.number() }),
@@ -28,6 +58,9 @@ export const Treasury = z
     preset: PresetNameSchema,
     policy: Policy,
     execution_mode: ExecutionModeSchema,
+    ownership: z.enum(["unproven", "proven", "paid"]).openapi({
+      description: "unproven: registered without a proof, reachable only with its API key; proven: a signed ownership statement; paid: created by the wallet's own x402 payment",
+    }),
     status: z.string(),
     created_at: Timestamp,
     state: z

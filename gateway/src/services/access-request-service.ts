@@ -143,6 +143,7 @@ export class AccessRequestService {
             executionMode: "wallet",
             status: "active",
             origin: "operator",
+            ownership: "unproven",
             holdings: EMPTY_HOLDINGS,
             createdAt: nowIso,
             updatedAt: nowIso,

@@ -25,6 +25,7 @@ import { newId, type IdPrefix } from "../lib/ids";
 import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { AppContext } from "./context";
+import { ExecutionRecorder } from "./execution-recorder";
 import { safetyRailError } from "./preview-service";
 
 export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
@@ -50,11 +51,15 @@ export interface Plan {
 const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
 
 export class ActionService {
+  readonly recorder: ExecutionRecorder;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly nonces: NonceHints = new NonceHints({}, 1),
     readonly chain: ChainGateway = new ChainGateway({}, 1),
-  ) {}
+  ) {
+    this.recorder = new ExecutionRecorder(ctx);
+  }
 
   /**
    * A treasury whose chain has an RPC reads its position from the chain, not
@@ -75,10 +80,24 @@ export class ActionService {
     return t;
   }
 
-  /** Every check perform() makes, writing nothing: the typed 400/403/409 the action would end in. */
-  async check(treasuryId: string, request: ActionRequest): Promise<void> {
+  /**
+   * Every check perform() makes, and the treasury's conflict slot claimed for
+   * `holder` in the same transaction: after this, no other action of the
+   * treasury can start until the release is called (or the slot expires). A
+   * paid request reserves before its payment is settled, so a request that
+   * would be refused or conflicted is never charged.
+   */
+  async reserve(treasuryId: string, request: ActionRequest, holder: string): Promise<() => void> {
     const t = this.treasury(treasuryId);
-    this.guard(t, request, this.ctx.clock.now(), await this.chainPosition(t));
+    const chain = await this.chainPosition(t);
+    this.ctx.db.transaction(() => {
+      const now = this.ctx.clock.now();
+      this.guard(this.treasury(treasuryId), request, now, chain);
+      if (!this.ctx.stores.slots.claim(treasuryId, holder, now)) {
+        throw new ApiError(409, "conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
+      }
+    })();
+    return () => this.ctx.stores.slots.release(treasuryId, holder);
   }
 
   private guard(treasury: TreasuryRecord, request: ActionRequest, now: Date, chain: ChainPosition | null): Plan {
@@ -97,8 +116,21 @@ export class ActionService {
     return this.plan(treasury, request, chain);
   }
 
-  /** Run an action for a treasury; returns the HTTP status and body. */
-  async perform(treasuryId: string, request: ActionRequest, trigger: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
+  /**
+   * Run an action for a treasury; returns the HTTP status and body. The
+   * caller either holds the treasury's slot (`holder`, from reserve) or
+   * perform reserves and releases it itself.
+   */
+  async perform(treasuryId: string, request: ActionRequest, trigger: string, holder?: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
+    if (!holder || !this.ctx.stores.slots.holds(treasuryId, holder)) {
+      const own = `perform_${newId("tx").slice(3)}`;
+      const release = await this.reserve(treasuryId, request, own);
+      try {
+        return await this.perform(treasuryId, request, trigger, own);
+      } finally {
+        release();
+      }
+    }
     const before = this.treasury(treasuryId);
     const chain = await this.chainPosition(before);
     this.guard(before, request, this.ctx.clock.now(), chain);
@@ -108,7 +140,8 @@ export class ActionService {
       const treasury = this.treasury(treasuryId);
       const plan = this.guard(treasury, request, now, chain);
       if (treasury.executionMode === "managed") {
-        return { status: 200 as const, body: this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger }, now) };
+        // managed upward legs are computed on the position, not executed on chain: never settled volume
+        return { status: 200 as const, body: this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now) };
       }
       return { status: 202 as const, body: this.createEnvelope(treasury, plan, now, nonce ?? { nonce: null, source: "none" }) };
     })();
@@ -119,7 +152,7 @@ export class ActionService {
    * chain-backed treasury is checked against its position as Aave reports it
    * and its wallet's USDC; a sandbox treasury against its simulated ledger.
    */
-  plan(treasury: TreasuryRecord, request: ActionRequest, chain: ChainPosition | null = null): Plan {
+  plan(treasury: TreasuryRecord, request: ActionRequest, chain: ChainPosition | null = null, signedFee?: Fee): Plan {
     const preset = PRESETS[treasury.preset];
     const tier = this.ctx.stores.fees.ratchet().tierIndex;
     if (chain) {
@@ -136,76 +169,73 @@ export class ActionService {
     const before = positionOf(treasury.holdings);
     const sim = simulate(before, request.action, request.amountMicro, preset, tier);
     if (sim.breach) throw safetyRailError(sim, preset);
+    // a relayed envelope applies the fee it was signed with, not today's tier
+    const fee = signedFee ?? sim.fee;
     let ledger: LedgerResult;
     try {
-      ledger = applyToLedger(treasury.holdings, request.action, request.amountMicro, sim.fee.feeMicro, request.params);
+      ledger = applyToLedger(treasury.holdings, request.action, request.amountMicro, fee.feeMicro, request.params);
     } catch (err) {
       if (err instanceof LedgerError) throw new ApiError(400, err.code, err.message);
       throw err;
     }
     const after = positionOf(ledger.holdings);
-    return { request, fee: sim.fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
+    return { request, fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
   }
 
   /**
-   * Apply a planned action to the sandbox ledger: holdings, execution record
-   * and fee audit, in the caller's transaction. Returns the receipt (2.4).
+   * Apply a planned action: the sandbox ledger (if any), the execution and
+   * its fee audit through the one recorder, in the caller's transaction.
+   * Returns the receipt (2.4).
    */
   execute(
     treasury: TreasuryRecord,
     plan: Plan,
-    how: { origin: "managed" | "relay"; envelopeTxId: string | null; trigger: string },
+    how: { origin: "managed" | "relay"; envelopeTxId: string | null; trigger: string; settled: boolean },
     now: Date,
   ): Record<string, unknown> {
     const { request, fee, ledger } = plan;
-    const createdAt = now.toISOString();
-    const executionId = newId(ID_PREFIX[request.action]);
-    const receipt = this.receipt(executionId, plan, createdAt);
-    if (ledger) this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, createdAt);
-    this.ctx.stores.executions.insert({
-      id: executionId,
-      treasuryId: treasury.id,
+    if (ledger) this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, now.toISOString());
+    const { receipt } = this.recorder.record({
+      treasury,
       action: request.action,
       amountMicro: request.amountMicro,
-      feeMicro: fee.feeMicro,
+      fee,
       origin: how.origin,
       envelopeTxId: how.envelopeTxId,
-      receipt,
-      createdAt,
-    });
-    this.ctx.stores.fees.record({
-      id: newId("fee"),
-      treasuryId: treasury.id,
-      action: request.action,
-      amountMicro: request.amountMicro,
-      feeMicro: fee.feeMicro,
-      feeBps: Number(fee.feeBps),
-      feeBasis: fee.basis,
       trigger: how.trigger,
-      executionRef: executionId,
-      createdAt,
+      settled: how.settled,
+      executionId: newId(ID_PREFIX[request.action]),
+      receipt: (id) => this.receipt(id, plan, now.toISOString()),
+      at: now,
     });
-    return receipt;
+    return receipt!;
+  }
+
+  /** the fee of an envelope, exactly as it was planned and signed */
+  envelopeFee(envelope: EnvelopeRecord): Fee {
+    if (envelope.feeBps !== null && envelope.feeBasis !== null) return { feeMicro: envelope.feeMicro, feeBps: BigInt(envelope.feeBps), basis: envelope.feeBasis };
+    // envelopes from before the fee was kept with them: the amount is theirs, the basis of their action
+    const f = feeFor(envelope.action, envelope.amountMicro, 0);
+    return { ...f, feeMicro: envelope.feeMicro };
   }
 
   /**
    * Record an envelope whose transactions were broadcast and mined: the chain
    * already holds the result, so no rail and no sandbox ledger, only the
-   * execution and the fee audit, with the figures read back from the chain.
+   * execution and the fee audit with the envelope's own fee and the figures
+   * read back from the chain.
    */
   recordChainExecution(treasury: TreasuryRecord, envelope: EnvelopeRecord, after: ChainPosition, now: Date): Record<string, unknown> {
-    const tier = this.ctx.stores.fees.ratchet().tierIndex;
-    const feeInfo = feeFor(envelope.action, envelope.amountMicro, tier);
     const plan: Plan = {
       request: { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as ActionParams },
-      fee: { ...feeInfo, feeMicro: envelope.feeMicro },
+      fee: this.envelopeFee(envelope),
       ledger: null,
       ltvBefore: typeof envelope.params.ltv_before === "number" ? envelope.params.ltv_before : 0,
       ltvAfter: ltvPct(after),
       healthAfter: chainHealthScore(after),
       debtAfterMicro: after.debtMicro,
     };
-    return this.execute(treasury, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature" }, now);
+    return this.execute(treasury, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: true }, now);
   }
 
   private receipt(id: string, plan: Plan, createdAt: string): Record<string, unknown> {
@@ -291,6 +321,8 @@ export class ActionService {
       action: plan.request.action,
       amountMicro: plan.request.amountMicro,
       feeMicro: plan.fee.feeMicro,
+      feeBps: Number(plan.fee.feeBps),
+      feeBasis: plan.fee.basis,
       params: plan.request.params as Record<string, unknown>,
       chain: treasury.chain,
       chainId: market.chainId,
@@ -315,6 +347,10 @@ export class ActionService {
       signedTransaction: null,
       receipt: null,
       relayedAt: null,
+      signer: null,
+      txNonce: null,
+      broadcastAt: null,
+      failedAttempts: [],
     }));
     this.ctx.stores.envelopes.insert(envelope, steps);
     return this.envelopeView(envelope, steps, plan, nonce.source);

@@ -11,6 +11,7 @@ import { FeeStore } from "../store/fee-store";
 import { IdempotencyStore } from "../store/idempotency-store";
 import { OutboxStore } from "../store/outbox-store";
 import { PaymentStore } from "../store/payment-store";
+import { SlotStore } from "../store/slot-store";
 import { TreasuryStore } from "../store/treasury-store";
 
 export interface Stores {
@@ -24,6 +25,7 @@ export interface Stores {
   executions: ExecutionStore;
   payments: PaymentStore;
   delegations: DelegationStore;
+  slots: SlotStore;
 }
 
 export function createStores(db: Db): Stores {
@@ -38,6 +40,7 @@ export function createStores(db: Db): Stores {
     executions: new ExecutionStore(db),
     payments: new PaymentStore(db),
     delegations: new DelegationStore(db),
+    slots: new SlotStore(db),
   };
 }
 

@@ -3,6 +3,13 @@
  * registers the ProtectionModule it deployed for its Safe; the gateway checks
  * the module on chain (its Safe, Pool, automation key and park target) and
  * derives the lifecycle state from the chain on every read.
+ *
+ * Trust: a delegation is attached only with the Safe's own signature
+ * (EIP-1271) over the AttachDelegation statement (domain/statements.ts:
+ * treasury id, module, protect threshold, park target). Thresholds come only
+ * from that signed statement; one Safe has at most one delegation; the engine
+ * acts only on proven delegations; the owner's view lists every protection
+ * action taken on its Safe.
  */
 import { getAddress } from "viem";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
@@ -11,16 +18,19 @@ import { PROTECTION_MODULE_ABI, SAFE_MODULE_ABI } from "../../../contracts-abi/p
 import { delegationState } from "../domain/delegation";
 import type { DelegationState } from "../domain/policy";
 import { PRESETS } from "../domain/presets";
+import { usdcToNumber } from "../domain/money";
 import { ApiError } from "../http/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { AppContext } from "./context";
-
+import { delegationStatement } from "../domain/statements";
+import type { SignedProof, StatementVerifier } from "./statement-verifier";
 
 export class DelegationService {
   constructor(
     private readonly ctx: AppContext,
     private readonly chain: ChainGateway,
+    private readonly statements?: StatementVerifier,
   ) {}
 
   /** the service's automation address (the key itself lives with the protection engine) */
@@ -39,7 +49,22 @@ export class DelegationService {
     };
   }
 
-  async register(t: TreasuryRecord, module: `0x${string}`, protectBelowHealth: number | undefined) {
+  /** the typed data the Safe's owners sign to attach `module` to treasury `t` */
+  statementFor(t: TreasuryRecord, module: `0x${string}`, protectBelowHealth: number, proof: { nonce: string; issued_at: string }) {
+    return delegationStatement({
+      service: this.ctx.links.base,
+      chain: t.chain,
+      treasuryId: t.id,
+      safe: getAddress(t.walletAddress),
+      module: getAddress(module),
+      protectBelowHealthCentis: Math.round(protectBelowHealth * 100),
+      parkTargetBps: PRESETS[t.preset].parkTarget * 100,
+      nonce: proof.nonce,
+      issuedAt: proof.issued_at,
+    });
+  }
+
+  async register(t: TreasuryRecord, module: `0x${string}`, protectBelowHealth: number | undefined, proof: SignedProof) {
     if (t.executionMode !== "managed") throw new ApiError(409, "not_managed", "delegation applies to managed treasuries only");
     if (!this.automation) throw new ApiError(503, "automation_unconfigured", "the service has no automation address configured (AUTOMATION_ADDRESS)");
     if (!this.chain.connected(t.chain)) throw new ApiError(503, "chain_unavailable", `no RPC configured for ${t.chain}`);
@@ -60,20 +85,36 @@ export class DelegationService {
     if (got.pool !== want.pool) throw mismatch("pool", want.pool, got.pool);
     if (got.automation !== getAddress(this.automation)) throw mismatch("automation", this.automation, got.automation);
     if (got.park !== want.park_target_bps) throw mismatch("park target", want.park_target_bps, got.park);
-    this.ctx.stores.delegations.upsert({
-      treasuryId: t.id,
-      safe: t.walletAddress,
-      module,
-      automation: got.automation,
-      registeredAt: this.ctx.clock.now().toISOString(),
-      protectBelowHealth: protectBelowHealth ?? null,
-    });
+
+    // the Safe itself must vouch for this treasury, module and thresholds (EIP-1271 through its owners)
+    if (!this.statements) throw new Error("the delegation service needs the statement verifier");
+    const threshold = protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore;
+    const statement = this.statementFor(t, module, threshold, proof);
+    await this.statements.verify("invalid_safe_proof", { chain: t.chain, signer: getAddress(t.walletAddress), statement, proof, contractOnly: true });
+    const at = this.ctx.clock.now().toISOString();
+    this.ctx.db.transaction(() => {
+      if (!this.statements!.spendNonce(t.walletAddress, proof.nonce, "attach_delegation")) {
+        throw new ApiError(400, "invalid_safe_proof", "this nonce was already used by this Safe; sign a statement with a fresh nonce");
+      }
+      this.ctx.stores.delegations.attachProven({
+        treasuryId: t.id,
+        chain: t.chain,
+        safe: getAddress(t.walletAddress),
+        module: getAddress(module),
+        automation: got.automation,
+        protectBelowHealth: threshold,
+        proof: { method: "eip1271", signature: proof.signature, nonce: proof.nonce, issued_at: proof.issued_at, verified_at: at },
+        at,
+      });
+      // the Safe named this treasury: it is proven to stand behind it
+      this.ctx.db.prepare("UPDATE treasuries SET ownership = 'proven' WHERE id = ? AND ownership = 'unproven'").run(t.id);
+    })();
     return this.view(t);
   }
 
   async state(t: TreasuryRecord): Promise<DelegationState> {
     const d = this.ctx.stores.delegations.get(t.id);
-    if (!d || !this.chain.connected(t.chain)) return "not_granted";
+    if (!d || !d.provenAt || !this.chain.connected(t.chain)) return "not_granted";
     const c = this.chain.client(t.chain);
     const [enabled, account, pending, latest] = await Promise.all([
       c.readContract({ address: d.safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [d.module] }),
@@ -92,21 +133,24 @@ export class DelegationService {
 
   async view(t: TreasuryRecord) {
     const d = this.ctx.stores.delegations.get(t.id);
+    const proven = Boolean(d?.provenAt);
     return {
       object: "delegation",
       treasury_id: t.id,
       state: await this.state(t),
-      module: d?.module ?? null,
+      module: proven ? d!.module : null,
+      proven_at: d?.provenAt ?? null,
       protect_below_health_score: d?.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore,
       requirements: this.requirements(t),
-      protection_actions: (d ? this.ctx.stores.delegations.actions(t.id) : []).map((a) => ({
+      // every action taken on the Safe (only its proven owner sees them)
+      protection_actions: (proven ? this.ctx.stores.delegations.actionsOnSafe(t.walletAddress) : []).map((a) => ({
         id: a.id,
         status: a.status,
         reason: a.reason,
         health_before: a.healthBefore,
         ltv_before: a.ltvBefore,
         ltv_after: a.ltvAfter,
-        repay_usdc: a.repayMicro === null ? null : Number(a.repayMicro) / 1e6,
+        repay_usdc: a.repayMicro === null ? null : usdcToNumber(a.repayMicro),
         tx_hashes: a.txHashes,
         gas_usd: a.gasUsd,
         created_at: a.createdAt,

@@ -1,17 +1,18 @@
 /**
  * Relay (spec 2.6, 3.2, 4.8): accepts a signed transaction for one step of an
  * envelope only if it is exactly what the envelope asked for, signed by the
- * treasury's wallet. Execution is simulated in this build (`simulated: true`):
- * the receipt's tx_hash is the hash of the signed transaction, and the
- * action reaches the ledger when the envelope's last step is relayed.
+ * treasury's wallet. A chain-backed treasury's step is claimed durably before
+ * it is broadcast (see RelayService.relay); a sandbox treasury's is simulated
+ * (`simulated: true`, tx_hash is the hash of the signed transaction). The
+ * action is recorded when the envelope's last step is relayed.
  */
+import { createHash } from "node:crypto";
 import { keccak256, parseTransaction, recoverTransactionAddress, type TransactionSerialized } from "viem";
 import { usdcToNumber } from "../domain/money";
 import { positionOf } from "../domain/portfolio";
 import { ltvPct } from "../domain/position";
 import { ApiError } from "../http/errors";
-import type { StepRecord } from "../store/envelope-store";
-import type { ChainPosition } from "../chain/chain-gateway";
+import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
 import type { ActionService } from "./action-service";
 import type { AppContext } from "./context";
 
@@ -47,16 +48,52 @@ export async function verifySignedTransaction(
   return { signer, hash: keccak256(signed) };
 }
 
+/**
+ * The relay has no credential: its Idempotency-Keys are scoped to the signer
+ * of the transaction (which nobody else can produce), so callers cannot squat
+ * or collide with each other's keys.
+ */
+export async function relayScope(txId: string, signed: string): Promise<string> {
+  try {
+    const signer = await recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
+    return `relay:${signer.toLowerCase()}`;
+  } catch {
+    return `relay:unsigned:${createHash("sha256").update(`${txId}\n${signed}`).digest("hex")}`;
+  }
+}
+
 export class RelayService {
   constructor(
     private readonly ctx: AppContext,
     private readonly actions: ActionService,
   ) {}
 
-  async relay(txId: string, signed: `0x${string}`): Promise<Record<string, unknown>> {
-    const step = this.ctx.stores.envelopes.step(txId);
+  /**
+   * Relay one signed step. Sandbox treasuries (no RPC): checked and recorded
+   * in one transaction. Chain-backed ones, in this order:
+   *   1. checks: the step awaits a signature, earlier steps are relayed, the
+   *      envelope has not expired, the transaction is exactly the step's and
+   *      signed by the treasury's wallet, its nonce is the wallet's next one,
+   *      and it does not revert in simulation;
+   *   2. claim: the step becomes `broadcasting` with the transaction's hash
+   *      and nonce, in one transaction with the re-check (a second signature
+   *      of the step is refused here, never sent);
+   *   3. send, then wait for the receipt: mined -> recorded (the action at the
+   *      last step); reverted or refused by the node -> the step awaits a new
+   *      signature; no receipt in time -> 202 `broadcasting`, reconciled by
+   *      the next relay of the step, GET /api/v1/relay/{tx_id} or a read of
+   *      the treasury.
+   */
+  async relay(txId: string, signed: `0x${string}`): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
+    let step = this.ctx.stores.envelopes.step(txId);
     if (!step) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
     const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
+    const treasury = this.actions.treasury(envelope.treasuryId);
+    if (step.status === "broadcasting") {
+      await this.reconcileStep(step);
+      step = this.ctx.stores.envelopes.step(txId)!;
+      if (step.status === "broadcasting") throw this.inFlight(step);
+    }
     if (step.status === "relayed") throw this.alreadyRelayed(step);
     const now = this.ctx.clock.now();
     if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
@@ -64,11 +101,10 @@ export class RelayService {
       throw new ApiError(410, "envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
     }
     const steps = this.ctx.stores.envelopes.steps(envelope.txId);
-    const next = steps.find((s) => s.status === "awaiting_signature");
+    const next = steps.find((s) => s.status !== "relayed");
     if (next && next.txId !== txId) {
-      throw new ApiError(409, "step_out_of_order", `relay step ${next.seq} (${next.kind}, ${next.txId}) first`, { next_tx_id: next.txId });
+      throw new ApiError(409, "step_out_of_order", `relay step ${next.seq} (${next.kind}, ${next.txId}) first${next.status === "broadcasting" ? "; it is being broadcast" : ""}`, { next_tx_id: next.txId });
     }
-    const treasury = this.actions.treasury(envelope.treasuryId);
     const verified = await verifySignedTransaction(signed, {
       to: step.to,
       data: step.data,
@@ -76,76 +112,221 @@ export class RelayService {
       chainId: envelope.chainId,
       signer: treasury.walletAddress,
     });
+    if (!this.actions.chainBacked(treasury)) return { status: 200, body: this.recordSimulated(txId, signed, verified) };
 
-    // with an RPC for the treasury's chain: simulate, broadcast, wait for the receipt; a revert changes nothing
-    let broadcast: { hash: `0x${string}`; blockNumber: bigint; gasUsed: bigint } | null = null;
-    let chainAfter: ChainPosition | null = null;
-    if (this.actions.chainBacked(treasury)) {
-      const chain = treasury.chain;
-      await this.actions.chain.simulate(chain, { from: verified.signer, to: step.to, data: step.data, value: BigInt(step.value) });
-      const mined = await this.actions.chain.broadcast(chain, signed);
-      if (mined.status !== "success") {
-        throw new ApiError(422, "transaction_reverted", `transaction ${mined.hash} was mined but reverted on ${chain}; nothing was recorded`, { tx_hash: mined.hash });
-      }
-      broadcast = mined;
-      const isLast = steps.every((s) => s.txId === txId || s.status === "relayed");
-      if (isLast) chainAfter = await this.actions.chain.position(chain, treasury.walletAddress);
+    const chain = treasury.chain;
+    const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
+    const expectedNonce = await this.actions.chain.pendingNonce(chain, verified.signer);
+    if (txNonce !== expectedNonce) {
+      throw new ApiError(409, "nonce_not_next", `the transaction's nonce is ${txNonce}; ${verified.signer}'s next nonce on ${chain} is ${expectedNonce}. Sign the step with nonce ${expectedNonce}`, {
+        expected_nonce: expectedNonce,
+        received_nonce: txNonce,
+      });
     }
-
-    return this.ctx.db.transaction(() => {
-      // re-read inside the (synchronous) transaction: a concurrent relay of the same step may have won
+    await this.actions.chain.simulate(chain, { from: verified.signer, to: step.to, data: step.data, value: BigInt(step.value) });
+    const claimed = this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
+    if (!claimed) {
       const fresh = this.ctx.stores.envelopes.step(txId)!;
-      if (fresh.status === "relayed") throw this.alreadyRelayed(fresh);
+      throw fresh.status === "relayed" ? this.alreadyRelayed(fresh) : fresh.status === "broadcasting" ? this.inFlight(fresh) : new ApiError(409, "step_out_of_order", "an earlier step of this envelope is not relayed yet");
+    }
+    try {
+      await this.actions.chain.send(chain, signed);
+    } catch (err) {
+      // refused by the node: if it never reached the node, the step awaits a new signature
+      if (!(await this.actions.chain.known(chain, verified.hash).catch(() => true))) {
+        this.ctx.stores.envelopes.unclaimStep(txId, verified.hash, `refused by the node: ${err instanceof ApiError ? err.message : String(err)}`, this.ctx.clock.now().toISOString());
+        throw err;
+      }
+    }
+    const settled = await this.settle(txId, verified.hash, this.ctx.config.relayReceiptTimeoutMs);
+    return settled;
+  }
+
+  /** the state of a step's relay, reconciled with the chain first (GET /api/v1/relay/{tx_id}) */
+  async status(txId: string): Promise<Record<string, unknown>> {
+    let step = this.ctx.stores.envelopes.step(txId);
+    if (!step) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
+    if (step.status === "broadcasting") {
+      await this.reconcileStep(step);
+      step = this.ctx.stores.envelopes.step(txId)!;
+    }
+    const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
+    return {
+      object: "relay_status",
+      tx_id: step.txId,
+      envelope_tx_id: envelope.txId,
+      seq: step.seq,
+      kind: step.kind,
+      status: step.status,
+      tx_hash: step.txHash,
+      receipt: step.receipt,
+      failed_attempts: step.failedAttempts,
+      envelope_status: envelope.status,
+    };
+  }
+
+  /** reconcile every broadcasting step of a treasury with the chain (called by reads of the treasury) */
+  async reconcileTreasury(treasuryId: string): Promise<void> {
+    for (const step of this.ctx.stores.envelopes.broadcastingFor(treasuryId)) await this.reconcileStep(step).catch(() => undefined);
+  }
+
+  /**
+   * A `broadcasting` step against the chain: mined -> recorded or reverted;
+   * still pending -> unchanged; unknown to the node -> dropped when its nonce
+   * was used by another transaction, else sent again (the same signed bytes:
+   * the same hash, it cannot execute twice).
+   */
+  async reconcileStep(step: StepRecord): Promise<void> {
+    if (step.status !== "broadcasting" || !step.txHash || !step.signedTransaction) return;
+    const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
+    const treasury = this.actions.treasury(envelope.treasuryId);
+    if (!this.actions.chainBacked(treasury)) return;
+    const chain = treasury.chain;
+    const hash = step.txHash as `0x${string}`;
+    const mined = await this.actions.chain.receipt(chain, hash, 1);
+    if (mined) {
+      await this.settle(step.txId, hash, 1).catch(() => undefined);
+      return;
+    }
+    if (await this.actions.chain.known(chain, hash)) return; // pending
+    const used = await this.actions.chain.minedNonce(chain, step.signer as `0x${string}`);
+    if (step.txNonce !== null && used > step.txNonce) {
+      this.ctx.stores.envelopes.unclaimStep(step.txId, hash, `dropped: nonce ${step.txNonce} was used by another transaction`, this.ctx.clock.now().toISOString());
+      return;
+    }
+    await this.actions.chain.send(chain, step.signedTransaction as `0x${string}`).catch(() => undefined);
+  }
+
+  /** wait for a claimed step's receipt and record the outcome */
+  private async settle(txId: string, hash: `0x${string}`, timeoutMs: number): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
+    const step = this.ctx.stores.envelopes.step(txId)!;
+    const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
+    const treasury = this.actions.treasury(envelope.treasuryId);
+    const chain = treasury.chain;
+    const mined = await this.actions.chain.receipt(chain, hash, timeoutMs);
+    if (!mined) {
+      return {
+        status: 202,
+        body: {
+          sandbox: true,
+          object: "relay_receipt",
+          tx_id: txId,
+          tx_hash: hash,
+          simulated: false,
+          chain: envelope.chain,
+          chain_id: envelope.chainId,
+          status: "broadcasting",
+          status_url: this.ctx.links.url(`/api/v1/relay/${txId}`),
+          message: "the transaction was sent and is not mined yet; its step stays claimed (no other signature of it will be sent). Poll status_url or relay the same step again.",
+          envelope_tx_id: envelope.txId,
+        },
+      };
+    }
+    if (mined.status !== "success") {
+      this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
+      throw new ApiError(422, "transaction_reverted", `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`, { tx_hash: hash });
+    }
+    const steps = this.ctx.stores.envelopes.steps(envelope.txId);
+    const last = steps.every((s) => s.txId === txId || s.status === "relayed");
+    const chainAfter = last ? await this.actions.chain.position(chain, treasury.walletAddress) : null;
+    return {
+      status: 200,
+      body: this.ctx.db.transaction(() => {
+        const fresh = this.ctx.stores.envelopes.step(txId)!;
+        if (fresh.status === "relayed") throw this.alreadyRelayed(fresh);
+        const at = this.ctx.clock.now();
+        const current = this.actions.treasury(envelope.treasuryId);
+        const execution = last && chainAfter ? this.actions.recordChainExecution(current, envelope, chainAfter, at) : undefined;
+        const receipt = this.receiptOf(envelope, step, {
+          txHash: hash,
+          simulated: false,
+          block: { number: Number(mined.blockNumber), gasUsed: Number(mined.gasUsed) },
+          resultingLtv: chainAfter ? ltvPct(chainAfter) : ltvPct(positionOf(current.holdings)),
+          last,
+          remaining: steps.filter((s) => s.status !== "relayed" && s.txId !== txId).length,
+          execution,
+          signer: fresh.signer!,
+          at,
+        });
+        if (!this.ctx.stores.envelopes.finishStep(txId, hash, receipt, at.toISOString())) throw this.alreadyRelayed(this.ctx.stores.envelopes.step(txId)!);
+        if (last) this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+        return receipt;
+      })(),
+    };
+  }
+
+  /** a sandbox treasury: the step is checked and the action applied to the sandbox ledger in one transaction */
+  private recordSimulated(txId: string, signed: `0x${string}`, verified: VerifiedTransaction): Record<string, unknown> {
+    return this.ctx.db.transaction(() => {
+      const step = this.ctx.stores.envelopes.step(txId)!;
+      if (step.status === "relayed") throw this.alreadyRelayed(step);
+      const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
+      const steps = this.ctx.stores.envelopes.steps(envelope.txId);
       const at = this.ctx.clock.now();
       const last = steps.every((s) => s.txId === txId || s.status === "relayed");
       const current = this.actions.treasury(envelope.treasuryId);
-      let resultLtv = chainAfter ? ltvPct(chainAfter) : ltvPct(positionOf(current.holdings));
+      let resultLtv = ltvPct(positionOf(current.holdings));
       let execution: Record<string, unknown> | undefined;
-      if (last && chainAfter) {
-        execution = this.actions.recordChainExecution(current, envelope, chainAfter, at);
-      } else if (last && !broadcast) {
-        const plan = this.actions.plan(current, {
-          action: envelope.action,
-          amountMicro: envelope.amountMicro,
-          params: envelope.params as never,
-        });
-        execution = this.actions.execute(current, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature" }, at);
+      if (last) {
+        // the fee as signed in the envelope, not today's tier
+        const plan = this.actions.plan(current, { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as never }, null, this.actions.envelopeFee(envelope));
+        execution = this.actions.execute(current, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: false }, at);
         resultLtv = plan.ltvAfter;
       }
-      const remaining = steps.filter((s) => s.status === "awaiting_signature" && s.txId !== txId).length;
-      const receipt = {
-        sandbox: true,
-        object: "relay_receipt",
-        tx_id: txId,
-        tx_hash: broadcast ? broadcast.hash : verified.hash,
-        simulated: !broadcast,
-        ...(broadcast ? { block_number: Number(broadcast.blockNumber), gas_used: Number(broadcast.gasUsed) } : {}),
-        chain: envelope.chain,
-        chain_id: envelope.chainId,
-        status: "confirmed",
-        result: {
-          action: envelope.action,
-          amount_usdc: usdcToNumber(envelope.amountMicro),
-          resulting_ltv: resultLtv,
-          step: step.kind,
-          sequence_complete: last,
-          remaining_steps: remaining,
-          ...(execution ? { receipt: execution } : {}),
-        },
-        envelope_tx_id: envelope.txId,
+      const receipt = this.receiptOf(envelope, step, {
+        txHash: verified.hash,
+        simulated: true,
+        resultingLtv: resultLtv,
+        last,
+        remaining: steps.filter((s) => s.status !== "relayed" && s.txId !== txId).length,
+        execution,
         signer: verified.signer,
-        relayed_at: at.toISOString(),
-      };
-      if (!this.ctx.stores.envelopes.markStepRelayed(txId, broadcast ? broadcast.hash : verified.hash, signed, receipt, at.toISOString())) {
-        // another request relayed it between our read and this write: roll back, report the first
-        throw this.alreadyRelayed(this.ctx.stores.envelopes.step(txId)!);
-      }
+        at,
+      });
+      if (!this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString())) throw this.alreadyRelayed(this.ctx.stores.envelopes.step(txId)!);
       if (last) this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
       return receipt;
     })();
   }
 
+  private receiptOf(
+    envelope: EnvelopeRecord,
+    step: StepRecord,
+    r: { txHash: string; simulated: boolean; block?: { number: number; gasUsed: number }; resultingLtv: number; last: boolean; remaining: number; execution?: Record<string, unknown>; signer: string; at: Date },
+  ): Record<string, unknown> {
+    return {
+      sandbox: true,
+      object: "relay_receipt",
+      tx_id: step.txId,
+      tx_hash: r.txHash,
+      simulated: r.simulated,
+      ...(r.block ? { block_number: r.block.number, gas_used: r.block.gasUsed } : {}),
+      chain: envelope.chain,
+      chain_id: envelope.chainId,
+      status: "confirmed",
+      result: {
+        action: envelope.action,
+        amount_usdc: usdcToNumber(envelope.amountMicro),
+        resulting_ltv: r.resultingLtv,
+        step: step.kind,
+        sequence_complete: r.last,
+        remaining_steps: r.remaining,
+        ...(r.execution ? { receipt: r.execution } : {}),
+      },
+      envelope_tx_id: envelope.txId,
+      signer: r.signer,
+      relayed_at: r.at.toISOString(),
+    };
+  }
+
   private alreadyRelayed(step: StepRecord): ApiError {
     return new ApiError(409, "already_relayed", `${step.txId} was already relayed as ${step.txHash}`, { tx_hash: step.txHash, receipt: step.receipt });
+  }
+
+  private inFlight(step: StepRecord): ApiError {
+    return new ApiError(409, "step_in_flight", `${step.txId} is being broadcast as ${step.txHash}; no other signature of it is sent. Poll GET /api/v1/relay/${step.txId}`, {
+      tx_hash: step.txHash,
+      status_url: this.ctx.links.url(`/api/v1/relay/${step.txId}`),
+    });
   }
 }

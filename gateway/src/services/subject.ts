@@ -23,9 +23,14 @@ export function resolveSubject(ctx: AppContext, address: string | undefined): Su
   if (!/^0x[0-9a-fA-F]{40}$/.test(address)) {
     throw new ApiError(400, "invalid_request", "address must be 'demo' or a 0x-prefixed 20-byte address");
   }
-  const treasury = ctx.stores.treasuries.findByWallet(address);
+  // only a treasury the wallet stands behind (a signed ownership proof, or its own x402 payment) answers for its address
+  const treasury = ctx.stores.treasuries.findOwnedByWallet(address);
   if (!treasury) {
-    throw new ApiError(404, "treasury_not_found", `no treasury is registered for ${address}; register one with POST /api/v1/treasuries`);
+    throw new ApiError(
+      404,
+      "treasury_not_found",
+      `no proven treasury is registered for ${address}; register one with POST /api/v1/treasuries and an ownership_proof (a registration without one is reachable only with its API key)`,
+    );
   }
   return { environment: "sandbox_simulation", address: treasury.walletAddress, holdings: treasury.holdings, preset: PRESETS[treasury.preset], treasury };
 }

@@ -11,7 +11,10 @@ import { PRESETS, policyOf, type PresetName } from "../domain/presets";
 import { usdcToNumber } from "../domain/money";
 import { ApiError } from "../http/errors";
 import { newId } from "../lib/ids";
-import type { Chain, ExecutionMode, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
+import { randomBytes as nonceBytes } from "node:crypto";
+import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/statements";
+import type { Chain, ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
+import type { SignedProof, StatementVerifier } from "./statement-verifier";
 import { issueApiKey } from "./api-keys";
 import type { AppContext } from "./context";
 
@@ -22,6 +25,7 @@ export interface CreateTreasuryInput {
   chain: Chain;
   preset: PresetName;
   execution_mode: ExecutionMode;
+  ownership_proof?: SignedProof;
 }
 
 export class TreasuryService {
@@ -29,22 +33,58 @@ export class TreasuryService {
     private readonly ctx: AppContext,
     /** the position as Aave reports it, for a chain-backed treasury; null for a sandbox one */
     private readonly chainPosition: (t: TreasuryRecord) => Promise<ChainPosition | null> = async () => null,
+    private readonly statements?: StatementVerifier,
   ) {}
 
   private get ttlMs() {
     return this.ctx.config.sandboxKeyTtlDays * DAY_MS;
   }
 
-  /** POST /api/v1/treasuries: a sandbox treasury and its sandbox key (shown once). */
-  create(input: CreateTreasuryInput) {
+  /** the exact typed data a wallet signs to prove it controls `wallet` at registration */
+  ownershipStatement(wallet: string, chain: Chain, executionMode: ExecutionMode) {
     const now = this.ctx.clock.now();
+    const nonce = `own_${nonceBytes(16).toString("hex")}`;
+    const issuedAt = now.toISOString();
+    const typed = registrationStatement({ service: this.ctx.links.base, wallet: getAddress(wallet), chain, executionMode, nonce, issuedAt });
+    return {
+      object: "ownership_statement" as const,
+      typed_data: typed,
+      nonce,
+      issued_at: issuedAt,
+      expires_at: new Date(now.getTime() + STATEMENT_MAX_AGE_SECONDS * 1000).toISOString(),
+      how: "Sign typed_data with the wallet (eth_signTypedData_v4; a Safe signs it through EIP-1271), then POST /api/v1/treasuries with the same wallet_address, chain and execution_mode and ownership_proof {signature, nonce, issued_at}. Any fresh nonce of your own works too.",
+    };
+  }
+
+  /**
+   * POST /api/v1/treasuries: a sandbox treasury and its sandbox key (shown
+   * once). With a valid ownership proof it is `proven`; without, `unproven`.
+   */
+  async create(input: CreateTreasuryInput) {
+    const now = this.ctx.clock.now();
+    const wallet = getAddress(input.wallet_address);
+    let ownership: Ownership = "unproven";
+    let proofRecord: Record<string, unknown> | null = null;
+    if (input.ownership_proof) {
+      if (!this.statements) throw new Error("the treasury service needs the statement verifier");
+      const proof = input.ownership_proof;
+      const statement = registrationStatement({ service: this.ctx.links.base, wallet, chain: input.chain, executionMode: input.execution_mode, nonce: proof.nonce, issuedAt: proof.issued_at });
+      const method = await this.statements.verify("invalid_ownership_proof", { chain: input.chain, signer: wallet, statement, proof: proof as SignedProof });
+      ownership = "proven";
+      proofRecord = { method, nonce: proof.nonce, issued_at: proof.issued_at, signature: proof.signature, verified_at: now.toISOString() };
+    }
     const { treasury, key } = this.ctx.db.transaction(() => {
+      if (proofRecord && !this.statements!.spendNonce(wallet, String(proofRecord.nonce), "register_treasury")) {
+        throw new ApiError(400, "invalid_ownership_proof", "this nonce was already used by this wallet; sign a statement with a fresh nonce");
+      }
       const treasury = this.insertTreasury({
-        walletAddress: getAddress(input.wallet_address),
+        walletAddress: wallet,
         chain: input.chain,
         preset: input.preset,
         executionMode: input.execution_mode,
         origin: "registration",
+        ownership,
+        proof: proofRecord,
         holdings: EMPTY_HOLDINGS,
         now,
       });
@@ -72,6 +112,7 @@ export class TreasuryService {
         preset: "balanced",
         executionMode: "managed",
         origin: "sandbox_key",
+        ownership: "unproven",
         holdings: DEMO_HOLDINGS,
         now,
       });
@@ -92,10 +133,6 @@ export class TreasuryService {
     return t;
   }
 
-  findByWallet(address: string): TreasuryRecord | undefined {
-    return this.ctx.stores.treasuries.findByWallet(address);
-  }
-
   /** spec 2.7 (sandbox figures) */
   viewSync(t: TreasuryRecord) {
     const preset = PRESETS[t.preset];
@@ -109,6 +146,7 @@ export class TreasuryService {
       preset: t.preset,
       policy: policyOf(preset),
       execution_mode: t.executionMode,
+      ownership: t.ownership,
       status: t.status,
       created_at: t.createdAt,
       state: {
@@ -230,6 +268,8 @@ export class TreasuryService {
     preset: PresetName;
     executionMode: ExecutionMode;
     origin: TreasuryOrigin;
+    ownership: Ownership;
+    proof?: Record<string, unknown> | null;
     holdings: Holdings;
     now: Date;
   }): TreasuryRecord {
@@ -241,11 +281,12 @@ export class TreasuryService {
       executionMode: o.executionMode,
       status: "active",
       origin: o.origin,
+      ownership: o.ownership,
       holdings: o.holdings,
       createdAt: o.now.toISOString(),
       updatedAt: o.now.toISOString(),
     };
-    this.ctx.stores.treasuries.insert(record);
+    this.ctx.stores.treasuries.insert(record, o.proof ?? null);
     return record;
   }
 }

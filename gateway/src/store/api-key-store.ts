@@ -54,6 +54,11 @@ export class ApiKeyStore {
     return row ? fromRow(row) : undefined;
   }
 
+  /** is a live key (issued through the reviewed onboarding, not revoked) bound to this treasury? */
+  hasLiveKey(treasuryId: string): boolean {
+    return this.db.prepare("SELECT 1 FROM api_keys WHERE treasury_id = ? AND kind = 'live' AND revoked_at IS NULL").get(treasuryId) !== undefined;
+  }
+
   countActiveSandbox(nowIso: string): number {
     const row = this.db
       .prepare("SELECT COUNT(*) AS n FROM api_keys WHERE kind = 'sandbox' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)")

@@ -10,6 +10,9 @@ export interface DelegationRecord {
   firstApprovedAt: string | null;
   protectBelowHealth: number | null;
   armed: boolean;
+  chain: "base" | "arbitrum" | null;
+  /** when the Safe's own signature (EIP-1271) attached it; the engine acts only on proven delegations */
+  provenAt: string | null;
 }
 
 interface Row {
@@ -21,6 +24,8 @@ interface Row {
   first_approved_at: string | null;
   protect_below_health: number | null;
   armed: number;
+  chain: "base" | "arbitrum" | null;
+  proven_at: string | null;
 }
 
 const fromRow = (r: Row): DelegationRecord => ({
@@ -32,11 +37,14 @@ const fromRow = (r: Row): DelegationRecord => ({
   firstApprovedAt: r.first_approved_at,
   protectBelowHealth: r.protect_below_health,
   armed: r.armed === 1,
+  chain: r.chain,
+  provenAt: r.proven_at,
 });
 
 export interface ProtectionActionRecord {
   id: string;
   treasuryId: string;
+  safe: string;
   status: "executed" | "skipped" | "failed";
   reason: string | null;
   healthBefore: number | null;
@@ -51,13 +59,20 @@ export interface ProtectionActionRecord {
 export class DelegationStore {
   constructor(private readonly db: Db) {}
 
-  upsert(d: Omit<DelegationRecord, "firstApprovedAt" | "armed">): void {
+  /**
+   * Attach a delegation proven by the Safe's signature. One Safe has at most
+   * one delegation: a proven one held by another treasury is detached (the
+   * Safe's owners chose this treasury). Call inside the caller's transaction.
+   */
+  attachProven(d: { treasuryId: string; chain: string; safe: string; module: string; automation: string; protectBelowHealth: number; proof: Record<string, unknown>; at: string }): void {
+    this.db.prepare("DELETE FROM delegations WHERE chain = ? AND lower(safe) = lower(?) AND treasury_id != ?").run(d.chain, d.safe, d.treasuryId);
     this.db
       .prepare(
-        `INSERT INTO delegations (treasury_id, safe, module, automation, registered_at, protect_below_health) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT(treasury_id) DO UPDATE SET module = excluded.module, automation = excluded.automation, protect_below_health = excluded.protect_below_health`,
+        `INSERT INTO delegations (treasury_id, safe, module, automation, registered_at, protect_below_health, chain, proof, proven_at, armed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+         ON CONFLICT(treasury_id) DO UPDATE SET safe = excluded.safe, module = excluded.module, automation = excluded.automation, protect_below_health = excluded.protect_below_health,
+           chain = excluded.chain, proof = excluded.proof, proven_at = excluded.proven_at, armed = 1`,
       )
-      .run(d.treasuryId, d.safe, d.module, d.automation, d.registeredAt, d.protectBelowHealth);
+      .run(d.treasuryId, d.safe, d.module, d.automation, d.at, d.protectBelowHealth, d.chain, JSON.stringify(d.proof), d.at);
   }
 
   get(treasuryId: string): DelegationRecord | undefined {
@@ -65,8 +80,9 @@ export class DelegationStore {
     return row ? fromRow(row) : undefined;
   }
 
-  all(): DelegationRecord[] {
-    return (this.db.prepare("SELECT * FROM delegations ORDER BY registered_at").all() as Row[]).map(fromRow);
+  /** the delegations the engine may act on: attached with the Safe's own proof */
+  allProven(): DelegationRecord[] {
+    return (this.db.prepare("SELECT * FROM delegations WHERE proven_at IS NOT NULL ORDER BY registered_at").all() as Row[]).map(fromRow);
   }
 
   markApproved(treasuryId: string, at: string): void {
@@ -80,17 +96,19 @@ export class DelegationStore {
   recordAction(a: ProtectionActionRecord): void {
     this.db
       .prepare(
-        `INSERT INTO protection_actions (id, treasury_id, status, reason, health_before, ltv_before, ltv_after, repay_micro, tx_hashes, gas_usd, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO protection_actions (id, treasury_id, safe, status, reason, health_before, ltv_before, ltv_after, repay_micro, tx_hashes, gas_usd, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(a.id, a.treasuryId, a.status, a.reason, a.healthBefore, a.ltvBefore, a.ltvAfter, a.repayMicro?.toString() ?? null, JSON.stringify(a.txHashes), a.gasUsd, a.createdAt);
+      .run(a.id, a.treasuryId, a.safe, a.status, a.reason, a.healthBefore, a.ltvBefore, a.ltvAfter, a.repayMicro?.toString() ?? null, JSON.stringify(a.txHashes), a.gasUsd, a.createdAt);
   }
 
-  actions(treasuryId: string): ProtectionActionRecord[] {
+  /** every protection action taken on a Safe, whichever treasury held its delegation then */
+  actionsOnSafe(safe: string): ProtectionActionRecord[] {
     return (
-      this.db.prepare("SELECT * FROM protection_actions WHERE treasury_id = ? ORDER BY created_at, rowid").all(treasuryId) as {
+      this.db.prepare("SELECT * FROM protection_actions WHERE lower(safe) = lower(?) ORDER BY created_at, rowid").all(safe) as {
         id: string;
         treasury_id: string;
+        safe: string;
         status: ProtectionActionRecord["status"];
         reason: string | null;
         health_before: number | null;
@@ -104,6 +122,7 @@ export class DelegationStore {
     ).map((r) => ({
       id: r.id,
       treasuryId: r.treasury_id,
+      safe: r.safe,
       status: r.status,
       reason: r.reason,
       healthBefore: r.health_before,
@@ -116,12 +135,12 @@ export class DelegationStore {
     }));
   }
 
-  /** protection gas spent by a treasury in the calendar month (UTC) of `at` */
-  monthGasUsd(treasuryId: string, at: Date): number {
+  /** protection gas spent on a Safe in the calendar month (UTC) of `at` (failed attempts cost gas too) */
+  monthGasUsd(safe: string, at: Date): number {
     const month = at.toISOString().slice(0, 7);
     const row = this.db
-      .prepare("SELECT COALESCE(SUM(gas_usd), 0) AS total FROM protection_actions WHERE treasury_id = ? AND status = 'executed' AND substr(created_at, 1, 7) = ?")
-      .get(treasuryId, month) as { total: number };
+      .prepare("SELECT COALESCE(SUM(gas_usd), 0) AS total FROM protection_actions WHERE lower(safe) = lower(?) AND status IN ('executed','failed') AND substr(created_at, 1, 7) = ?")
+      .get(safe, month) as { total: number };
     return row.total;
   }
 }

@@ -11,6 +11,9 @@ export interface EnvelopeRecord {
   action: TreasuryAction;
   amountMicro: Micro;
   feeMicro: Micro;
+  /** the fee as it was signed: its rate and basis (the fee of the envelope is the fee) */
+  feeBps: number | null;
+  feeBasis: string | null;
   params: Record<string, unknown>;
   chain: string;
   chainId: number;
@@ -29,12 +32,20 @@ export interface StepRecord {
   data: `0x${string}`;
   value: string;
   summary: Record<string, unknown>;
-  status: "awaiting_signature" | "relayed";
+  /** awaiting_signature -> broadcasting (claimed: hash recorded before sending) -> relayed (mined, recorded) */
+  status: StepStatus;
   txHash: string | null;
   signedTransaction: string | null;
   receipt: Record<string, unknown> | null;
   relayedAt: string | null;
+  signer: string | null;
+  txNonce: number | null;
+  broadcastAt: string | null;
+  /** signatures of this step that did not execute (reverted, refused by the node, dropped) */
+  failedAttempts: { tx_hash: string; reason: string; at: string }[];
 }
+
+export type StepStatus = "awaiting_signature" | "broadcasting" | "relayed";
 
 interface EnvelopeRow {
   tx_id: string;
@@ -42,6 +53,8 @@ interface EnvelopeRow {
   action: TreasuryAction;
   amount_micro: string;
   fee_micro: string;
+  fee_bps: number | null;
+  fee_basis: string | null;
   params: string;
   chain: string;
   chain_id: number;
@@ -60,11 +73,15 @@ interface StepRow {
   data: string;
   value: string;
   summary: string;
-  status: "awaiting_signature" | "relayed";
+  status: StepStatus;
   tx_hash: string | null;
   signed_transaction: string | null;
   receipt: string | null;
   relayed_at: string | null;
+  signer: string | null;
+  tx_nonce: number | null;
+  broadcast_at: string | null;
+  failed_attempts: string;
 }
 
 const envelopeFromRow = (r: EnvelopeRow): EnvelopeRecord => ({
@@ -73,6 +90,8 @@ const envelopeFromRow = (r: EnvelopeRow): EnvelopeRecord => ({
   action: r.action,
   amountMicro: BigInt(r.amount_micro),
   feeMicro: BigInt(r.fee_micro),
+  feeBps: r.fee_bps,
+  feeBasis: r.fee_basis,
   params: JSON.parse(r.params) as Record<string, unknown>,
   chain: r.chain,
   chainId: r.chain_id,
@@ -96,6 +115,10 @@ const stepFromRow = (r: StepRow): StepRecord => ({
   signedTransaction: r.signed_transaction,
   receipt: r.receipt ? (JSON.parse(r.receipt) as Record<string, unknown>) : null,
   relayedAt: r.relayed_at,
+  signer: r.signer,
+  txNonce: r.tx_nonce,
+  broadcastAt: r.broadcast_at,
+  failedAttempts: JSON.parse(r.failed_attempts ?? "[]") as StepRecord["failedAttempts"],
 });
 
 export class EnvelopeStore {
@@ -104,10 +127,10 @@ export class EnvelopeStore {
   insert(e: EnvelopeRecord, steps: StepRecord[]): void {
     this.db
       .prepare(
-        `INSERT INTO envelopes (tx_id, treasury_id, action, amount_micro, fee_micro, params, chain, chain_id, status, created_at, expires_at, completed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO envelopes (tx_id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, params, chain, chain_id, status, created_at, expires_at, completed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(e.txId, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), JSON.stringify(e.params), e.chain, e.chainId, e.status, e.createdAt, e.expiresAt, e.completedAt);
+      .run(e.txId, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.feeBps, e.feeBasis, JSON.stringify(e.params), e.chain, e.chainId, e.status, e.createdAt, e.expiresAt, e.completedAt);
     const insertStep = this.db.prepare(
       `INSERT INTO envelope_steps (tx_id, envelope_tx_id, seq, kind, to_address, data, value, summary, status, tx_hash, signed_transaction, receipt, relayed_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -131,15 +154,78 @@ export class EnvelopeStore {
     return (this.db.prepare("SELECT * FROM envelope_steps WHERE envelope_tx_id = ? ORDER BY seq").all(envelopeTxId) as StepRow[]).map(stepFromRow);
   }
 
-  /** the envelope of a treasury still awaiting signature and not expired at `nowIso` */
+  /**
+   * The envelope of a treasury that blocks a new action: awaiting signature
+   * and not expired at `nowIso`, or with a step being broadcast (expired or
+   * not: its transaction may still be mined and must be reconciled first).
+   */
   pendingFor(treasuryId: string, nowIso: string): EnvelopeRecord | undefined {
     const row = this.db
-      .prepare("SELECT * FROM envelopes WHERE treasury_id = ? AND status = 'awaiting_signature' AND expires_at > ? ORDER BY created_at DESC LIMIT 1")
+      .prepare(
+        `SELECT e.* FROM envelopes e WHERE e.treasury_id = ? AND e.status = 'awaiting_signature'
+           AND (e.expires_at > ? OR EXISTS (SELECT 1 FROM envelope_steps s WHERE s.envelope_tx_id = e.tx_id AND s.status = 'broadcasting'))
+         ORDER BY e.created_at DESC LIMIT 1`,
+      )
       .get(treasuryId, nowIso) as EnvelopeRow | undefined;
     return row ? envelopeFromRow(row) : undefined;
   }
 
-  /** mark a step relayed, only if it was still awaiting (returns false otherwise) */
+  /** steps of a treasury claimed for broadcast and not yet reconciled with the chain */
+  broadcastingFor(treasuryId: string): StepRecord[] {
+    return (
+      this.db
+        .prepare("SELECT s.* FROM envelope_steps s JOIN envelopes e ON e.tx_id = s.envelope_tx_id WHERE e.treasury_id = ? AND s.status = 'broadcasting' ORDER BY s.broadcast_at")
+        .all(treasuryId) as StepRow[]
+    ).map(stepFromRow);
+  }
+
+  /** every step awaiting reconciliation (for a sweep) */
+  allBroadcasting(): StepRecord[] {
+    return (this.db.prepare("SELECT * FROM envelope_steps WHERE status = 'broadcasting' ORDER BY broadcast_at").all() as StepRow[]).map(stepFromRow);
+  }
+
+  /**
+   * Claim a step for broadcast: only if it still awaits a signature and every
+   * earlier step of its envelope is relayed. The hash is recorded before the
+   * transaction is sent, so a crash leaves a record to reconcile. False when
+   * another signature of the step (or of an earlier one) holds it.
+   */
+  claimStep(txId: string, c: { txHash: string; signed: string; signer: string; nonce: number; at: string }): boolean {
+    return (
+      this.db
+        .prepare(
+          `UPDATE envelope_steps SET status = 'broadcasting', tx_hash = ?, signed_transaction = ?, signer = ?, tx_nonce = ?, broadcast_at = ?
+           WHERE tx_id = ? AND status = 'awaiting_signature'
+             AND NOT EXISTS (SELECT 1 FROM envelope_steps p WHERE p.envelope_tx_id = envelope_steps.envelope_tx_id AND p.seq < envelope_steps.seq AND p.status != 'relayed')`,
+        )
+        .run(c.txHash, c.signed, c.signer, c.nonce, c.at, txId).changes === 1
+    );
+  }
+
+  /** a claimed step did not execute (refused by the node, reverted, dropped): it awaits a new signature again */
+  unclaimStep(txId: string, txHash: string, reason: string, at: string): boolean {
+    const step = this.step(txId);
+    if (!step || step.status !== "broadcasting" || step.txHash !== txHash) return false;
+    const attempts = [...step.failedAttempts, { tx_hash: txHash, reason, at }];
+    return (
+      this.db
+        .prepare(
+          "UPDATE envelope_steps SET status = 'awaiting_signature', tx_hash = NULL, signed_transaction = NULL, signer = NULL, tx_nonce = NULL, broadcast_at = NULL, failed_attempts = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?",
+        )
+        .run(JSON.stringify(attempts), txId, txHash).changes === 1
+    );
+  }
+
+  /** a claimed step was mined successfully: relayed, with its receipt */
+  finishStep(txId: string, txHash: string, receipt: Record<string, unknown>, at: string): boolean {
+    return (
+      this.db
+        .prepare("UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?")
+        .run(JSON.stringify(receipt), at, txId, txHash).changes === 1
+    );
+  }
+
+  /** sandbox relay (nothing is sent): awaiting -> relayed in one step, only if it was still awaiting */
   markStepRelayed(txId: string, txHash: string, signed: string, receipt: Record<string, unknown>, at: string): boolean {
     return (
       this.db

@@ -19,6 +19,10 @@ export interface FeeAuditEntry {
   trigger: string;
   executionRef: string;
   createdAt: string;
+  /** sandbox (simulated, or on a test chain with sandbox funds) or live */
+  environment: "sandbox" | "live";
+  /** a live, settled, fee-bearing execution: its amount moved the platform volume */
+  countsTowardVolume: boolean;
 }
 
 interface Row {
@@ -33,6 +37,8 @@ interface Row {
   trigger: string;
   execution_ref: string;
   created_at: string;
+  environment: "sandbox" | "live";
+  counts_toward_volume: number;
 }
 
 const fromRow = (r: Row): FeeAuditEntry => ({
@@ -47,6 +53,8 @@ const fromRow = (r: Row): FeeAuditEntry => ({
   trigger: r.trigger,
   executionRef: r.execution_ref,
   createdAt: r.created_at,
+  environment: r.environment,
+  countsTowardVolume: r.counts_toward_volume === 1,
 });
 
 export class FeeStore {
@@ -61,23 +69,24 @@ export class FeeStore {
   }
 
   /**
-   * Record one execution. Fee-bearing executions (fee > 0) advance the
-   * ratchet by their amount. Call inside the caller's transaction when the
-   * execution itself writes state, so both land or neither does.
+   * Record one execution. Only live, settled, fee-bearing executions
+   * (countsTowardVolume) advance the ratchet by their amount; sandbox ones are
+   * audited and count for nothing. Call inside the caller's transaction, so
+   * the execution and its audit land together or not at all.
    */
   record(entry: Omit<FeeAuditEntry, "feeTier">): FeeAuditEntry {
     const state = this.ratchet();
     const full: FeeAuditEntry = { ...entry, feeTier: tierAt(state.tierIndex).tier };
     this.db
       .prepare(
-        `INSERT INTO fee_audit (id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, fee_tier, trigger, execution_ref, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO fee_audit (id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, fee_tier, trigger, execution_ref, created_at, environment, counts_toward_volume)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         full.id, full.treasuryId, full.action, full.amountMicro.toString(), full.feeMicro.toString(), full.feeBps, full.feeBasis,
-        full.feeTier, full.trigger, full.executionRef, full.createdAt,
+        full.feeTier, full.trigger, full.executionRef, full.createdAt, full.environment, full.countsTowardVolume && full.feeMicro > 0n ? 1 : 0,
       );
-    if (full.feeMicro > 0n) {
+    if (full.countsTowardVolume && full.feeMicro > 0n) {
       const next = advanceRatchet(state, full.amountMicro);
       this.db
         .prepare("UPDATE fee_ratchet SET tier_index = ?, platform_volume_micro = ?, updated_at = ? WHERE id = 1")

@@ -43,17 +43,6 @@ export class IdempotencyStore {
     })();
   }
 
-  /** what claim() would answer, without claiming */
-  peek(scope: string, key: string, requestHash: string, now: Date): Claim {
-    const row = this.db.prepare("SELECT * FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at > ?").get(scope, key, now.toISOString()) as
-      | { request_hash: string; state: string; status_code: number | null; headers: string | null; body: string | null }
-      | undefined;
-    if (!row) return { kind: "claimed" };
-    if (row.request_hash !== requestHash) return { kind: "mismatch" };
-    if (row.state === "in_progress") return { kind: "in_progress" };
-    return { kind: "replay", response: { status: row.status_code!, headers: JSON.parse(row.headers ?? "{}"), body: row.body ?? "" } };
-  }
-
   complete(scope: string, key: string, response: StoredResponse): void {
     this.db
       .prepare("UPDATE idempotency_keys SET state = 'completed', status_code = ?, headers = ?, body = ? WHERE scope = ? AND key = ?")
@@ -63,6 +52,25 @@ export class IdempotencyStore {
   /** forget a claim whose request failed unexpectedly, so it can be retried */
   release(scope: string, key: string): void {
     this.db.prepare("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'in_progress'").run(scope, key);
+  }
+
+  /**
+   * A payment was settled for this key but its request did not execute (a
+   * typed refusal after settlement, an unexpected failure): remember it, so
+   * the retry of the same request with the same key is not charged again.
+   */
+  addPrepaid(scope: string, key: string, requestHash: string, payment: { payer: string; nonce: string }, now: Date): void {
+    this.db
+      .prepare("INSERT OR REPLACE INTO prepaid_requests (scope, key, request_hash, payer, nonce, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+      .run(scope, key, requestHash, payment.payer.toLowerCase(), payment.nonce.toLowerCase(), now.toISOString());
+  }
+
+  /** consume the prepaid credit of this key and request, if there is one (atomic: one taker) */
+  takePrepaid(scope: string, key: string, requestHash: string): { payer: string; nonce: string } | undefined {
+    const row = this.db.prepare("DELETE FROM prepaid_requests WHERE scope = ? AND key = ? AND request_hash = ? RETURNING payer, nonce").get(scope, key, requestHash) as
+      | { payer: string; nonce: string }
+      | undefined;
+    return row;
   }
 
   purgeExpired(now: Date): number {

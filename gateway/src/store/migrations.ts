@@ -227,4 +227,94 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX protection_actions_treasury ON protection_actions (treasury_id, created_at);
     `,
   },
+  {
+    version: 5,
+    name: "trust_in_the_money_path",
+    sql: `
+      -- who proved control of a treasury's wallet: 'unproven' (a bare registration, reachable only with its own
+      -- key), 'proven' (a signed ownership statement, EIP-712 or EIP-1271), 'paid' (created by the payer's own x402 payment)
+      ALTER TABLE treasuries ADD COLUMN ownership TEXT NOT NULL DEFAULT 'unproven' CHECK (ownership IN ('unproven','proven','paid'));
+      ALTER TABLE treasuries ADD COLUMN ownership_proof TEXT;
+      UPDATE treasuries SET ownership = 'paid' WHERE origin = 'x402_payer';
+      CREATE INDEX treasuries_wallet_ownership ON treasuries (lower(wallet_address), ownership);
+
+      -- a signed statement's nonce is good once per signer
+      CREATE TABLE signed_nonces (
+        signer TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        used_at TEXT NOT NULL,
+        PRIMARY KEY (signer, nonce)
+      );
+
+      -- the conflict slot of a treasury: claimed atomically with the conflict check, before any payment is settled
+      CREATE TABLE treasury_slots (
+        treasury_id TEXT PRIMARY KEY REFERENCES treasuries(id),
+        holder TEXT NOT NULL,
+        claimed_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+
+      -- a payment settled for an Idempotency-Key whose request then did not execute: the key's retry is not charged again
+      CREATE TABLE prepaid_requests (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        payer TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (scope, key)
+      );
+
+      -- the envelope's fee is the fee: kept with it, recorded as signed
+      ALTER TABLE envelopes ADD COLUMN fee_bps INTEGER;
+      ALTER TABLE envelopes ADD COLUMN fee_basis TEXT;
+
+      -- steps gain 'broadcasting' (claimed, sent or about to be, reconciled with the chain) and the nonce they were signed with
+      CREATE TABLE envelope_steps_new (
+        tx_id TEXT PRIMARY KEY,
+        envelope_tx_id TEXT NOT NULL REFERENCES envelopes(tx_id),
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        to_address TEXT NOT NULL,
+        data TEXT NOT NULL,
+        value TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('awaiting_signature','broadcasting','relayed')),
+        tx_hash TEXT,
+        signed_transaction TEXT,
+        receipt TEXT,
+        relayed_at TEXT,
+        signer TEXT,
+        tx_nonce INTEGER,
+        broadcast_at TEXT,
+        failed_attempts TEXT NOT NULL DEFAULT '[]',
+        UNIQUE (envelope_tx_id, seq)
+      );
+      INSERT INTO envelope_steps_new (tx_id, envelope_tx_id, seq, kind, to_address, data, value, summary, status, tx_hash, signed_transaction, receipt, relayed_at)
+        SELECT tx_id, envelope_tx_id, seq, kind, to_address, data, value, summary, status, tx_hash, signed_transaction, receipt, relayed_at FROM envelope_steps;
+      DROP TABLE envelope_steps;
+      ALTER TABLE envelope_steps_new RENAME TO envelope_steps;
+      CREATE UNIQUE INDEX envelope_steps_hash ON envelope_steps (tx_hash) WHERE tx_hash IS NOT NULL;
+
+      -- only live, settled fee-bearing executions move the platform volume; sandbox ones are audited as such
+      ALTER TABLE fee_audit ADD COLUMN environment TEXT NOT NULL DEFAULT 'sandbox' CHECK (environment IN ('sandbox','live'));
+      ALTER TABLE fee_audit ADD COLUMN counts_toward_volume INTEGER NOT NULL DEFAULT 0;
+      -- volume counted before this release came from sandbox executions, which count for nothing: recount it
+      DROP TRIGGER fee_ratchet_one_way;
+      UPDATE fee_ratchet SET tier_index = 0, platform_volume_micro = '0' WHERE id = 1;
+      CREATE TRIGGER fee_ratchet_one_way BEFORE UPDATE ON fee_ratchet
+      WHEN NEW.tier_index < OLD.tier_index
+      BEGIN SELECT RAISE(ABORT, 'fee ratchet is one-way'); END;
+
+      -- a delegation is attached only with the Safe's own signature; one proven delegation per Safe
+      ALTER TABLE delegations ADD COLUMN chain TEXT;
+      ALTER TABLE delegations ADD COLUMN proof TEXT;
+      ALTER TABLE delegations ADD COLUMN proven_at TEXT;
+      CREATE UNIQUE INDEX delegations_one_per_safe ON delegations (chain, lower(safe)) WHERE proven_at IS NOT NULL;
+      ALTER TABLE protection_actions ADD COLUMN safe TEXT;
+      UPDATE protection_actions SET safe = (SELECT safe FROM delegations d WHERE d.treasury_id = protection_actions.treasury_id);
+      CREATE INDEX protection_actions_safe ON protection_actions (lower(safe), created_at);
+    `,
+  },
 ];

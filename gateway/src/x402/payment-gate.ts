@@ -1,22 +1,25 @@
 /**
- * x402 (version 1) as the second credential of protected routes.
+ * x402 (version 1) as the second credential of protected routes. The gate
+ * offers primitives; the route (http/route.ts) puts them in the order that
+ * makes charging exactly-once:
  *
- * - No credential: the 402 challenge comes from x402-express (the stock
- *   middleware, used only to answer the challenge), plus WWW-Authenticate
- *   naming both schemes.
- * - X-PAYMENT: decoded, matched against this route's own requirements (exact
- *   amount, payTo, asset, network), verified by the facilitator, then locked
- *   on (payer, nonce) so a replayed or concurrent proof never runs a handler
- *   twice. The payer is the identity: its treasury (created in wallet mode on
- *   the first paid call) is the credential's treasury.
- * - State-changing routes settle before acting: the request is checked first
- *   (4xx charges nothing), then settled, then executed. Read-only routes run,
- *   then settle; a failed settlement discards the answer. Either way a failed
- *   settlement leaves nothing behind (the lock is released and a treasury
- *   created for this request is removed).
+ *   authorize   decode X-PAYMENT, match this route's own requirements (exact
+ *               amount, payTo, asset, network, an authorization no longer
+ *               than maxTimeoutSeconds), verify with the facilitator, lock
+ *               (payer, nonce) durably, resolve the payer's own treasury;
+ *   ...         the route claims the Idempotency-Key and the treasury's
+ *               conflict slot and runs every check (nothing is charged yet);
+ *   settle      only then: the facilitator moves the USDC; a failure undoes
+ *               the lock and the treasury created for the request (402);
+ *   release     a request that is refused, replayed or conflicted before
+ *               settlement frees its proof (it can be used again).
+ *
+ * The payer is the identity. It lands only on a treasury it stands behind:
+ * one registered with its signed ownership proof, or the one its first paid
+ * call created (`paid`). A bare registration of its address is never chosen.
  */
 import type { Request, Response } from "express";
-import { getAddress } from "viem";
+import { getAddress, recoverTypedDataAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
 import { exact } from "x402/schemes";
 import { settleResponseHeader, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
@@ -29,29 +32,54 @@ import { facilitatorClient } from "./facilitator-client";
 import type { PriceList, RoutePrice } from "./prices";
 
 export const X402_NETWORK = "base-sepolia";
+export const X402_CHAIN_ID = 84532;
+/** clock skew tolerated on an authorization's validity window */
+const VALIDITY_SKEW_SECONDS = 30;
 
-export interface PaymentSteps {
-  /** state-changing routes: throws the typed error the request would end in, writing nothing */
-  precheck(): Promise<void>;
-  /** state-changing routes: would the Idempotency-Key replay or refuse instead of executing? */
-  idempotencyTaken(): boolean;
-  /** state-changing routes: the normal flow, which writes the response */
-  runNormal(): Promise<void>;
-  /** read-only routes: the handler's result, or a thrown typed error */
-  runCaptured(): Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+interface Authorization {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: `0x${string}`;
+}
+
+/** a verified, locked payment of one request: settle it once, or release it */
+export interface PaymentClaim {
+  payer: `0x${string}`;
+  nonce: string;
+  treasuryId: string;
+  /** move the money; on failure the 402 is written, everything undone, and false returned */
+  settle(): Promise<boolean>;
+  /** the request will not be charged: free the proof (and a treasury created for it) */
+  release(): void;
+  outcome(status: number): void;
 }
 
 export interface PaymentGate {
   enabled: boolean;
-  challenge(req: Request, res: Response): Promise<void>;
-  handle(req: Request, res: Response, route: { method: string; path: string; stateChanging: boolean }, steps: PaymentSteps): Promise<void>;
-  /** the payer an X-PAYMENT header claims (for rate limits), without verifying it */
-  claimedPayer(header: string): string | undefined;
+  challenge(req: Request, res: Response, route: { method: string; path: string }): Promise<void>;
+  /** a verified, locked payment, or null when the 402 refusal was already written */
+  authorize(req: Request, res: Response, route: { method: string; path: string }): Promise<PaymentClaim | null>;
+  /** the payer of an X-PAYMENT header whose EIP-3009 signature checks out (for rate limits), else undefined */
+  verifiedPayer(header: string): Promise<string | undefined>;
 }
 
 export function wwwAuthenticate(): string {
   return 'Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="base-sepolia" header="X-PAYMENT"';
 }
+
+const TRANSFER_WITH_AUTHORIZATION = {
+  TransferWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
 
 export function createPaymentGate(
   ctx: AppContext,
@@ -72,12 +100,18 @@ export function createPaymentGate(
     opts.facilitator,
   );
 
-  /** the same requirements x402-express puts in the challenge, for this route and request */
+  const priceOf = (route: { method: string; path: string }): RoutePrice => {
+    const price = opts.prices.for(route.method, route.path);
+    if (!price) throw new Error(`no x402 price for ${route.method} ${route.path}`);
+    return price;
+  };
+
+  /** the same requirements x402-express puts in the challenge; the resource is the configured public URL, never the Host header */
   const requirementsFor = (req: Request, p: RoutePrice): PaymentRequirements => ({
     scheme: "exact",
     network: X402_NETWORK,
     maxAmountRequired: p.atomic.toString(),
-    resource: `${req.protocol}://${req.headers.host}${req.path}` as `${string}://${string}`,
+    resource: ctx.links.url(req.path) as `${string}://${string}`,
     description: p.description,
     mimeType: "application/json",
     payTo,
@@ -99,9 +133,10 @@ export function createPaymentGate(
     });
   };
 
+  /** the treasury the payer stands behind, or a new `paid` one (wallet mode) created by this payment */
   const payerTreasury = (payer: `0x${string}`): { treasuryId: string; created: boolean } => {
-    const existing = ctx.stores.treasuries.findByWallet(payer);
-    if (existing) return { treasuryId: existing.id, created: false };
+    const owned = ctx.stores.treasuries.findOwnedByWallet(payer);
+    if (owned) return { treasuryId: owned.id, created: false };
     const now = ctx.clock.now().toISOString();
     const id = newId("trs");
     ctx.stores.treasuries.insert({
@@ -112,6 +147,7 @@ export function createPaymentGate(
       executionMode: "wallet",
       status: "active",
       origin: "x402_payer",
+      ownership: "paid",
       holdings: EMPTY_HOLDINGS,
       createdAt: now,
       updatedAt: now,
@@ -119,54 +155,92 @@ export function createPaymentGate(
     return { treasuryId: id, created: true };
   };
 
-  const removeTreasury = (id: string) => {
-    ctx.db.prepare("DELETE FROM treasuries WHERE id = ? AND origin = 'x402_payer' AND NOT EXISTS (SELECT 1 FROM executions WHERE treasury_id = ?) AND NOT EXISTS (SELECT 1 FROM envelopes WHERE treasury_id = ?)").run(id, id, id);
+  const decode = (header: string): { payment: PaymentPayload; authorization: Authorization } | undefined => {
+    try {
+      const payment = exact.evm.decodePayment(header) as PaymentPayload;
+      const authorization = (payment.payload as { authorization?: Authorization }).authorization;
+      if (!authorization || !/^0x[0-9a-fA-F]{40}$/.test(String(authorization.from))) return undefined;
+      return { payment, authorization };
+    } catch {
+      return undefined;
+    }
   };
 
   return {
     enabled: cfg.enabled,
 
-    claimedPayer(header: string) {
+    async verifiedPayer(header) {
+      const decoded = decode(header);
+      const signature = (decoded?.payment.payload as { signature?: `0x${string}` } | undefined)?.signature;
+      if (!decoded || !signature) return undefined;
+      const a = decoded.authorization;
       try {
-        const decoded = exact.evm.decodePayment(header) as PaymentPayload;
-        const from = (decoded.payload as { authorization?: { from?: string } }).authorization?.from;
-        return from && /^0x[0-9a-fA-F]{40}$/.test(from) ? from.toLowerCase() : undefined;
+        const signer = await recoverTypedDataAddress({
+          domain: { name: opts.asset.name, version: opts.asset.version, chainId: X402_CHAIN_ID, verifyingContract: getAddress(opts.asset.address) },
+          types: TRANSFER_WITH_AUTHORIZATION,
+          primaryType: "TransferWithAuthorization",
+          message: { from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce },
+          signature,
+        });
+        return signer.toLowerCase() === a.from.toLowerCase() ? signer.toLowerCase() : undefined;
       } catch {
         return undefined;
       }
     },
 
-    async challenge(req, res) {
+    async challenge(req, res, route) {
+      const requirements = requirementsFor(req, priceOf(route));
       res.setHeader("WWW-Authenticate", wwwAuthenticate());
-      // x402-express writes the x402 v1 body; the service's typed-error fields ride along
+      // x402-express writes the x402 v1 body; the resource is ours (configured URL), the typed-error fields ride along
       const json = res.json.bind(res);
       res.json = (body: Record<string, unknown>) =>
         json({
           ...body,
+          accepts: Array.isArray(body.accepts) ? body.accepts.map((a: Record<string, unknown>) => ({ ...a, resource: requirements.resource })) : body.accepts,
           message: "payment required: pay per request with an x402 X-PAYMENT header (see accepts), or send Authorization: Bearer <API key>",
           request_id: res.locals.requestId,
         });
-      await challengeMiddleware(req, res, () => {
+      // HEAD is answered as the GET it stands for (no body is sent)
+      const asRoute = req.method === "HEAD" ? Object.assign(Object.create(req) as Request, { method: "GET" }) : req;
+      await challengeMiddleware(asRoute, res, () => {
         throw new Error(`no x402 price for ${req.method} ${req.path}`);
       });
     },
 
-    async handle(req, res, route, steps) {
-      const price = opts.prices.for(route.method, route.path);
-      if (!price) throw new Error(`no x402 price for ${route.method} ${route.path}`);
+    async authorize(req, res, route) {
+      const price = priceOf(route);
       const requirements = requirementsFor(req, price);
-
-      let payment: PaymentPayload;
-      try {
-        payment = exact.evm.decodePayment(req.header("x-payment")!) as PaymentPayload;
-      } catch {
-        return refuse(res, requirements, "invalid_payment_header");
+      const decoded = decode(req.header("x-payment") ?? "");
+      if (!decoded) {
+        refuse(res, requirements, "invalid_payment_header");
+        return null;
       }
-      const authorization = (payment.payload as { authorization?: { from: `0x${string}`; to: string; value: string; nonce: string } }).authorization;
-      if (payment.scheme !== "exact" || payment.network !== X402_NETWORK || !authorization) return refuse(res, requirements, "unsupported_scheme_or_network");
-      if (getAddress(authorization.to) !== payTo) return refuse(res, requirements, "payment_recipient_mismatch");
-      if (BigInt(authorization.value) !== price.atomic) {
-        return refuse(res, requirements, "payment_does_not_match_route", { expected_amount: price.atomic.toString(), received_amount: authorization.value });
+      const { payment, authorization } = decoded;
+      if (payment.scheme !== "exact" || payment.network !== X402_NETWORK) {
+        refuse(res, requirements, "unsupported_scheme_or_network");
+        return null;
+      }
+      if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || getAddress(authorization.to) !== payTo) {
+        refuse(res, requirements, "payment_recipient_mismatch");
+        return null;
+      }
+      let value: bigint, validBefore: bigint;
+      try {
+        value = BigInt(authorization.value);
+        validBefore = BigInt(authorization.validBefore);
+      } catch {
+        refuse(res, requirements, "invalid_payment_header");
+        return null;
+      }
+      if (value !== price.atomic) {
+        refuse(res, requirements, "payment_does_not_match_route", { expected_amount: price.atomic.toString(), received_amount: authorization.value });
+        return null;
+      }
+      // an authorization valid for longer than advertised is a standing order, not a payment for this request
+      const nowSeconds = BigInt(Math.floor(ctx.clock.now().getTime() / 1000));
+      if (validBefore - nowSeconds > BigInt(cfg.maxTimeoutSeconds + VALIDITY_SKEW_SECONDS)) {
+        refuse(res, requirements, "authorization_validity_too_long", { max_timeout_seconds: cfg.maxTimeoutSeconds, valid_before: authorization.validBefore });
+        return null;
       }
       payment.x402Version = 1;
 
@@ -176,78 +250,67 @@ export function createPaymentGate(
       } catch (err) {
         throw new ApiError(503, "payment_facilitator_unavailable", `the x402 facilitator did not answer: ${err instanceof Error ? err.message : String(err)}`);
       }
-      if (!verified.isValid) return refuse(res, requirements, verified.invalidReason ?? "invalid_payment", { payer: verified.payer });
+      if (!verified.isValid) {
+        refuse(res, requirements, verified.invalidReason ?? "invalid_payment", { payer: verified.payer });
+        return null;
+      }
 
       const payer = getAddress(authorization.from);
       const nonce = authorization.nonce;
       const routeKey = `${route.method} ${route.path}`;
-      if (!ctx.stores.payments.lock({ payer, nonce, route: routeKey, amountAtomic: price.atomic, treasuryId: null, at: ctx.clock.now().toISOString() })) {
-        return refuse(res, requirements, "payment_already_used", { payer });
+      const at = ctx.clock.now().toISOString();
+      // lock the proof and resolve the payer's treasury in one transaction
+      const locked = ctx.db.transaction(() => {
+        if (!ctx.stores.payments.lock({ payer, nonce, route: routeKey, amountAtomic: price.atomic, treasuryId: null, at })) return null;
+        return payerTreasury(payer);
+      })();
+      if (!locked) {
+        refuse(res, requirements, "payment_already_used", { payer });
+        return null;
       }
-      const { treasuryId, created } = payerTreasury(payer);
+      const { treasuryId, created } = locked;
       const credential: Credential = { kind: "x402", scope: `payer:${payer.toLowerCase()}`, treasuryId, subject: payer };
       res.locals.credential = credential;
       res.setHeader("X-Treasury-Id", treasuryId);
 
-      const undo = () => {
-        ctx.stores.payments.release(payer, nonce);
-        if (created) removeTreasury(treasuryId);
+      let done = false;
+      const release = () => {
+        if (done) return;
+        done = true;
+        ctx.db.transaction(() => {
+          ctx.stores.payments.release(payer, nonce);
+          if (created) ctx.stores.treasuries.removeUnused(treasuryId);
+        })();
       };
-      const settle = async (): Promise<boolean> => {
-        let settled: SettleResponse | undefined;
-        let failure: string | undefined;
-        try {
-          settled = await facilitator.settle(payment, requirements);
-          if (!settled.success) failure = settled.errorReason ?? "unknown";
-        } catch (err) {
-          failure = err instanceof Error ? err.message : String(err);
-        }
-        if (!settled || failure !== undefined) {
-          undo();
-          res.locals.credential = undefined;
-          res.removeHeader("X-Treasury-Id");
-          refuse(res, requirements, "settlement_failed", { reason: failure, payer });
-          return false;
-        }
-        ctx.stores.payments.settled(payer, nonce, settled.transaction, treasuryId, ctx.clock.now().toISOString());
-        res.setHeader("X-PAYMENT-RESPONSE", settleResponseHeader(settled));
-        return true;
+      return {
+        payer,
+        nonce,
+        treasuryId,
+        release,
+        outcome: (status) => ctx.stores.payments.outcome(payer, nonce, status),
+        settle: async () => {
+          if (done) throw new Error("payment already settled or released");
+          let settled: SettleResponse | undefined;
+          let failure: string | undefined;
+          try {
+            settled = await facilitator.settle(payment, requirements);
+            if (!settled.success) failure = settled.errorReason ?? "unknown";
+          } catch (err) {
+            failure = err instanceof Error ? err.message : String(err);
+          }
+          if (!settled || failure !== undefined) {
+            release();
+            res.locals.credential = undefined;
+            res.removeHeader("X-Treasury-Id");
+            refuse(res, requirements, "settlement_failed", { reason: failure, payer });
+            return false;
+          }
+          done = true;
+          ctx.stores.payments.settled(payer, nonce, settled.transaction, treasuryId, ctx.clock.now().toISOString());
+          res.setHeader("X-PAYMENT-RESPONSE", settleResponseHeader(settled));
+          return true;
+        },
       };
-
-      if (route.stateChanging) {
-        // a replay or refusal of the Idempotency-Key executes nothing: charge nothing
-        if (steps.idempotencyTaken()) {
-          undo();
-          return steps.runNormal();
-        }
-        try {
-          await steps.precheck();
-        } catch (err) {
-          undo();
-          throw err;
-        }
-        if (!(await settle())) return;
-        await steps.runNormal();
-        ctx.stores.payments.outcome(payer, nonce, res.statusCode);
-        return;
-      }
-
-      let result;
-      try {
-        result = await steps.runCaptured();
-      } catch (err) {
-        undo();
-        throw err;
-      }
-      if (result.status >= 400) {
-        undo();
-        res.status(result.status).json(result.body);
-        return;
-      }
-      if (!(await settle())) return;
-      for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
-      ctx.stores.payments.outcome(payer, nonce, result.status);
-      res.status(result.status).json(result.body);
     },
   };
 }

@@ -1,0 +1,74 @@
+/**
+ * Verifies a signed statement (domain/statements.ts) against the wallet it
+ * claims to come from, and spends its nonce.
+ *
+ * - an externally owned account: ECDSA recovery of the EIP-712 hash;
+ * - a contract wallet (code at the address on the treasury's chain, e.g. a
+ *   Safe): EIP-1271 `isValidSignature(hash, signature)` must answer 0x1626ba7e.
+ *
+ * Every failure is a typed 400 with the reason; nothing is written until the
+ * caller spends the nonce inside its own transaction (`spendNonce`).
+ */
+import { getAddress, isAddressEqual, recoverAddress, type Hex } from "viem";
+import { EIP1271_ABI, EIP1271_MAGIC_VALUE } from "../../../contracts-abi/protection-module";
+import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement, type StatementChain } from "../domain/statements";
+import { ApiError } from "../http/errors";
+import type { ChainGateway } from "../chain/chain-gateway";
+import type { AppContext } from "./context";
+
+export interface SignedProof {
+  signature: string;
+  nonce: string;
+  issued_at: string;
+}
+
+export type ProofMethod = "eip712_ecdsa" | "eip1271";
+
+const invalid = (code: string, reason: string) => new ApiError(400, code, reason, { reason });
+
+export class StatementVerifier {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly chain: ChainGateway,
+  ) {}
+
+  /** checks time, nonce shape and freshness, and the signature; throws a typed 400 (code `code`) */
+  async verify(code: string, o: { chain: StatementChain; signer: `0x${string}`; statement: Statement; proof: SignedProof; contractOnly?: boolean }): Promise<ProofMethod> {
+    const time = statementTimeProblem(o.proof.issued_at, this.ctx.clock.now());
+    if (time) throw invalid(code, time);
+    if (!STATEMENT_NONCE_PATTERN.test(o.proof.nonce)) throw invalid(code, "nonce must be 16 to 128 characters of [A-Za-z0-9._:-]");
+    if (this.nonceUsed(o.signer, o.proof.nonce)) throw invalid(code, "this nonce was already used by this wallet; sign a statement with a fresh nonce");
+    const hash = statementHash(o.statement);
+    if (!o.contractOnly) {
+      const recovered = await recoverAddress({ hash, signature: o.proof.signature as Hex }).catch(() => undefined);
+      if (recovered && isAddressEqual(recovered, o.signer)) return "eip712_ecdsa";
+    }
+    // not the EOA's signature: a contract wallet may still vouch for it (EIP-1271)
+    if (!this.chain.connected(o.chain)) {
+      throw invalid(code, `the signature does not recover to ${o.signer}, and contract-wallet (EIP-1271) signatures need an RPC for ${o.chain}, which this service does not have`);
+    }
+    const client = this.chain.client(o.chain);
+    const code_ = await client.getCode({ address: o.signer }).catch(() => {
+      throw new ApiError(503, "chain_unavailable", `could not read ${o.signer} on ${o.chain}`);
+    });
+    if (!code_ || code_ === "0x") throw invalid(code, `the signature does not recover to ${o.signer} (and ${o.signer} is not a contract wallet on ${o.chain})`);
+    const answer = await client
+      .readContract({ address: o.signer, abi: EIP1271_ABI, functionName: "isValidSignature", args: [hash, o.proof.signature as Hex] })
+      .catch(() => undefined);
+    if (answer !== EIP1271_MAGIC_VALUE) throw invalid(code, `the contract wallet ${o.signer} did not accept the signature (EIP-1271 isValidSignature)`);
+    return "eip1271";
+  }
+
+  nonceUsed(signer: string, nonce: string): boolean {
+    return this.ctx.db.prepare("SELECT 1 FROM signed_nonces WHERE signer = ? AND nonce = ?").get(signer.toLowerCase(), nonce) !== undefined;
+  }
+
+  /** spend a verified statement's nonce; call inside the transaction that acts on it (false: spent meanwhile) */
+  spendNonce(signer: string, nonce: string, purpose: string): boolean {
+    return (
+      this.ctx.db
+        .prepare("INSERT OR IGNORE INTO signed_nonces (signer, nonce, purpose, used_at) VALUES (?, ?, ?, ?)")
+        .run(getAddress(signer).toLowerCase(), nonce, purpose, this.ctx.clock.now().toISOString()).changes === 1
+    );
+  }
+}
