@@ -10,6 +10,7 @@ import { docsRouter } from "./http/docs-page";
 import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
 import { buildOpenApiDocument } from "./http/openapi";
 import { credentialCreationLimit, rateLimits } from "./http/rate-limit";
+import { scrubLogObject } from "./http/log-scrub";
 import { limitJsonDepth } from "./http/content-type";
 import { accessLog, requestId } from "./http/request-context";
 import { RouteTable } from "./http/route";
@@ -96,7 +97,11 @@ export interface GatewayApp {
   services: Services;
 }
 
-export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
+export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
+  // every line the gateway writes passes the credential scrubber (http/log-scrub.ts)
+  const secrets = [ctx.config.adminToken ?? ""].filter(Boolean);
+  const logger = baseLogger.child({}, { formatters: { log: (o) => scrubLogObject(o, secrets) as Record<string, unknown> } });
+  // the scrubber is given to the access log too: it serializes live request objects itself
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", ctx.config.trustProxy);
@@ -106,7 +111,7 @@ export function createApp(ctx: AppContext, logger: Logger): GatewayApp {
   const startedAt = ctx.clock.now();
 
   app.use(requestId);
-  app.use(accessLog(logger));
+  app.use(accessLog(logger, secrets));
   app.use(
     rateLimits({
       readPerWindow: ctx.config.rateLimit.readPerWindow,

@@ -46,6 +46,7 @@ const envSchema = z.object({
   RATE_LIMIT_WINDOW_MS: positiveInt(60_000),
   TRUST_PROXY: z.string().optional().default("false"),
   CREDENTIALS_PER_HOUR: positiveInt(10),
+  SECRETS_KEY: z.string().optional().transform((v) => (v && v !== "" ? v : undefined)),
   LIVE_CHAINS: z
     .string()
     .optional()
@@ -98,6 +99,8 @@ export interface Config {
   rateLimit: { readPerWindow: number; writePerWindow: number; windowMs: number };
   /** Express "trust proxy": off unless configured (false), else a hop count, "loopback", or addresses */
   trustProxy: boolean | number | string;
+  /** 32-byte key sealing secrets at rest (hex or base64); default: DATA_DIR/secrets.key, generated once, mode 0600 */
+  secretsKey: string | undefined;
   /** free credentials (sandbox keys, registrations) one client address may create per hour */
   credentialsPerHour: number;
   /**
@@ -149,6 +152,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimit: { readPerWindow: e.RATE_LIMIT_READ_PER_MIN, writePerWindow: e.RATE_LIMIT_WRITE_PER_MIN, windowMs: e.RATE_LIMIT_WINDOW_MS },
     trustProxy: e.TRUST_PROXY === "false" ? false : e.TRUST_PROXY === "true" ? true : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
     credentialsPerHour: e.CREDENTIALS_PER_HOUR,
+    secretsKey: e.SECRETS_KEY,
     liveChains: e.LIVE_CHAINS,
     relayReceiptTimeoutMs: e.RELAY_RECEIPT_TIMEOUT_MS,
     sandboxKeyTtlDays: e.SANDBOX_KEY_TTL_DAYS,

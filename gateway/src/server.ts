@@ -7,6 +7,8 @@ import type { Config } from "./config";
 import { systemClock, type Clock } from "./lib/clock";
 import { createStores, linksFor, type AppContext } from "./services/context";
 import { openDatabase } from "./store/db";
+import { SecretBox } from "./lib/secrets";
+import path from "node:path";
 
 export interface RunningGateway {
   url: string;
@@ -20,7 +22,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
   const db = openDatabase(opts.databaseFile);
   const clock = opts.clock ?? systemClock;
   // links need the port, which is known once listening; a holder fills it in
-  const ctx: AppContext = { config: opts.config, db, stores: createStores(db), clock, links: linksFor("http://placeholder") };
+  const ctx: AppContext = { config: opts.config, db, stores: createStores(db, SecretBox.fromConfig(opts.config.secretsKey, path.dirname(opts.databaseFile))), clock, links: linksFor("http://placeholder") };
   const server: Server = await new Promise((resolve, reject) => {
     const s = http.createServer().listen(opts.config.port, opts.config.host, () => resolve(s));
     s.once("error", reject);

@@ -12,7 +12,8 @@ import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { AuditLog } from "./audit-log";
-import { checkIntent, checkStep, PolicyRefusal, type Policy, type StepTx } from "./policy";
+import { checkIntent, checkStep, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
+import { formatDecimal, parseDecimal, parseUsdc } from "../../gateway/src/domain/money";
 import { Preflight, PreflightError } from "./preflight";
 
 export type AgentAction = "deposit" | "convert" | "borrow" | "repay";
@@ -53,6 +54,8 @@ export class SignerAgent {
   readonly account: PrivateKeyAccount;
   private readonly preflight: Preflight;
   private readonly log: (line: string) => void;
+  /** USDC being signed right now (checked against the daily cap with what was signed) */
+  private reserved = 0n;
 
   constructor(private readonly opts: AgentOptions) {
     this.account = privateKeyToAccount(opts.privateKey);
@@ -73,25 +76,26 @@ export class SignerAgent {
     const prices = (await (await fetch(`${this.opts.gatewayUrl}/x402/prices.json`)).json()) as { prices: { method: string; path: string; amount_usdc: string }[] };
     const price = prices.prices.find((p) => p.method === method && p.path === path);
     if (!price) throw new RefusedError("x402", `the gateway has no x402 price for ${method} ${path}`);
-    const amount = Number(price.amount_usdc);
-    const spent = this.opts.audit.todayTotal("x402_payment", "amount_usdc");
-    if (amount > this.opts.policy.x402_max_price_usdc) {
-      this.opts.audit.append({ event: "x402_refused", reason: `price ${amount} above the cap ${this.opts.policy.x402_max_price_usdc}`, amount_usdc: amount });
-      throw new RefusedError("x402", `x402 price ${amount} USDC is above the policy cap of ${this.opts.policy.x402_max_price_usdc}`);
+    const amount = BigInt((price as { amount_atomic?: string }).amount_atomic ?? parseDecimal(price.amount_usdc, 6));
+    const shown = formatDecimal(amount, 6);
+    const spent = this.opts.audit.todayMicro("x402_payment");
+    if (amount > policyMicro(this.opts.policy.x402_max_price_usdc)) {
+      this.opts.audit.append({ event: "x402_refused", reason: `price ${shown} above the cap ${this.opts.policy.x402_max_price_usdc}`, amount_micro: amount.toString() });
+      throw new RefusedError("x402", `x402 price ${shown} USDC is above the policy cap of ${this.opts.policy.x402_max_price_usdc}`);
     }
-    if (spent + amount > this.opts.policy.x402_daily_budget_usdc) {
-      this.opts.audit.append({ event: "x402_refused", reason: "daily x402 budget", amount_usdc: amount });
-      throw new RefusedError("x402", `paying ${amount} USDC would exceed today's x402 budget of ${this.opts.policy.x402_daily_budget_usdc} (spent ${spent})`);
+    if (spent + amount > policyMicro(this.opts.policy.x402_daily_budget_usdc)) {
+      this.opts.audit.append({ event: "x402_refused", reason: "daily x402 budget", amount_micro: amount.toString() });
+      throw new RefusedError("x402", `paying ${shown} USDC would exceed today's x402 budget of ${this.opts.policy.x402_daily_budget_usdc} (spent ${formatDecimal(spent, 6)})`);
     }
     const wallet = createWalletClient({ account: this.account, chain: baseSepolia, transport: http(this.opts.x402RpcUrl) });
-    const pay = wrapFetchWithPayment(fetch, wallet as never, BigInt(Math.round(amount * 1e6)));
+    const pay = wrapFetchWithPayment(fetch, wallet as never, amount);
     return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       const res = await pay(input as string, init);
       const header = res.headers.get("x-payment-response");
       if (header) {
         const settled = decodeXPaymentResponse(header);
-        this.opts.audit.append({ event: "x402_payment", amount_usdc: amount, tx_hash: settled.transaction, route: `${method} ${path}` });
-        this.log(`paid ${amount} USDC with x402 (settlement ${settled.transaction.slice(0, 12)}...)`);
+        this.opts.audit.append({ event: "x402_payment", amount_micro: amount.toString(), amount_usdc: Number(shown), tx_hash: settled.transaction, route: `${method} ${path}` });
+        this.log(`paid ${shown} USDC with x402 (settlement ${settled.transaction.slice(0, 12)}...)`);
       }
       return res;
     }) as typeof fetch;
@@ -111,7 +115,13 @@ export class SignerAgent {
     return body;
   }
 
-  /** check a step against the policy, preflight it on the fork, and sign it */
+  /**
+   * Check a step against the policy, reserve its USDC against the daily cap,
+   * preflight it on the fork, and sign it. The cap counts what the decoded
+   * calldata moves (supply, borrow, repay, swap, fee transfer), whatever the
+   * step is labelled; the check and the reservation happen together before
+   * any await, so concurrent signatures cannot both pass the same headroom.
+   */
   async signStep(step: Envelope["steps"][number]): Promise<Hex> {
     let decoded;
     try {
@@ -120,33 +130,38 @@ export class SignerAgent {
       this.opts.audit.append({ event: "refused", reason: (err as Error).message, tx_id: step.tx_id, to: step.unsigned_transaction.to });
       throw new RefusedError("policy", (err as Error).message);
     }
-    if (decoded.usdcAmount !== null && step.kind === "pool_call") {
-      const today = this.opts.audit.todayTotal("signed", "amount_usdc");
-      if (today + decoded.usdcAmount > this.opts.policy.daily_cap_usdc) {
-        const reason = `${decoded.usdcAmount} USDC would exceed the daily cap of ${this.opts.policy.daily_cap_usdc} (signed today: ${today})`;
-        this.opts.audit.append({ event: "refused", reason, tx_id: step.tx_id });
-        throw new RefusedError("policy", reason);
-      }
+    const moved = decoded.usdcMoved;
+    const cap = policyMicro(this.opts.policy.daily_cap_usdc);
+    const today = this.opts.audit.todayMicro("signed") + this.reserved;
+    if (today + moved > cap) {
+      const reason = `${formatDecimal(moved, 6)} USDC would exceed the daily cap of ${this.opts.policy.daily_cap_usdc} (signed or being signed today: ${formatDecimal(today, 6)})`;
+      this.opts.audit.append({ event: "refused", reason, tx_id: step.tx_id });
+      throw new RefusedError("policy", reason);
     }
-    let prepared;
+    this.reserved += moved;
     try {
-      prepared = await this.preflight.prepare(step.unsigned_transaction, this.address);
-    } catch (err) {
-      const reason = err instanceof PreflightError ? err.message : String(err);
-      this.opts.audit.append({ event: "refused", reason: `preflight: ${reason}`, tx_id: step.tx_id });
-      throw new RefusedError("preflight", reason);
+      let prepared;
+      try {
+        prepared = await this.preflight.prepare(step.unsigned_transaction, this.address);
+      } catch (err) {
+        const reason = err instanceof PreflightError ? err.message : String(err);
+        this.opts.audit.append({ event: "refused", reason: `preflight: ${reason}`, tx_id: step.tx_id });
+        throw new RefusedError("preflight", reason);
+      }
+      const signed = await this.account.signTransaction({ type: "eip1559", ...prepared });
+      this.opts.audit.append({
+        event: "signed",
+        tx_id: step.tx_id,
+        chain_id: prepared.chainId,
+        to: prepared.to,
+        function: decoded.functionName,
+        amount_micro: moved.toString(),
+        nonce: prepared.nonce,
+      });
+      return signed;
+    } finally {
+      this.reserved -= moved;
     }
-    const signed = await this.account.signTransaction({ type: "eip1559", ...prepared });
-    this.opts.audit.append({
-      event: "signed",
-      tx_id: step.tx_id,
-      chain_id: prepared.chainId,
-      to: prepared.to,
-      function: decoded.functionName,
-      amount_usdc: step.kind === "pool_call" ? (decoded.usdcAmount ?? undefined) : undefined,
-      nonce: prepared.nonce,
-    });
-    return signed;
   }
 
   /**
@@ -183,7 +198,7 @@ export class SignerAgent {
     const envelope = await this.request(action, amountUsdc, extra);
     this.log(`envelope ${envelope.tx_id}: ${envelope.steps.length} steps`);
     try {
-      checkIntent({ action, amountUsdc, target: extra.target as "btc" | "eth" | undefined }, envelope, this.address, this.opts.policy);
+      checkIntent({ action, amountMicro: parseUsdc(amountUsdc), target: extra.target as "btc" | "eth" | undefined }, envelope, this.address, this.opts.policy);
     } catch (err) {
       if (err instanceof PolicyRefusal) {
         this.opts.audit.append({ event: "refused", reason: err.message, tx_id: envelope.tx_id });

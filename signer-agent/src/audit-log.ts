@@ -10,6 +10,8 @@ export interface AuditEvent {
   to?: string;
   function?: string;
   amount_usdc?: number;
+  /** exact amount, micro-USDC, as a decimal string */
+  amount_micro?: string;
   tx_hash?: string;
   [k: string]: unknown;
 }
@@ -32,11 +34,11 @@ export class AuditLog {
       .map((l) => JSON.parse(l) as AuditEvent & { at: string });
   }
 
-  /** sum of a numeric field over today's (UTC) events of a kind */
-  todayTotal(event: AuditEvent["event"], field: "amount_usdc"): number {
+  /** exact sum (micro-USDC) of amount_micro over today's (UTC) events of a kind */
+  todayMicro(event: AuditEvent["event"]): bigint {
     const today = new Date().toISOString().slice(0, 10);
     return this.entries()
       .filter((e) => e.event === event && e.at.startsWith(today))
-      .reduce((sum, e) => sum + Number(e[field] ?? 0), 0);
+      .reduce((sum, e) => sum + BigInt(e.amount_micro ?? "0"), 0n);
   }
 }

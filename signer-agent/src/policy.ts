@@ -10,6 +10,7 @@ import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
+import { formatDecimal, isExactUsdc, parseUsdc } from "../../gateway/src/domain/money";
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/).transform((a) => getAddress(a));
 
@@ -23,10 +24,19 @@ export const PolicySchema = z.object({
   daily_cap_usdc: z.number().positive(),
   x402_max_price_usdc: z.number().positive(),
   x402_daily_budget_usdc: z.number().positive(),
+  /** the most the service fee may be, basis points of the amount (the published rate: 2%) */
+  max_fee_bps: z.number().int().min(0).max(1000).optional(),
+}).superRefine((p, ctx) => {
+  for (const k of ["per_transaction_cap_usdc", "daily_cap_usdc", "x402_max_price_usdc", "x402_daily_budget_usdc"] as const) {
+    if (!isExactUsdc(p[k])) ctx.addIssue({ code: "custom", path: [k], message: "at most 6 decimals (exact micro-USDC)" });
+  }
 });
 export type Policy = z.infer<typeof PolicySchema>;
 
 export class PolicyRefusal extends Error {}
+
+/** the published service fee rate: 2% (spec section 1) */
+export const DEFAULT_MAX_FEE_BPS = 200;
 
 /** the default policy: Aave pools and tokens of the address book (Base, Arbitrum), the convert router */
 export function defaultPolicy(feeRecipients: string[]): Policy {
@@ -52,6 +62,7 @@ export function defaultPolicy(feeRecipients: string[]): Policy {
     daily_cap_usdc: 50_000,
     x402_max_price_usdc: 0.1,
     x402_daily_budget_usdc: 5,
+    max_fee_bps: DEFAULT_MAX_FEE_BPS,
   };
 }
 
@@ -63,11 +74,35 @@ export function loadPolicy(file: string): Policy {
 
 const ABIS = [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI];
 
+/** a policy amount (JSON number of USDC) as exact micro-USDC */
+export const policyMicro = (usdc: number): bigint => parseUsdc(usdc);
+
+/**
+ * What a decoded call does, read from the calldata alone (never from a label
+ * the gateway or the caller put on the step):
+ *   fee          USDC transfer to an allowed fee recipient
+ *   approve      token approval (moves nothing by itself)
+ *   supply       Aave supply on behalf of this wallet
+ *   borrow       Aave borrow on behalf of this wallet
+ *   repay        Aave repay on behalf of this wallet
+ *   swap         Uniswap exactInputSingle to this wallet
+ */
+export type Role = "fee" | "approve" | "supply" | "borrow" | "repay" | "swap";
+
 export interface DecodedCall {
   functionName: string;
+  role: Role;
   args: readonly unknown[];
-  /** the USDC amount this call moves, if it moves USDC */
-  usdcAmount: number | null;
+  /** the contract called */
+  to: `0x${string}`;
+  /** the token the call moves or approves */
+  token: `0x${string}`;
+  /** units of `token` moved (or approved), exact */
+  amount: bigint;
+  /** the approval's spender, the transfer's recipient, the swap's output token */
+  counterparty?: `0x${string}`;
+  /** micro-USDC this call moves out of or into the wallet's position (0 for approvals and non-USDC moves) */
+  usdcMoved: bigint;
 }
 
 export interface StepTx {
@@ -78,8 +113,9 @@ export interface StepTx {
 }
 
 const usdcAddresses = () => new Set(Object.values(AAVE_MARKETS).map((m) => m.usdc.toLowerCase()));
+const isUsdc = (addr: unknown) => usdcAddresses().has(String(addr).toLowerCase());
 
-/** refuse anything outside the policy; returns the decoded call */
+/** refuse anything outside the policy; returns what the call does, decoded */
 export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): DecodedCall {
   const refuse = (why: string): never => {
     throw new PolicyRefusal(why);
@@ -98,69 +134,138 @@ export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): Deco
   const fn = decoded.functionName;
   if (!policy.allowed_functions.includes(fn)) refuse(`function ${fn} is not allowed`);
   const a = decoded.args;
-  const isUsdc = (addr: unknown) => usdcAddresses().has(String(addr).toLowerCase());
-  let usdc: number | null = null;
+  const me = getAddress(self);
+  let call: DecodedCall;
   switch (fn) {
     case "supply":
-      if (getAddress(a[2] as string) !== getAddress(self)) refuse(`supply on behalf of ${a[2]}, not this wallet`);
+      if (getAddress(a[2] as string) !== me) refuse(`supply on behalf of ${a[2]}, not this wallet`);
       if (!targets[getAddress(a[0] as string)]) refuse(`asset ${a[0]} is not allowed`);
-      if (isUsdc(a[0])) usdc = Number(a[1]) / 1e6;
+      call = { functionName: fn, role: "supply", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: isUsdc(a[0]) ? (a[1] as bigint) : 0n };
       break;
     case "borrow":
-      if (getAddress(a[4] as string) !== getAddress(self)) refuse(`borrow on behalf of ${a[4]}, not this wallet`);
+      if (getAddress(a[4] as string) !== me) refuse(`borrow on behalf of ${a[4]}, not this wallet`);
       if (!isUsdc(a[0])) refuse("only USDC may be borrowed");
-      usdc = Number(a[1]) / 1e6;
+      call = { functionName: fn, role: "borrow", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: a[1] as bigint };
       break;
     case "repay":
-      if (getAddress(a[3] as string) !== getAddress(self)) refuse(`repay on behalf of ${a[3]}, not this wallet`);
-      if (isUsdc(a[0])) usdc = Number(a[1]) / 1e6;
+      if (getAddress(a[3] as string) !== me) refuse(`repay on behalf of ${a[3]}, not this wallet`);
+      call = { functionName: fn, role: "repay", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: isUsdc(a[0]) ? (a[1] as bigint) : 0n };
       break;
     case "approve":
       if (!policy.approve_spenders.includes(getAddress(a[0] as string))) refuse(`approval to ${a[0]} is not allowed`);
-      if (isUsdc(to)) usdc = Number(a[1]) / 1e6;
+      call = { functionName: fn, role: "approve", args: a, to, token: to, amount: a[1] as bigint, counterparty: getAddress(a[0] as string), usdcMoved: 0n };
       break;
     case "transfer":
       if (!policy.transfer_recipients.includes(getAddress(a[0] as string))) refuse(`transfer to ${a[0]} is not allowed`);
-      if (isUsdc(to)) usdc = Number(a[1]) / 1e6;
+      if (!isUsdc(to)) refuse("only USDC may be transferred (the service fee)");
+      call = { functionName: fn, role: "fee", args: a, to, token: to, amount: a[1] as bigint, counterparty: getAddress(a[0] as string), usdcMoved: a[1] as bigint };
       break;
     case "exactInputSingle": {
-      const p = a[0] as { tokenIn: string; tokenOut: string; recipient: string; amountIn: bigint };
-      if (getAddress(p.recipient) !== getAddress(self)) refuse(`swap proceeds go to ${p.recipient}, not this wallet`);
+      const p = a[0] as { tokenIn: string; tokenOut: string; recipient: string; amountIn: bigint; amountOutMinimum: bigint };
+      if (getAddress(p.recipient) !== me) refuse(`swap proceeds go to ${p.recipient}, not this wallet`);
       if (!targets[getAddress(p.tokenIn)] || !targets[getAddress(p.tokenOut)]) refuse("swap tokens are not allowed");
-      if (isUsdc(p.tokenIn)) usdc = Number(p.amountIn) / 1e6;
+      call = { functionName: fn, role: "swap", args: a, to, token: getAddress(p.tokenIn), amount: p.amountIn, counterparty: getAddress(p.tokenOut), usdcMoved: isUsdc(p.tokenIn) ? p.amountIn : 0n };
       break;
     }
+    default:
+      return refuse(`function ${fn} is not allowed`);
   }
-  if (usdc !== null && usdc > policy.per_transaction_cap_usdc) refuse(`${usdc} USDC is above the per-transaction cap of ${policy.per_transaction_cap_usdc}`);
-  return { functionName: fn, args: decoded.args, usdcAmount: usdc };
+  if (call.usdcMoved > policyMicro(policy.per_transaction_cap_usdc)) refuse(`${formatDecimal(call.usdcMoved, 6)} USDC is above the per-transaction cap of ${policy.per_transaction_cap_usdc}`);
+  return call;
 }
 
-/** What the agent asked for must be what the envelope does (a tampered envelope is refused). */
+/** the most a fee may be for `amount` at `bps`, as the gateway rounds it (half up) */
+export const maxFeeFor = (amount: bigint, bps: bigint) => (amount * bps + 5_000n) / 10_000n;
+
+/**
+ * What the agent asked for must be exactly what the envelope does, read from
+ * the decoded calldata alone: the calls an action needs, each once, nothing
+ * else; the amounts add up to the intent; exactly one fee (none for repay) of
+ * at most the published rate (policy max_fee_bps), paid to an allowed
+ * recipient. A tampered or inflated envelope is refused.
+ *
+ *   deposit  fee F, approve(USDC -> Pool, N), supply(USDC, N)         F + N = amount
+ *   borrow   borrow(USDC, amount), fee F
+ *   repay    approve(USDC -> Pool, amount), repay(USDC, amount)
+ *   convert  fee F, approve(USDC -> router, N), swap(USDC -> target, N, min M),
+ *            approve(target -> Pool, M), supply(target, M)            F + N = amount
+ */
 export function checkIntent(
-  intent: { action: "deposit" | "convert" | "borrow" | "repay"; amountUsdc: number; target?: "btc" | "eth" },
-  envelope: { action: string; amount_usdc: number; steps: { kind: string; unsigned_transaction: StepTx }[] },
+  intent: { action: "deposit" | "convert" | "borrow" | "repay"; amountMicro: bigint; target?: "btc" | "eth" },
+  envelope: { action: string; steps: { unsigned_transaction: StepTx }[] },
   self: `0x${string}`,
   policy: Policy,
 ): DecodedCall[] {
-  if (envelope.action !== intent.action) throw new PolicyRefusal(`asked for ${intent.action}, the envelope is a ${envelope.action}`);
-  if (envelope.amount_usdc !== intent.amountUsdc) throw new PolicyRefusal(`asked for ${intent.amountUsdc} USDC, the envelope says ${envelope.amount_usdc}`);
-  const decoded = envelope.steps.map((s) => checkStep(policy, s.unsigned_transaction, self));
-  const main = envelope.steps.findIndex((s) => s.kind === "pool_call");
-  if (main < 0) throw new PolicyRefusal("the envelope has no pool call");
-  const call = decoded[main]!;
-  const expected = { deposit: "supply", convert: "supply", borrow: "borrow", repay: "repay" }[intent.action];
-  if (call.functionName !== expected) throw new PolicyRefusal(`a ${intent.action} must call ${expected}, the envelope calls ${call.functionName}`);
-  const feeBound = intent.amountUsdc * 0.025;
-  for (const [i, d] of decoded.entries()) {
-    const kind = envelope.steps[i]!.kind;
-    if (kind === "fee_transfer" && (d.usdcAmount ?? 0) > feeBound) throw new PolicyRefusal(`the fee of ${d.usdcAmount} USDC is above 2.5% of ${intent.amountUsdc}`);
-    if (d.usdcAmount !== null && d.usdcAmount > intent.amountUsdc) throw new PolicyRefusal(`step ${i} moves ${d.usdcAmount} USDC, more than the ${intent.amountUsdc} asked for`);
+  const refuse = (why: string): never => {
+    throw new PolicyRefusal(why);
+  };
+  if (envelope.action !== intent.action) refuse(`asked for ${intent.action}, the envelope is a ${envelope.action}`);
+  const calls = envelope.steps.map((s) => checkStep(policy, s.unsigned_transaction, self));
+  const chainIds = new Set(envelope.steps.map((s) => s.unsigned_transaction.chain_id));
+  if (chainIds.size !== 1) refuse("the envelope's steps are on different chains");
+  const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === envelope.steps[0]?.unsigned_transaction.chain_id);
+  if (!market) return refuse("the envelope is on no known Aave market");
+  const pool = getAddress(market.pool);
+  const usdc = getAddress(market.usdc);
+  const router = getAddress(swapRouter02(market.chainId));
+  const amount = intent.amountMicro;
+  const maxFee = maxFeeFor(amount, BigInt(policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS));
+
+  const count = (role: Role) => calls.filter((c) => c.role === role).length;
+  const only = (role: Role, where: (c: DecodedCall) => boolean, what: string): DecodedCall => {
+    const found = calls.filter((c) => c.role === role && where(c));
+    if (found.length !== 1) refuse(`the ${intent.action} needs exactly one ${what}; the envelope has ${found.length}`);
+    return found[0]!;
+  };
+  const fee = (): bigint => {
+    const fees = calls.filter((c) => c.role === "fee");
+    if (fees.length > 1) refuse(`the envelope pays ${fees.length} fees; at most one is allowed`);
+    const f = fees[0]?.amount ?? 0n;
+    if (f > maxFee) refuse(`the fee of ${formatDecimal(f, 6)} USDC is above the ${Number(policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS) / 100}% rate on ${formatDecimal(amount, 6)} (at most ${formatDecimal(maxFee, 6)})`);
+    return f;
+  };
+  let expected: number;
+  switch (intent.action) {
+    case "deposit": {
+      const f = fee();
+      const supply = only("supply", (c) => c.token === usdc && c.to === pool, "USDC supply to the Pool");
+      const approve = only("approve", (c) => c.token === usdc && c.counterparty === pool, "USDC approval to the Pool");
+      if (supply.amount + f !== amount) refuse(`the deposit moves ${formatDecimal(supply.amount + f, 6)} USDC (supply ${formatDecimal(supply.amount, 6)} + fee ${formatDecimal(f, 6)}), not the ${formatDecimal(amount, 6)} asked for`);
+      if (approve.amount !== supply.amount) refuse("the approval does not equal the supply");
+      expected = 2 + (f > 0n ? 1 : 0);
+      break;
+    }
+    case "borrow": {
+      const f = fee();
+      const borrow = only("borrow", (c) => c.token === usdc && c.to === pool, "USDC borrow from the Pool");
+      if (borrow.amount !== amount) refuse(`the borrow takes ${formatDecimal(borrow.amount, 6)} USDC, not ${formatDecimal(amount, 6)}`);
+      expected = 1 + (f > 0n ? 1 : 0);
+      break;
+    }
+    case "repay": {
+      if (count("fee") > 0) refuse("a repayment is free; the envelope pays a fee");
+      const repay = only("repay", (c) => c.token === usdc && c.to === pool, "USDC repayment to the Pool");
+      const approve = only("approve", (c) => c.token === usdc && c.counterparty === pool, "USDC approval to the Pool");
+      if (repay.amount !== amount) refuse(`the repayment moves ${formatDecimal(repay.amount, 6)} USDC, not ${formatDecimal(amount, 6)}`);
+      if (approve.amount !== amount) refuse("the approval does not equal the repayment");
+      expected = 2;
+      break;
+    }
+    case "convert": {
+      const f = fee();
+      const target = getAddress(intent.target === "btc" ? market.btc : market.weth);
+      const swap = only("swap", (c) => c.token === usdc && c.counterparty === target && c.to === router, `USDC to ${intent.target ?? "?"} swap`);
+      const approveIn = only("approve", (c) => c.token === usdc && c.counterparty === router, "USDC approval to the router");
+      const minOut = (swap.args[0] as { amountOutMinimum: bigint }).amountOutMinimum;
+      const supply = only("supply", (c) => c.token === target && c.to === pool, "supply of the bought asset");
+      const approveOut = only("approve", (c) => c.token === target && c.counterparty === pool, "approval of the bought asset to the Pool");
+      if (swap.amount + f !== amount) refuse(`the conversion moves ${formatDecimal(swap.amount + f, 6)} USDC, not ${formatDecimal(amount, 6)}`);
+      if (approveIn.amount !== swap.amount) refuse("the USDC approval does not equal the swap");
+      if (supply.amount > minOut || approveOut.amount !== supply.amount) refuse("the supply of the bought asset does not match the swap's guaranteed output");
+      expected = 4 + (f > 0n ? 1 : 0);
+      break;
+    }
   }
-  if ((intent.action === "borrow" || intent.action === "repay") && call.usdcAmount !== intent.amountUsdc) {
-    throw new PolicyRefusal(`the ${intent.action} moves ${call.usdcAmount} USDC, not ${intent.amountUsdc}`);
-  }
-  if (intent.action === "deposit" && (call.usdcAmount === null || call.usdcAmount < intent.amountUsdc - feeBound)) {
-    throw new PolicyRefusal(`the deposit supplies ${call.usdcAmount} USDC, too little for ${intent.amountUsdc}`);
-  }
-  return decoded;
+  if (calls.length !== expected) refuse(`the ${intent.action} needs ${expected} calls; the envelope has ${calls.length}`);
+  return calls;
 }

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { pinoHttp } from "pino-http";
+import { scrubLogObject } from "./log-scrub";
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
@@ -17,18 +18,14 @@ export const requestId: RequestHandler = (req, res, next) => {
   next();
 };
 
-export function accessLog(logger: Logger): RequestHandler {
+export function accessLog(logger: Logger, secrets: readonly string[] = []): RequestHandler {
   return pinoHttp({
     logger,
     genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
     customProps: (_req, res) => ({ request_id: (res as unknown as { locals: { requestId: string } }).locals.requestId }),
-    // never log credentials or payment proofs
-    redact: {
-      paths: ["req.headers.authorization", "req.headers['x-payment']", "req.headers.cookie", "req.headers['x-admin-token']"],
-      censor: "[redacted]",
-    },
+    // credentials are masked by the logger's scrubber (log-scrub.ts), whatever header or parameter carries them
     serializers: {
-      req: (req: { method: string; url: string; headers: Record<string, unknown> }) => ({ method: req.method, url: req.url, headers: req.headers }),
+      req: (req: { method: string; url: string; headers: Record<string, unknown> }) => scrubLogObject({ method: req.method, url: req.url, headers: req.headers }, secrets),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? "error" : "info"),

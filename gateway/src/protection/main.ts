@@ -8,6 +8,7 @@ import { pino } from "pino";
 import type { Hex } from "viem";
 import { loadConfig } from "../config";
 import { systemClock } from "../lib/clock";
+import { SecretBox } from "../lib/secrets";
 import { createStores, linksFor, type AppContext } from "../services/context";
 import { openDatabase } from "../store/db";
 import { ProtectionEngine } from "./engine";
@@ -20,7 +21,7 @@ if (!key) {
 const config = loadConfig();
 const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
 const db = openDatabase(path.join(config.dataDir, "gateway.sqlite"));
-const ctx: AppContext = { config, db, stores: createStores(db), clock: systemClock, links: linksFor("http://127.0.0.1") };
+const ctx: AppContext = { config, db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") };
 const engine = new ProtectionEngine(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
 logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");

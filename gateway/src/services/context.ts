@@ -2,6 +2,7 @@
 import type { Config } from "../config";
 import type { Clock } from "../lib/clock";
 import type { Db } from "../store/db";
+import type { SecretBox } from "../lib/secrets";
 import { AccessRequestStore } from "../store/access-request-store";
 import { ApiKeyStore } from "../store/api-key-store";
 import { DelegationStore } from "../store/delegation-store";
@@ -28,12 +29,12 @@ export interface Stores {
   slots: SlotStore;
 }
 
-export function createStores(db: Db): Stores {
+export function createStores(db: Db, box: SecretBox): Stores {
   return {
     treasuries: new TreasuryStore(db),
     apiKeys: new ApiKeyStore(db),
     accessRequests: new AccessRequestStore(db),
-    outbox: new OutboxStore(db),
+    outbox: new OutboxStore(db, box),
     fees: new FeeStore(db),
     idempotency: new IdempotencyStore(db),
     envelopes: new EnvelopeStore(db),

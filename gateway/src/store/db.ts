@@ -8,10 +8,18 @@ import { MIGRATIONS, type Migration } from "./migrations";
 
 export type Db = Database.Database;
 
+/** the database and its WAL/SHM files are readable by the service's user only (0600, directory 0700) */
 export function openDatabase(file: string, migrations: Migration[] = MIGRATIONS): Db {
-  if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
+  const onDisk = file !== ":memory:";
+  if (onDisk) {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fs.chmodSync(path.dirname(file), 0o700);
+    fs.closeSync(fs.openSync(file, "a", 0o600));
+    fs.chmodSync(file, 0o600);
+  }
   const db = new Database(file);
   db.pragma("journal_mode = WAL");
+  if (onDisk) for (const f of [`${file}-wal`, `${file}-shm`]) if (fs.existsSync(f)) fs.chmodSync(f, 0o600);
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");

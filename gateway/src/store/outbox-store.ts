@@ -1,8 +1,11 @@
 /**
  * Messages to people (the operator's credentials, review outcomes). A
  * delivery worker sends them; `markDelivered` then scrubs the body so a
- * delivered secret does not stay in the database.
+ * delivered secret does not stay in the database. Until then the body (which
+ * may hold a live key) is stored sealed (AES-256-GCM, lib/secrets.ts), never
+ * in clear.
  */
+import type { SecretBox } from "../lib/secrets";
 import type { Db } from "./db";
 
 export interface OutboxMessage {
@@ -27,32 +30,35 @@ interface Row {
   delivered_at: string | null;
 }
 
-const fromRow = (r: Row): OutboxMessage => ({
+const fromRow = (r: Row, box: SecretBox): OutboxMessage => ({
   id: r.id,
   kind: r.kind,
   recipient: r.recipient,
   subject: r.subject,
-  body: r.body,
+  body: r.body === null ? null : box.open(r.body),
   relatedId: r.related_id,
   createdAt: r.created_at,
   deliveredAt: r.delivered_at,
 });
 
 export class OutboxStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly box: SecretBox,
+  ) {}
 
   insert(m: OutboxMessage): void {
     this.db
       .prepare("INSERT INTO outbox (id, kind, recipient, subject, body, related_id, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-      .run(m.id, m.kind, m.recipient, m.subject, m.body, m.relatedId, m.createdAt, m.deliveredAt);
+      .run(m.id, m.kind, m.recipient, m.subject, m.body === null ? null : this.box.seal(m.body), m.relatedId, m.createdAt, m.deliveredAt);
   }
 
   pending(): OutboxMessage[] {
-    return (this.db.prepare("SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY created_at").all() as Row[]).map(fromRow);
+    return (this.db.prepare("SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY created_at").all() as Row[]).map((r) => fromRow(r, this.box));
   }
 
   forRelated(relatedId: string): OutboxMessage[] {
-    return (this.db.prepare("SELECT * FROM outbox WHERE related_id = ? ORDER BY created_at").all(relatedId) as Row[]).map(fromRow);
+    return (this.db.prepare("SELECT * FROM outbox WHERE related_id = ? ORDER BY created_at").all(relatedId) as Row[]).map((r) => fromRow(r, this.box));
   }
 
   markDelivered(id: string, at: string): boolean {
