@@ -156,13 +156,17 @@ export class ChainGateway {
     }
   }
 
-  /** the receipt of a transaction, waiting at most `timeoutMs`; null when it is not mined by then */
+  /** the receipt of a transaction, waiting at most `timeoutMs` (0: look once); null when it is not mined by then */
   async receipt(chain: TreasuryChain, hash: Hex, timeoutMs: number): Promise<{ blockNumber: bigint; status: "success" | "reverted"; gasUsed: bigint } | null> {
     try {
-      const r = await this.client(chain).waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: timeoutMs, retryCount: 0 });
+      const r =
+        timeoutMs <= 0
+          ? await this.client(chain).getTransactionReceipt({ hash })
+          : await this.client(chain).waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: timeoutMs, retryCount: 0 });
       return { blockNumber: r.blockNumber, status: r.status, gasUsed: r.gasUsed };
     } catch (err) {
-      if ((err as { name?: string }).name === "WaitForTransactionReceiptTimeoutError") return null;
+      const name = (err as { name?: string }).name;
+      if (name === "WaitForTransactionReceiptTimeoutError" || name === "TransactionReceiptNotFoundError") return null;
       throw new ApiError(503, "chain_unavailable", `could not read the receipt of ${hash} on ${chain}: ${describeRevert(err)}`);
     }
   }

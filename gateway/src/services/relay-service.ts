@@ -183,9 +183,9 @@ export class RelayService {
     if (!this.actions.chainBacked(treasury)) return;
     const chain = treasury.chain;
     const hash = step.txHash as `0x${string}`;
-    const mined = await this.actions.chain.receipt(chain, hash, 1);
+    const mined = await this.actions.chain.receipt(chain, hash, 0);
     if (mined) {
-      await this.settle(step.txId, hash, 1).catch(() => undefined);
+      await this.settle(step.txId, hash, 0).catch(() => undefined);
       return;
     }
     if (await this.actions.chain.known(chain, hash)) return; // pending
