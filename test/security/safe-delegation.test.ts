@@ -1,0 +1,141 @@
+/**
+ * Aiming the automation at someone else's Safe (issue 10, finding 2) and the
+ * protection engine's rounding and refusals (finding 11), on the offline Base
+ * fork with Safe 1.4.1 at its canonical addresses, the project's
+ * ProtectionModule and real Aave V3.
+ */
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { delegationStatement, safeMessageFor, statementHash } from "../../gateway/src/domain/statements";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { ProtectionEngine } from "../../gateway/src/protection/engine";
+import { Operator } from "../../signer-agent/src/operator";
+import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { authed, registerTreasury } from "../helpers/treasury";
+
+let fork: BaseForkNode;
+let gw: TestGateway;
+let engine: ProtectionEngine;
+const automationKey = generatePrivateKey();
+const automation = privateKeyToAccount(automationKey);
+
+beforeAll(async () => {
+  fork = await startBaseFork();
+  await fork.fund(automation.address);
+  gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
+  engine = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+}, 60_000);
+afterAll(async () => {
+  await gw?.close();
+  await fork?.stop();
+});
+
+/** a victim operator: its Safe borrows 15,000 USDC against 10 WETH (health 1.65), registered with the Safe's proof, protection delegated */
+async function victimSafe() {
+  const operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
+  await fork.fund(operator.account.address);
+  const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
+  await operator.fundWeth(10n * 10n ** 18n);
+  await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
+  // the Safe proves it stands behind the registration (EIP-1271 through its owner)
+  const registered = await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") } });
+  expect(registered.status).toBe(200);
+  expect(registered.body.ownership).toBe("proven");
+  const tenant = { key: registered.body.api_key as string, treasuryId: registered.body.treasury_id as string };
+  const module = await operator.deployModule(automation.address, 2500);
+  const safe_proof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
+  expect((await authed(gw.url, tenant.key).post("/api/v1/delegation", { module, safe_proof }, null)).status).toBe(200);
+  await operator.approveDelegation(module);
+  return { operator, safe, module, tenant, api: authed(gw.url, tenant.key) };
+}
+
+const mine = (rs: Awaited<ReturnType<ProtectionEngine["tick"]>>, treasuryId: string) => rs.filter((r) => r.treasuryId === treasuryId);
+
+describe("finding 2: delegation needs the Safe's own signature", () => {
+  it("an attacker cannot attach the victim's enabled module to its own treasury, nor choose the thresholds", async () => {
+    const victim = await victimSafe();
+    expect((await victim.api.get("/api/v1/delegation")).body.state).toBe("active");
+
+    // the attacker registers the victim's Safe as a managed treasury of its own (no proof: unproven)
+    const attacker = await registerTreasury(gw.url, { wallet_address: victim.safe, execution_mode: "managed" });
+    const attackerApi = authed(gw.url, attacker.key);
+    // ... and asks for protection below health 3 on the victim's module: with no proof, with its own EOA's signature
+    const bare = await attackerApi.post("/api/v1/delegation", { module: victim.module, protect_below_health_score: 3 }, null);
+    expect(bare.status).toBe(400);
+    const thief = privateKeyToAccount(generatePrivateKey());
+    const facts = { service: gw.url, chain: "base" as const, treasuryId: attacker.treasuryId, safe: victim.safe, module: victim.module, protectBelowHealthCentis: 300, parkTargetBps: 2500, nonce: `n_${Date.now()}_attack`, issuedAt: new Date().toISOString() };
+    const forged = await attackerApi.post(
+      "/api/v1/delegation",
+      {
+        module: victim.module,
+        protect_below_health_score: 3,
+        safe_proof: { signature: await thief.signTypedData(safeMessageFor(victim.safe, 8453, statementHash(delegationStatement(facts)))), nonce: facts.nonce, issued_at: facts.issuedAt },
+      },
+      null,
+    );
+    expect(forged.status).toBe(400);
+    expect(forged.body.error).toBe("invalid_safe_proof");
+    // the victim's own signature, lifted from its delegation request, names the victim's treasury: it does not fit the attacker's
+    const lifted = await victim.operator.delegationProof({ service: gw.url, treasuryId: victim.tenant.treasuryId, module: victim.module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
+    expect((await attackerApi.post("/api/v1/delegation", { module: victim.module, safe_proof: lifted }, null)).body.error).toBe("invalid_safe_proof");
+    expect((await attackerApi.get("/api/v1/delegation")).body).toMatchObject({ state: "not_granted", module: null, protection_actions: [] });
+
+    // health 1.65 is above the victim's 1.3: the engine does nothing to the victim's debt
+    const idle = await engine.tick();
+    expect(mine(idle, attacker.treasuryId)).toEqual([]);
+    expect(mine(idle, victim.tenant.treasuryId).map((r) => r.outcome)).toEqual(["healthy"]);
+    expect((await victim.api.get("/api/v1/treasury")).body.borrowed_usd).toBe(15_000);
+
+    // a real fall under 1.3: one action, by the victim's thresholds, recorded on the victim's treasury and shown to it
+    await fork.setPrice("WETH", 2_300);
+    const acted = await engine.tick();
+    expect(mine(acted, victim.tenant.treasuryId).map((r) => r.outcome)).toEqual(["executed"]);
+    expect(mine(acted, attacker.treasuryId)).toEqual([]);
+    const view = (await victim.api.get("/api/v1/delegation")).body;
+    expect(view.protection_actions.filter((a: any) => a.status === "executed")).toHaveLength(1);
+    expect((await victim.api.get("/api/v1/audit")).body.data.at(-1)).toMatchObject({ action: "protection", trigger: "protection", fee_usdc: 0 });
+    expect((await attackerApi.get("/api/v1/audit")).body.data).toEqual([]);
+    // the module's floor(LTV) is never under the park target: no rounding refusal
+    const ltv = (await victim.api.get("/api/v1/treasury")).body.ltv;
+    expect(ltv).toBeGreaterThanOrEqual(25);
+    expect(ltv).toBeLessThan(25.1);
+    await fork.setPrice("WETH", 3_000);
+  }, 90_000);
+
+  it("one Safe has one delegation: the Safe's own proof moves it to another of its treasuries, and the owner sees every action", async () => {
+    const victim = await victimSafe();
+    const second = await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: victim.safe, execution_mode: "managed", ownership_proof: await victim.operator.ownershipProof(gw.url, "managed") } });
+    const proof = await victim.operator.delegationProof({ service: gw.url, treasuryId: second.body.treasury_id, module: victim.module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
+    expect((await authed(gw.url, second.body.api_key).post("/api/v1/delegation", { module: victim.module, safe_proof: proof }, null)).status).toBe(200);
+    const proven = gw.ctx.db.prepare("SELECT treasury_id FROM delegations WHERE lower(safe) = lower(?) AND proven_at IS NOT NULL").all(victim.safe) as { treasury_id: string }[];
+    expect(proven.map((p) => p.treasury_id)).toEqual([second.body.treasury_id]);
+    expect((await victim.api.get("/api/v1/delegation")).body.state).toBe("not_granted");
+  }, 60_000);
+});
+
+describe("finding 11: a refused protection is recorded with its reason and retried", () => {
+  it("a repayment the module refuses is recorded decoded, never sent, and tried again on the next pass", async () => {
+    const victim = await victimSafe();
+    // the treasury's preset now parks lower (15%) than its module allows (25%): the module must refuse
+    gw.ctx.db.prepare("UPDATE treasuries SET preset = 'conservative' WHERE id = ?").run(victim.tenant.treasuryId);
+    await fork.setPrice("WETH", 2_300);
+    try {
+      const first = mine(await engine.tick(), victim.tenant.treasuryId)[0]!;
+      expect(first.outcome).toBe("failed");
+      expect(first.detail).toMatch(/OvershotParkTarget\(\d+, 2500\)/);
+      const second = mine(await engine.tick(), victim.tenant.treasuryId)[0]!;
+      expect(second.outcome).toBe("failed");
+      const actions = (await victim.api.get("/api/v1/delegation")).body.protection_actions;
+      expect(actions.filter((a: any) => a.status === "failed")).toHaveLength(2);
+      // only the approval before it was sent (its gas is counted in the monthly ledger); the refused repayment never was
+      expect(actions.every((a: any) => a.tx_hashes.length <= 1)).toBe(true);
+      expect(gw.ctx.stores.delegations.monthGasUsd(victim.safe, new Date())).toBeGreaterThan(0);
+      expect(actions[0].reason).toMatch(/refused before sending: OvershotParkTarget/);
+      // back to the preset the module was made for: the next pass succeeds
+      gw.ctx.db.prepare("UPDATE treasuries SET preset = 'balanced' WHERE id = ?").run(victim.tenant.treasuryId);
+      expect(mine(await engine.tick(), victim.tenant.treasuryId)[0]!.outcome).toBe("executed");
+    } finally {
+      await fork.setPrice("WETH", 3_000);
+    }
+  }, 90_000);
+});
