@@ -1,0 +1,130 @@
+/**
+ * The signer agent decides on decoded calldata alone (issue 10, finding 7):
+ * labels from the gateway or the caller change nothing; an envelope's totals
+ * are bounded against the intent; the daily cap counts what moves, whatever
+ * the step is called, and is reserved atomically; amounts are exact integers.
+ * Envelopes come from the gateway's own planner and are then tampered with;
+ * signatures are preflighted on the offline Base fork.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { encodeFunctionData, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_MARKETS } from "../../contracts-abi/chains";
+import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { devAccount } from "../../fixtures/base-sepolia";
+import { planSteps } from "../../gateway/src/chain/envelope-plan";
+import { feeFor } from "../../gateway/src/domain/fees";
+import { parseUsdc } from "../../gateway/src/domain/money";
+import { AuditLog } from "../../signer-agent/src/audit-log";
+import { RefusedError, SignerAgent } from "../../signer-agent/src/agent";
+import { checkIntent, defaultPolicy, PolicyRefusal, type Policy } from "../../signer-agent/src/policy";
+
+const FEE = devAccount(4).address;
+const m = AAVE_MARKETS.base;
+const self = privateKeyToAccount(generatePrivateKey()).address;
+const policy = defaultPolicy([FEE]);
+
+/** an envelope as the gateway plans it: steps with kinds, calldata, chain id */
+function envelope(action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") {
+  const amountMicro = parseUsdc(usdc);
+  const steps = planSteps({ action, chain: "base", wallet: self, amountMicro, feeMicro: feeFor(action, amountMicro).feeMicro, feeRecipient: FEE, target });
+  return { action, steps: steps.map((s) => ({ kind: s.kind as string, unsigned_transaction: { chain_id: 8453, to: s.to, data: s.data, value: "0" } })) };
+}
+const transfer = (to: `0x${string}`, micro: bigint) => ({ kind: "fee_transfer", unsigned_transaction: { chain_id: 8453, to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: [to, micro] }), value: "0" } });
+const intent = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") => ({ action, amountMicro: parseUsdc(usdc), target });
+const refused = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(PolicyRefusal);
+    return (err as Error).message;
+  }
+  throw new Error("expected a refusal");
+};
+
+describe("the envelope is checked against the intent, from the calldata", () => {
+  it("accepts every action as the gateway plans it, whatever the steps are labelled", () => {
+    for (const [action, usdc, target] of [["deposit", 500], ["borrow", 1000], ["repay", 250], ["convert", 3000, "eth"], ["convert", 3000, "btc"]] as const) {
+      const e = envelope(action, usdc, target);
+      expect(() => checkIntent(intent(action, usdc, target), e, self, policy)).not.toThrow();
+      // relabelled or reordered steps are the same calls
+      const relabelled = { ...e, steps: [...e.steps].reverse().map((s) => ({ ...s, kind: "approval" })) };
+      expect(() => checkIntent(intent(action, usdc, target), relabelled, self, policy)).not.toThrow();
+    }
+  });
+
+  it("refuses a 100% fee, a fee one micro-USDC above 2%, 40 fee steps, and a fee on a repayment", () => {
+    const e = envelope("deposit", 500);
+    // the fee step labelled as an approval, as a tampering gateway would
+    const withFee = (micro: bigint) => ({ ...e, steps: [{ ...transfer(FEE, micro), kind: "approval" }, ...e.steps.slice(1)] });
+    expect(refused(() => checkIntent(intent("deposit", 500), withFee(500_000_000n), self, policy))).toMatch(/above the 2% rate/);
+    expect(refused(() => checkIntent(intent("deposit", 500), withFee(10_000_001n), self, policy))).toMatch(/above the 2% rate/);
+    const forty = { ...e, steps: [...e.steps, ...Array.from({ length: 40 }, () => ({ ...transfer(FEE, 1_000_000n), kind: "approval" }))] };
+    expect(refused(() => checkIntent(intent("deposit", 500), forty, self, policy))).toMatch(/fees/);
+    const repay = envelope("repay", 100);
+    expect(refused(() => checkIntent(intent("repay", 100), { ...repay, steps: [...repay.steps, transfer(FEE, 1n)] }, self, policy))).toMatch(/free/);
+  });
+
+  it("refuses 6x the requested borrow, a second supply labelled as an approval, and amounts that do not add up", () => {
+    // five more borrows of the requested amount, labelled as approvals: 6x the borrow
+    const one = envelope("borrow", 1000);
+    const borrowStep = one.steps.find((s) => s.kind === "pool_call")!;
+    const six = { ...one, steps: [...one.steps, ...Array.from({ length: 5 }, () => ({ ...borrowStep, kind: "approval" }))] };
+    expect(refused(() => checkIntent(intent("borrow", 1000), six, self, policy))).toMatch(/exactly one USDC borrow/);
+    const dep = envelope("deposit", 100);
+    const supply = dep.steps.find((s) => s.kind === "pool_call")!;
+    expect(refused(() => checkIntent(intent("deposit", 100), { ...dep, steps: [...dep.steps, { ...supply, kind: "approval" }] }, self, policy))).toMatch(/exactly one USDC supply/);
+    // a deposit of 100 that supplies what a deposit of 1,000 would
+    const big = envelope("deposit", 1000);
+    expect(refused(() => checkIntent(intent("deposit", 100), big, self, policy))).toMatch(/above the 2% rate|moves/);
+  });
+});
+
+describe("the daily cap counts what the calldata moves, reserved atomically", () => {
+  let fork: BaseForkNode;
+  beforeAll(async () => {
+    fork = await startBaseFork();
+  }, 60_000);
+  afterAll(() => fork?.stop());
+
+  async function agentWithCap(capUsdc: number) {
+    const privateKey = generatePrivateKey();
+    const account = privateKeyToAccount(privateKey);
+    await fork.fund(account.address, 1_000_000_000n);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "signer-cap-"));
+    const audit = new AuditLog(path.join(dir, "audit.jsonl"));
+    const p: Policy = { ...policy, daily_cap_usdc: capUsdc };
+    return { agent: new SignerAgent({ privateKey, gatewayUrl: "http://127.0.0.1:9", rpcUrl: fork.rpcUrl, policy: p, audit }), audit };
+  }
+  const step = (i: number, micro: bigint) => ({ tx_id: `tx_${i}`, seq: i, kind: "approval", summary: { description: "labelled an approval" }, unsigned_transaction: transfer(FEE, micro).unsigned_transaction as { chain_id: number; to: `0x${string}`; data: Hex; value: string } });
+
+  it("three 100 USDC transfers labelled 'approval' pass a 150 cap only once", async () => {
+    const { agent, audit } = await agentWithCap(150);
+    await expect(agent.signStep(step(0, 100_000_000n))).resolves.toMatch(/^0x/);
+    for (const i of [1, 2]) {
+      const err = await agent.signStep(step(i, 100_000_000n)).catch((e) => e);
+      expect(err).toBeInstanceOf(RefusedError);
+      expect(err.message).toMatch(/daily cap of 150/);
+    }
+    expect(audit.entries().filter((e) => e.event === "signed")).toHaveLength(1);
+    expect(audit.todayMicro("signed")).toBe(100_000_000n);
+  });
+
+  it("concurrent signatures cannot share the same headroom", async () => {
+    const { agent, audit } = await agentWithCap(250);
+    const results = await Promise.allSettled([0, 1, 2, 3].map((i) => agent.signStep(step(i, 100_000_000n))));
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(2);
+    expect(audit.todayMicro("signed")).toBe(200_000_000n);
+  });
+
+  it("refuses a policy amount that is not exact in micro-USDC", async () => {
+    const { loadPolicy } = await import("../../signer-agent/src/policy");
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "policy-")), "policy.json");
+    fs.writeFileSync(file, JSON.stringify({ ...policy, daily_cap_usdc: 0.1234567 }));
+    expect(() => loadPolicy(file)).toThrow(/daily_cap_usdc.*6 decimals/);
+  });
+});
