@@ -28,7 +28,7 @@ interface Figures {
 /** a gateway on a free port with its own database and rate limits out of the way */
 async function benchGateway(env: Record<string, string> = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-"));
-  const config = loadConfig({ PORT: "0", DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MIN: "100000000", RATE_LIMIT_WRITE_PER_MIN: "100000000", LOG_LEVEL: "silent", ...env });
+  const config = loadConfig({ PORT: "0", DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MIN: "100000000", RATE_LIMIT_WRITE_PER_MIN: "100000000", CREDENTIALS_PER_HOUR: "100000000", LOG_LEVEL: "silent", ...env });
   const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
   return Object.assign(gw, { dataDir });
 }
