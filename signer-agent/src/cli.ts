@@ -74,9 +74,12 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await res.json()) as Record<string, any>;
-    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${json.error}: ${json.message}`);
+    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${json.error}: ${json.message}${json.reason ? ` (${json.reason})` : ""}`);
     return json;
   };
+  /** the service a signed statement names: the gateway's public base URL, as it states it */
+  const serviceName = async (): Promise<string> =>
+    (await gateway("GET", `/api/v1/treasuries/ownership-statement?wallet_address=${state.safe ?? "0x0000000000000000000000000000000000000001"}&execution_mode=managed`)).typed_data.message.service;
   const [sub, arg] = rest;
   switch (sub) {
     case "create-safe":
@@ -96,8 +99,10 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
     }
     case "register": {
       if (!state.safe) throw new Error("no Safe yet: signer-agent operator create-safe");
-      // the Safe proves it stands behind the registration (EIP-1271 through the operator's signature)
-      const ownership_proof = await operator.ownershipProof(cfg.gatewayUrl, "managed");
+      // the Safe proves it stands behind the registration (EIP-1271 through the operator's signature),
+      // naming the service as the gateway names itself
+      const service = await serviceName();
+      const ownership_proof = await operator.ownershipProof(service, "managed");
       const t = await gateway("POST", "/api/v1/treasuries", { wallet_address: state.safe, execution_mode: "managed", ownership_proof });
       state.api_key = t.api_key;
       state.treasury_id = t.treasury_id;
@@ -112,7 +117,7 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
       save();
       const protectBelow = flags["protect-below"] ? Number(flags["protect-below"]) : Number(d.protect_below_health_score);
       // the Safe signs what it delegates: this treasury, this module, these thresholds
-      const safe_proof = await operator.delegationProof({ service: cfg.gatewayUrl, treasuryId: state.treasury_id!, module: state.module!, protectBelowHealth: protectBelow, parkTargetBps: d.requirements.park_target_bps });
+      const safe_proof = await operator.delegationProof({ service: await serviceName(), treasuryId: state.treasury_id!, module: state.module!, protectBelowHealth: protectBelow, parkTargetBps: d.requirements.park_target_bps });
       await gateway("POST", "/api/v1/delegation", { module: state.module, protect_below_health_score: protectBelow, safe_proof });
       const hash = await operator.approveDelegation(state.module);
       out(`delegation approved: module ${state.module} enabled on the Safe (${hash})`);

@@ -14,6 +14,7 @@ import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { ResponseValidator } from "../helpers/openapi";
 import { authed, newIdempotencyKey, registerTreasury } from "../helpers/treasury";
 
 const FEE_RECIPIENT = devAccount(5).address;
@@ -21,6 +22,7 @@ let fork: BaseForkNode;
 let gw: TestGateway;
 let slow: TestGateway;
 let pub: any;
+let v: ResponseValidator;
 
 beforeAll(async () => {
   fork = await startBaseFork();
@@ -28,6 +30,7 @@ beforeAll(async () => {
   // a gateway that waits only 300 ms for a receipt (as if blocks came every few seconds)
   slow = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT, RELAY_RECEIPT_TIMEOUT_MS: "300" });
   pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 });
+  v = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
 }, 60_000);
 afterAll(async () => {
   await gw?.close();
@@ -54,8 +57,17 @@ const sign = (account: PrivateKeyAccount, step: Step, nonce: number) =>
     maxFeePerGas: 2_000_000_000n,
     maxPriorityFeePerGas: 1_000_000n,
   });
-const relay = (g: TestGateway, txId: string, signed: string) =>
-  call(g.url, "POST", "/api/v1/relay", { body: { tx_id: txId, signed_transaction: signed }, headers: { "idempotency-key": newIdempotencyKey() } });
+/** relay one step; every answer must be a documented response of /openapi.json */
+const relay = async (g: TestGateway, txId: string, signed: string) => {
+  const r = await call(g.url, "POST", "/api/v1/relay", { body: { tx_id: txId, signed_transaction: signed }, headers: { "idempotency-key": newIdempotencyKey() } });
+  v.check("POST", "/api/v1/relay", r.status, r.body);
+  return r;
+};
+const relayStatus = async (g: TestGateway, txId: string) => {
+  const r = await call(g.url, "GET", `/api/v1/relay/${txId}`);
+  v.check("GET", `/api/v1/relay/${txId}`, r.status, r.body);
+  return r;
+};
 
 async function walletWithDeposit(g: TestGateway, amountUsdc = 300) {
   const account = privateKeyToAccount(generatePrivateKey());
@@ -114,14 +126,14 @@ describe("a receipt that does not come in time, and a crash after the claim", ()
       expect(await pub.getTransactionCount({ address: account.address, blockTag: "pending" })).toBe(1);
       // no new action while the step is in flight
       expect((await api.post("/api/v1/deposits", { amount_usdc: 150 })).status).toBe(409);
-      const status = await call(slow.url, "GET", `/api/v1/relay/${steps[0]!.tx_id}`);
+      const status = await relayStatus(slow, steps[0]!.tx_id);
       expect(status.body).toMatchObject({ status: "broadcasting", tx_hash: first.body.tx_hash });
       await pub.request({ method: "evm_mine" as never, params: [] as never });
     } finally {
       await pub.request({ method: "evm_setAutomine" as never, params: [true] as never });
     }
     // a read reconciles it with the chain
-    const reconciled = await call(slow.url, "GET", `/api/v1/relay/${steps[0]!.tx_id}`);
+    const reconciled = await relayStatus(slow, steps[0]!.tx_id);
     expect(reconciled.body).toMatchObject({ status: "relayed", tx_hash: expect.stringMatching(/^0x/) });
     expect(reconciled.body.receipt).toMatchObject({ status: "confirmed", simulated: false });
     let nonce = 1;
@@ -141,7 +153,7 @@ describe("a receipt that does not come in time, and a crash after the claim", ()
     await call(gw.url, "GET", `/api/v1/relay/${steps[0]!.tx_id}`);
     let status;
     for (let i = 0; i < 20; i++) {
-      status = (await call(gw.url, "GET", `/api/v1/relay/${steps[0]!.tx_id}`)).body;
+      status = (await relayStatus(gw, steps[0]!.tx_id)).body;
       if (status.status === "relayed") break;
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -10,15 +10,18 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registrationStatement } from "../../gateway/src/domain/statements";
 import { call } from "../helpers/gateway";
+import { ResponseValidator } from "../helpers/openapi";
 import { authed, newIdempotencyKey, registerProven, registerTreasury } from "../helpers/treasury";
 import { challengeFor, newPayer, paymentHeader, startX402Stack, type X402Stack } from "../helpers/x402-stack";
 
 let stack: X402Stack;
 let base: string;
+let v: ResponseValidator;
 
 beforeAll(async () => {
   stack = await startX402Stack();
   base = stack.gateway.url;
+  v = new ResponseValidator((await call(base, "GET", "/openapi.json")).body);
 }, 60_000);
 afterAll(() => stack?.close());
 
@@ -32,7 +35,9 @@ const envelopes = (treasuryId: string) =>
 async function paid(wallet: Parameters<typeof paymentHeader>[0], method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
   const requirements = await challengeFor(base, method, path, body);
   const header = await paymentHeader(wallet, requirements);
-  return call(base, method, path, { ...(body === undefined ? {} : { body }), headers: { "x-payment": header, ...headers } });
+  const r = await call(base, method, path, { ...(body === undefined ? {} : { body }), headers: { "x-payment": header, ...headers } });
+  v.check(method, path, r.status, r.body);
+  return r;
 }
 
 describe("finding 1: a registration proves nothing unless it carries the wallet's signature", () => {
@@ -90,6 +95,7 @@ describe("finding 1: a registration proves nothing unless it carries the wallet'
       });
     const byThief = await register(thief, fresh());
     expect(byThief.status).toBe(400);
+    v.check("POST", "/api/v1/treasuries", 400, byThief.body);
     expect(byThief.body.error).toBe("invalid_ownership_proof");
     expect((await register(owner, fresh({ issuedAt: new Date(Date.now() - 3_600_000).toISOString() }))).body.error).toBe("invalid_ownership_proof");
     expect((await register(owner, fresh({ service: "https://another-gateway.example" }))).body.error).toBe("invalid_ownership_proof");
@@ -134,6 +140,7 @@ describe("finding 5: charged exactly once per executed action", () => {
     const ok = results.filter((r) => r.status === 202);
     expect(ok).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 202)) {
+      v.check("POST", "/api/v1/deposits", r.status, r.body);
       expect(r.status).toBe(409);
       expect(r.body.error).toBe("conflicting_operation");
       expect(r.headers.get("x-payment-response")).toBeNull();
@@ -202,6 +209,7 @@ describe("finding 9: the challenge and payment authorizations", () => {
     const header = await paymentHeader(wallet, { ...requirements, maxTimeoutSeconds: 10 * 365 * 86_400 });
     const r = await call(base, "GET", "/api/v1/treasury", { headers: { "x-payment": header } });
     expect(r.status).toBe(402);
+    v.check("GET", "/api/v1/treasury", r.status, r.body);
     expect(r.body.error).toBe("authorization_validity_too_long");
     expect(await stack.chain.balanceOf(account.address)).toBe(before);
   });
