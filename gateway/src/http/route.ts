@@ -2,6 +2,7 @@
  * One declaration per endpoint: the same zod schemas validate the request at
  * the edge and describe it in the OpenAPI document, so the two cannot drift.
  */
+import { randomUUID } from "node:crypto";
 import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { Request, Response, Router } from "express";
 import type { ZodType } from "zod";
@@ -166,14 +167,14 @@ export function registerRoute<B, Q, P>(
     return { req, res, body, query, params };
   };
   const now = hooks.now ?? (() => new Date());
-  const holderOf = (res: Response) => String(res.locals.requestId ?? `req_${Math.random().toString(36).slice(2)}`);
+  /** who holds a claimed slot: generated here, once per request (never the client's X-Request-Id) */
+  const holderOf = (res: Response): string => (res.locals.slotHolder ??= `slot_${randomUUID()}`) as string;
 
   /** reserve (checks + slot), run the handler, release: the body of every state-changing call */
   const runReserved = async (req: Request, res: Response): Promise<HandlerResult> => {
     const c = parsed(req, res);
     if (!spec.reserve) return spec.handler(c);
     const release = await spec.reserve(c, holderOf(res));
-    res.locals.slotHolder = holderOf(res);
     try {
       return await spec.handler(c);
     } finally {
@@ -226,7 +227,6 @@ export function registerRoute<B, Q, P>(
 
       const c = parsed(req, res);
       releaseSlot = spec.reserve ? await spec.reserve(c, holderOf(res)) : undefined;
-      res.locals.slotHolder = holderOf(res);
 
       const prepaid = store.takePrepaid(scope, checkedKey, fingerprint);
       if (prepaid) {

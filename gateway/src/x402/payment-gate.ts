@@ -22,7 +22,7 @@ import type { Request, Response } from "express";
 import { getAddress, recoverTypedDataAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
 import { exact } from "x402/schemes";
-import { settleResponseHeader, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
+import { evm, settleResponseHeader, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
 import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { ApiError } from "../http/errors";
 import type { Credential } from "../http/credential";
@@ -70,16 +70,6 @@ export function wwwAuthenticate(): string {
   return 'Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="base-sepolia" header="X-PAYMENT"';
 }
 
-const TRANSFER_WITH_AUTHORIZATION = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-} as const;
 
 export function createPaymentGate(
   ctx: AppContext,
@@ -177,8 +167,9 @@ export function createPaymentGate(
       try {
         const signer = await recoverTypedDataAddress({
           domain: { name: opts.asset.name, version: opts.asset.version, chainId: X402_CHAIN_ID, verifyingContract: getAddress(opts.asset.address) },
-          types: TRANSFER_WITH_AUTHORIZATION,
-          primaryType: "TransferWithAuthorization",
+          // the EIP-3009 typed data as x402 declares it
+          types: evm.authorizationTypes,
+          primaryType: evm.authorizationPrimaryType,
           message: { from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce },
           signature,
         });
