@@ -36,7 +36,9 @@ afterAll(async () => {
 });
 
 const rpc = (method: string, params: unknown[]) =>
-  fetch(sepolia.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then((r) => r.json());
+  fetch(sepolia.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then(
+    (r) => r.json() as Promise<{ result: string }>,
+  );
 const mining = (on: boolean) => rpc("evm_setAutomine", [on]);
 
 it("a deposit settled and then refused leaves a prepaid credit: its retry executes and is not charged again", async () => {
