@@ -200,6 +200,7 @@ export function checkIntent(
     throw new PolicyRefusal(why);
   };
   if (envelope.action !== intent.action) refuse(`asked for ${intent.action}, the envelope is a ${envelope.action}`);
+  if (envelope.steps.length === 0) refuse("the envelope has no steps");
   const calls = envelope.steps.map((s) => checkStep(policy, s.unsigned_transaction, self));
   const chainIds = new Set(envelope.steps.map((s) => s.unsigned_transaction.chain_id));
   if (chainIds.size !== 1) refuse("the envelope's steps are on different chains");

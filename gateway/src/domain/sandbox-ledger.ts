@@ -10,7 +10,7 @@
  */
 import { sandboxUnitsFor, sandboxValueMicro, type AssetSymbol } from "./assets";
 import type { TreasuryAction } from "./fees";
-import { minBig, type Micro } from "./money";
+import { formatDecimal, minBig, type Micro } from "./money";
 import type { Holdings } from "./portfolio";
 
 export class LedgerError extends Error {
@@ -84,7 +84,7 @@ export function applyToLedger(h: Holdings, action: TreasuryAction, amount: Micro
 }
 
 function formatUsdc(micro: Micro): string {
-  return (Number(micro) / 1e6).toString();
+  return formatDecimal(micro, 6);
 }
 
 /** value of what was bought, for receipts */

@@ -1,0 +1,103 @@
+/** The delegation lifecycle (spec 3.3, the service's transitions) and the repayment's guards. */
+import { describe, expect, it } from "vitest";
+import { BASE_PER_USD, delegationState, PARK_MARGIN_BASE, repaymentToPark } from "./delegation";
+import { addMonthsUtc, DELEGATION_STATES, DORMANCY_WINDOW_MONTHS, GAS_CAPS, PLAN_VERSION, policyStateDocument } from "./policy";
+import { FEE_INVARIANTS } from "./fee-schedule";
+import { PRESETS } from "./presets";
+
+describe("delegationState", () => {
+  const s = (moduleEnabled: boolean, everApproved: boolean, hasFunds: boolean, automationInFlight: boolean) => delegationState({ moduleEnabled, everApproved, hasFunds, automationInFlight });
+  it("derives every state from the facts", () => {
+    expect(s(false, false, false, false)).toBe("not_granted");
+    expect(s(false, false, true, true)).toBe("not_granted");
+    expect(s(true, true, false, false)).toBe("approved_pending_funds");
+    expect(s(true, false, true, false)).toBe("active");
+    expect(s(true, true, true, true)).toBe("active");
+    expect(s(false, true, true, true)).toBe("revoked_pending_settlement");
+    expect(s(false, true, true, false)).toBe("revoked");
+    expect(DELEGATION_STATES).toEqual(["not_granted", "approved_pending_funds", "active", "revoked_pending_settlement", "revoked"]);
+  });
+});
+
+describe("repaymentToPark guards and units", () => {
+  const base = { collateralBase: 2_300_000_000_000n, debtBase: 1_500_000_000_000n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n };
+  it("from the wallet: D - ceil(p x C) - margin, in micro-USDC", () => {
+    const line = (2_500n * 2_300_000_000_000n + 9_999n) / 10_000n + PARK_MARGIN_BASE;
+    expect(repaymentToPark({ ...base, fromCollateral: false })).toBe(((1_500_000_000_000n - line) * 1_000_000n) / BASE_PER_USD);
+    expect(repaymentToPark({ ...base, fromCollateral: false })).toBe(9_249_999_900n);
+  });
+  it("with aUSDC: (D x 10,000 - p x C) / (10,000 - p) - margin", () => {
+    expect(repaymentToPark({ ...base, fromCollateral: true })).toBe(12_333_333_233n);
+  });
+  it("a dearer USDC repays fewer units", () => {
+    expect(repaymentToPark({ ...base, usdcPriceBase: 102_000_000n, fromCollateral: false })).toBe(9_068_627_352n);
+  });
+  it("refuses a non-positive price and a park target outside (0, 10,000)", () => {
+    for (const bad of [{ usdcPriceBase: 0n }, { parkTargetBps: 0n }, { parkTargetBps: 10_000n }, { parkTargetBps: -1n }]) {
+      expect(() => repaymentToPark({ ...base, ...bad, fromCollateral: false })).toThrow("price must be positive and the park target between 0 and 10,000 bps");
+    }
+    expect(repaymentToPark({ ...base, parkTargetBps: 9_999n, fromCollateral: false })).toBe(0n);
+  });
+});
+
+describe("the policy state document", () => {
+  it("is the spec's shape for the balanced preset", () => {
+    const doc = policyStateDocument({
+      environment: "public_demo",
+      address: "demo",
+      preset: PRESETS.balanced,
+      protectionStatus: "active",
+      delegationState: "active",
+      lastFeeBearingActivityAt: new Date("2026-08-31T12:00:00.000Z"),
+      feeScheduleUrl: "https://gw.example/fees.json",
+      docsUrl: "https://gw.example/docs",
+      executionMode: "demo",
+    });
+    expect(doc).toMatchObject({
+      object: "policy_state",
+      environment: "public_demo",
+      address: "demo",
+      preset: "balanced",
+      ltv_bands: { safe: { min: 0, max: 35 }, live: { min: 35, max: 50 }, recommended_ceiling: 60, park_target: 25 },
+      plan_version: "v3",
+      protection_status: "active",
+      dormancy_clock: { last_fee_bearing_activity_at: "2026-08-31T12:00:00.000Z", window_months: 6, expires_at: "2027-02-28T12:00:00.000Z", note: "Any buy or borrow transaction resets the clock." },
+      protection_authority: {
+        target_ltv_after_rewind: 25,
+        trigger_metric: "health_score",
+        default_protect_below_health_score: 1.3,
+        default_repay_above_health_score: 3,
+        trigger_rule: "Protect when the health score falls below 1.3; repay is no longer needed above 3.",
+        threshold_configurability: "operator-configurable; tighter bands supported",
+        price_dynamics: "evaluated continuously as BTC and ETH prices change",
+        repayment_source: "user collateral",
+        scope: "pay down loan and deleverage toward the 25% parked target only",
+      },
+      delegation: {
+        states: [...DELEGATION_STATES],
+        state: "active",
+        approval_requires: "operator review of strategy interpretation and policy preview",
+        revocation: "operator can revoke future authorization at any time; already-submitted actions may still settle",
+      },
+      monitoring_tier: { tier: "active", check_frequency: "high-frequency" },
+      gas_caps: { per_action_usd: 0.25, per_month_usd: 5, applies_to: "protection actions only" },
+      fee_schedule_ref: "https://gw.example/fees.json",
+      invariants: FEE_INVARIANTS,
+      docs: "https://gw.example/docs",
+    });
+    expect(doc.delegation.model).toMatch(/revocable additional signer/);
+    expect(doc.delegation.mechanism).toMatch(/denies all until delegation is approved/);
+    expect(doc.delegation.wallet_sovereign_alternative).toMatch(/never holds private keys/);
+    expect(doc.protection_authority.delegation_mechanism).toMatch(/denies everything until the operator enables it/);
+    const inactive = policyStateDocument({ ...{ environment: "x", address: "0x1", preset: PRESETS.conservative, delegationState: "not_granted", lastFeeBearingActivityAt: new Date(0), feeScheduleUrl: "", docsUrl: "", executionMode: "wallet" }, protectionStatus: "inactive" });
+    expect(inactive.monitoring_tier.tier).toBe("standby");
+    expect(inactive.protection_authority.scope).toBe("pay down loan and deleverage toward the 15% parked target only");
+    expect([PLAN_VERSION, DORMANCY_WINDOW_MONTHS, GAS_CAPS.per_action_usd]).toEqual(["v3", 6, 0.25]);
+  });
+
+  it("addMonthsUtc keeps the day, or the month's last day", () => {
+    expect(addMonthsUtc(new Date("2026-01-31T00:00:00Z"), 1).toISOString()).toBe("2026-02-28T00:00:00.000Z");
+    expect(addMonthsUtc(new Date("2026-03-15T10:30:00Z"), 6).toISOString()).toBe("2026-09-15T10:30:00.000Z");
+    expect(addMonthsUtc(new Date("2026-10-31T00:00:00Z"), 4).toISOString()).toBe("2027-02-28T00:00:00.000Z");
+  });
+});

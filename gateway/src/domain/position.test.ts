@@ -1,0 +1,143 @@
+/** LTV, health, zones, liquidation distance, actions on a position and the safety rail, at their edges. */
+import { describe, expect, it } from "vitest";
+import { feeFor } from "./fees";
+import {
+  aboveCeiling,
+  applyAction,
+  breachesCeiling,
+  HEALTH_SCORE_CAP,
+  healthScore,
+  liquidationLtvPct,
+  LTV_PCT_CAP,
+  ltvIncreased,
+  ltvPct,
+  ltvZonesOf,
+  PositionError,
+  positionAtLtv,
+  priceDropToLiquidationPct,
+  safeAmount,
+  simulate,
+  zoneOf,
+  type Position,
+} from "./position";
+import { PRESETS } from "./presets";
+
+const pos = (collateralMicro: bigint, debtMicro: bigint, liquidationThresholdBps = 8000): Position => ({ collateralMicro, debtMicro, liquidationThresholdBps });
+const none = feeFor("repay", 0n);
+
+describe("figures", () => {
+  it("ltvPct: 0 without debt, the cap without collateral, else rounded to 2 decimals and capped", () => {
+    expect(ltvPct(pos(0n, 0n))).toBe(0);
+    expect(ltvPct(pos(100n, 0n))).toBe(0);
+    expect(ltvPct(pos(0n, 1n))).toBe(LTV_PCT_CAP);
+    expect(ltvPct(pos(3n, 1n))).toBe(33.33);
+    expect(ltvPct(pos(1n, 1_000n))).toBe(LTV_PCT_CAP);
+    expect(LTV_PCT_CAP).toBe(999.99);
+  });
+
+  it("healthScore: the cap without debt, collateral x threshold / debt rounded down, capped", () => {
+    expect(healthScore(pos(1n, 0n))).toBe(HEALTH_SCORE_CAP);
+    expect(HEALTH_SCORE_CAP).toBe(100);
+    expect(healthScore(pos(30_000n, 15_000n, 8250))).toBe(1.65);
+    expect(healthScore(pos(1_000n, 3n, 8000))).toBe(100); // 266.66 capped
+    expect(healthScore(pos(10_000n, 6_001n, 8000))).toBe(1.33); // 1.3331 rounded down
+  });
+
+  it("liquidation distance: 1 - ltv / threshold, 0 at or past the threshold", () => {
+    expect(liquidationLtvPct(8050)).toBe(80.5);
+    expect(priceDropToLiquidationPct(40, 8050)).toBe(50.31);
+    expect(priceDropToLiquidationPct(80.5, 8050)).toBe(0);
+    expect(priceDropToLiquidationPct(90, 8050)).toBe(0);
+    expect(priceDropToLiquidationPct(0, 8050)).toBe(100);
+  });
+
+  it("zones and their bounds", () => {
+    const p = PRESETS.balanced;
+    expect(ltvZonesOf(p)).toEqual({ safe: { min: 0, max: 35 }, active: { min: 35, max: 50 }, ceiling: { min: 50, max: 60 }, hard_ceiling: 60 });
+    expect([zoneOf(34.99, p), zoneOf(35, p), zoneOf(49.99, p), zoneOf(50, p), zoneOf(60, p), zoneOf(60.01, p)]).toEqual(["safe", "active", "active", "ceiling", "ceiling", "over_ceiling"]);
+  });
+
+  it("positionAtLtv restates a debt at an LTV", () => {
+    expect(positionAtLtv(60_000_000_000n, 40, 8050)).toEqual({ collateralMicro: 60_000_000_000n, debtMicro: 24_000_000_000n, liquidationThresholdBps: 8050 });
+    expect(positionAtLtv(1_000_000n, 12.345, 8000).debtMicro).toBe(123_500n);
+  });
+});
+
+describe("applyAction", () => {
+  const p = pos(10_000n, 4_000n);
+  it("deposit and convert add the net amount as collateral; borrow adds debt", () => {
+    expect(applyAction(p, "deposit", 1_000n, feeFor("deposit", 1_000n))).toEqual(pos(10_980n, 4_000n));
+    expect(applyAction(p, "convert", 1_000n, feeFor("convert", 1_000n))).toEqual(pos(10_980n, 4_000n));
+    expect(applyAction(p, "borrow", 1_000n, feeFor("borrow", 1_000n))).toEqual(pos(10_000n, 5_000n));
+  });
+  it("repay pays at most the debt", () => {
+    expect(applyAction(p, "repay", 1_000n, none)).toEqual(pos(10_000n, 3_000n));
+    expect(applyAction(p, "repay", 9_000n, none)).toEqual(pos(10_000n, 0n));
+  });
+  it("sell and withdraw take collateral out, never more than there is", () => {
+    expect(applyAction(p, "sell", 10_000n, none)).toEqual(pos(0n, 4_000n));
+    expect(applyAction(p, "withdraw", 1n, none)).toEqual(pos(9_999n, 4_000n));
+    expect(() => applyAction(p, "withdraw", 10_001n, none)).toThrow(PositionError);
+    expect(() => applyAction(p, "sell", 10_001n, none)).toThrow("amount exceeds the collateral of 0.01 USDC");
+    try {
+      applyAction(p, "sell", 10_001n, none);
+    } catch (e) {
+      expect((e as PositionError).code).toBe("insufficient_collateral");
+    }
+  });
+  it("protection, auto_repay and auto_deleverage repay debt from collateral; exit closes everything", () => {
+    for (const a of ["protection", "auto_repay", "auto_deleverage"] as const) {
+      expect(applyAction(p, a, 1_000n, none)).toEqual(pos(9_000n, 3_000n));
+      expect(applyAction(p, a, 99_000n, none)).toEqual(pos(6_000n, 0n));
+    }
+    expect(() => applyAction(pos(100n, 400n), "protection", 400n, none)).toThrow("collateral does not cover the repayment");
+    expect(applyAction(pos(100n, 100n), "auto_repay", 100n, none)).toEqual(pos(0n, 0n));
+    expect(applyAction(p, "exit", 1n, none)).toEqual(pos(0n, 0n));
+  });
+});
+
+describe("the safety rail", () => {
+  it("ltvIncreased compares exactly, with empty positions", () => {
+    expect(ltvIncreased(pos(10n, 1n), pos(10n, 0n))).toBe(false);
+    expect(ltvIncreased(pos(10n, 1n), pos(0n, 1n))).toBe(true); // collateral gone
+    expect(ltvIncreased(pos(0n, 1n), pos(0n, 2n))).toBe(true); // more debt, still no collateral
+    expect(ltvIncreased(pos(0n, 2n), pos(0n, 2n))).toBe(false);
+    expect(ltvIncreased(pos(0n, 2n), pos(0n, 1n))).toBe(false);
+    expect(ltvIncreased(pos(0n, 1n), pos(10n, 1n))).toBe(false); // collateral arrives
+    expect(ltvIncreased(pos(10n, 1n), pos(10n, 2n))).toBe(true);
+    expect(ltvIncreased(pos(10n, 1n), pos(20n, 2n))).toBe(false); // same LTV
+    expect(ltvIncreased(pos(10n, 2n), pos(10n, 1n))).toBe(false);
+  });
+
+  it("aboveCeiling is strict and exact", () => {
+    expect(aboveCeiling(pos(100n, 0n), 6000n)).toBe(false);
+    expect(aboveCeiling(pos(0n, 1n), 6000n)).toBe(true);
+    expect(aboveCeiling(pos(100n, 60n), 6000n)).toBe(false);
+    expect(aboveCeiling(pos(100n, 61n), 6000n)).toBe(true);
+  });
+
+  it("breachesCeiling needs both: above the ceiling and raising LTV", () => {
+    expect(breachesCeiling(pos(100n, 70n), pos(100n, 65n), 6000n)).toBe(false);
+    expect(breachesCeiling(pos(100n, 50n), pos(100n, 61n), 6000n)).toBe(true);
+    expect(breachesCeiling(pos(100n, 50n), pos(100n, 60n), 6000n)).toBe(false);
+  });
+
+  it("safeAmount: borrow room, withdrawable collateral, else the request", () => {
+    expect(safeAmount(pos(100_000n, 40_000n), "borrow", 6000n, 1n)).toBe(20_000n);
+    expect(safeAmount(pos(100_000n, 70_000n), "borrow", 6000n, 1n)).toBe(0n);
+    expect(safeAmount(pos(100_000n, 0n), "withdraw", 6000n, 1n)).toBe(100_000n);
+    expect(safeAmount(pos(100_000n, 30_000n), "sell", 6000n, 1n)).toBe(50_000n);
+    expect(safeAmount(pos(100_000n, 30_001n), "withdraw", 6000n, 1n)).toBe(49_998n); // ceilDiv keeps it under
+    expect(safeAmount(pos(10_000n, 9_000n), "withdraw", 6000n, 1n)).toBe(0n);
+    expect(safeAmount(pos(100_000n, 0n), "deposit", 6000n, 777n)).toBe(777n);
+  });
+
+  it("simulate: fee, figures and the breach with its safe amount", () => {
+    const ok = simulate(pos(60_000_000_000n, 24_000_000_000n, 8050), "borrow", 1_000_000_000n, PRESETS.balanced, 1);
+    expect(ok).toMatchObject({ action: "borrow", amountMicro: 1_000_000_000n, ltvBefore: 40, ltvAfter: 41.67, healthAfter: 1.93, breach: null });
+    expect(ok.fee.feeMicro).toBe(17_500_000n);
+    const refused = simulate(pos(60_000_000_000n, 24_000_000_000n, 8050), "borrow", 20_000_000_000n, PRESETS.balanced);
+    expect(refused.breach).toEqual({ safeAmountMicro: 12_000_000_000n });
+    expect(refused.after).toEqual(pos(60_000_000_000n, 44_000_000_000n, 8050));
+  });
+});

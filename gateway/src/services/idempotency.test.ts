@@ -1,0 +1,121 @@
+/** The Idempotency-Key guard (spec 8) against a real SQLite store: claim, replay, 422, 409, what is remembered. */
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../http/errors";
+import { openDatabase } from "../store/db";
+import { IDEMPOTENCY_RETENTION_MS, IdempotencyStore } from "../store/idempotency-store";
+import { canonicalJson, checkIdempotencyKey, idempotent, requestFingerprint } from "./idempotency";
+
+const fresh = () => new IdempotencyStore(openDatabase(":memory:"));
+const at = new Date("2026-11-22T00:00:00.000Z");
+const call = (key: string, fingerprint = "fp", now = at) => ({ scope: "key:1", key, fingerprint, now });
+const ok = (status = 200, body = '{"ok":true}') => async () => ({ status, headers: { "x-a": "1" }, body });
+const apiError = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (e) {
+    return e as ApiError;
+  }
+  throw new Error("expected an ApiError");
+};
+
+describe("fingerprints", () => {
+  it("canonical JSON sorts keys at every depth and keeps arrays in order", () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, 1], c: null } })).toBe('{"a":{"c":null,"d":[2,1]},"b":1}');
+    expect(canonicalJson(undefined)).toBe("null");
+    expect(canonicalJson("x")).toBe('"x"');
+    expect(requestFingerprint("POST /a", { b: 1, a: 2 })).toBe(requestFingerprint("POST /a", { a: 2, b: 1 }));
+    expect(requestFingerprint("POST /a", { a: 1 })).not.toBe(requestFingerprint("POST /b", { a: 1 }));
+    expect(requestFingerprint("POST /a", { a: 1 })).not.toBe(requestFingerprint("POST /a", { a: 2 }));
+    expect(requestFingerprint("POST /a", undefined)).toBe(requestFingerprint("POST /a", null));
+    expect(requestFingerprint("POST /a", {})).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("keys are 8 to 120 characters, else a typed 400 naming the header", () => {
+    expect(checkIdempotencyKey("a".repeat(8))).toBe("a".repeat(8));
+    expect(checkIdempotencyKey("a".repeat(120))).toBe("a".repeat(120));
+    for (const [key, why] of [[undefined, "required"], ["a".repeat(7), "must be 8 to 120 characters"], ["a".repeat(121), "must be 8 to 120 characters"]] as const) {
+      try {
+        checkIdempotencyKey(key);
+        throw new Error("accepted");
+      } catch (e) {
+        expect(e).toBeInstanceOf(ApiError);
+        expect((e as ApiError).status).toBe(400);
+        expect((e as ApiError).code).toBe("invalid_request");
+        expect((e as ApiError).fields.details).toEqual([{ location: "header", field: "Idempotency-Key", message: why }]);
+      }
+    }
+  });
+});
+
+describe("idempotent", () => {
+  it("runs once, then replays the stored outcome byte for byte", async () => {
+    const store = fresh();
+    let runs = 0;
+    const run = async () => {
+      runs++;
+      return { status: 202, headers: { "x-a": "1" }, body: '{"n":1}' };
+    };
+    expect(await idempotent(store, call("key-00000001"), run)).toEqual({ status: 202, headers: { "x-a": "1" }, body: '{"n":1}', replayed: false });
+    expect(await idempotent(store, call("key-00000001"), run)).toEqual({ status: 202, headers: { "x-a": "1" }, body: '{"n":1}', replayed: true });
+    expect(runs).toBe(1);
+  });
+
+  it("the same key for another request is 422; in progress is 409 with Retry-After", async () => {
+    const store = fresh();
+    await idempotent(store, call("key-00000002", "one"), ok());
+    const mismatch = await apiError(idempotent(store, call("key-00000002", "two"), ok()));
+    expect([mismatch.status, mismatch.code]).toEqual([422, "idempotency_key_reused"]);
+    let release!: () => void;
+    const slow = idempotent(store, call("key-00000003"), () => new Promise((r) => (release = () => r({ status: 200, headers: {}, body: "{}" }))));
+    const busy = await apiError(idempotent(store, call("key-00000003"), ok()));
+    expect([busy.status, busy.code, busy.headers]).toEqual([409, "idempotency_in_progress", { "Retry-After": "1" }]);
+    release();
+    await slow;
+  });
+
+  it("409, 429 and 5xx answers are never stored as the key's result: the key is free again", async () => {
+    for (const status of [409, 429, 500, 503]) {
+      const store = fresh();
+      expect((await idempotent(store, call("key-00000004"), ok(status))).replayed).toBe(false);
+      const again = await idempotent(store, call("key-00000004"), ok(200, '{"second":true}'));
+      expect([again.status, again.body, again.replayed]).toEqual([200, '{"second":true}', false]);
+    }
+  });
+
+  it("typed 4xx answers other than 409 and 429 are stored like successes", async () => {
+    for (const status of [400, 403, 404, 410, 422]) {
+      const store = fresh();
+      await idempotent(store, call("key-00000005"), ok(status, '{"error":"x"}'));
+      const again = await idempotent(store, call("key-00000005"), ok(200));
+      expect([again.status, again.body, again.replayed]).toEqual([status, '{"error":"x"}', true]);
+    }
+  });
+
+  it("an unexpected failure frees the key and rethrows", async () => {
+    const store = fresh();
+    await expect(idempotent(store, call("key-00000006"), async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect((await idempotent(store, call("key-00000006"), ok())).replayed).toBe(false);
+  });
+
+  it("keys are scoped, and kept 24 hours", async () => {
+    const store = fresh();
+    await idempotent(store, call("key-00000007"), ok(200, '{"a":1}'));
+    expect((await idempotent(store, { ...call("key-00000007"), scope: "key:2" }, ok(201))).status).toBe(201);
+    expect(IDEMPOTENCY_RETENTION_MS).toBe(86_400_000);
+    const justBefore = new Date(at.getTime() + IDEMPOTENCY_RETENTION_MS - 1);
+    expect((await idempotent(store, call("key-00000007", "fp", justBefore), ok(204))).replayed).toBe(true);
+    const expired = new Date(at.getTime() + IDEMPOTENCY_RETENTION_MS);
+    const after = await idempotent(store, call("key-00000007", "other", expired), ok(204));
+    expect([after.status, after.replayed]).toEqual([204, false]);
+    expect(store.purgeExpired(new Date(expired.getTime() + IDEMPOTENCY_RETENTION_MS))).toBe(2);
+  });
+
+  it("a prepaid credit is taken once, only for its own key and request", () => {
+    const store = fresh();
+    store.addPrepaid("payer:0xa", "key-00000008", "fp", { payer: "0xA", nonce: "0xN" }, at);
+    expect(store.takePrepaid("payer:0xa", "key-00000008", "other")).toBeUndefined();
+    expect(store.takePrepaid("payer:0xb", "key-00000008", "fp")).toBeUndefined();
+    expect(store.takePrepaid("payer:0xa", "key-00000008", "fp")).toEqual({ payer: "0xa", nonce: "0xn" });
+    expect(store.takePrepaid("payer:0xa", "key-00000008", "fp")).toBeUndefined();
+  });
+});
