@@ -46,7 +46,7 @@ describe("statements", () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const signed = await account.signTypedData(registrationStatement({ ...facts, wallet: account.address }));
     const { recoverTypedDataAddress } = await import("viem");
-    expect(await recoverTypedDataAddress({ ...(registrationStatement({ ...facts, wallet: account.address }) as never), signature: signed })).toBe(account.address);
+    expect(await recoverTypedDataAddress({ ...(registrationStatement({ ...facts, wallet: account.address }) as object), signature: signed } as never)).toBe(account.address);
   });
 
   it("a Safe's message wraps the statement hash in the Safe's own domain", () => {
