@@ -15,6 +15,7 @@ import { AuditLog } from "./audit-log";
 import { checkIntent, checkStep, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
 import { formatDecimal, parseDecimal, parseUsdc } from "../../gateway/src/domain/money";
 import { Preflight, PreflightError } from "./preflight";
+import { SpendingCaps } from "./caps";
 
 export type AgentAction = "deposit" | "convert" | "borrow" | "repay";
 
@@ -54,12 +55,13 @@ export class SignerAgent {
   readonly account: PrivateKeyAccount;
   private readonly preflight: Preflight;
   private readonly log: (line: string) => void;
-  /** USDC being signed right now (checked against the daily cap with what was signed) */
-  private reserved = 0n;
+  /** the daily signing cap and the x402 budget, reserved atomically */
+  private readonly caps: SpendingCaps;
 
   constructor(private readonly opts: AgentOptions) {
     this.account = privateKeyToAccount(opts.privateKey);
     this.preflight = new Preflight(opts.rpcUrl);
+    this.caps = new SpendingCaps(opts.audit);
     this.log = opts.progress ?? (() => undefined);
   }
 
@@ -78,14 +80,10 @@ export class SignerAgent {
     if (!price) throw new RefusedError("x402", `the gateway has no x402 price for ${method} ${path}`);
     const amount = BigInt((price as { amount_atomic?: string }).amount_atomic ?? parseDecimal(price.amount_usdc, 6));
     const shown = formatDecimal(amount, 6);
-    const spent = this.opts.audit.todayMicro("x402_payment");
-    if (amount > policyMicro(this.opts.policy.x402_max_price_usdc)) {
-      this.opts.audit.append({ event: "x402_refused", reason: `price ${shown} above the cap ${this.opts.policy.x402_max_price_usdc}`, amount_micro: amount.toString() });
-      throw new RefusedError("x402", `x402 price ${shown} USDC is above the policy cap of ${this.opts.policy.x402_max_price_usdc}`);
-    }
-    if (spent + amount > policyMicro(this.opts.policy.x402_daily_budget_usdc)) {
-      this.opts.audit.append({ event: "x402_refused", reason: "daily x402 budget", amount_micro: amount.toString() });
-      throw new RefusedError("x402", `paying ${shown} USDC would exceed today's x402 budget of ${this.opts.policy.x402_daily_budget_usdc} (spent ${formatDecimal(spent, 6)})`);
+    const refusal = this.caps.x402Refusal(amount, policyMicro(this.opts.policy.x402_max_price_usdc), policyMicro(this.opts.policy.x402_daily_budget_usdc));
+    if (refusal) {
+      this.opts.audit.append({ event: "x402_refused", reason: refusal, amount_micro: amount.toString() });
+      throw new RefusedError("x402", refusal);
     }
     const wallet = createWalletClient({ account: this.account, chain: baseSepolia, transport: http(this.opts.x402RpcUrl) });
     const pay = wrapFetchWithPayment(fetch, wallet as never, amount);
@@ -131,14 +129,14 @@ export class SignerAgent {
       throw new RefusedError("policy", (err as Error).message);
     }
     const moved = decoded.usdcMoved;
-    const cap = policyMicro(this.opts.policy.daily_cap_usdc);
-    const today = this.opts.audit.todayMicro("signed") + this.reserved;
-    if (today + moved > cap) {
-      const reason = `${formatDecimal(moved, 6)} USDC would exceed the daily cap of ${this.opts.policy.daily_cap_usdc} (signed or being signed today: ${formatDecimal(today, 6)})`;
+    let release: () => void;
+    try {
+      release = this.caps.reserveSigning(moved, policyMicro(this.opts.policy.daily_cap_usdc));
+    } catch (err) {
+      const reason = (err as Error).message;
       this.opts.audit.append({ event: "refused", reason, tx_id: step.tx_id });
       throw new RefusedError("policy", reason);
     }
-    this.reserved += moved;
     try {
       let prepared;
       try {
@@ -160,7 +158,7 @@ export class SignerAgent {
       });
       return signed;
     } finally {
-      this.reserved -= moved;
+      release();
     }
   }
 

@@ -181,6 +181,74 @@ describe("checkIntent: the envelope is exactly the asked-for action", () => {
   });
 });
 
+describe("checkIntent: each call is the right token to the right contract", () => {
+  const arbPool = AAVE_MARKETS.arbitrum.pool;
+  const arbRouter = swapRouter02(42161);
+  /** the planned envelope with step `i` replaced */
+  const swapStep = (e: ReturnType<typeof envelope>, i: number, t: StepTx) => withSteps(e, e.steps.map((s, j) => (j === i ? t : s.unsigned_transaction)));
+  const onArbPool = (t: StepTx) => ({ ...t, to: arbPool });
+
+  it("deposit", () => {
+    const d = envelope("deposit", 500);
+    const [, approve, supply] = d.steps.map((s) => s.unsigned_transaction);
+    const cases: [StepTx, number, RegExp][] = [
+      [pool("supply", [m.weth, 490_000_000n, self, 0]), 2, /exactly one USDC supply to the Pool/],
+      [onArbPool(supply!), 2, /exactly one USDC supply to the Pool/],
+      [erc20(m.usdc, "approve", [swapRouter02(8453), 490_000_000n]), 1, /exactly one USDC approval to the Pool/],
+      [erc20(m.weth, "approve", [m.pool, 490_000_000n]), 1, /exactly one USDC approval to the Pool/],
+    ];
+    for (const [t, i, why] of cases) expect(refusal(() => checkIntent(intent("deposit", 500), swapStep(d, i, t), self, policy))).toMatch(why);
+    expect(approve).toBeDefined();
+  });
+
+  it("borrow and repay", () => {
+    const b = envelope("borrow", 1000);
+    expect(refusal(() => checkIntent(intent("borrow", 1000), swapStep(b, 0, onArbPool(b.steps[0]!.unsigned_transaction)), self, policy))).toMatch(/exactly one USDC borrow from the Pool/);
+    const r = envelope("repay", 50);
+    const cases: [StepTx, number, RegExp][] = [
+      [pool("repay", [m.weth, 50_000_000n, 2n, self]), 1, /exactly one USDC repayment to the Pool/],
+      [onArbPool(r.steps[1]!.unsigned_transaction), 1, /exactly one USDC repayment to the Pool/],
+      [erc20(m.usdc, "approve", [swapRouter02(8453), 50_000_000n]), 0, /exactly one USDC approval to the Pool/],
+      [erc20(m.weth, "approve", [m.pool, 50_000_000n]), 0, /exactly one USDC approval to the Pool/],
+    ];
+    for (const [t, i, why] of cases) expect(refusal(() => checkIntent(intent("repay", 50), swapStep(r, i, t), self, policy))).toMatch(why);
+  });
+
+  it("convert", () => {
+    const c = envelope("convert", 3000, "eth");
+    const steps = c.steps.map((s) => s.unsigned_transaction);
+    const swapCall = checkStep(policy, steps[2]!, self);
+    const net = swapCall.amount;
+    const minOut = (swapCall.args[0] as { amountOutMinimum: bigint }).amountOutMinimum;
+    const cases: [StepTx, number, RegExp][] = [
+      [{ ...steps[2]!, to: arbRouter }, 2, /exactly one USDC to eth swap/],
+      [swap({ amountIn: net, amountOutMinimum: minOut, tokenIn: m.btc }), 2, /exactly one USDC to eth swap/],
+      [erc20(m.weth, "approve", [swapRouter02(8453), net]), 1, /exactly one USDC approval to the router/],
+      [erc20(m.usdc, "approve", [m.pool, net]), 1, /exactly one USDC approval to the router/],
+      [pool("supply", [m.btc, minOut, self, 0]), 4, /exactly one supply of the bought asset/],
+      [onArbPool(steps[4]!), 4, /exactly one supply of the bought asset/],
+      [erc20(m.weth, "approve", [swapRouter02(8453), minOut]), 3, /exactly one approval of the bought asset to the Pool/],
+      [erc20(m.btc, "approve", [m.pool, minOut]), 3, /exactly one approval of the bought asset to the Pool/],
+    ];
+    for (const [t, i, why] of cases) expect(refusal(() => checkIntent(intent("convert", 3000, "eth"), swapStep(c, i, t), self, policy))).toMatch(why);
+    // the swap moves one micro more than the intent allows (approval matched): refused on the total
+    const more = withSteps(c, [steps[0]!, erc20(m.usdc, "approve", [swapRouter02(8453), net + 1n]), swap({ amountIn: net + 1n, amountOutMinimum: minOut }), steps[3]!, steps[4]!]);
+    expect(refusal(() => checkIntent(intent("convert", 3000, "eth"), more, self, policy))).toBe(`the conversion moves 3000.000001 USDC, not 3000`);
+    // supplying less than the guaranteed output is fine; its approval must match it
+    const less = withSteps(c, [steps[0]!, steps[1]!, steps[2]!, erc20(m.weth, "approve", [m.pool, minOut - 1n]), pool("supply", [m.weth, minOut - 1n, self, 0])]);
+    expect(checkIntent(intent("convert", 3000, "eth"), less, self, policy)).toHaveLength(5);
+    const mismatched = withSteps(c, [steps[0]!, steps[1]!, steps[2]!, erc20(m.weth, "approve", [m.pool, minOut]), pool("supply", [m.weth, minOut - 1n, self, 0])]);
+    expect(refusal(() => checkIntent(intent("convert", 3000, "eth"), mismatched, self, policy))).toBe("the supply of the bought asset does not match the swap's guaranteed output");
+  });
+
+  it("a known function outside the roles is refused even when the policy allows it", () => {
+    const withWithdraw: Policy = { ...policy, allowed_functions: [...policy.allowed_functions, "withdraw"] };
+    expect(refusal(() => checkStep(withWithdraw, pool("withdraw", [m.usdc, 1n, self]), self))).toBe("function withdraw is not allowed");
+    expect(refusal(() => checkStep(policy, pool("withdraw", [m.usdc, 1n, self]), self))).toBe("function withdraw is not allowed");
+    expect(refusal(() => checkStep(policy, tx(m.pool, "0x12345678aabbccdd"), self))).toBe("calldata 0x12345678 is not a known function");
+  });
+});
+
 describe("the policy file", () => {
   it("the default policy: Base and Arbitrum, their pools and tokens, the router, caps, the 2% fee", () => {
     expect(policy.allowed_chains).toEqual([8453, 42161]);

@@ -329,3 +329,32 @@ describe("the remaining statuses of the 4.5 table", () => {
     }
   });
 });
+
+describe("fees after the platform tier moves (spec 1, rules 1-3 and 6)", () => {
+  it("a 1.75% cycle fee through the API; deposit and convert stay at 2%", async () => {
+    const tiered = await startTestGateway();
+    try {
+      // platform volume has reached the growth tier (only live, settled volume does this; here set directly)
+      tiered.ctx.db.prepare("UPDATE fee_ratchet SET tier_index = 1 WHERE id = 1").run();
+      const t = await sandboxTenant(tiered.url);
+      const api = authed(tiered.url, t.key);
+      const borrow = await api.post("/api/v1/borrow", { amount_usdc: 1000 });
+      expect(borrow.body).toMatchObject({ fee_usdc: 17.5, net_amount: 982.5 });
+      expect(borrow.body.fee_basis).toBe("1.75% of the amount borrowed per execution (cycle fee, tier growth); the lending protocol's variable interest applies in addition");
+      const deposit = await api.post("/api/v1/deposits", { amount_usdc: 1000 });
+      expect(deposit.body).toMatchObject({ fee_usdc: 20, net_amount: 980, fee_basis: "2% of the amount when funds enter the service" });
+      const convert = await api.post("/api/v1/convert", { amount_usdc: 1000, target: "eth" });
+      expect(convert.body).toMatchObject({ fee_usdc: 20, fee_basis: "2% of the amount converted from USDC to BTC/ETH" });
+      const estimate = await api.post("/api/v1/estimate", { action: "borrow", amount_usdc: 1000 }, null);
+      expect(estimate.body).toMatchObject({ service_fee_usdc: 17.5 });
+      const audit = (await api.get("/api/v1/audit")).body.data;
+      expect(audit.map((e: any) => [e.action, e.fee_usdc, e.fee_bps, e.fee_tier])).toEqual([
+        ["borrow", 17.5, 175, "growth"],
+        ["deposit", 20, 200, "growth"],
+        ["convert", 20, 200, "growth"],
+      ]);
+    } finally {
+      await tiered.close();
+    }
+  });
+});

@@ -186,18 +186,19 @@ describe("50 concurrent identical requests while the handler waits on a chain", 
   let anvil: BaseForkNode;
   let chainGw: TestGateway;
   let slowRpc: http.Server;
+  /** the RPC in front of the chain holds every answer until the test opens the gate */
+  let openGate: () => void = () => undefined;
+  let gate: Promise<void> = Promise.resolve();
   beforeAll(async () => {
     anvil = await startBaseFork();
-    // a real RPC that answers slowly (300 ms), so every request arrives while the first is in flight
     slowRpc = http.createServer((req, res) => {
       let body = "";
       req.on("data", (d) => (body += d));
-      req.on("end", () => {
-        setTimeout(async () => {
-          const upstream = await fetch(anvil.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
-          res.setHeader("content-type", "application/json");
-          res.end(await upstream.text());
-        }, 300);
+      req.on("end", async () => {
+        await gate;
+        const upstream = await fetch(anvil.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+        res.setHeader("content-type", "application/json");
+        res.end(await upstream.text());
       });
     });
     await new Promise<void>((r) => slowRpc.listen(0, "127.0.0.1", () => r()));
@@ -216,15 +217,24 @@ describe("50 concurrent identical requests while the handler waits on a chain", 
     const t = await registerTreasury(chainGw.url, { wallet_address: account.address });
     const api = authed(chainGw.url, t.key);
     const key = newIdempotencyKey();
-    const responses = await Promise.all(Array.from({ length: 50 }, () => api.post("/api/v1/deposits", { amount_usdc: 500 }, key)));
+    // the chain does not answer until the 49 others have been answered: the race is decided, not timed
+    gate = new Promise<void>((r) => (openGate = r));
+    const pending = Array.from({ length: 50 }, () => api.post("/api/v1/deposits", { amount_usdc: 500 }, key));
+    const settled: Awaited<(typeof pending)[number]>[] = [];
+    for (const p of pending) void p.then((r) => settled.push(r));
+    while (settled.length < 49) await new Promise((r) => setTimeout(r, 10));
+    openGate();
+    const responses = await Promise.all(pending);
     const originals = responses.filter((r) => r.status === 202 && r.headers.get("idempotent-replayed") === "false");
-    const replays = responses.filter((r) => r.status === 202 && r.headers.get("idempotent-replayed") === "true");
     const inFlight = responses.filter((r) => r.status === 409 && r.body.error === "idempotency_in_progress");
     expect(originals).toHaveLength(1);
-    expect(replays.length + inFlight.length).toBe(49);
-    // the chain answers after 300 ms, so requests arriving meanwhile find the key in flight (on a loaded
-    // machine a late one may instead get the stored replay; either way nothing runs twice)
-    expect(inFlight.length).toBeGreaterThan(0);
+    // every other request found the key in flight while the first waited on the chain
+    expect(inFlight).toHaveLength(49);
+    for (const r of inFlight) expect(r.headers.get("retry-after")).toBe("1");
+    // a retry now replays the stored 202, byte for byte
+    const replay = await api.post("/api/v1/deposits", { amount_usdc: 500 }, key);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.text).toBe(originals[0]!.text);
     const n = chainGw.ctx.db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?").get(t.treasuryId) as { n: number };
     expect(n.n).toBe(1);
     // the nonce hint came from the chain: a fresh account has nonce 0, steps count up

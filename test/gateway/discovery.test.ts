@@ -54,7 +54,10 @@ describe("OpenAPI document", () => {
 
   it("lists every path of the spec's summary table with its method", () => {
     for (const [method, path] of SPEC_PATHS) {
-      expect(doc.paths[path]?.[method], `${method.toUpperCase()} ${path}`).toBeDefined();
+      const op = doc.paths[path]?.[method];
+      expect(op, `${method.toUpperCase()} ${path}`).toMatchObject({ operationId: expect.any(String), responses: expect.any(Object) });
+      // every operation documents at least one success status
+      expect(Object.keys(op.responses).some((s: string) => /^2\d\d$/.test(s)), `${method.toUpperCase()} ${path} documents a success`).toBe(true);
     }
   });
 

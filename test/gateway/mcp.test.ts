@@ -27,10 +27,18 @@ const callTool = async (client: Client, name: string, args: Record<string, unkno
   return { isError: Boolean(r.isError), body: r.structuredContent as any, text: (r.content as any[])[0].text as string };
 };
 
-/** fields that differ between two calls of the same operation */
-const VOLATILE = new Set(["request_id", "created_at", "estimated_at", "time", "uptime_seconds", "submitted_at", "updated_at", "status_url", "id", "treasury_id", "api_key", "api_key_expires_at", "wallet_address", "http_status", "idempotent_replayed"]);
+/**
+ * Fields that differ between two calls of the same operation (times, request and execution ids). The
+ * treasury's own id and wallet are kept: a tool that answered with another treasury's figures fails.
+ */
+const VOLATILE = new Set(["request_id", "created_at", "estimated_at", "time", "uptime_seconds", "submitted_at", "updated_at", "status_url", "id", "api_key", "api_key_expires_at", "http_status", "idempotent_replayed"]);
+const KEPT_IDS = new Set(["treasury_id"]);
 const stable = (o: any): any =>
-  Array.isArray(o) ? o.map(stable) : o && typeof o === "object" ? Object.fromEntries(Object.entries(o).filter(([k]) => !VOLATILE.has(k) && !/_id$/.test(k)).map(([k, x]) => [k, stable(x)])) : o;
+  Array.isArray(o)
+    ? o.map(stable)
+    : o && typeof o === "object"
+      ? Object.fromEntries(Object.entries(o).filter(([k]) => !VOLATILE.has(k) && (KEPT_IDS.has(k) || !/_id$/.test(k))).map(([k, x]) => [k, stable(x)]))
+      : o;
 
 beforeAll(async () => {
   gw = await startTestGateway();
@@ -109,6 +117,8 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
 
     const bad = await client.callTool({ name: "get_liquidation_distance", arguments: { ltv: 99 } });
     expect(bad.isError).toBe(true);
+    // the SDK validates arguments against the tool's input schema: JSON-RPC -32602, naming the field
+    expect((bad.content as any[])[0].text).toBe("MCP error -32602: Input validation error: Invalid arguments for tool get_liquidation_distance: Too big: expected number to be <=75 at ltv");
     await client.close();
   });
 
@@ -189,6 +199,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(rail.body).toMatchObject({ error: "ltv_limit_exceeded", http_status: 403 });
     const noKey = await callTool(client, "prepare_repay", { amount_usdc: 100 });
     expect(noKey.isError).toBe(true);
+    expect(noKey.text).toMatch(/^MCP error -32602: Input validation error: Invalid arguments for tool prepare_repay: .* at idempotency_key$/);
 
     const application = { operator_name: "Mo", operator_email: "mo@example.com", use_case: "Quarterly ETH buys with a conservative credit line." };
     const applied = await callTool(client, "request_live_access", application);
@@ -197,6 +208,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(status.body.status).toBe("received");
     const tooShort = await callTool(client, "request_live_access", { ...application, use_case: "short" });
     expect(tooShort.isError).toBe(true);
+    expect(tooShort.text).toMatch(/^MCP error -32602: Input validation error: Invalid arguments for tool request_live_access: .* at use_case$/);
     await client.close();
   });
 });

@@ -44,7 +44,11 @@ export class ResponseValidator {
     const response = op!.responses[String(status)];
     expect(response, `${method} ${t} documents status ${status}`).toBeDefined();
     const content = response!.content?.["application/json"];
-    if (!content) return;
+    // a documented status without a body schema may only answer without a JSON body
+    if (!content) {
+      expect(body, `${method} ${t} ${status} returns a body its documentation does not describe`).toBeUndefined();
+      return;
+    }
     const ref = `openapi.json#/paths/${esc(t)}/${method.toLowerCase()}/responses/${status}/content/${esc("application/json")}/schema`;
     const validate = this.ajv.getSchema(ref) ?? this.ajv.compile({ $ref: ref });
     const ok = validate(body);

@@ -205,6 +205,10 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect(notModule.status).toBe(400);
     const wallet = await registerTreasury(gw.url, { wallet_address: privateKeyToAccount(generatePrivateKey()).address });
     expect((await attach(operator, wallet, wrongPark)).status).toBe(409);
-    expect((await call(gw.url, "GET", "/openapi.json")).body.paths["/api/v1/delegation"]).toBeDefined();
+    const doc = (await call(gw.url, "GET", "/openapi.json")).body.paths["/api/v1/delegation"];
+    // documented, bearer-only (a managed treasury's operator key), with the Safe's proof required
+    expect(doc.get.security).toEqual([{ bearerAuth: [] }]);
+    expect(doc.post.security).toEqual([{ bearerAuth: [] }]);
+    expect(doc.post.requestBody.content["application/json"].schema.$ref).toBe("#/components/schemas/DelegationRequest");
   });
 });

@@ -149,6 +149,28 @@ describe("finding 5: charged exactly once per executed action", () => {
   });
 });
 
+describe("a proof is bound to its route's price", () => {
+  it("a proof made for /treasury (1,100) is refused on /health (1,000) and charges nothing; the same key on another route is 422", async () => {
+    const { account, wallet } = await newPayer(stack.chain);
+    const before = await stack.chain.balanceOf(account.address);
+    const dearer = await paymentHeader(wallet, await challengeFor(base, "GET", "/api/v1/treasury"));
+    const r = await call(base, "GET", "/api/v1/health", { headers: { "x-payment": dearer } });
+    expect(r.status).toBe(402);
+    expect(r.body).toMatchObject({ error: "payment_does_not_match_route", expected_amount: "1000", received_amount: "1100" });
+    expect(await stack.chain.balanceOf(account.address)).toBe(before);
+    // and it still pays the route it was made for
+    expect((await call(base, "GET", "/api/v1/treasury", { headers: { "x-payment": dearer } })).status).toBe(200);
+    expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.treasury);
+    // one Idempotency-Key, two routes: the second is 422 and is not charged
+    const key = newIdempotencyKey();
+    expect((await paid(wallet, "POST", "/api/v1/deposits", { amount_usdc: 100 }, { "idempotency-key": key })).status).toBe(202);
+    const paidBefore = await stack.chain.balanceOf(account.address);
+    const other = await paid(wallet, "POST", "/api/v1/repay", { amount_usdc: 100 }, { "idempotency-key": key });
+    expect([other.status, other.body.error]).toEqual([422, "idempotency_key_reused"]);
+    expect(await stack.chain.balanceOf(account.address)).toBe(paidBefore);
+  });
+});
+
 describe("finding 8: reachable 500s, and proofs consumed by refused requests", () => {
   it("a JSON body nested 4,000 levels is a typed 400, with a bearer key and with x402; the proof stays usable", async () => {
     const deep = `${'{"a":'.repeat(4000)}1${"}".repeat(4000)}`;

@@ -37,6 +37,10 @@ describe("repaymentToPark guards and units", () => {
       expect(() => repaymentToPark({ ...base, ...bad, fromCollateral: false })).toThrow("price must be positive and the park target between 0 and 10,000 bps");
     }
     expect(repaymentToPark({ ...base, parkTargetBps: 9_999n, fromCollateral: false })).toBe(0n);
+    // the module's floored LTV is exactly the target: nothing it would accept
+    expect(repaymentToPark({ collateralBase: 10_000n, debtBase: 2_500n + 0n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: false })).toBe(0n);
+    expect(repaymentToPark({ collateralBase: 1_000_000_000n, debtBase: 250_009_999n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: true })).toBe(0n);
+    expect(repaymentToPark({ collateralBase: 0n, debtBase: 1n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: false })).toBe(0n);
   });
 });
 

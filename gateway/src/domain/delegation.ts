@@ -65,11 +65,14 @@ export interface RepaymentInput {
  *   with aUSDC:        debt' = D - x, collateral' = C - x
  *                      x <= (D x 10,000 - park x C) / (10,000 - park)
  * Every division rounds toward a smaller repayment, and PARK_MARGIN_BASE is
- * kept above the line. 0 when the position is already at or under the target.
+ * kept above the line. 0 when the module's LTV is already at or under the
+ * target (then no repayment could lower it without crossing the target).
  */
 export function repaymentToPark(p: RepaymentInput): bigint {
   const { collateralBase: C, debtBase: D, usdcPriceBase: P, parkTargetBps: park } = p;
   if (P <= 0n || park <= 0n || park >= 10_000n) throw new RangeError("price must be positive and the park target between 0 and 10,000 bps");
+  // the module's own LTV must be above the target, or no repayment can lower it without crossing (LtvDidNotDecrease)
+  if (C <= 0n || (D * 10_000n) / C <= park) return 0n;
   let x: bigint;
   if (p.fromCollateral) {
     const excess = D * 10_000n - park * C - PARK_MARGIN_BASE * (10_000n - park);

@@ -60,6 +60,16 @@ describe("the sandbox ledger", () => {
     const skewed = applyToLedger(h, "deposit", 1_000_000_000n, 0n, { allocation: { btc: 25, eth: 75 } });
     expect(skewed.bought).toEqual({ BTC: sandboxUnitsFor("BTC", 250_000_000n), ETH: sandboxUnitsFor("ETH", 750_000_000n) });
     expect(() => applyToLedger(h, "deposit", 1n, 0n, { allocation: { btc: 50, eth: 49 } })).toThrow("allocation btc and eth must add up to 100");
+    const codeOf = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return (e as LedgerError).code;
+      }
+    };
+    expect(codeOf(() => applyToLedger(h, "deposit", 1n, 0n, { allocation: { btc: 50, eth: 49 } }))).toBe("invalid_request");
+    expect(codeOf(() => applyToLedger({ ...h, debtMicro: 0n }, "repay", 1n, 0n, {}))).toBe("no_debt");
+    expect(codeOf(() => applyToLedger({ ...h, usdcMicro: 0n }, "repay", 1n, 0n, {}))).toBe("insufficient_balance");
   });
   it("convert: idle USDC out, the bought asset in (fee taken), refused beyond the idle balance", () => {
     const eth = applyToLedger(h, "convert", 3_000_000_000n, 60_000_000n, { target: "eth" });

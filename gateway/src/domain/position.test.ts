@@ -91,6 +91,11 @@ describe("applyAction", () => {
       expect(applyAction(p, a, 99_000n, none)).toEqual(pos(6_000n, 0n));
     }
     expect(() => applyAction(pos(100n, 400n), "protection", 400n, none)).toThrow("collateral does not cover the repayment");
+    try {
+      applyAction(pos(100n, 400n), "auto_deleverage", 400n, none);
+    } catch (e) {
+      expect((e as PositionError).code).toBe("insufficient_collateral");
+    }
     expect(applyAction(pos(100n, 100n), "auto_repay", 100n, none)).toEqual(pos(0n, 0n));
     expect(applyAction(p, "exit", 1n, none)).toEqual(pos(0n, 0n));
   });

@@ -41,6 +41,7 @@ describe("fingerprints", () => {
         expect(e).toBeInstanceOf(ApiError);
         expect((e as ApiError).status).toBe(400);
         expect((e as ApiError).code).toBe("invalid_request");
+        expect((e as ApiError).message).toBe("an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)");
         expect((e as ApiError).fields.details).toEqual([{ location: "header", field: "Idempotency-Key", message: why }]);
       }
     }
@@ -64,11 +65,12 @@ describe("idempotent", () => {
     const store = fresh();
     await idempotent(store, call("key-00000002", "one"), ok());
     const mismatch = await apiError(idempotent(store, call("key-00000002", "two"), ok()));
-    expect([mismatch.status, mismatch.code]).toEqual([422, "idempotency_key_reused"]);
+    expect([mismatch.status, mismatch.code, mismatch.message]).toEqual([422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key"]);
     let release!: () => void;
     const slow = idempotent(store, call("key-00000003"), () => new Promise((r) => (release = () => r({ status: 200, headers: {}, body: "{}" }))));
     const busy = await apiError(idempotent(store, call("key-00000003"), ok()));
     expect([busy.status, busy.code, busy.headers]).toEqual([409, "idempotency_in_progress", { "Retry-After": "1" }]);
+    expect(busy.message).toBe("a request with this Idempotency-Key is still being processed; retry shortly");
     release();
     await slow;
   });

@@ -19,31 +19,19 @@
  * call created (`paid`). A bare registration of its address is never chosen.
  */
 import type { Request, Response } from "express";
-import { getAddress, recoverTypedDataAddress } from "viem";
+import { getAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
-import { exact } from "x402/schemes";
-import { evm, settleResponseHeader, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
+import { settleResponseHeader, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
 import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { ApiError } from "../http/errors";
 import type { Credential } from "../http/credential";
 import { newId } from "../lib/ids";
 import type { AppContext } from "../services/context";
 import { facilitatorClient } from "./facilitator-client";
+import { decodePaymentHeader, paymentMismatch, signedPayer, X402_NETWORK } from "./payment-match";
 import type { PriceList, RoutePrice } from "./prices";
 
-export const X402_NETWORK = "base-sepolia";
-export const X402_CHAIN_ID = 84532;
-/** clock skew tolerated on an authorization's validity window */
-const VALIDITY_SKEW_SECONDS = 30;
-
-interface Authorization {
-  from: `0x${string}`;
-  to: `0x${string}`;
-  value: string;
-  validAfter: string;
-  validBefore: string;
-  nonce: `0x${string}`;
-}
+export { X402_NETWORK } from "./payment-match";
 
 /** a verified, locked payment of one request: settle it once, or release it */
 export interface PaymentClaim {
@@ -145,38 +133,11 @@ export function createPaymentGate(
     return { treasuryId: id, created: true };
   };
 
-  const decode = (header: string): { payment: PaymentPayload; authorization: Authorization } | undefined => {
-    try {
-      const payment = exact.evm.decodePayment(header) as PaymentPayload;
-      const authorization = (payment.payload as { authorization?: Authorization }).authorization;
-      if (!authorization || !/^0x[0-9a-fA-F]{40}$/.test(String(authorization.from))) return undefined;
-      return { payment, authorization };
-    } catch {
-      return undefined;
-    }
-  };
-
   return {
     enabled: cfg.enabled,
 
     async verifiedPayer(header) {
-      const decoded = decode(header);
-      const signature = (decoded?.payment.payload as { signature?: `0x${string}` } | undefined)?.signature;
-      if (!decoded || !signature) return undefined;
-      const a = decoded.authorization;
-      try {
-        const signer = await recoverTypedDataAddress({
-          domain: { name: opts.asset.name, version: opts.asset.version, chainId: X402_CHAIN_ID, verifyingContract: getAddress(opts.asset.address) },
-          // the EIP-3009 typed data as x402 declares it
-          types: evm.authorizationTypes,
-          primaryType: evm.authorizationPrimaryType,
-          message: { from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce },
-          signature,
-        });
-        return signer.toLowerCase() === a.from.toLowerCase() ? signer.toLowerCase() : undefined;
-      } catch {
-        return undefined;
-      }
+      return signedPayer(decodePaymentHeader(header), opts.asset);
     },
 
     async challenge(req, res, route) {
@@ -201,38 +162,13 @@ export function createPaymentGate(
     async authorize(req, res, route) {
       const price = priceOf(route);
       const requirements = requirementsFor(req, price);
-      const decoded = decode(req.header("x-payment") ?? "");
-      if (!decoded) {
-        refuse(res, requirements, "invalid_payment_header");
+      const decoded = decodePaymentHeader(req.header("x-payment") ?? "");
+      const mismatch = paymentMismatch(decoded, { priceAtomic: price.atomic, payTo, maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: BigInt(Math.floor(ctx.clock.now().getTime() / 1000)) });
+      if (mismatch || !decoded) {
+        refuse(res, requirements, mismatch?.error ?? "invalid_payment_header", mismatch?.extra ?? {});
         return null;
       }
       const { payment, authorization } = decoded;
-      if (payment.scheme !== "exact" || payment.network !== X402_NETWORK) {
-        refuse(res, requirements, "unsupported_scheme_or_network");
-        return null;
-      }
-      if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || getAddress(authorization.to) !== payTo) {
-        refuse(res, requirements, "payment_recipient_mismatch");
-        return null;
-      }
-      let value: bigint, validBefore: bigint;
-      try {
-        value = BigInt(authorization.value);
-        validBefore = BigInt(authorization.validBefore);
-      } catch {
-        refuse(res, requirements, "invalid_payment_header");
-        return null;
-      }
-      if (value !== price.atomic) {
-        refuse(res, requirements, "payment_does_not_match_route", { expected_amount: price.atomic.toString(), received_amount: authorization.value });
-        return null;
-      }
-      // an authorization valid for longer than advertised is a standing order, not a payment for this request
-      const nowSeconds = BigInt(Math.floor(ctx.clock.now().getTime() / 1000));
-      if (validBefore - nowSeconds > BigInt(cfg.maxTimeoutSeconds + VALIDITY_SKEW_SECONDS)) {
-        refuse(res, requirements, "authorization_validity_too_long", { max_timeout_seconds: cfg.maxTimeoutSeconds, valid_before: authorization.validBefore });
-        return null;
-      }
       payment.x402Version = 1;
 
       let verified;

@@ -1,0 +1,91 @@
+/**
+ * Matching an X-PAYMENT proof to a route, with proofs signed by the real x402
+ * client library (no chain needed to sign). A proof made for a dearer route
+ * does not pay a cheaper one; nor does any other amount, recipient, network or
+ * an authorization that outlives the advertised timeout.
+ */
+import { createWalletClient, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { baseSepolia } from "viem/chains";
+import { describe, expect, it } from "vitest";
+import { createPaymentHeader } from "x402/client";
+import type { PaymentRequirements } from "x402/types";
+import { decodePaymentHeader, paymentMismatch, signedPayer, VALIDITY_SKEW_SECONDS, X402_CHAIN_ID, X402_NETWORK } from "./payment-match";
+
+const asset = { address: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as const, name: "USDC", version: "2" };
+const payTo = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC" as const;
+const account = privateKeyToAccount(generatePrivateKey());
+const wallet = createWalletClient({ account, chain: baseSepolia, transport: http("http://127.0.0.1:9") });
+const requirements = (amount: bigint, over: Partial<PaymentRequirements> = {}): PaymentRequirements => ({
+  scheme: "exact",
+  network: "base-sepolia",
+  maxAmountRequired: amount.toString(),
+  resource: "https://gw.example/api/v1/health",
+  description: "",
+  mimeType: "application/json",
+  payTo,
+  maxTimeoutSeconds: 120,
+  asset: asset.address,
+  extra: { name: asset.name, version: asset.version },
+  ...over,
+});
+const proof = (amount: bigint, over: Partial<PaymentRequirements> = {}) => createPaymentHeader(wallet as never, 1, requirements(amount, over));
+const now = () => BigInt(Math.floor(Date.now() / 1000));
+const route = (priceAtomic: bigint) => ({ priceAtomic, payTo, maxTimeoutSeconds: 120, nowSeconds: now() });
+
+describe("paymentMismatch", () => {
+  it("accepts a proof of exactly the route's price to the service", async () => {
+    expect(paymentMismatch(decodePaymentHeader(await proof(1_000n)), route(1_000n))).toBeNull();
+    expect([X402_NETWORK, X402_CHAIN_ID, VALIDITY_SKEW_SECONDS]).toEqual(["base-sepolia", 84532, 30]);
+  });
+
+  it("a proof for a dearer route (/treasury, 1,100) does not pay a cheaper one (/health, 1,000), nor the reverse", async () => {
+    expect(paymentMismatch(decodePaymentHeader(await proof(1_100n)), route(1_000n))).toEqual({
+      error: "payment_does_not_match_route",
+      extra: { expected_amount: "1000", received_amount: "1100" },
+    });
+    expect(paymentMismatch(decodePaymentHeader(await proof(1_000n)), route(1_100n))?.error).toBe("payment_does_not_match_route");
+  });
+
+  it("refuses another recipient, another network, an unreadable header", async () => {
+    expect(paymentMismatch(decodePaymentHeader(await proof(1_000n, { payTo: "0x0000000000000000000000000000000000000001" })), route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    const decoded = decodePaymentHeader(await proof(1_000n))!;
+    expect(paymentMismatch({ ...decoded, payment: { ...decoded.payment, network: "base" } }, route(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
+    expect(paymentMismatch({ ...decoded, payment: { ...decoded.payment, scheme: "upto" as never } }, route(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: "0xnot" as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    // an address with anything before or after it is not an address (and never reaches getAddress)
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `${payTo}00` as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `00${payTo}` as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, value: "1.5" } }, route(1_000n))).toEqual({ error: "invalid_payment_header" });
+    expect(paymentMismatch(undefined, route(1_000n))).toEqual({ error: "invalid_payment_header" });
+    expect(decodePaymentHeader("not base64 json")).toBeUndefined();
+    expect(decodePaymentHeader(Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: { authorization: { from: "0x12" } } })).toString("base64"))).toBeUndefined();
+    expect(decodePaymentHeader(Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: {} })).toString("base64"))).toBeUndefined();
+    const header = (from: string) => Buffer.from(JSON.stringify({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from } } })).toString("base64");
+    expect(decodePaymentHeader(header(account.address))?.authorization.from).toBe(account.address);
+    expect(decodePaymentHeader(header(`${account.address}ff`))).toBeUndefined();
+    expect(decodePaymentHeader(header(`ff${account.address}`))).toBeUndefined();
+  });
+
+  it("refuses an authorization that outlives maxTimeoutSeconds plus 30 s of skew", async () => {
+    const long = decodePaymentHeader(await proof(1_000n, { maxTimeoutSeconds: 10 * 365 * 86_400 }));
+    expect(paymentMismatch(long, route(1_000n))).toMatchObject({ error: "authorization_validity_too_long", extra: { max_timeout_seconds: 120 } });
+    const decoded = decodePaymentHeader(await proof(1_000n))!;
+    const at = (validBefore: bigint) => paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, validBefore: validBefore.toString() } }, { ...route(1_000n), nowSeconds: 1_000n });
+    expect(at(1_150n)).toBeNull(); // 120 + 30
+    expect(at(1_151n)?.error).toBe("authorization_validity_too_long");
+  });
+});
+
+describe("signedPayer", () => {
+  it("is the signer when the EIP-3009 signature recovers to `from`, else undefined", async () => {
+    const decoded = decodePaymentHeader(await proof(1_000n))!;
+    expect(await signedPayer(decoded, asset)).toBe(account.address.toLowerCase());
+    // a forged from, another asset domain, no signature, nothing
+    expect(await signedPayer({ ...decoded, authorization: { ...decoded.authorization, from: payTo } }, asset)).toBeUndefined();
+    expect(await signedPayer(decoded, { ...asset, version: "1" })).toBeUndefined();
+    expect(await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: undefined } as never } }, asset)).toBeUndefined();
+    expect(await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: "0x1234" } as never } }, asset)).toBeUndefined();
+    expect(await signedPayer(undefined, asset)).toBeUndefined();
+  });
+});
