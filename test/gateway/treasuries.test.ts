@@ -9,7 +9,7 @@ let checkedReq: Awaited<ReturnType<typeof startValidatedGateway>>["req"];
 const req = (method: string, path: string, body?: unknown) => checkedReq(method, path, body);
 
 beforeAll(async () => {
-  ({ gw, v, req: checkedReq } = await startValidatedGateway({ SANDBOX_KEY_CAPACITY: "6" }));
+  ({ gw, v, req: checkedReq } = await startValidatedGateway());
 });
 afterAll(() => gw.close());
 
@@ -36,11 +36,21 @@ describe("POST /api/v1/sandbox/keys", () => {
   });
 
   it("answers 503 with Retry-After when sandbox capacity is exhausted", async () => {
-    let last;
-    for (let i = 0; i < 8; i++) last = await req("POST", "/api/v1/sandbox/keys");
-    expect(last!.status).toBe(503);
-    expect(last!.body.error).toBe("sandbox_unavailable");
-    expect(last!.headers.get("retry-after")).toBe("3600");
+    // its own gateway with a capacity of 3: exactly the fourth key is refused
+    const small = await startValidatedGateway({ SANDBOX_KEY_CAPACITY: "3" });
+    try {
+      const statuses = [];
+      let last;
+      for (let i = 0; i < 4; i++) {
+        last = await small.req("POST", "/api/v1/sandbox/keys");
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([201, 201, 201, 503]);
+      expect(last!.body.error).toBe("sandbox_unavailable");
+      expect(last!.headers.get("retry-after")).toBe("3600");
+    } finally {
+      await small.gw.close();
+    }
   });
 });
 

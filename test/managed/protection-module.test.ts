@@ -45,25 +45,33 @@ const approveUsdc = (spender: `0x${string}`, amount: bigint) => encodeFunctionDa
 
 beforeAll(async () => {
   fork = await startBaseFork();
-  const operatorKey = generatePrivateKey();
-  operator = new Operator({ privateKey: operatorKey, rpcUrl: fork.rpcUrl });
-  await setEth(operator.account.address);
   await setEth(automation.address);
-  safe = await operator.createSafe("1");
-  await operator.fundWeth(10n * 10n ** 18n);
-  await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n); // $30,000 WETH, 15,000 USDC debt: LTV 50%
-  module = await operator.deployModule(automation.address, 2500);
 }, 60_000);
+
+/**
+ * Each test's own Safe: $30,000 of WETH, 15,000 USDC borrowed (LTV 50%), its ProtectionModule deployed
+ * (enabled when asked). Tests do not depend on each other's state, in any order.
+ */
+async function freshSafe(enabled: boolean) {
+  operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
+  await setEth(operator.account.address);
+  safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
+  await operator.fundWeth(10n * 10n ** 18n);
+  await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
+  module = await operator.deployModule(automation.address, 2500);
+  if (enabled) await operator.approveDelegation(module);
+}
 afterAll(() => fork?.stop());
 
 describe("ProtectionModule", () => {
   it("denies everything while delegation is not approved", async () => {
+    await freshSafe(false);
     expect(await operator.moduleEnabled(module)).toBe(false);
     expect(await tryExecute(USDC, approveUsdc(POOL, 1n))).toBe("NotEnabled");
   });
 
   it("once enabled, lets only the automation key act", async () => {
-    await operator.approveDelegation(module);
+    await freshSafe(true);
     expect(await operator.moduleEnabled(module)).toBe(true);
     const stranger = privateKeyToAccount(generatePrivateKey());
     await setEth(stranger.address);
@@ -71,6 +79,7 @@ describe("ProtectionModule", () => {
   });
 
   it("refuses every call outside its scope", async () => {
+    await freshSafe(true);
     const other = "0x000000000000000000000000000000000000dEaD";
     expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [USDC, 1n, 2n, 0, safe] }))).toBe("CallNotAllowed");
     expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "supply", args: [USDC, 1n, safe, 0] }))).toBe("CallNotAllowed");
@@ -85,6 +94,7 @@ describe("ProtectionModule", () => {
   });
 
   it("allows the approval to the Pool and a repayment that lowers LTV toward the park target, not past it", async () => {
+    await freshSafe(true);
     expect(await tryExecute(USDC, approveUsdc(POOL, 15_000n * 10n ** 6n))).toBe("ok");
     // repaying everything would take LTV to 0, below the 25% park target
     expect(await tryExecute(POOL, repay(15_000n * 10n ** 6n))).toBe("OvershotParkTarget");
@@ -126,9 +136,13 @@ describe("ProtectionModule", () => {
   });
 
   it("revocation stops future actions, while one already submitted may still settle", async () => {
-    // the price falls: LTV rises above the target again
+    await freshSafe(true);
+    // the Safe parked at 25% (7,500 of debt), then the price falls: LTV rises above the target again
+    expect(await tryExecute(USDC, approveUsdc(POOL, 15_000n * 10n ** 6n))).toBe("ok");
+    expect(await tryExecute(POOL, repay(7_500n * 10n ** 6n))).toBe("ok");
     await fork.setPrice("WETH", 2_000); // $20,000 collateral, 7,500 debt: 37.5%
     const client = service();
+    try {
     // automine off: the service's repayment is submitted, then the operator revokes, then a block is mined
     await client.request({ method: "evm_setAutomine" as never, params: [false] as never });
     const submitted = await client.writeContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [POOL, repay(2_000n * 10n ** 6n)], gas: 1_000_000n });
@@ -139,6 +153,9 @@ describe("ProtectionModule", () => {
     expect((await client.waitForTransactionReceipt({ hash: revokeHash })).status).toBe("success");
     expect(await operator.moduleEnabled(module)).toBe(false);
     expect(await tryExecute(POOL, repay(1_000n * 10n ** 6n))).toBe("NotEnabled");
-    await fork.setPrice("WETH", 3_000);
+    } finally {
+      await client.request({ method: "evm_setAutomine" as never, params: [true] as never });
+      await fork.setPrice("WETH", 3_000);
+    }
   });
 });

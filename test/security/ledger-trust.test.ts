@@ -58,7 +58,6 @@ describe("finding 3: free simulated volume never moves real prices", () => {
     }
     const after = (await call(gw.url, "GET", "/fees.json")).body;
     expect(after.current_tier).toEqual(before.current_tier);
-    expect(after.current_tier.cycle_fee_pct).toBe(2);
     expect(after.ratchet.platform_volume_usdc).toBe(before.ratchet.platform_volume_usdc);
     // every one of them is audited, as sandbox, counting for nothing
     const audit = gw.ctx.stores.fees.forTreasury(tenants[0]!.treasuryId);
@@ -95,6 +94,7 @@ describe("finding 3: free simulated volume never moves real prices", () => {
 
 describe("finding 10: the envelope's fee is the fee", () => {
   it("a borrow signed at 2% is recorded at 2% even if the tier moved before it was relayed", async () => {
+    expect((await call(gw.url, "GET", "/fees.json")).body.current_tier.cycle_fee_pct, "this test needs the launch tier: run it on its own gateway").toBe(2);
     const { account, t, api } = await walletTreasury();
     const env = (await api.post("/api/v1/borrow", { amount_usdc: 10_000 })).body;
     expect(env.fee_usdc).toBe(200);

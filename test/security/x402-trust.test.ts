@@ -122,8 +122,8 @@ describe("finding 5: charged exactly once per executed action", () => {
     for (const r of results.filter((r) => r.status !== 202 || r.headers.get("idempotent-replayed") === "true")) expect(r.headers.get("x-payment-response")).toBeNull();
     expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.deposit);
     expect(settledCount(account.address)).toBe(1);
-    // a later retry with the same key replays, charges nothing, and the refused proofs are free to use
-    const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": h2!, "idempotency-key": key } });
+    // a later retry with the same key and a fresh proof replays, and charges nothing
+    const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.deposit);
   });

@@ -41,6 +41,10 @@ describe("repaymentToPark guards and units", () => {
     expect(repaymentToPark({ collateralBase: 10_000n, debtBase: 2_500n + 0n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: false })).toBe(0n);
     expect(repaymentToPark({ collateralBase: 1_000_000_000n, debtBase: 250_009_999n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: true })).toBe(0n);
     expect(repaymentToPark({ collateralBase: 0n, debtBase: 1n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: false })).toBe(0n);
+    // a dust position (one cent of collateral at LTV 25.01%): above the target, but within the safety margin of it
+    for (const fromCollateral of [false, true]) {
+      expect(repaymentToPark({ collateralBase: 1_000_000n, debtBase: 250_100n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral })).toBe(0n);
+    }
   });
 });
 
