@@ -114,6 +114,22 @@ describe("finding 10: the envelope's fee is the fee", () => {
   });
 });
 
+describe("relay Idempotency-Keys", () => {
+  it("must be 8 to 120 characters", async () => {
+    const { account, api } = await walletTreasury();
+    const step: Step = (await api.post("/api/v1/deposits", { amount_usdc: 150 })).body.steps[0];
+    const signed = await sign(account, step, 0);
+    for (const key of ["k".repeat(7), "k".repeat(121)]) {
+      const r = await relay(step.tx_id, signed, key);
+      expect([r.status, r.body.error, r.body.details]).toEqual([400, "invalid_request", [{ location: "header", field: "Idempotency-Key", message: "must be 8 to 120 characters" }]]);
+    }
+    const missing = await call(gw.url, "POST", "/api/v1/relay", { body: { tx_id: step.tx_id, signed_transaction: signed } });
+    expect(missing.body.details).toEqual([{ location: "header", field: "Idempotency-Key", message: "required" }]);
+    expect((await relay(step.tx_id, signed, "k".repeat(8))).status).toBe(200);
+    expect((await relay(step.tx_id, signed, "k".repeat(120))).body.error).toBe("already_relayed");
+  });
+});
+
 describe("finding 9: relay keys cannot be squatted", () => {
   it("another caller's request with the same Idempotency-Key does not block the signer's relay", async () => {
     const { account, api } = await walletTreasury();
@@ -138,6 +154,9 @@ describe("finding 9: secrets stay secret", () => {
     await call(gw.url, "GET", "/api/v1/treasury", { headers: { authorization: `Bearer ${t.key}` } });
     await call(gw.url, "GET", "/api/v1/treasury", { headers: { authorization: `Bearer ${t.key}x` } });
     await call(gw.url, "GET", "/api/v1/treasury", { headers: { "x-custom": `token ${t.key}` } });
+    for (const header of ["x-payment", "payment-signature", "cookie", "x-admin-token", "proxy-authorization", "api-key"]) {
+      await call(gw.url, "GET", "/api/v1/health", { headers: { [header]: `${t.key}` } });
+    }
     await call(gw.url, "GET", `/admin/outbox?token=${ADMIN_TOKEN}`);
     await call(gw.url, "GET", "/nope", { headers: { "x-forward-secret": ADMIN_TOKEN } });
     const text = gw.logLines().map((l) => JSON.stringify(l)).join("\n");

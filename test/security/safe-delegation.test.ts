@@ -113,6 +113,49 @@ describe("finding 2: delegation needs the Safe's own signature", () => {
   }, 60_000);
 });
 
+describe("the engine's own loop, repaying with aUSDC", () => {
+  it("started on an interval, it protects a Safe that holds only aUSDC to repay with (repayWithATokens), once", async () => {
+    const victim = await victimSafe();
+    // the Safe also supplies 10,000 USDC as collateral and sends its idle USDC away: only aUSDC can repay
+    const { AaveV3Base } = await import("@aave-dao/aave-address-book");
+    const { encodeFunctionData } = await import("viem");
+    const { ERC20_ABI } = await import("../../contracts-abi/erc20");
+    const { AAVE_POOL_ABI } = await import("../../contracts-abi/aave-pool");
+    const usdc = AaveV3Base.ASSETS.USDC.UNDERLYING;
+    await fork.fund(victim.safe, 15_000_000_000n);
+    await victim.operator.execSafe([
+      { to: usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [AaveV3Base.POOL, 15_000_000_000n] }) },
+      { to: AaveV3Base.POOL, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "supply", args: [usdc, 15_000_000_000n, victim.safe, 0] }) },
+      { to: usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: [victim.operator.account.address, 15_000_000_000n] }) },
+    ]);
+    // $2,000 of WETH + 15,000 aUSDC against 15,000 of debt (LTV 88%): only aUSDC can repay, and it is enough
+    // for the park target: x = (15,000 - 25% x 17,000) / 75% = 14,333 <= 15,000
+    await fork.setPrice("WETH", 200);
+    const looping = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+    looping.start(100);
+    try {
+      let actions: any[] = [];
+      for (let i = 0; i < 100 && !actions.some((a) => a.status === "executed"); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        actions = (await victim.api.get("/api/v1/delegation")).body.protection_actions;
+      }
+      const executed = actions.filter((a: any) => a.status === "executed");
+      expect(executed, JSON.stringify(actions)).toHaveLength(1);
+      // one call: repayWithATokens, no approval
+      expect(executed[0].tx_hashes).toHaveLength(1);
+      const after = (await victim.api.get("/api/v1/treasury")).body;
+      expect(after.ltv).toBeGreaterThanOrEqual(25);
+      expect(after.ltv).toBeLessThan(25.1);
+      // the loop keeps running and does not act again on a restored position
+      await new Promise((r) => setTimeout(r, 400));
+      expect((await victim.api.get("/api/v1/delegation")).body.protection_actions.filter((a: any) => a.status === "executed")).toHaveLength(1);
+    } finally {
+      looping.stop();
+      await fork.setPrice("WETH", 3_000);
+    }
+  }, 90_000);
+});
+
 describe("finding 11: a refused protection is recorded with its reason and retried", () => {
   it("a repayment the module refuses is recorded decoded, never sent, and tried again on the next pass", async () => {
     const victim = await victimSafe();

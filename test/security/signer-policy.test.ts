@@ -121,6 +121,19 @@ describe("the daily cap counts what the calldata moves, reserved atomically", ()
     expect(audit.todayMicro("signed")).toBe(200_000_000n);
   });
 
+  it("preflight refuses a transaction for another chain and a target without code", async () => {
+    const { Preflight, PreflightError } = await import("../../signer-agent/src/preflight");
+    const preflight = new Preflight(fork.rpcUrl);
+    const t = step(0, 1n).unsigned_transaction;
+    const otherChain = await preflight.prepare({ ...t, chain_id: 42161 }, self).catch((e) => e);
+    expect(otherChain).toBeInstanceOf(PreflightError);
+    expect(otherChain.message).toBe("the fork answers chain 8453, the transaction is for 42161");
+    const empty = "0x000000000000000000000000000000000000dEaD";
+    const noCode = await preflight.prepare({ ...t, to: empty }, self).catch((e) => e);
+    expect(noCode).toBeInstanceOf(PreflightError);
+    expect(noCode.message).toBe(`no contract at ${empty} on chain 8453`);
+  });
+
   it("refuses a policy amount that is not exact in micro-USDC", async () => {
     const { loadPolicy } = await import("../../signer-agent/src/policy");
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "policy-")), "policy.json");
