@@ -11,7 +11,6 @@ import { PRESETS, policyOf, type PresetName } from "../domain/presets";
 import { usdcToNumber } from "../domain/money";
 import { ApiError } from "../http/errors";
 import { newId } from "../lib/ids";
-import { randomBytes as nonceBytes } from "node:crypto";
 import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/statements";
 import type { Chain, ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
 import type { SignedProof, StatementVerifier } from "./statement-verifier";
@@ -43,7 +42,7 @@ export class TreasuryService {
   /** the exact typed data a wallet signs to prove it controls `wallet` at registration */
   ownershipStatement(wallet: string, chain: Chain, executionMode: ExecutionMode) {
     const now = this.ctx.clock.now();
-    const nonce = `own_${nonceBytes(16).toString("hex")}`;
+    const nonce = `own_${randomBytes(16).toString("hex")}`;
     const issuedAt = now.toISOString();
     const typed = registrationStatement({ service: this.ctx.links.base, wallet: getAddress(wallet), chain, executionMode, nonce, issuedAt });
     return {
