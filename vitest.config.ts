@@ -7,6 +7,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     setupFiles: ["test/setup/fast-check.ts"],
+    globalSetup: ["test/setup/postgres.ts"],
     fileParallelism: true,
   },
 });

@@ -29,7 +29,7 @@ interface Figures {
 async function benchGateway(env: Record<string, string> = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-"));
   const config = loadConfig({ PORT: "0", DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MIN: "100000000", RATE_LIMIT_WRITE_PER_MIN: "100000000", CREDENTIALS_PER_HOUR: "100000000", LOG_LEVEL: "silent", ...env });
-  const gw = await startGateway({ config, logger: pino({ level: "silent" }), databaseFile: path.join(dataDir, "gateway.sqlite") });
+  const gw = await startGateway({ config, logger: pino({ level: "silent" }), });
   return Object.assign(gw, { dataDir });
 }
 

@@ -37,7 +37,7 @@ import { bearerAuthenticator, type Authenticator } from "./services/authenticato
 import { RelayService } from "./services/relay-service";
 import { DelegationService } from "./services/delegation-service";
 import { StatementVerifier } from "./services/statement-verifier";
-import type { AppContext } from "./services/context";
+import { scope, type AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
 import { MarketRatesService } from "./services/market-rates";
 import { PolicyService } from "./services/policy-service";
@@ -69,21 +69,21 @@ export function createServices(ctx: AppContext): Services {
   const prices = new PriceList();
   const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
-  const statements = new StatementVerifier(ctx, chain);
-  const delegation = new DelegationService(ctx, chain, statements);
-  const actions = new ActionService(ctx, new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain);
+  const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
+  const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
+  const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain);
   return {
-    treasuries: new TreasuryService(ctx, (t) => actions.chainPosition(t), statements),
-    access: new AccessRequestService(ctx),
-    preview: new PreviewService(ctx, (chain) => marketRates.freshApy(chain)),
-    policy: new PolicyService(ctx, (t) => delegation.state(t)),
+    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
+    access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
+    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain)),
+    policy: new PolicyService(scope(ctx, "fees"), (t) => delegation.state(t)),
     marketRates,
     actions,
-    relay: new RelayService(ctx, actions),
+    relay: new RelayService(scope(ctx, "envelopes"), actions),
     delegation,
-    authenticate: bearerAuthenticator(ctx),
+    authenticate: bearerAuthenticator(scope(ctx, "apiKeys")),
     prices,
-    payments: createPaymentGate(ctx, {
+    payments: createPaymentGate(scope(ctx, "payments", "treasuries"), {
       prices,
       asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
       facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret }),
@@ -109,7 +109,9 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
 
   const services = createServices(ctx);
   const startedAt = ctx.clock.now();
+  const status = () => gatewayStatusDocument({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one") }, startedAt, SERVICE_VERSION);
 
+  const keys = scope(ctx, "apiKeys");
   app.use(requestId);
   app.use(accessLog(logger, secrets));
   app.use(
@@ -119,7 +121,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       windowMs: ctx.config.rateLimit.windowMs,
       // only a verified identity picks a bucket: a valid API key, or a payment whose signature checks out
       credentialOf: async (req) => {
-        const bearer = credentialIdentity(ctx, req);
+        const bearer = await credentialIdentity(keys, req);
         if (bearer || req.header("authorization")) return bearer;
         const payment = req.header("x-payment");
         const payer = payment && services.payments.enabled ? await services.payments.verifiedPayer(payment) : undefined;
@@ -145,24 +147,23 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
     now: () => ctx.clock.now(),
   });
 
-  discoveryRoutes(kit, ctx);
-  publicRoutes(kit, ctx, {
+  discoveryRoutes(kit, scope(ctx, "fees"));
+  publicRoutes(kit, scope(ctx, "treasuries"), {
     marketRates: services.marketRates,
     policy: services.policy,
     preview: services.preview,
     treasuries: services.treasuries,
-    startedAt,
-    version: SERVICE_VERSION,
+    status,
   });
-  treasuryRoutes(kit, ctx, services.treasuries);
+  treasuryRoutes(kit, scope(ctx), services.treasuries);
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
   x402Routes(kit, services.prices, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
-  const tools = buildTools(ctx, services, () => gatewayStatusDocument(ctx, startedAt, SERVICE_VERSION));
-  mcpRoutes(kit, ctx, { tools, authenticate: services.authenticate, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
+  const tools = buildTools(scope(ctx, "fees", "idempotency", "treasuries"), services, status);
+  mcpRoutes(kit, scope(ctx), { tools, authenticate: services.authenticate, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
   const admin = express.Router();
-  adminRoutes(createKit(admin, registry, table), ctx, services.access);
+  adminRoutes(createKit(admin, registry, table), scope(ctx, "accessRequests", "outbox"), services.access);
 
   const openapi = buildOpenApiDocument(registry, ctx.links.base);
   app.get("/openapi.json", (_req, res) => {
@@ -172,7 +173,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   table.add("/docs", "get");
 
   // the guard answers every /admin path first: 404 when the admin API is off, 401 without the token
-  app.use("/admin", adminGuard(ctx));
+  app.use("/admin", adminGuard(scope(ctx)));
   app.use(admin);
   app.use(api);
 

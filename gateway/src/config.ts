@@ -3,6 +3,7 @@
  * the README; nothing else reads process.env.
  */
 import path from "node:path";
+import type { DatabaseLocation } from "./store/db";
 import { getAddress } from "viem";
 import { z } from "zod";
 
@@ -34,6 +35,11 @@ const envSchema = z.object({
     .pipe(z.number().int().min(0).max(65535)),
   HOST: z.string().optional().default("127.0.0.1"),
   DATA_DIR: z.string().optional().default("./.data"),
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v && v.trim() !== "" ? v.trim() : undefined))
+    .pipe(z.string().regex(/^postgres(ql)?:\/\//, "DATABASE_URL must be a postgres:// URL").optional()),
   PUBLIC_BASE_URL: optionalUrl,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional().default("info"),
   ADMIN_TOKEN: z
@@ -91,6 +97,8 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /** the store: PostgreSQL at DATABASE_URL (shared by many instances), else the SQLite file DATA_DIR/gateway.sqlite */
+  database: DatabaseLocation;
   /** base URL used in links (discovery files, status_url); defaults to http://host:port */
   publicBaseUrl: string | undefined;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -146,6 +154,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.PORT,
     host: e.HOST,
     dataDir: path.resolve(e.DATA_DIR),
+    database: e.DATABASE_URL ? { url: e.DATABASE_URL } : { file: path.join(path.resolve(e.DATA_DIR), "gateway.sqlite") },
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     logLevel: e.LOG_LEVEL,
     adminToken: e.ADMIN_TOKEN,

@@ -2,7 +2,6 @@
  * `npm start` for the gateway alone: configuration from the environment,
  * the SQLite database under DATA_DIR, graceful shutdown on SIGTERM/SIGINT.
  */
-import path from "node:path";
 import { pino } from "pino";
 import { ConfigError, loadConfig } from "./config";
 import { startGateway } from "./server";
@@ -19,7 +18,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = pino({ level: config.logLevel, base: { service: "treasury-gateway" } });
-  const gateway = await startGateway({ config, logger, databaseFile: path.join(config.dataDir, "gateway.sqlite") });
+  const gateway = await startGateway({ config, logger });
   logger.info({ url: gateway.url, data_dir: config.dataDir, admin_api: Boolean(config.adminToken) }, "gateway listening");
 
   let stopping = false;

@@ -6,9 +6,8 @@ import { createApp, type GatewayApp } from "./app";
 import type { Config } from "./config";
 import { systemClock, type Clock } from "./lib/clock";
 import { createStores, linksFor, type AppContext } from "./services/context";
-import { openDatabase } from "./store/db";
+import { describeLocation, openDatabase, type DatabaseLocation } from "./store/db";
 import { SecretBox } from "./lib/secrets";
-import path from "node:path";
 
 export interface RunningGateway {
   url: string;
@@ -18,11 +17,16 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(opts: { config: Config; logger: Logger; databaseFile: string; clock?: Clock }): Promise<RunningGateway> {
-  const db = openDatabase(opts.databaseFile);
+/** the store of this configuration: DATABASE_URL's PostgreSQL, else DATA_DIR's SQLite file (or `database` given by a test) */
+export async function startGateway(opts: { config: Config; logger: Logger; database?: DatabaseLocation; clock?: Clock }): Promise<RunningGateway> {
+  const location = opts.database ?? opts.config.database;
+  const db = await openDatabase(location);
+  opts.logger.info({ store: describeLocation(location) }, "store open");
   const clock = opts.clock ?? systemClock;
   // links need the port, which is known once listening; a holder fills it in
-  const ctx: AppContext = { config: opts.config, db, stores: createStores(db, SecretBox.fromConfig(opts.config.secretsKey, path.dirname(opts.databaseFile))), clock, links: linksFor("http://placeholder") };
+  // sealed secrets: SECRETS_KEY, else DATA_DIR/secrets.key (instances sharing a PostgreSQL must share the key)
+  const box = SecretBox.fromConfig(opts.config.secretsKey, opts.config.dataDir);
+  const ctx: AppContext = { config: opts.config, db, tx: db, stores: createStores(db, box), clock, links: linksFor("http://placeholder") };
   const server: Server = await new Promise((resolve, reject) => {
     const s = http.createServer().listen(opts.config.port, opts.config.host, () => resolve(s));
     s.once("error", reject);
@@ -48,7 +52,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
       });
-      db.close();
+      await db.close();
     },
   };
 }

@@ -184,7 +184,7 @@ describe("the loop", () => {
     const pub = createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) });
     expect(await pub.getTransactionCount({ address: account.address })).toBe(3);
     expect(await balanceOf(AaveV3Base.ASSETS.USDC.A_TOKEN, account.address)).toBe(294_000_000n);
-    const audit = gw.ctx.stores.fees.forTreasury(deposit.treasury_id as string);
+    const audit = await gw.ctx.stores.fees.forTreasury(deposit.treasury_id as string);
     expect(audit).toHaveLength(1);
   });
 });
@@ -257,7 +257,7 @@ describe("the relay on the fork refuses what would revert", () => {
     expect(err.body.error).toBe("transaction_would_revert");
     // the fork's USDC (TestUSDC) reverts InsufficientBalance(): selector 0xf4d678b8
     expect(err.body.revert_reason).toBe(`custom error ${toFunctionSelector("InsufficientBalance()")}`);
-    expect(gw.ctx.stores.fees.forTreasury(deposit.treasury_id as string)).toHaveLength(0);
+    expect(await gw.ctx.stores.fees.forTreasury(deposit.treasury_id as string)).toHaveLength(0);
     // and the agent's own preflight catches it before signing
     const refused = await agent.signStep(supply).catch((e) => e);
     expect(refused).toBeInstanceOf(RefusedError);

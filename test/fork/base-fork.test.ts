@@ -108,9 +108,9 @@ describe("the gateway's envelopes execute on the fork", () => {
     await runEnvelope(pk, deposit.body);
     const aUsdc = await wallet.readContract({ address: AaveV3Base.ASSETS.USDC.A_TOKEN, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address] });
     expect(aUsdc).toBe(980n * 10n ** 6n);
-    gw.ctx.db.prepare("UPDATE envelopes SET status = 'relayed' WHERE tx_id = ?").run(deposit.body.tx_id);
+    await gw.ctx.db.run("UPDATE envelopes SET status = 'relayed' WHERE tx_id = ?", deposit.body.tx_id);
 
-    gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000n * 10n ** 6n, debtMicro: 0n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000n * 10n ** 6n, debtMicro: 0n }, new Date().toISOString());
     const convert = await api.post("/api/v1/convert", { amount_usdc: 3000, target: "btc" });
     expect(convert.status).toBe(202);
     await runEnvelope(pk, convert.body);

@@ -173,7 +173,7 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const t = await registerTreasury(gw.url, { wallet_address: account.address, chain: "arbitrum", preset: "aggressive" });
     // give the simulated treasury collateral and debt directly in its ledger
-    gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 1_000_000_000n, debtMicro: 10_000_000_000n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 1_000_000_000n, debtMicro: 10_000_000_000n }, new Date().toISOString());
     const api = checked(t);
     const borrow = await api.post("/api/v1/borrow", { amount_usdc: 1000 });
     expect(borrow.status).toBe(202);
@@ -186,7 +186,7 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     });
     expect(borrow.body.steps.map((s: any) => s.kind)).toEqual(["pool_call", "fee_transfer"]);
     // expire it, then repay
-    gw.ctx.db.prepare("UPDATE envelopes SET expires_at = ? WHERE tx_id = ?").run(new Date(Date.now() - 1000).toISOString(), borrow.body.tx_id);
+    await gw.ctx.db.run("UPDATE envelopes SET expires_at = ? WHERE tx_id = ?", new Date(Date.now() - 1000).toISOString(), borrow.body.tx_id);
     const repay = await api.post("/api/v1/repay", { amount_usdc: 250 });
     expect(repay.status).toBe(202);
     expect(repay.body.steps.map((s: any) => s.kind)).toEqual(["approval", "pool_call"]);
@@ -199,7 +199,7 @@ describe("wallet mode: real Aave V3 envelopes", () => {
   it("encodes convert as fee, approval, Uniswap V3 swap, approval and supply of the target", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const t = await registerTreasury(gw.url, { wallet_address: account.address });
-    gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 0n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 0n }, new Date().toISOString());
     const r = await checked(t).post("/api/v1/convert", { amount_usdc: 3000, target: "btc" });
     expect(r.status).toBe(202);
     expect(r.body.steps.map((s: any) => s.kind)).toEqual(["fee_transfer", "approval", "swap", "approval", "pool_call"]);
@@ -224,7 +224,7 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     const r = await checked(t).post("/api/v1/borrow", { amount_usdc: 100 });
     expect(r.status).toBe(403);
     expect(r.body.safe_amount).toBe(0);
-    const count = gw.ctx.db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?").get(t.treasuryId) as { n: number };
+    const count = await gw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", t.treasuryId) as { n: number };
     expect(count.n).toBe(0);
   });
 });
@@ -297,7 +297,7 @@ describe("the remaining statuses of the 4.5 table", () => {
   it("409 on convert, borrow and repay while an envelope is pending", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const t = await registerTreasury(gw.url, { wallet_address: account.address });
-    gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 1_000_000_000n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 1_000_000_000n }, new Date().toISOString());
     const api = checked(t);
     expect((await api.post("/api/v1/deposits", { amount_usdc: 100 })).status).toBe(202);
     for (const [path, body] of [
@@ -335,7 +335,7 @@ describe("fees after the platform tier moves (spec 1, rules 1-3 and 6)", () => {
     const tiered = await startTestGateway();
     try {
       // platform volume has reached the growth tier (only live, settled volume does this; here set directly)
-      tiered.ctx.db.prepare("UPDATE fee_ratchet SET tier_index = 1 WHERE id = 1").run();
+      await tiered.ctx.db.run("UPDATE fee_ratchet SET tier_index = 1 WHERE id = 1");
       const t = await sandboxTenant(tiered.url);
       const api = authed(tiered.url, t.key);
       const borrow = await api.post("/api/v1/borrow", { amount_usdc: 1000 });

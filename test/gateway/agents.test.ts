@@ -100,10 +100,10 @@ describe("review lifecycle", () => {
     const payload = JSON.parse(message.body);
     expect(payload.api_key).toMatch(/^sk_live_/);
     // the key is stored hashed; only the outbox message carries it until delivery
-    const keyRows = JSON.stringify(gw.ctx.db.prepare("SELECT * FROM api_keys").all());
+    const keyRows = JSON.stringify(await gw.ctx.db.all("SELECT * FROM api_keys"));
     expect(keyRows).not.toContain(payload.api_key);
     expect((await admin("POST", `/admin/outbox/${message.id}/delivered`)).status).toBe(200);
-    const after = JSON.stringify(gw.ctx.db.prepare("SELECT * FROM outbox").all());
+    const after = JSON.stringify(await gw.ctx.db.all("SELECT * FROM outbox"));
     expect(after).not.toContain(payload.api_key);
 
     const events = (await admin("GET", "/admin/access-requests?status=closed")).body.data.find((r: any) => r.id === id).events;

@@ -64,10 +64,10 @@ describe("bearer authentication (spec 5)", () => {
 
   it("accepts sk_live_ keys; an unbound live key gets 403 key_not_bound", async () => {
     const t = await sandboxTenant(gw.url);
-    const live = issueApiKey(gw.ctx.stores.apiKeys, { kind: "live", treasuryId: t.treasuryId, now: clock.now(), ttlMs: null });
+    const live = await issueApiKey(gw.ctx.stores.apiKeys, { kind: "live", treasuryId: t.treasuryId, now: clock.now(), ttlMs: null });
     expect(live.key).toMatch(/^sk_live_/);
     expect((await authed(gw.url, live.key).get("/api/v1/treasury")).body.treasury_id).toBe(t.treasuryId);
-    const unbound = issueApiKey(gw.ctx.stores.apiKeys, { kind: "live", treasuryId: null, now: clock.now(), ttlMs: null });
+    const unbound = await issueApiKey(gw.ctx.stores.apiKeys, { kind: "live", treasuryId: null, now: clock.now(), ttlMs: null });
     const r = await authed(gw.url, unbound.key).get("/api/v1/treasury");
     expect(r.status).toBe(403);
     expect(r.body.error).toBe("key_not_bound");
@@ -141,11 +141,11 @@ describe("Idempotency-Key (spec 8)", () => {
   it("a key whose first request is still running gets 409", async () => {
     const t = await sandboxTenant(gw.url);
     const key = newIdempotencyKey();
-    const keyRow = gw.ctx.db.prepare("SELECT id FROM api_keys WHERE treasury_id = ?").get(t.treasuryId) as { id: string };
+    const keyRow = await gw.ctx.db.get("SELECT id FROM api_keys WHERE treasury_id = ?", t.treasuryId) as { id: string };
     // a request with this key is in flight (claimed, not completed)
     const { createHash } = await import("node:crypto");
     const hash = createHash("sha256").update(`POST /api/v1/borrow\n{"amount_usdc":5}`).digest("hex");
-    expect(gw.ctx.stores.idempotency.claim(`key:${keyRow.id}`, key, hash, clock.now()).kind).toBe("claimed");
+    expect((await gw.ctx.stores.idempotency.claim(`key:${keyRow.id}`, key, hash, clock.now(), "req_test_holder")).kind).toBe("claimed");
     const r = await authed(gw.url, t.key).post("/api/v1/borrow", { amount_usdc: 5 }, key);
     expect(r.status).toBe(409);
     expect(r.body.error).toBe("idempotency_in_progress");
@@ -177,7 +177,7 @@ describe("Idempotency-Key (spec 8)", () => {
     expect(replays.length + inFlight.length).toBe(49);
     for (const r of replays) expect(r.text).toBe(originals[0]!.text);
     for (const r of inFlight) expect(r.body.error).toBe("idempotency_in_progress");
-    expect(gw.ctx.stores.executions.count(t.treasuryId)).toBe(1);
+    expect(await gw.ctx.stores.executions.count(t.treasuryId)).toBe(1);
     expect((await api.get("/api/v1/treasury")).body.debt_usdc).toBe(24100);
   });
 });
@@ -235,7 +235,7 @@ describe("50 concurrent identical requests while the handler waits on a chain", 
     const replay = await api.post("/api/v1/deposits", { amount_usdc: 500 }, key);
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(replay.text).toBe(originals[0]!.text);
-    const n = chainGw.ctx.db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?").get(t.treasuryId) as { n: number };
+    const n = await chainGw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", t.treasuryId) as { n: number };
     expect(n.n).toBe(1);
     // the nonce hint came from the chain: a fresh account has nonce 0, steps count up
     expect(originals[0]!.body.steps.map((s: any) => s.unsigned_transaction.nonce)).toEqual([0, 1, 2]);

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { feeFor } from "../../gateway/src/domain/fees";
 import { FEE_TIERS } from "../../gateway/src/domain/fee-schedule";
 import { newId } from "../../gateway/src/lib/ids";
-import { openDatabase, schemaVersion } from "../../gateway/src/store/db";
-import { MIGRATIONS } from "../../gateway/src/store/migrations";
+import { migrationsFor, openDatabase, schemaVersion } from "../../gateway/src/store/db";
+import { MIGRATIONS, POSTGRES_MIGRATIONS } from "../../gateway/src/store/migrations";
 import { call, startTestGateway } from "../helpers/gateway";
 
 describe("persistence across a restart", () => {
@@ -20,7 +20,7 @@ describe("persistence across a restart", () => {
     // a fee-bearing execution large enough to cross the first volume threshold
     const amount = FEE_TIERS[1]!.minVolumeMicro;
     const fee = feeFor("borrow", amount, 0);
-    gw.ctx.stores.fees.record({
+    await gw.ctx.stores.fees.record({
       id: newId("fee"),
       treasuryId: treasury.treasury_id,
       action: "borrow",
@@ -43,13 +43,13 @@ describe("persistence across a restart", () => {
       expect((await call(gw.url, "GET", `/api/v1/agents/apply/${request.id}`)).body.status).toBe("received");
       const fees = (await call(gw.url, "GET", "/fees.json")).body;
       expect(fees.current_tier).toMatchObject({ tier: "growth", cycle_fee_pct: 1.75, deposit_fee_pct: 2 });
-      const audit = gw.ctx.stores.fees.forTreasury(treasury.treasury_id);
+      const audit = await gw.ctx.stores.fees.forTreasury(treasury.treasury_id);
       expect(audit).toHaveLength(1);
       expect(audit[0]).toMatchObject({ action: "borrow", trigger: "test", feeTier: "launch" });
       // the key still authenticates as a credential (its hash survived)
       const { lookupBearer } = await import("../../gateway/src/services/credentials");
-      expect(lookupBearer(gw.ctx, `Bearer ${treasury.api_key}`).kind).toBe("valid");
-      expect(lookupBearer(gw.ctx, `Bearer ${sandbox.key}`).kind).toBe("valid");
+      expect((await lookupBearer(gw.ctx, `Bearer ${treasury.api_key}`)).kind).toBe("valid");
+      expect((await lookupBearer(gw.ctx, `Bearer ${sandbox.key}`)).kind).toBe("valid");
     } finally {
       await gw.close();
     }
@@ -58,8 +58,8 @@ describe("persistence across a restart", () => {
   it("the database refuses to move the ratchet back", async () => {
     const gw = await startTestGateway();
     try {
-      gw.ctx.db.prepare("UPDATE fee_ratchet SET tier_index = 2 WHERE id = 1").run();
-      expect(() => gw.ctx.db.prepare("UPDATE fee_ratchet SET tier_index = 1 WHERE id = 1").run()).toThrow(/one-way/);
+      await gw.ctx.db.run("UPDATE fee_ratchet SET tier_index = 2 WHERE id = 1");
+      await expect(gw.ctx.db.run("UPDATE fee_ratchet SET tier_index = 1 WHERE id = 1")).rejects.toThrow(/one-way/);
     } finally {
       await gw.close();
     }
@@ -67,13 +67,15 @@ describe("persistence across a restart", () => {
 
   it("applies versioned migrations once", async () => {
     const gw = await startTestGateway();
-    const file = gw.dbFile;
     await gw.close();
-    const db = openDatabase(file);
-    expect(schemaVersion(db)).toBe(MIGRATIONS.at(-1)!.version);
-    const rows = db.prepare("SELECT version, name FROM schema_migrations ORDER BY version").all();
-    expect(rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
-    db.close();
+    const db = await openDatabase(gw.database);
+    const history = migrationsFor(db.dialect);
+    expect(await schemaVersion(db)).toBe(history.at(-1)!.version);
+    const rows = await db.all("SELECT version, name FROM schema_migrations ORDER BY version");
+    expect(rows).toEqual(history.map((m) => ({ version: m.version, name: m.name })));
+    // both backends end at the same version, with the same name for it
+    expect(MIGRATIONS.at(-1)).toMatchObject({ version: POSTGRES_MIGRATIONS.at(-1)!.version, name: POSTGRES_MIGRATIONS.at(-1)!.name });
+    await db.close();
   });
 });
 

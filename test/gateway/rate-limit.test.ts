@@ -37,7 +37,7 @@ describe("rate limits (spec 8)", () => {
     for (let i = 0; i < 5; i++) expect((await call(gw.url, "GET", "/fees.json")).status).toBe(200);
     expect((await call(gw.url, "GET", "/fees.json")).status).toBe(429);
     const { issueApiKey } = await import("../../gateway/src/services/api-keys");
-    const issued = issueApiKey(gw.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: null, now: new Date(), ttlMs: 60_000 });
+    const issued = await issueApiKey(gw.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: null, now: new Date(), ttlMs: 60_000 });
     const withKey = await call(gw.url, "GET", "/fees.json", { headers: { authorization: `Bearer ${issued.key}` } });
     expect(withKey.status).toBe(200);
     expect(Number(withKey.headers.get("x-ratelimit-remaining"))).toBe(4);

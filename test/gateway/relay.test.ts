@@ -49,7 +49,7 @@ async function walletTreasury(chain: "base" | "arbitrum" = "base") {
   const account = privateKeyToAccount(pk);
   const t = await registerTreasury(gw.url, { wallet_address: account.address, chain });
   // seed the simulated ledger with collateral, idle USDC and debt
-  gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 24_000_000_000n }, clock.now().toISOString());
+  await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 24_000_000_000n }, clock.now().toISOString());
   return { pk, account, t, api: authed(gw.url, t.key) };
 }
 

@@ -29,7 +29,7 @@ describe("POST /api/v1/sandbox/keys", () => {
 
   it("stores only the hash of the key", async () => {
     const r = await req("POST", "/api/v1/sandbox/keys");
-    const rows = gw.ctx.db.prepare("SELECT * FROM api_keys").all() as Record<string, unknown>[];
+    const rows = await gw.ctx.db.all("SELECT * FROM api_keys") as Record<string, unknown>[];
     const dump = JSON.stringify(rows);
     expect(dump).not.toContain(r.body.key);
     expect(rows.some((row) => row.key_hash === hashApiKey(r.body.key))).toBe(true);

@@ -25,8 +25,8 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stack?.close());
 
-const envelopeCount = (treasuryId: string) =>
-  (stack.gateway.ctx.db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?").get(treasuryId) as { n: number }).n;
+const envelopeCount = async (treasuryId: string) =>
+  (await stack.gateway.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId) as { n: number }).n;
 
 describe("the 402 challenge and the price list", () => {
   it("is an x402 v1 challenge made from the same prices as /x402/prices.json", async () => {
@@ -107,13 +107,13 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     const treasuryId = first.headers.get("x-treasury-id")!;
     const afterFirst = await stack.chain.balanceOf(account.address);
     // the same proof again, even with a fresh Idempotency-Key, is refused before any handler
-    gateExpire(treasuryId);
+    await gateExpire(treasuryId);
     const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect(replay.status).toBe(402);
     v.check("POST", "/api/v1/deposits", 402, replay.body);
     // settled on chain: the facilitator sees the authorization nonce used (in flight, the gateway's lock refuses it: next test)
     expect(replay.body).toMatchObject({ x402Version: 1, error: "invalid_exact_evm_payload_authorization_nonce_used" });
-    expect(envelopeCount(treasuryId)).toBe(1);
+    expect(await envelopeCount(treasuryId)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
   });
 
@@ -129,8 +129,8 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     expect(statuses).toEqual([202, 402]);
     const winner = a!.status === 202 ? a! : b!;
     const loser = a!.status === 202 ? b! : a!;
-    expect(loser.body.error).toMatch(/^(payment_already_used|invalid_exact_evm_payload_authorization_nonce_used)$/);
-    expect(envelopeCount(winner.headers.get("x-treasury-id")!)).toBe(1);
+    expect(loser.body.error).toMatch(/^(payment_in_progress|payment_already_used|invalid_exact_evm_payload_authorization_nonce_used)$/);
+    expect(await envelopeCount(winner.headers.get("x-treasury-id")!)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(before - 50_000n);
   });
 
@@ -159,7 +159,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     expect(invalid.status).toBe(400);
     expect(await stack.chain.balanceOf(account.address)).toBe(before);
     // nothing stands: the treasury created for this payer was removed with the refusal
-    expect(stack.gateway.ctx.stores.treasuries.findOwnedByWallet(account.address)).toBeUndefined();
+    expect(await stack.gateway.ctx.stores.treasuries.findOwnedByWallet(account.address)).toBeUndefined();
     expect(refused.headers.get("x-payment-response")).toBeNull();
   });
 
@@ -177,9 +177,9 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
       expect(r.body.error).toBe("settlement_failed");
       expect(r.body.reason).toMatch(/settlement_reverted|funds|gas/i);
       expect(await stack.chain.balanceOf(account.address)).toBe(before);
-      expect(gw.ctx.stores.treasuries.findOwnedByWallet(account.address)).toBeUndefined();
-      expect((gw.ctx.db.prepare("SELECT COUNT(*) AS n FROM envelopes").get() as { n: number }).n).toBe(0);
-      expect((gw.ctx.db.prepare("SELECT COUNT(*) AS n FROM x402_payments").get() as { n: number }).n).toBe(0);
+      expect(await gw.ctx.stores.treasuries.findOwnedByWallet(account.address)).toBeUndefined();
+      expect((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes") as { n: number }).n).toBe(0);
+      expect((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM x402_payments") as { n: number }).n).toBe(0);
       // a read whose settlement fails returns the 402, not the data
       const readHeader = await paymentHeader(wallet as never, await challengeFor(gw.url, "GET", "/api/v1/health"));
       const read = await call(gw.url, "GET", "/api/v1/health", { headers: { "x-payment": readHeader } });
@@ -268,6 +268,6 @@ describe("the local facilitator", () => {
 });
 
 /** let a treasury's pending envelope expire so a new action would not be refused as a conflict */
-function gateExpire(treasuryId: string) {
-  stack.gateway.ctx.db.prepare("UPDATE envelopes SET expires_at = ? WHERE treasury_id = ?").run(new Date(Date.now() - 1000).toISOString(), treasuryId);
+async function gateExpire(treasuryId: string) {
+  await stack.gateway.ctx.db.run("UPDATE envelopes SET expires_at = ? WHERE treasury_id = ?", new Date(Date.now() - 1000).toISOString(), treasuryId);
 }

@@ -6,10 +6,13 @@ import { pino, type Logger } from "pino";
 import { loadConfig } from "../../gateway/src/config";
 import type { Clock } from "../../gateway/src/lib/clock";
 import { startGateway, type RunningGateway } from "../../gateway/src/server";
+import type { DatabaseLocation } from "../../gateway/src/store/db";
+import { freshDatabase } from "./store";
 
 export interface TestGateway extends RunningGateway {
   dataDir: string;
-  dbFile: string;
+  /** the store it runs on (a SQLite file, or its own PostgreSQL database under TEST_STORE=postgres) */
+  database: DatabaseLocation;
   logLines: () => Record<string, unknown>[];
   /** stop and start again on the same database file (on the same port when asked) */
   restart(opts?: { samePort?: boolean }): Promise<TestGateway>;
@@ -19,7 +22,7 @@ export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 
 export async function startTestGateway(
   env: Record<string, string> = {},
-  opts: { clock?: Clock; dataDir?: string } = {},
+  opts: { clock?: Clock; dataDir?: string; database?: DatabaseLocation } = {},
 ): Promise<TestGateway> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gateway-test-"));
   const config = loadConfig({
@@ -35,17 +38,17 @@ export async function startTestGateway(
   const lines: Record<string, unknown>[] = [];
   const stream = { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) };
   const logger: Logger = pino({ level: "info" }, stream);
-  const dbFile = path.join(dataDir, "gateway.sqlite");
-  const running = await startGateway({ config, logger, databaseFile: dbFile, clock: opts.clock });
+  const database = opts.database ?? (await freshDatabase(dataDir));
+  const running = await startGateway({ config, logger, database, clock: opts.clock });
   const self: TestGateway = {
     ...running,
     dataDir,
-    dbFile,
+    database,
     logLines: () => lines,
     restart: async (r = {}) => {
       await running.close();
       // same database file; with samePort, clients holding the URL reach the new process
-      return startTestGateway(r.samePort ? { ...env, PORT: String(running.port) } : env, { ...opts, dataDir });
+      return startTestGateway(r.samePort ? { ...env, PORT: String(running.port) } : env, { ...opts, dataDir, database });
     },
   };
   return self;

@@ -107,7 +107,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect(outcomes).toEqual(["executed"]);
     expect((await api.get("/api/v1/delegation")).body.protection_actions.filter((x: any) => x.status === "executed")).toHaveLength(2);
     // a trigger the engine could not resolve is not retried in a loop: disarmed, it waits for a recovery
-    gw.ctx.stores.delegations.setArmed(tenant.treasuryId, false);
+    await gw.ctx.stores.delegations.setArmed(tenant.treasuryId, false);
     await fork.setPrice("WETH", 200);
     expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("already_acted");
 

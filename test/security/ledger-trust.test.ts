@@ -43,7 +43,7 @@ const relay = (txId: string, signed: string, key = newIdempotencyKey()) =>
 async function walletTreasury() {
   const account = privateKeyToAccount(generatePrivateKey());
   const t = await registerTreasury(gw.url, { wallet_address: account.address });
-  gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 0n }, new Date().toISOString());
+  await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 0n }, new Date().toISOString());
   return { account, t, api: authed(gw.url, t.key) };
 }
 
@@ -52,7 +52,7 @@ describe("finding 3: free simulated volume never moves real prices", () => {
     const before = (await call(gw.url, "GET", "/fees.json")).body;
     const tenants = await Promise.all([0, 1, 2, 3, 4].map(() => sandboxTenant(gw.url)));
     for (const t of tenants) {
-      gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 10n ** 14n, debtMicro: 0n }, new Date().toISOString());
+      await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 10n ** 14n, debtMicro: 0n }, new Date().toISOString());
       const api = authed(gw.url, t.key);
       for (let i = 0; i < 20; i++) expect((await api.post("/api/v1/deposits", { amount_usdc: 100_000 })).status).toBe(200);
     }
@@ -60,7 +60,7 @@ describe("finding 3: free simulated volume never moves real prices", () => {
     expect(after.current_tier).toEqual(before.current_tier);
     expect(after.ratchet.platform_volume_usdc).toBe(before.ratchet.platform_volume_usdc);
     // every one of them is audited, as sandbox, counting for nothing
-    const audit = gw.ctx.stores.fees.forTreasury(tenants[0]!.treasuryId);
+    const audit = await gw.ctx.stores.fees.forTreasury(tenants[0]!.treasuryId);
     expect(audit).toHaveLength(20);
     expect(audit.every((e) => e.environment === "sandbox" && !e.countsTowardVolume && e.feeMicro === 2_000_000_000n)).toBe(true);
   });
@@ -73,18 +73,18 @@ describe("finding 3: free simulated volume never moves real prices", () => {
       const created = (await call(live.url, "POST", "/api/v1/agents/apply", { body: { operator_name: "Ada", operator_email: "ada@example.com", use_case: "Weekly ETH accumulation with a small USDC credit line." } })).body;
       await admin("POST", `/admin/access-requests/${created.id}/review`, { reviewer: "Rita" });
       expect((await admin("POST", `/admin/access-requests/${created.id}/close`, { reviewer: "Rita", outcome: "approved", treasury_id: t.treasuryId })).status).toBe(200);
-      const treasury = live.ctx.stores.treasuries.get(t.treasuryId)!;
+      const treasury = (await live.ctx.stores.treasuries.get(t.treasuryId))!;
       // the service's own configuration declares no production chain: even a live-key treasury is sandbox
-      expect(live.gateway.services.actions.recorder.environmentOf(treasury)).toBe("sandbox");
+      expect(await live.gateway.services.actions.recorder.environmentOf(treasury)).toBe("sandbox");
       const production = new ExecutionRecorder({ ...live.ctx, config: { ...live.ctx.config, liveChains: ["base"] } });
-      expect(production.environmentOf(treasury)).toBe("live");
+      expect(await production.environmentOf(treasury)).toBe("live");
       const borrow = (settled: boolean) =>
         live.ctx.db.transaction(() =>
           production.record({ treasury, action: "borrow", amountMicro: 10_000_000_000_000n, fee: feeFor("borrow", 10_000_000_000_000n), origin: "relay", envelopeTxId: null, trigger: "test", settled, receipt: () => ({}), at: new Date() }),
-        )();
-      borrow(false);
+        );
+      await borrow(false);
       expect((await call(live.url, "GET", "/fees.json")).body.current_tier.tier).toBe("launch");
-      borrow(true);
+      await borrow(true);
       expect((await call(live.url, "GET", "/fees.json")).body.current_tier.tier).toBe("growth");
     } finally {
       await live.close();
@@ -99,7 +99,7 @@ describe("finding 10: the envelope's fee is the fee", () => {
     const env = (await api.post("/api/v1/borrow", { amount_usdc: 10_000 })).body;
     expect(env.fee_usdc).toBe(200);
     // the platform reaches the next tier (1.75%) between signing and relaying
-    gw.ctx.db.prepare("UPDATE fee_ratchet SET tier_index = MAX(tier_index, 1) WHERE id = 1").run();
+    await gw.ctx.db.run("UPDATE fee_ratchet SET tier_index = CASE WHEN tier_index < 1 THEN 1 ELSE tier_index END WHERE id = 1");
     let nonce = 0;
     let last;
     for (const step of env.steps as Step[]) {
@@ -110,7 +110,7 @@ describe("finding 10: the envelope's fee is the fee", () => {
     const audit = (await api.get("/api/v1/audit")).body.data;
     expect(audit.at(-1)).toMatchObject({ action: "borrow", fee_usdc: 200, fee_bps: 200 });
     // the simulated ledger took the signed fee too
-    expect(gw.ctx.stores.treasuries.get(t.treasuryId)!.holdings.usdcMicro).toBe(5_000_000_000n + 10_000_000_000n - 200_000_000n);
+    expect((await gw.ctx.stores.treasuries.get(t.treasuryId))!.holdings.usdcMicro).toBe(5_000_000_000n + 10_000_000_000n - 200_000_000n);
   });
 });
 
@@ -171,13 +171,13 @@ describe("finding 9: secrets stay secret", () => {
     const created = (await call(gw.url, "POST", "/api/v1/agents/apply", { body: { operator_name: "Ada", operator_email: "ada@example.com", use_case: "Weekly ETH accumulation with a small USDC credit line." } })).body;
     await admin("POST", `/admin/access-requests/${created.id}/review`, { reviewer: "Rita" });
     expect((await admin("POST", `/admin/access-requests/${created.id}/close`, { reviewer: "Rita", outcome: "approved" })).status).toBe(200);
-    const raw = JSON.stringify(gw.ctx.db.prepare("SELECT * FROM outbox").all());
+    const raw = JSON.stringify(await gw.ctx.db.all("SELECT * FROM outbox"));
     expect(raw).not.toMatch(/sk_live_/);
     // the reviewer's delivery view opens it
     const message = (await admin("GET", "/admin/outbox")).body.data.find((m: any) => m.relatedId === created.id);
     expect(message.body).toMatch(/sk_live_/);
     // and nothing of it is on disk in clear
-    gw.ctx.db.pragma("wal_checkpoint(TRUNCATE)");
+    if (gw.ctx.db.dialect === "sqlite") await gw.ctx.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     for (const f of fs.readdirSync(gw.dataDir)) {
       const file = path.join(gw.dataDir, f);
       expect(fs.readFileSync(file).includes(Buffer.from("sk_live_")), f).toBe(false);

@@ -138,7 +138,7 @@ describe("a receipt that does not come in time, and a crash after the claim", ()
     expect(reconciled.body.receipt).toMatchObject({ status: "confirmed", simulated: false });
     let nonce = 1;
     for (const step of steps.slice(1)) expect((await relay(slow, step.tx_id, await sign(account, step, nonce++))).status).toBe(200);
-    expect(slow.ctx.stores.fees.forTreasury(t.treasuryId)).toHaveLength(1);
+    expect(await slow.ctx.stores.fees.forTreasury(t.treasuryId)).toHaveLength(1);
     expect(await pub.getTransactionCount({ address: account.address })).toBe(3);
   });
 
@@ -147,7 +147,7 @@ describe("a receipt that does not come in time, and a crash after the claim", ()
     const signed = await sign(account, steps[0]!, 0);
     const { keccak256 } = await import("viem");
     // the claim landed (state broadcasting, hash recorded), then the process died: nothing reached the node
-    expect(gw.ctx.stores.envelopes.claimStep(steps[0]!.tx_id, { txHash: keccak256(signed), signed, signer: account.address, nonce: 0, at: new Date().toISOString() })).toBe(true);
+    expect(await gw.ctx.stores.envelopes.claimStep(steps[0]!.tx_id, { txHash: keccak256(signed), signed, signer: account.address, nonce: 0, at: new Date().toISOString() })).toBe(true);
     expect(await pub.getTransactionCount({ address: account.address, blockTag: "pending" })).toBe(0);
     // a later read sends the recorded bytes (same hash: it cannot execute twice), the next one records it
     await call(gw.url, "GET", `/api/v1/relay/${steps[0]!.tx_id}`);

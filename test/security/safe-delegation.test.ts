@@ -107,7 +107,7 @@ describe("finding 2: delegation needs the Safe's own signature", () => {
     const second = await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: victim.safe, execution_mode: "managed", ownership_proof: await victim.operator.ownershipProof(gw.url, "managed") } });
     const proof = await victim.operator.delegationProof({ service: gw.url, treasuryId: second.body.treasury_id, module: victim.module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
     expect((await authed(gw.url, second.body.api_key).post("/api/v1/delegation", { module: victim.module, safe_proof: proof }, null)).status).toBe(200);
-    const proven = gw.ctx.db.prepare("SELECT treasury_id FROM delegations WHERE lower(safe) = lower(?) AND proven_at IS NOT NULL").all(victim.safe) as { treasury_id: string }[];
+    const proven = await gw.ctx.db.all("SELECT treasury_id FROM delegations WHERE lower(safe) = lower(?) AND proven_at IS NOT NULL", victim.safe) as { treasury_id: string }[];
     expect(proven.map((p) => p.treasury_id)).toEqual([second.body.treasury_id]);
     expect((await victim.api.get("/api/v1/delegation")).body.state).toBe("not_granted");
   }, 60_000);
@@ -160,7 +160,7 @@ describe("finding 11: a refused protection is recorded with its reason and retri
   it("a repayment the module refuses is recorded decoded, never sent, and tried again on the next pass", async () => {
     const victim = await victimSafe();
     // the treasury's preset now parks lower (15%) than its module allows (25%): the module must refuse
-    gw.ctx.db.prepare("UPDATE treasuries SET preset = 'conservative' WHERE id = ?").run(victim.tenant.treasuryId);
+    await gw.ctx.db.run("UPDATE treasuries SET preset = 'conservative' WHERE id = ?", victim.tenant.treasuryId);
     await fork.setPrice("WETH", 2_300);
     try {
       const first = mine(await engine.tick(), victim.tenant.treasuryId)[0]!;
@@ -172,10 +172,10 @@ describe("finding 11: a refused protection is recorded with its reason and retri
       expect(actions.filter((a: any) => a.status === "failed")).toHaveLength(2);
       // only the approval before it was sent (its gas is counted in the monthly ledger); the refused repayment never was
       expect(actions.every((a: any) => a.tx_hashes.length <= 1)).toBe(true);
-      expect(gw.ctx.stores.delegations.monthGasUsd(victim.safe, new Date())).toBeGreaterThan(0);
+      expect(await gw.ctx.stores.delegations.monthGasUsd(victim.safe, new Date())).toBeGreaterThan(0);
       expect(actions[0].reason).toMatch(/refused before sending: OvershotParkTarget/);
       // back to the preset the module was made for: the next pass succeeds
-      gw.ctx.db.prepare("UPDATE treasuries SET preset = 'balanced' WHERE id = ?").run(victim.tenant.treasuryId);
+      await gw.ctx.db.run("UPDATE treasuries SET preset = 'balanced' WHERE id = ?", victim.tenant.treasuryId);
       expect(mine(await engine.tick(), victim.tenant.treasuryId)[0]!.outcome).toBe("executed");
     } finally {
       await fork.setPrice("WETH", 3_000);

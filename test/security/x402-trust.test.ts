@@ -26,10 +26,10 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 const PRICE = { deposit: 50_000n, treasury: 1_100n, audit: 1_300n, estimate: 10_000n };
-const settledCount = (payer: string) =>
-  (stack.gateway.ctx.db.prepare("SELECT COUNT(*) AS n FROM x402_payments WHERE payer = ? AND state = 'settled'").get(payer.toLowerCase()) as { n: number }).n;
-const envelopes = (treasuryId: string) =>
-  (stack.gateway.ctx.db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?").get(treasuryId) as { n: number }).n;
+const settledCount = async (payer: string) =>
+  (await stack.gateway.ctx.db.get("SELECT COUNT(*) AS n FROM x402_payments WHERE payer = ? AND state = 'settled'", payer.toLowerCase()) as { n: number }).n;
+const envelopes = async (treasuryId: string) =>
+  (await stack.gateway.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId) as { n: number }).n;
 
 /** one paid request, with a fresh proof for the route's own requirements */
 async function paid(wallet: Parameters<typeof paymentHeader>[0], method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -61,7 +61,7 @@ describe("finding 1: a registration proves nothing unless it carries the wallet'
     expect(deposit.body.treasury_id).toBe(payerTreasury);
     // nothing of the payer's shows on the attacker's treasuries
     for (const t of [managed, blocker]) expect((await authed(base, t.key).get("/api/v1/audit")).body.data.filter((e: any) => e.trigger === "x402_payment")).toHaveLength(0);
-    expect(envelopes(managed.treasuryId)).toBe(0);
+    expect(await envelopes(managed.treasuryId)).toBe(0);
     // the public view by address is never the attacker's unproven registration: it is the payer's own
     const pub = await call(base, "GET", `/api/v1/public/policy-state?address=${account.address}`);
     expect(pub.status).toBe(200);
@@ -121,7 +121,7 @@ describe("finding 5: charged exactly once per executed action", () => {
     // the others were refused as in progress (409) or replayed the stored 202: neither is charged
     for (const r of results.filter((r) => r.status !== 202 || r.headers.get("idempotent-replayed") === "true")) expect(r.headers.get("x-payment-response")).toBeNull();
     expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.deposit);
-    expect(settledCount(account.address)).toBe(1);
+    expect(await settledCount(account.address)).toBe(1);
     // a later retry with the same key and a fresh proof replays, and charges nothing
     const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");

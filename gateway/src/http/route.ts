@@ -7,7 +7,7 @@ import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutio
 import type { Request, Response, Router } from "express";
 import type { ZodType } from "zod";
 import { z } from "../schemas/zod";
-import { checkIdempotencyKey, idempotent, requestFingerprint, type Outcome } from "../services/idempotency";
+import { checkIdempotencyKey, idempotent, requestFingerprint, whileLeased, type Outcome } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import type { PaymentClaim, PaymentGate } from "../x402/payment-gate";
 import { ApiError, errorBody, fromZodError } from "./errors";
@@ -60,7 +60,7 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
    * atomically, before a payment is settled. Returns the release, called once
    * the handler is done. The handler finds the holder in res.locals.slotHolder.
    */
-  reserve?: (ctx: HandlerContext<B, Q, P>, holder: string) => Promise<() => void>;
+  reserve?: (ctx: HandlerContext<B, Q, P>, holder: string) => Promise<() => Promise<void>>;
   /** idempotency scope of a route without a credential (e.g. the relay: the transaction's signer) */
   idempotencyScope?: (ctx: HandlerContext<B, Q, P>) => Promise<string> | string;
   handler: (ctx: HandlerContext<B, Q, P>) => Promise<HandlerResult> | HandlerResult;
@@ -130,7 +130,7 @@ export const IDEMPOTENCY_REPLAY_HEADER = "Idempotent-Replayed";
 /** the typed outcome of a handler: its result, or its typed 4xx as a response (5xx and the unexpected rethrow) */
 async function outcomeOf(res: Response, run: () => Promise<HandlerResult>): Promise<Outcome> {
   try {
-    const result = await run();
+    const result = settledResult(await run());
     return { status: result.status, headers: result.headers ?? {}, body: JSON.stringify(result.body) };
   } catch (err) {
     if (err instanceof ApiError && err.status < 500) {
@@ -144,6 +144,12 @@ function sendOutcome(res: Response, outcome: Outcome, replayed: boolean): void {
   for (const [k, v] of Object.entries(outcome.headers)) res.setHeader(k, v);
   res.setHeader(IDEMPOTENCY_REPLAY_HEADER, replayed ? "true" : "false");
   res.status(outcome.status).type("application/json").send(outcome.body);
+}
+
+/** a body that is still a promise is a handler that forgot an await: fail loudly, never serialize it as {} */
+export function settledResult(result: HandlerResult): HandlerResult {
+  if (result.body instanceof Promise) throw new Error("handler returned an unsettled promise as its body (a missing await)");
+  return result;
 }
 
 export function registerRoute<B, Q, P>(
@@ -178,7 +184,7 @@ export function registerRoute<B, Q, P>(
     try {
       return await spec.handler(c);
     } finally {
-      release();
+      await release();
     }
   };
 
@@ -193,7 +199,7 @@ export function registerRoute<B, Q, P>(
   const runIdempotent = async (req: Request, res: Response): Promise<void> => {
     const outcome = await idempotent(
       hooks.idempotency!,
-      { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now() },
+      { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now(), clock: now },
       () => outcomeOf(res, () => runReserved(req, res)),
     );
     sendOutcome(res, outcome, outcome.replayed);
@@ -208,57 +214,64 @@ export function registerRoute<B, Q, P>(
    */
   const runPaidIdempotent = async (req: Request, res: Response, claim: PaymentClaim): Promise<void> => {
     const store = hooks.idempotency!;
-    let keyClaimed = false;
+    let keyHolder: string | undefined;
     let charged: { payer: string; nonce: string } | undefined;
-    let releaseSlot: (() => void) | undefined;
+    let releaseSlot: (() => Promise<void>) | undefined;
     const scope = (res.locals.credential as { scope: string }).scope;
     const key = req.header("idempotency-key");
     const fingerprint = requestFingerprint(`${req.method} ${req.path}`, req.body);
     try {
       const checkedKey = checkIdempotencyKey(key);
-      const taken = store.claim(scope, checkedKey, fingerprint, now());
+      const taken = await store.claim(scope, checkedKey, fingerprint, now(), `req_${randomUUID()}`);
       if (taken.kind === "replay") {
-        claim.release();
+        await claim.release();
         return sendOutcome(res, taken.response, true);
       }
       if (taken.kind === "mismatch") throw new ApiError(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
       if (taken.kind === "in_progress") throw new ApiError(409, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)", {}, { "Retry-After": "1" });
-      keyClaimed = true;
+      const holder = (keyHolder = taken.holder);
 
-      const c = parsed(req, res);
-      releaseSlot = spec.reserve ? await spec.reserve(c, holderOf(res)) : undefined;
+      await whileLeased(
+        () => Promise.all([store.renew(scope, checkedKey, holder, now()), claim.renew()]),
+        async () => {
+          const c = parsed(req, res);
+          releaseSlot = spec.reserve ? await spec.reserve(c, holderOf(res)) : undefined;
 
-      const prepaid = store.takePrepaid(scope, checkedKey, fingerprint);
-      if (prepaid) {
-        claim.release(); // this request was paid for by an earlier proof that did not execute
-        charged = prepaid;
-      } else {
-        if (!(await claim.settle())) {
-          keyClaimed = false;
-          store.release(scope, checkedKey);
-          return;
-        }
-        charged = { payer: claim.payer, nonce: claim.nonce };
-      }
+          const prepaid = await store.takePrepaid(scope, checkedKey, fingerprint);
+          if (prepaid) {
+            await claim.release(); // this request was paid for by an earlier proof that did not execute
+            charged = prepaid;
+          } else {
+            if (!(await claim.settle())) {
+              keyHolder = undefined;
+              await store.release(scope, checkedKey, holder);
+              return;
+            }
+            charged = { payer: claim.payer, nonce: claim.nonce };
+          }
 
-      const outcome = await outcomeOf(res, async () => spec.handler(c));
-      if (outcome.status >= 400) {
-        // paid, not executed: the retry of this key is free
-        store.addPrepaid(scope, checkedKey, fingerprint, charged, now());
-        store.release(scope, checkedKey);
-      } else {
-        store.complete(scope, checkedKey, outcome);
-      }
-      keyClaimed = false;
-      claim.outcome(outcome.status);
-      sendOutcome(res, outcome, false);
+          const outcome = await outcomeOf(res, async () => spec.handler(c));
+          if (outcome.status >= 400) {
+            // paid, not executed: the retry of this key is free
+            await store.addPrepaid(scope, checkedKey, fingerprint, charged, now());
+            await store.release(scope, checkedKey, holder);
+          } else {
+            await store.complete(scope, checkedKey, outcome, holder);
+          }
+          keyHolder = undefined;
+          await claim.outcome(outcome.status);
+          sendOutcome(res, outcome, false);
+        },
+      );
     } catch (err) {
-      if (charged) store.addPrepaid(scope, key!, fingerprint, charged, now());
-      else claim.release();
-      if (keyClaimed) store.release(scope, key!);
+      if (charged) {
+        await store.addPrepaid(scope, key!, fingerprint, charged, now());
+        await claim.outcome(500); // its value now lives in the prepaid credit
+      } else await claim.release();
+      if (keyHolder) await store.release(scope, key!, keyHolder);
       throw err;
     } finally {
-      releaseSlot?.();
+      await releaseSlot?.();
     }
   };
 
@@ -266,19 +279,19 @@ export function registerRoute<B, Q, P>(
   const runPaidRead = async (req: Request, res: Response, claim: PaymentClaim): Promise<void> => {
     let result: HandlerResult;
     try {
-      result = await spec.handler(parsed(req, res));
+      result = settledResult(await whileLeased(() => claim.renew(), async () => spec.handler(parsed(req, res))));
     } catch (err) {
-      claim.release();
+      await claim.release();
       throw err;
     }
     if (result.status >= 400) {
-      claim.release();
+      await claim.release();
       res.status(result.status).json(result.body);
       return;
     }
     if (!(await claim.settle())) return;
     for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
-    claim.outcome(result.status);
+    await claim.outcome(result.status);
     res.status(result.status).json(result.body);
   };
 
@@ -298,7 +311,7 @@ export function registerRoute<B, Q, P>(
         await hooks.authenticate(req, res);
       }
       if (spec.idempotencyKey) return await runIdempotent(req, res);
-      const result = await runReserved(req, res);
+      const result = settledResult(await runReserved(req, res));
       if (res.headersSent) return;
       for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
       res.status(result.status).json(result.body);

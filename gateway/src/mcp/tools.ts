@@ -18,7 +18,7 @@ import { PreviewRequest } from "../schemas/public";
 import { CreateTreasuryRequest } from "../schemas/treasuries";
 import { z } from "../schemas/zod";
 import type { Services } from "../app";
-import type { AppContext } from "../services/context";
+import type { ServiceContext } from "../services/context";
 import { idempotent, requestFingerprint } from "../services/idempotency";
 import { liquidationDistanceDocument } from "../services/liquidation-distance";
 import { resolveAmount } from "../services/preview-service";
@@ -53,7 +53,7 @@ function bodyOf(args: Record<string, unknown>): Record<string, unknown> {
   return body;
 }
 
-export function buildTools(ctx: AppContext, services: Services, gatewayStatus: () => unknown): ToolDefinition[] {
+export function buildTools(ctx: ServiceContext<"fees" | "idempotency" | "treasuries">, services: Services, gatewayStatus: () => unknown): ToolDefinition[] {
   /** run a state-changing call through the same idempotency guard as REST */
   const guarded = async (operation: string, scope: string, args: Record<string, unknown>, run: () => Promise<{ status: number; body: unknown }>) => {
     const body = bodyOf(args);
@@ -129,7 +129,7 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
       annotations: readOnly,
       authenticated: false,
       rest: "GET /fees.json",
-      run: async () => feeScheduleDocument(ctx.stores.fees.ratchet(), ctx.links.url("/fees.json")),
+      run: async () => feeScheduleDocument(await ctx.stores.fees.ratchet(), ctx.links.url("/fees.json")),
     },
     {
       name: "get_gateway_status",
@@ -152,7 +152,7 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
       rest: "POST /api/v1/public/preview",
       run: async (args) => {
         const body = PreviewRequest.parse(args);
-        return services.preview.previewFor(resolveSubject(ctx, body.address), { action: body.action, amountMicro: resolveAmount(body.amount, body.amount_usdc), currentLtv: body.current_ltv });
+        return services.preview.previewFor((await resolveSubject(ctx, body.address)), { action: body.action, amountMicro: resolveAmount(body.amount, body.amount_usdc), currentLtv: body.current_ltv });
       },
     },
     {
@@ -187,8 +187,8 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
       rest: "GET /api/v1/policy-state (with a key) or GET /api/v1/public/policy-state",
       run: async (args, tc) => {
         const credential = await tc.optionalCredential();
-        if (credential) return services.policy.forTreasury(services.actions.treasury(credential.treasuryId));
-        return services.policy.forSubject(resolveSubject(ctx, args.address as string | undefined));
+        if (credential) return services.policy.forTreasury((await services.actions.treasury(credential.treasuryId)));
+        return services.policy.forSubject((await resolveSubject(ctx, args.address as string | undefined)));
       },
     },
     {
@@ -203,7 +203,7 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
         const credential = await tc.credential();
         const body = EstimateRequest.parse(args);
         if (body.action === "convert" && !body.target) throw new ApiError(400, "invalid_request", "target (btc or eth) is required when action is convert");
-        const treasury = services.actions.treasury(credential.treasuryId);
+        const treasury = await services.actions.treasury(credential.treasuryId);
         const chain = chainAsPosition(await services.actions.chainPosition(treasury));
         return services.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chain);
       },
@@ -237,7 +237,7 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
       annotations: readOnly,
       authenticated: true,
       rest: "GET /api/v1/health",
-      run: async (_args, tc) => services.treasuries.healthView(services.actions.treasury((await tc.credential()).treasuryId)),
+      run: async (_args, tc) => services.treasuries.healthView((await services.actions.treasury((await tc.credential()).treasuryId))),
     },
     {
       name: "get_treasury_state",
@@ -247,7 +247,7 @@ export function buildTools(ctx: AppContext, services: Services, gatewayStatus: (
       annotations: readOnly,
       authenticated: true,
       rest: "GET /api/v1/treasury",
-      run: async (_args, tc) => services.treasuries.stateView(services.actions.treasury((await tc.credential()).treasuryId)),
+      run: async (_args, tc) => services.treasuries.stateView((await services.actions.treasury((await tc.credential()).treasuryId))),
     },
     {
       name: "request_live_access",

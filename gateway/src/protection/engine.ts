@@ -34,7 +34,7 @@ import { GAS_CAPS } from "../domain/policy";
 import { ltvPct } from "../domain/position";
 import { PRESETS } from "../domain/presets";
 import { newId } from "../lib/ids";
-import type { AppContext } from "../services/context";
+import type { ServiceContext } from "../services/context";
 import { DelegationService } from "../services/delegation-service";
 import { ExecutionRecorder } from "../services/execution-recorder";
 import { formatDecimal } from "../domain/money";
@@ -58,7 +58,7 @@ export class ProtectionEngine {
   private running = false;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "treasuries">,
     private readonly opts: {
       rpcUrls: { base?: string; arbitrum?: string };
       automationKey: Hex;
@@ -87,7 +87,7 @@ export class ProtectionEngine {
     this.running = true;
     try {
       const results: TickResult[] = [];
-      for (const d of this.ctx.stores.delegations.allProven()) {
+      for (const d of await this.ctx.stores.delegations.allProven()) {
         try {
           results.push(await this.protect(d));
         } catch (err) {
@@ -109,7 +109,7 @@ export class ProtectionEngine {
   }
 
   private async protect(d: DelegationRecord): Promise<TickResult> {
-    const t = this.ctx.stores.treasuries.get(d.treasuryId);
+    const t = await this.ctx.stores.treasuries.get(d.treasuryId);
     if (!t || !this.chain.connected(t.chain)) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "no treasury or no RPC" };
     if (d.automation.toLowerCase() !== this.automation.address.toLowerCase()) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" };
     const state = await this.delegations.state(t);
@@ -120,7 +120,7 @@ export class ProtectionEngine {
     const position = await this.chain.position(t.chain, d.safe);
     const health = chainHealthScore(position);
     if (health >= threshold) {
-      if (!d.armed) this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+      if (!d.armed) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
       return { treasuryId: d.treasuryId, outcome: "healthy", detail: `health ${health}` };
     }
     if (!d.armed) return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
@@ -164,16 +164,16 @@ export class ProtectionEngine {
     const costUsd = usd(gas * fees.maxFeePerGas);
     const caps = this.caps();
     if (costUsd > caps.perActionUsd) return this.skip(d, health, ltvPct(position), `gas ${costUsd.toFixed(4)} USD is above the ${caps.perActionUsd} USD per-action cap`);
-    const month = this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
+    const month = await this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
     if (month + costUsd > caps.perMonthUsd) return this.skip(d, health, ltvPct(position), `gas budget: ${month.toFixed(4)} USD spent this month, cap ${caps.perMonthUsd}`);
 
     // one trigger, one action: disarm before sending (a failure re-arms it, to retry within the caps)
-    this.ctx.stores.delegations.setArmed(d.treasuryId, false);
+    await this.ctx.stores.delegations.setArmed(d.treasuryId, false);
     const hashes: Hex[] = [];
     let gasUsedUsd = 0;
-    const fail = (reason: string): TickResult => {
-      this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "failed", reason, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: null, repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: this.ctx.clock.now().toISOString() });
-      this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+    const fail = async (reason: string): Promise<TickResult> => {
+      await this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "failed", reason, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: null, repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: this.ctx.clock.now().toISOString() });
+      await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
       return { treasuryId: d.treasuryId, outcome: "failed", detail: reason };
     };
     for (const c of calls) {
@@ -191,13 +191,13 @@ export class ProtectionEngine {
     }
     const after = await this.chain.position(t.chain, d.safe);
     // re-arm only once the action restored the position; an action that did not is not repeated for the same trigger
-    if (chainHealthScore(after) >= threshold) this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+    if (chainHealthScore(after) >= threshold) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
     const now = this.ctx.clock.now();
     const id = newId("fee");
-    this.ctx.db.transaction(() => {
-      this.ctx.stores.delegations.recordAction({ id, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: null, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: ltvPct(after), repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: now.toISOString() });
-      this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("protection", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: id, at: now });
-    })();
+    await this.ctx.tx.transaction(async () => {
+      await this.ctx.stores.delegations.recordAction({ id, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: null, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: ltvPct(after), repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: now.toISOString() });
+      await this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("protection", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: id, at: now });
+    });
     return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${formatDecimal(repay, 6)} USDC, LTV ${ltvPct(position)}% -> ${ltvPct(after)}%` };
   }
 
@@ -207,8 +207,8 @@ export class ProtectionEngine {
     return url;
   }
 
-  private skip(d: DelegationRecord, health: number, ltv: number, reason: string): TickResult {
-    this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "skipped", reason, healthBefore: health, ltvBefore: ltv, ltvAfter: null, repayMicro: null, txHashes: [], gasUsd: 0, createdAt: this.ctx.clock.now().toISOString() });
+  private async skip(d: DelegationRecord, health: number, ltv: number, reason: string): Promise<TickResult> {
+    await this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "skipped", reason, healthBefore: health, ltvBefore: ltv, ltvAfter: null, repayMicro: null, txHashes: [], gasUsd: 0, createdAt: this.ctx.clock.now().toISOString() });
     return { treasuryId: d.treasuryId, outcome: "skipped", detail: reason };
   }
 }

@@ -1,15 +1,14 @@
 /**
  * The protection engine as its own process (it holds the automation key; the
- * gateway holds none): DATA_DIR (the gateway's database), BASE_RPC_URL /
+ * gateway holds none): DATABASE_URL or DATA_DIR (the gateway's store), BASE_RPC_URL /
  * ARBITRUM_RPC_URL, AUTOMATION_PRIVATE_KEY, PROTECTION_INTERVAL_MS (default 2000).
  */
-import path from "node:path";
 import { pino } from "pino";
 import type { Hex } from "viem";
 import { loadConfig } from "../config";
 import { systemClock } from "../lib/clock";
 import { SecretBox } from "../lib/secrets";
-import { createStores, linksFor, type AppContext } from "../services/context";
+import { createStores, linksFor, scope } from "../services/context";
 import { openDatabase } from "../store/db";
 import { ProtectionEngine } from "./engine";
 
@@ -20,8 +19,8 @@ if (!key) {
 }
 const config = loadConfig();
 const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
-const db = openDatabase(path.join(config.dataDir, "gateway.sqlite"));
-const ctx: AppContext = { config, db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") };
+const db = await openDatabase(config.database);
+const ctx = scope({ config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") }, "delegations", "treasuries", "apiKeys", "fees", "executions");
 const engine = new ProtectionEngine(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
 logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");
@@ -30,8 +29,7 @@ const timer = setInterval(async () => {
 }, interval);
 const stop = () => {
   clearInterval(timer);
-  db.close();
-  process.exit(0);
+  void db.close().finally(() => process.exit(0));
 };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);

@@ -141,9 +141,9 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
           details: [{ location: "body", field: "target", message: "required for convert" }],
         });
       }
-      const treasury = deps.actions.treasury(credential.treasuryId);
+      const treasury = await deps.actions.treasury(credential.treasuryId);
       const chain = await deps.actions.chainPosition(treasury);
-      return { status: 200, body: deps.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chainAsPosition(chain)) };
+      return { status: 200, body: await deps.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chainAsPosition(chain)) };
     },
   });
 
@@ -158,7 +158,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     handler: async ({ res }) => {
       const id = requireCredential(res).treasuryId;
       await deps.relay.reconcileTreasury(id);
-      return { status: 200, body: await deps.treasuries.healthView(deps.actions.treasury(id)) };
+      return { status: 200, body: await deps.treasuries.healthView((await deps.actions.treasury(id))) };
     },
   });
 
@@ -173,7 +173,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     handler: async ({ res }) => {
       const id = requireCredential(res).treasuryId;
       await deps.relay.reconcileTreasury(id);
-      return { status: 200, body: await deps.treasuries.stateView(deps.actions.treasury(id)) };
+      return { status: 200, body: await deps.treasuries.stateView((await deps.actions.treasury(id))) };
     },
   });
 
@@ -186,7 +186,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     security: "bearer_or_x402",
     responses: { 200: { description: "policy state (spec 2.12)", schema: PolicyState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
     handler: async ({ res }) => {
-      const t = deps.actions.treasury(requireCredential(res).treasuryId);
+      const t = await deps.actions.treasury(requireCredential(res).treasuryId);
       return { status: 200, body: await deps.policy.forTreasury(t) };
     },
   });
@@ -202,7 +202,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     security: "bearer",
     extension: true,
     responses: { 200: { description: "delegation", schema: DelegationDocument }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: async ({ res }) => ({ status: 200, body: await deps.delegation.view(deps.actions.treasury(requireCredential(res).treasuryId)) }),
+    handler: async ({ res }) => ({ status: 200, body: await deps.delegation.view((await deps.actions.treasury(requireCredential(res).treasuryId))) }),
   });
 
   kit.route({
@@ -226,7 +226,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     },
     handler: async ({ res, body }) => ({
       status: 200,
-      body: await deps.delegation.register(deps.actions.treasury(requireCredential(res).treasuryId), body.module as `0x${string}`, body.protect_below_health_score, body.safe_proof),
+      body: await deps.delegation.register((await deps.actions.treasury(requireCredential(res).treasuryId)), body.module as `0x${string}`, body.protect_below_health_score, body.safe_proof),
     }),
   });
 
@@ -240,9 +240,9 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     security: "bearer_or_x402",
     extension: true,
     responses: { 200: { description: "fee audit trail", schema: AuditList }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: ({ res }) => {
+    handler: async ({ res }) => {
       const treasuryId = requireCredential(res).treasuryId;
-      return { status: 200, body: deps.treasuries.auditView(treasuryId) };
+      return { status: 200, body: await deps.treasuries.auditView(treasuryId) };
     },
   });
 

@@ -9,10 +9,10 @@ import { safeEqual } from "../lib/secrets";
 import { AccessRequestIdParams, ReviewTransitionBody } from "../schemas/agents";
 import { z } from "../schemas/zod";
 import type { AccessRequestService } from "../services/access-request-service";
-import type { AppContext } from "../services/context";
+import type { Runtime, ServiceContext } from "../services/context";
 import type { RouteKit } from "./kit";
 
-export function adminGuard(ctx: AppContext): RequestHandler {
+export function adminGuard(ctx: Runtime): RequestHandler {
   return (req, _res, next) => {
     const token = ctx.config.adminToken;
     if (!token) return next(new ApiError(404, "not_found", `no route for ${req.method} ${req.path}`));
@@ -23,7 +23,7 @@ export function adminGuard(ctx: AppContext): RequestHandler {
   };
 }
 
-export function adminRoutes(kit: RouteKit, ctx: AppContext, access: AccessRequestService): void {
+export function adminRoutes(kit: RouteKit, ctx: ServiceContext<"accessRequests" | "outbox">, access: AccessRequestService): void {
   const common = { tags: ["Admin"], security: "admin" as const, internal: true };
   const anyBody = { description: "ok" };
 
@@ -35,9 +35,9 @@ export function adminRoutes(kit: RouteKit, ctx: AppContext, access: AccessReques
     summary: "List access requests",
     request: { query: z.object({ status: z.enum(["received", "in_review", "closed"]).optional() }) },
     responses: { 200: anyBody },
-    handler: ({ query }) => ({
+    handler: async ({ query }) => ({
       status: 200,
-      body: { object: "list", data: ctx.stores.accessRequests.list(query.status).map((r) => access.adminView(r)) },
+      body: { object: "list", data: await Promise.all((await ctx.stores.accessRequests.list(query.status)).map((r) => access.adminView(r))) },
     }),
   });
 
@@ -49,7 +49,7 @@ export function adminRoutes(kit: RouteKit, ctx: AppContext, access: AccessReques
     summary: "received -> in_review",
     request: { params: AccessRequestIdParams, body: ReviewTransitionBody.pick({ reviewer: true }) },
     responses: { 200: anyBody },
-    handler: ({ params, body }) => ({ status: 200, body: access.startReview(params.id, body.reviewer) }),
+    handler: async ({ params, body }) => ({ status: 200, body: await access.startReview(params.id, body.reviewer) }),
   });
 
   kit.route({
@@ -60,7 +60,7 @@ export function adminRoutes(kit: RouteKit, ctx: AppContext, access: AccessReques
     summary: "in_review -> closed, with the outcome; approval issues a live key to the outbox",
     request: { params: AccessRequestIdParams, body: ReviewTransitionBody.required({ outcome: true }) },
     responses: { 200: anyBody },
-    handler: ({ params, body }) => ({ status: 200, body: access.close(params.id, body.reviewer, body.outcome, body.note, body.treasury_id) }),
+    handler: async ({ params, body }) => ({ status: 200, body: await access.close(params.id, body.reviewer, body.outcome, body.note, body.treasury_id) }),
   });
 
   kit.route({
@@ -70,7 +70,7 @@ export function adminRoutes(kit: RouteKit, ctx: AppContext, access: AccessReques
     operationId: "adminOutbox",
     summary: "Pending messages to operators (a delivery worker sends them)",
     responses: { 200: anyBody },
-    handler: () => ({ status: 200, body: { object: "list", data: ctx.stores.outbox.pending() }, headers: { "Cache-Control": "no-store" } }),
+    handler: async () => ({ status: 200, body: { object: "list", data: await ctx.stores.outbox.pending() }, headers: { "Cache-Control": "no-store" } }),
   });
 
   kit.route({
@@ -81,8 +81,8 @@ export function adminRoutes(kit: RouteKit, ctx: AppContext, access: AccessReques
     summary: "Mark a message delivered; its body (which may hold a key) is erased",
     request: { params: z.object({ id: z.string().regex(/^msg_[0-9a-f]{32}$/) }), bodyRequired: false, body: z.strictObject({}) },
     responses: { 200: anyBody },
-    handler: ({ params }) => {
-      if (!ctx.stores.outbox.markDelivered(params.id, ctx.clock.now().toISOString())) {
+    handler: async ({ params }) => {
+      if (!await ctx.stores.outbox.markDelivered(params.id, ctx.clock.now().toISOString())) {
         throw new ApiError(404, "not_found", `no pending message ${params.id}`);
       }
       return { status: 200, body: { id: params.id, delivered: true } };

@@ -35,7 +35,7 @@ export function agentRoutes(kit: RouteKit, access: AccessRequestService): void {
     tags,
     request: { body: AccessRequestBody },
     responses: { 200: { description: "access request (spec 2.11), status received", schema: AccessRequest }, 400: err("invalid body"), ...RATE_LIMITED },
-    handler: ({ body }) => ({ status: 200, body: access.submit(body) }),
+    handler: async ({ body }) => ({ status: 200, body: await access.submit(body) }),
   });
 
   kit.route({
@@ -51,6 +51,6 @@ export function agentRoutes(kit: RouteKit, access: AccessRequestService): void {
       404: err("unknown access request"),
       ...RATE_LIMITED,
     },
-    handler: ({ params }) => ({ status: 200, body: access.publicView(access.get(params.id)) }),
+    handler: async ({ params }) => ({ status: 200, body: access.publicView(await access.get(params.id)) }),
   });
 }

@@ -2,10 +2,10 @@
 import { feeScheduleDocument } from "../domain/fee-schedule";
 import { SUPPORTED_ASSETS } from "../domain/assets";
 import { AgentDiscovery, FeeSchedule } from "../schemas/discovery";
-import type { AppContext } from "../services/context";
+import type { ServiceContext } from "../services/context";
 import { RATE_LIMITED, type RouteKit } from "./kit";
 
-export function discoveryRoutes(kit: RouteKit, ctx: AppContext): void {
+export function discoveryRoutes(kit: RouteKit, ctx: ServiceContext<"fees">): void {
   const { url } = ctx.links;
 
   kit.route({
@@ -45,6 +45,6 @@ export function discoveryRoutes(kit: RouteKit, ctx: AppContext): void {
     summary: "Service fee schedule with the current ratchet tier",
     tags: ["Discovery"],
     responses: { 200: { description: "fee schedule (spec 2.16)", schema: FeeSchedule }, ...RATE_LIMITED },
-    handler: () => ({ status: 200, body: feeScheduleDocument(ctx.stores.fees.ratchet(), url("/fees.json")) }),
+    handler: async () => ({ status: 200, body: feeScheduleDocument(await ctx.stores.fees.ratchet(), url("/fees.json")) }),
   });
 }

@@ -5,12 +5,12 @@ import type { ToolDefinition } from "../mcp/tools";
 import { JsonRpcRequest, JsonRpcResponse, McpDiscovery } from "../schemas/discovery";
 import { z } from "../schemas/zod";
 import type { Authenticator } from "../services/authenticator";
-import type { AppContext } from "../services/context";
+import type { Runtime } from "../services/context";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
 
 export function mcpRoutes(
   kit: RouteKit,
-  ctx: AppContext,
+  ctx: Runtime,
   deps: { tools: ToolDefinition[]; authenticate: Authenticator; version: string; log: (err: unknown) => void },
 ): void {
   kit.route({

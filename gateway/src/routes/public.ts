@@ -11,8 +11,8 @@ import {
   PortfolioState,
   PreviewRequest,
 } from "../schemas/public";
-import type { AppContext } from "../services/context";
-import { gatewayStatusDocument } from "../services/gateway-status";
+import type { ServiceContext } from "../services/context";
+import type { gatewayStatusDocument } from "../services/gateway-status";
 import { liquidationDistanceDocument } from "../services/liquidation-distance";
 import type { MarketRatesService } from "../services/market-rates";
 import type { PolicyService } from "../services/policy-service";
@@ -26,11 +26,11 @@ export interface PublicDeps {
   policy: PolicyService;
   preview: PreviewService;
   treasuries: TreasuryService;
-  startedAt: Date;
-  version: string;
+  /** the gateway status document (spec 2.17) */
+  status: () => ReturnType<typeof gatewayStatusDocument>;
 }
 
-export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): void {
+export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, deps: PublicDeps): void {
   const tags = ["Public"];
 
   kit.route({
@@ -72,9 +72,9 @@ export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): 
       404: err("no proven treasury for the address (a registration without an ownership proof is never shown by address)"),
       ...RATE_LIMITED,
     },
-    handler: ({ query }) => {
-      const subject = resolveSubject(ctx, query.address);
-      return { status: 200, body: deps.treasuries.portfolioView(subject.holdings, subject.environment, subject.address) };
+    handler: async ({ query }) => {
+      const subject = await resolveSubject(ctx, query.address);
+      return { status: 200, body: await deps.treasuries.portfolioView(subject.holdings, subject.environment, subject.address) };
     },
   });
 
@@ -91,7 +91,7 @@ export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): 
       404: err("no proven treasury for the address (a registration without an ownership proof is never shown by address)"),
       ...RATE_LIMITED,
     },
-    handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject(resolveSubject(ctx, query.address)) }),
+    handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject((await resolveSubject(ctx, query.address))) }),
   });
 
   kit.route({
@@ -101,7 +101,7 @@ export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): 
     summary: "Gateway status",
     tags,
     responses: { 200: { description: "gateway status (spec 2.17)", schema: GatewayStatus }, ...RATE_LIMITED },
-    handler: () => ({ status: 200, body: gatewayStatusDocument(ctx, deps.startedAt, deps.version) }),
+    handler: async () => ({ status: 200, body: await deps.status() }),
   });
 
   kit.route({
@@ -120,10 +120,10 @@ export function publicRoutes(kit: RouteKit, ctx: AppContext, deps: PublicDeps): 
       404: err("no proven treasury for the address (a registration without an ownership proof is never shown by address)"),
       ...RATE_LIMITED,
     },
-    handler: ({ body }) => {
-      const subject = resolveSubject(ctx, body.address);
+    handler: async ({ body }) => {
+      const subject = await resolveSubject(ctx, body.address);
       const amountMicro = resolveAmount(body.amount, body.amount_usdc);
-      return { status: 200, body: deps.preview.previewFor(subject, { action: body.action, amountMicro, currentLtv: body.current_ltv }) };
+      return { status: 200, body: await deps.preview.previewFor(subject, { action: body.action, amountMicro, currentLtv: body.current_ltv }) };
     },
   });
 }

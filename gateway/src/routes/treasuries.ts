@@ -6,11 +6,11 @@ import { PRESET_NAMES, PRESETS } from "../domain/presets";
 import { ErrorResponse } from "../schemas/common";
 import { CreateTreasuryRequest, OwnershipStatement, OwnershipStatementQuery, SandboxKey, Treasury, TreasuryCreateSchema, TreasuryIdParams } from "../schemas/treasuries";
 import { z } from "../schemas/zod";
-import type { AppContext } from "../services/context";
+import type { Runtime } from "../services/context";
 import type { TreasuryService } from "../services/treasury-service";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
 
-export function treasuryRoutes(kit: RouteKit, _ctx: AppContext, treasuries: TreasuryService): void {
+export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: TreasuryService): void {
   kit.route({
     method: "post",
     path: "/api/v1/sandbox/keys",
@@ -24,7 +24,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: AppContext, treasuries: Trea
       429: { description: "rate limited", schema: ErrorResponse },
       503: err("sandbox key capacity exhausted (Retry-After)"),
     },
-    handler: () => ({ status: 201, body: treasuries.createSandboxKey(), headers: { "Cache-Control": "no-store" } }),
+    handler: async () => ({ status: 201, body: await treasuries.createSandboxKey(), headers: { "Cache-Control": "no-store" } }),
   });
 
   kit.route({
@@ -80,7 +80,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: AppContext, treasuries: Trea
       404: err("treasury does not exist"),
       ...RATE_LIMITED,
     },
-    handler: async ({ params }) => ({ status: 200, body: await treasuries.view(treasuries.get(params.id)) }),
+    handler: async ({ params }) => ({ status: 200, body: await treasuries.view((await treasuries.get(params.id))) }),
   });
 }
 

@@ -11,7 +11,7 @@ import { newId } from "../lib/ids";
 import type { AccessOutcome, AccessRequestRecord, AccessRequestStatus } from "../store/access-request-store";
 import type { Chain } from "../store/treasury-store";
 import { issueApiKey } from "./api-keys";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 
 export const REVIEW_PROCESS =
   "Every request is reviewed by a human. A reviewer picks it up (in_review), contacts the operator, and closes it; " +
@@ -36,9 +36,9 @@ export interface AccessRequestInput {
 }
 
 export class AccessRequestService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly ctx: ServiceContext<"accessRequests" | "apiKeys" | "outbox" | "treasuries">) {}
 
-  submit(input: AccessRequestInput) {
+  async submit(input: AccessRequestInput) {
     const now = this.ctx.clock.now().toISOString();
     const record: AccessRequestRecord = {
       id: newId("agr"),
@@ -59,12 +59,12 @@ export class AccessRequestService {
       outcomeNote: null,
       closedAt: null,
     };
-    this.ctx.stores.accessRequests.insert(record, "applicant");
+    await this.ctx.stores.accessRequests.insert(record, "applicant");
     return this.publicView(record);
   }
 
-  get(id: string): AccessRequestRecord {
-    const r = this.ctx.stores.accessRequests.get(id);
+  async get(id: string): Promise<AccessRequestRecord> {
+    const r = await this.ctx.stores.accessRequests.get(id);
     if (!r) throw new ApiError(404, "access_request_not_found", `access request ${id} does not exist`);
     return r;
   }
@@ -85,7 +85,7 @@ export class AccessRequestService {
   }
 
   /** The reviewer's view (admin API). */
-  adminView(r: AccessRequestRecord) {
+  async adminView(r: AccessRequestRecord) {
     return {
       ...this.publicView(r),
       operator_name: r.operatorName,
@@ -101,17 +101,17 @@ export class AccessRequestService {
       outcome: r.outcome,
       outcome_note: r.outcomeNote,
       closed_at: r.closedAt,
-      events: this.ctx.stores.accessRequests.events(r.id),
+      events: await this.ctx.stores.accessRequests.events(r.id),
     };
   }
 
-  startReview(id: string, reviewer: string) {
-    const r = this.get(id);
+  async startReview(id: string, reviewer: string) {
+    const r = await this.get(id);
     const now = this.ctx.clock.now().toISOString();
-    if (!this.ctx.stores.accessRequests.transition(id, "received", "in_review", { reviewer }, now)) {
+    if (!await this.ctx.stores.accessRequests.transition(id, "received", "in_review", { reviewer }, now)) {
       throw new ApiError(409, "invalid_transition", `access request is ${r.status}; only a received request can move to in_review`);
     }
-    return this.adminView(this.get(id));
+    return this.adminView(await this.get(id));
   }
 
   /**
@@ -119,11 +119,11 @@ export class AccessRequestService {
    * to a new wallet-mode treasury for the request's wallet when it named one,
    * and queues the operator's e-mail (outcome and key) in the outbox.
    */
-  close(id: string, reviewer: string, outcome: AccessOutcome, note: string | undefined, treasuryId: string | undefined) {
+  async close(id: string, reviewer: string, outcome: AccessOutcome, note: string | undefined, treasuryId: string | undefined) {
     const now = this.ctx.clock.now();
     const nowIso = now.toISOString();
-    const result = this.ctx.db.transaction(() => {
-      const r = this.get(id);
+    const result = await this.ctx.tx.transaction(async () => {
+      const r = await this.get(id);
       if (r.status !== "in_review") {
         throw new ApiError(409, "invalid_transition", `access request is ${r.status}; only an in_review request can be closed`);
       }
@@ -131,11 +131,11 @@ export class AccessRequestService {
       let keyText: string | null = null;
       if (outcome === "approved") {
         if (treasuryId) {
-          if (!this.ctx.stores.treasuries.get(treasuryId)) throw new ApiError(404, "treasury_not_found", `treasury ${treasuryId} does not exist`);
+          if (!await this.ctx.stores.treasuries.get(treasuryId)) throw new ApiError(404, "treasury_not_found", `treasury ${treasuryId} does not exist`);
           boundTreasury = treasuryId;
         } else if (r.walletAddress) {
           boundTreasury = newId("trs");
-          this.ctx.stores.treasuries.insert({
+          await this.ctx.stores.treasuries.insert({
             id: boundTreasury,
             walletAddress: r.walletAddress as `0x${string}`,
             chain: (r.chain as Chain | null) ?? "arbitrum",
@@ -149,11 +149,11 @@ export class AccessRequestService {
             updatedAt: nowIso,
           });
         }
-        const key = issueApiKey(this.ctx.stores.apiKeys, { kind: "live", treasuryId: boundTreasury, accessRequestId: id, now, ttlMs: null });
+        const key = await issueApiKey(this.ctx.stores.apiKeys, { kind: "live", treasuryId: boundTreasury, accessRequestId: id, now, ttlMs: null });
         keyText = key.key;
       }
-      this.ctx.stores.accessRequests.transition(id, "in_review", "closed", { reviewer, outcome, outcomeNote: note ?? null, closedAt: nowIso }, nowIso);
-      this.ctx.stores.outbox.insert({
+      await this.ctx.stores.accessRequests.transition(id, "in_review", "closed", { reviewer, outcome, outcomeNote: note ?? null, closedAt: nowIso }, nowIso);
+      await this.ctx.stores.outbox.insert({
         id: newId("msg"),
         kind: outcome === "approved" ? "access_approved" : "access_declined",
         recipient: r.operatorEmail,
@@ -169,7 +169,7 @@ export class AccessRequestService {
         deliveredAt: null,
       });
       return { treasuryId: boundTreasury };
-    })();
-    return { ...this.adminView(this.get(id)), live_key_issued: outcome === "approved", treasury_id: result.treasuryId };
+    });
+    return { ...(await this.adminView(await this.get(id))), live_key_issued: outcome === "approved", treasury_id: result.treasuryId };
   }
 }

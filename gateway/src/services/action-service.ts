@@ -24,7 +24,7 @@ import { ApiError } from "../http/errors";
 import { newId, type IdPrefix } from "../lib/ids";
 import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
 import type { TreasuryRecord } from "../store/treasury-store";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 import { ExecutionRecorder } from "./execution-recorder";
 import { safetyRailError } from "./preview-service";
 
@@ -54,7 +54,7 @@ export class ActionService {
   readonly recorder: ExecutionRecorder;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "slots" | "treasuries">,
     private readonly nonces: NonceHints = new NonceHints({}, 1),
     readonly chain: ChainGateway = new ChainGateway({}, 1),
   ) {
@@ -74,8 +74,8 @@ export class ActionService {
     return this.chainBacked(t) ? this.chain.position(t.chain, t.walletAddress) : null;
   }
 
-  treasury(id: string): TreasuryRecord {
-    const t = this.ctx.stores.treasuries.get(id);
+  async treasury(id: string): Promise<TreasuryRecord> {
+    const t = await this.ctx.stores.treasuries.get(id);
     if (!t) throw new ApiError(404, "treasury_not_found", `treasury ${id} does not exist`);
     return t;
   }
@@ -87,24 +87,24 @@ export class ActionService {
    * paid request reserves before its payment is settled, so a request that
    * would be refused or conflicted is never charged.
    */
-  async reserve(treasuryId: string, request: ActionRequest, holder: string): Promise<() => void> {
-    const t = this.treasury(treasuryId);
+  async reserve(treasuryId: string, request: ActionRequest, holder: string): Promise<() => Promise<void>> {
+    const t = await this.treasury(treasuryId);
     const chain = await this.chainPosition(t);
-    this.ctx.db.transaction(() => {
+    await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
-      this.guard(this.treasury(treasuryId), request, now, chain);
-      if (!this.ctx.stores.slots.claim(treasuryId, holder, now)) {
+      await this.guard(await this.treasury(treasuryId), request, now, chain);
+      if (!await this.ctx.stores.slots.claim(treasuryId, holder, now)) {
         throw new ApiError(409, "conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
       }
-    })();
+    });
     return () => this.ctx.stores.slots.release(treasuryId, holder);
   }
 
-  private guard(treasury: TreasuryRecord, request: ActionRequest, now: Date, chain: ChainPosition | null): Plan {
+  private async guard(treasury: TreasuryRecord, request: ActionRequest, now: Date, chain: ChainPosition | null): Promise<Plan> {
     if (request.action === "deposit" && request.amountMicro < MIN_DEPOSIT_MICRO) {
       throw new ApiError(400, "invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
     }
-    const pending = this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
+    const pending = await this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
     if (pending) {
       throw new ApiError(
         409,
@@ -122,29 +122,29 @@ export class ActionService {
    * perform reserves and releases it itself.
    */
   async perform(treasuryId: string, request: ActionRequest, trigger: string, holder?: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
-    if (!holder || !this.ctx.stores.slots.holds(treasuryId, holder)) {
+    if (!holder || !await this.ctx.stores.slots.holds(treasuryId, holder)) {
       const own = `perform_${newId("tx").slice(3)}`;
       const release = await this.reserve(treasuryId, request, own);
       try {
         return await this.perform(treasuryId, request, trigger, own);
       } finally {
-        release();
+        await release();
       }
     }
-    const before = this.treasury(treasuryId);
+    const before = await this.treasury(treasuryId);
     const chain = await this.chainPosition(before);
-    this.guard(before, request, this.ctx.clock.now(), chain);
+    await this.guard(before, request, this.ctx.clock.now(), chain);
     const nonce = before.executionMode === "wallet" ? await this.nonces.next(before.chain, before.walletAddress) : null;
-    return this.ctx.db.transaction(() => {
+    return await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
-      const treasury = this.treasury(treasuryId);
-      const plan = this.guard(treasury, request, now, chain);
+      const treasury = await this.treasury(treasuryId);
+      const plan = await this.guard(treasury, request, now, chain);
       if (treasury.executionMode === "managed") {
         // managed upward legs are computed on the position, not executed on chain: never settled volume
-        return { status: 200 as const, body: this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now) };
+        return { status: 200 as const, body: await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now) };
       }
-      return { status: 202 as const, body: this.createEnvelope(treasury, plan, now, nonce ?? { nonce: null, source: "none" }) };
-    })();
+      return { status: 202 as const, body: await this.createEnvelope(treasury, plan, now, nonce ?? { nonce: null, source: "none" }) };
+    });
   }
 
   /**
@@ -152,9 +152,9 @@ export class ActionService {
    * chain-backed treasury is checked against its position as Aave reports it
    * and its wallet's USDC; a sandbox treasury against its simulated ledger.
    */
-  plan(treasury: TreasuryRecord, request: ActionRequest, chain: ChainPosition | null = null, signedFee?: Fee): Plan {
+  async plan(treasury: TreasuryRecord, request: ActionRequest, chain: ChainPosition | null = null, signedFee?: Fee): Promise<Plan> {
     const preset = PRESETS[treasury.preset];
-    const tier = this.ctx.stores.fees.ratchet().tierIndex;
+    const tier = (await this.ctx.stores.fees.ratchet()).tierIndex;
     if (chain) {
       const position = chainAsPosition(chain)!;
       const sim = simulate(position, request.action, request.amountMicro, preset, tier);
@@ -187,15 +187,15 @@ export class ActionService {
    * its fee audit through the one recorder, in the caller's transaction.
    * Returns the receipt (2.4).
    */
-  execute(
+  async execute(
     treasury: TreasuryRecord,
     plan: Plan,
     how: { origin: "managed" | "relay"; envelopeTxId: string | null; trigger: string; settled: boolean },
     now: Date,
-  ): Record<string, unknown> {
+  ): Promise<Record<string, unknown>> {
     const { request, fee, ledger } = plan;
-    if (ledger) this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, now.toISOString());
-    const { receipt } = this.recorder.record({
+    if (ledger) await this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, now.toISOString());
+    const { receipt } = await this.recorder.record({
       treasury,
       action: request.action,
       amountMicro: request.amountMicro,
@@ -225,7 +225,7 @@ export class ActionService {
    * execution and the fee audit with the envelope's own fee and the figures
    * read back from the chain.
    */
-  recordChainExecution(treasury: TreasuryRecord, envelope: EnvelopeRecord, after: ChainPosition, now: Date): Record<string, unknown> {
+  recordChainExecution(treasury: TreasuryRecord, envelope: EnvelopeRecord, after: ChainPosition, now: Date): Promise<Record<string, unknown>> {
     const plan: Plan = {
       request: { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as ActionParams },
       fee: this.envelopeFee(envelope),
@@ -301,7 +301,7 @@ export class ActionService {
     }
   }
 
-  private createEnvelope(treasury: TreasuryRecord, plan: Plan, now: Date, nonce: { nonce: number | null; source: string }): Record<string, unknown> {
+  private async createEnvelope(treasury: TreasuryRecord, plan: Plan, now: Date, nonce: { nonce: number | null; source: string }): Promise<Record<string, unknown>> {
     const planned = planSteps({
       action: plan.request.action,
       chain: treasury.chain,
@@ -352,7 +352,7 @@ export class ActionService {
       broadcastAt: null,
       failedAttempts: [],
     }));
-    this.ctx.stores.envelopes.insert(envelope, steps);
+    await this.ctx.stores.envelopes.insert(envelope, steps);
     return this.envelopeView(envelope, steps, plan, nonce.source);
   }
 

@@ -9,14 +9,14 @@ export interface IssuedKey {
   expiresAt: string | null;
 }
 
-export function issueApiKey(
+export async function issueApiKey(
   store: ApiKeyStore,
   opts: { kind: KeyKind; treasuryId: string | null; accessRequestId?: string | null; now: Date; ttlMs: number | null },
-): IssuedKey {
+): Promise<IssuedKey> {
   const key = generateApiKey(opts.kind);
   const id = newId("key");
   const expiresAt = opts.ttlMs === null ? null : new Date(opts.now.getTime() + opts.ttlMs).toISOString();
-  store.insert({
+  await store.insert({
     id,
     keyHash: hashApiKey(key),
     kind: opts.kind,

@@ -7,14 +7,14 @@
 import type { Request, Response } from "express";
 import { ApiError } from "../http/errors";
 import type { Credential } from "../http/credential";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 import { lookupBearer } from "./credentials";
 
 export type Authenticator = (req: Request, res: Response) => Promise<void> | void;
 
-export function bearerAuthenticator(ctx: AppContext): Authenticator {
-  return (req, res) => {
-    const found = lookupBearer(ctx, req.header("authorization"));
+export function bearerAuthenticator(ctx: ServiceContext<"apiKeys">): Authenticator {
+  return async (req, res) => {
+    const found = await lookupBearer(ctx, req.header("authorization"));
     if (found.kind === "none") {
       throw new ApiError(401, "unauthorized", "missing credential: send Authorization: Bearer <API key> (or pay per request with X-PAYMENT when x402 is enabled)", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
     }

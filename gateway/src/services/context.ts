@@ -1,4 +1,9 @@
-/** What every service and route gets: configuration, stores, clock, links. */
+/**
+ * What services are given. The runtime (configuration, clock, links, the
+ * transaction boundary) is shared; stores are handed out by name, so each
+ * service receives only the stores it uses (`ServiceContext<"fees">` cannot
+ * reach the envelopes) and the type checker holds it to that.
+ */
 import type { Config } from "../config";
 import type { Clock } from "../lib/clock";
 import type { Db } from "../store/db";
@@ -12,6 +17,8 @@ import { FeeStore } from "../store/fee-store";
 import { IdempotencyStore } from "../store/idempotency-store";
 import { OutboxStore } from "../store/outbox-store";
 import { PaymentStore } from "../store/payment-store";
+import { RateLimitStore } from "../store/rate-limit-store";
+import { SignedNonceStore } from "../store/signed-nonce-store";
 import { SlotStore } from "../store/slot-store";
 import { TreasuryStore } from "../store/treasury-store";
 
@@ -27,7 +34,11 @@ export interface Stores {
   payments: PaymentStore;
   delegations: DelegationStore;
   slots: SlotStore;
+  signedNonces: SignedNonceStore;
+  rateLimits: RateLimitStore;
 }
+
+export type StoreName = keyof Stores;
 
 export function createStores(db: Db, box: SecretBox): Stores {
   return {
@@ -42,6 +53,8 @@ export function createStores(db: Db, box: SecretBox): Stores {
     payments: new PaymentStore(db),
     delegations: new DelegationStore(db),
     slots: new SlotStore(db),
+    signedNonces: new SignedNonceStore(db),
+    rateLimits: new RateLimitStore(db),
   };
 }
 
@@ -55,10 +68,40 @@ export function linksFor(baseUrl: string): Links {
   return { base, url: (path: string) => `${base}${path.startsWith("/") ? path : `/${path}`}` };
 }
 
-export interface AppContext {
+/** the transaction boundary: what a service may do with the database itself (its queries go through stores) */
+export interface Transactor {
+  transaction<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+export interface Runtime {
   config: Config;
-  db: Db;
-  stores: Stores;
   clock: Clock;
   links: Links;
+  tx: Transactor;
+}
+
+/** a service's view: the runtime and the named stores, nothing else */
+export interface ServiceContext<K extends StoreName = never> extends Runtime {
+  stores: Pick<Stores, K>;
+}
+
+/** The process's composition root (server.ts builds it); services get `scope(...)` of it. */
+export interface AppContext extends Runtime {
+  db: Db;
+  stores: Stores;
+}
+
+export function scope<K extends StoreName = never>(ctx: AppContext, ...names: K[]): ServiceContext<NoInfer<K>> {
+  const stores = {} as Pick<Stores, K>;
+  for (const n of names) stores[n] = ctx.stores[n];
+  // links are filled in once the server listens: read them through the root
+  return {
+    config: ctx.config,
+    clock: ctx.clock,
+    tx: ctx.tx,
+    stores,
+    get links() {
+      return ctx.links;
+    },
+  };
 }

@@ -6,7 +6,7 @@
 import type { Request } from "express";
 import { hashApiKey } from "../lib/secrets";
 import type { ApiKeyRecord } from "../store/api-key-store";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 
 export const BEARER_PATTERN = /^Bearer (sk_(?:test|live)_[A-Za-z0-9_-]{16,128})$/;
 
@@ -15,11 +15,11 @@ export type BearerLookup =
   | { kind: "invalid"; reason: string }
   | { kind: "valid"; key: ApiKeyRecord };
 
-export function lookupBearer(ctx: AppContext, authorization: string | undefined): BearerLookup {
+export async function lookupBearer(ctx: ServiceContext<"apiKeys">, authorization: string | undefined): Promise<BearerLookup> {
   if (!authorization) return { kind: "none" };
   const match = BEARER_PATTERN.exec(authorization.trim());
   if (!match) return { kind: "invalid", reason: "Authorization must be 'Bearer sk_test_...' or 'Bearer sk_live_...'" };
-  const key = ctx.stores.apiKeys.findByHash(hashApiKey(match[1]!));
+  const key = await ctx.stores.apiKeys.findByHash(hashApiKey(match[1]!));
   if (!key) return { kind: "invalid", reason: "unknown API key" };
   if (key.revokedAt) return { kind: "invalid", reason: "API key revoked" };
   if (key.expiresAt && key.expiresAt <= ctx.clock.now().toISOString()) return { kind: "invalid", reason: "API key expired" };
@@ -27,7 +27,7 @@ export function lookupBearer(ctx: AppContext, authorization: string | undefined)
 }
 
 /** rate-limit identity of a request: its valid credential, if any */
-export function credentialIdentity(ctx: AppContext, req: Request): string | undefined {
-  const found = lookupBearer(ctx, req.header("authorization"));
+export async function credentialIdentity(ctx: ServiceContext<"apiKeys">, req: Request): Promise<string | undefined> {
+  const found = await lookupBearer(ctx, req.header("authorization"));
   return found.kind === "valid" ? `key:${found.key.id}` : undefined;
 }

@@ -22,13 +22,13 @@ import { usdcToNumber } from "../domain/money";
 import { ApiError } from "../http/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { TreasuryRecord } from "../store/treasury-store";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 import { delegationStatement } from "../domain/statements";
 import type { SignedProof, StatementVerifier } from "./statement-verifier";
 
 export class DelegationService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"delegations" | "treasuries">,
     private readonly chain: ChainGateway,
     private readonly statements?: StatementVerifier,
   ) {}
@@ -92,11 +92,11 @@ export class DelegationService {
     const statement = this.statementFor(t, module, threshold, proof);
     await this.statements.verify("invalid_safe_proof", { chain: t.chain, signer: getAddress(t.walletAddress), statement, proof, contractOnly: true });
     const at = this.ctx.clock.now().toISOString();
-    this.ctx.db.transaction(() => {
-      if (!this.statements!.spendNonce(t.walletAddress, proof.nonce, "attach_delegation")) {
+    await this.ctx.tx.transaction(async () => {
+      if (!await this.statements!.spendNonce(t.walletAddress, proof.nonce, "attach_delegation")) {
         throw new ApiError(400, "invalid_safe_proof", "this nonce was already used by this Safe; sign a statement with a fresh nonce");
       }
-      this.ctx.stores.delegations.attachProven({
+      await this.ctx.stores.delegations.attachProven({
         treasuryId: t.id,
         chain: t.chain,
         safe: getAddress(t.walletAddress),
@@ -107,13 +107,13 @@ export class DelegationService {
         at,
       });
       // the Safe named this treasury: it is proven to stand behind it
-      this.ctx.db.prepare("UPDATE treasuries SET ownership = 'proven' WHERE id = ? AND ownership = 'unproven'").run(t.id);
-    })();
+      await this.ctx.stores.treasuries.markProven(t.id);
+    });
     return this.view(t);
   }
 
   async state(t: TreasuryRecord): Promise<DelegationState> {
-    const d = this.ctx.stores.delegations.get(t.id);
+    const d = await this.ctx.stores.delegations.get(t.id);
     if (!d || !d.provenAt || !this.chain.connected(t.chain)) return "not_granted";
     const c = this.chain.client(t.chain);
     const [enabled, account, pending, latest] = await Promise.all([
@@ -122,17 +122,17 @@ export class DelegationService {
       c.getTransactionCount({ address: d.automation, blockTag: "pending" }),
       c.getTransactionCount({ address: d.automation, blockTag: "latest" }),
     ]);
-    if (enabled) this.ctx.stores.delegations.markApproved(t.id, this.ctx.clock.now().toISOString());
+    if (enabled) await this.ctx.stores.delegations.markApproved(t.id, this.ctx.clock.now().toISOString());
     return delegationState({
       moduleEnabled: enabled,
-      everApproved: enabled || this.ctx.stores.delegations.get(t.id)!.firstApprovedAt !== null,
+      everApproved: enabled || (await this.ctx.stores.delegations.get(t.id))!.firstApprovedAt !== null,
       hasFunds: account[0] > 0n,
       automationInFlight: pending > latest,
     });
   }
 
   async view(t: TreasuryRecord) {
-    const d = this.ctx.stores.delegations.get(t.id);
+    const d = await this.ctx.stores.delegations.get(t.id);
     const proven = Boolean(d?.provenAt);
     return {
       object: "delegation",
@@ -143,7 +143,7 @@ export class DelegationService {
       protect_below_health_score: d?.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore,
       requirements: this.requirements(t),
       // every action taken on the Safe (only its proven owner sees them)
-      protection_actions: (proven ? this.ctx.stores.delegations.actionsOnSafe(t.walletAddress) : []).map((a) => ({
+      protection_actions: (proven ? await this.ctx.stores.delegations.actionsOnSafe(t.walletAddress) : []).map((a) => ({
         id: a.id,
         status: a.status,
         reason: a.reason,

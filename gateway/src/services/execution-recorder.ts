@@ -16,7 +16,7 @@ import type { Action, Fee } from "../domain/fees";
 import type { Micro } from "../domain/money";
 import { newId } from "../lib/ids";
 import type { TreasuryRecord } from "../store/treasury-store";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 
 export interface ExecutionFacts {
   treasury: TreasuryRecord;
@@ -37,20 +37,20 @@ export interface ExecutionFacts {
 }
 
 export class ExecutionRecorder {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly ctx: ServiceContext<"apiKeys" | "executions" | "fees">) {}
 
-  environmentOf(t: TreasuryRecord): "sandbox" | "live" {
+  async environmentOf(t: TreasuryRecord): Promise<"sandbox" | "live"> {
     if (t.origin === "sandbox_key" || !this.ctx.config.liveChains.includes(t.chain)) return "sandbox";
-    return this.ctx.stores.apiKeys.hasLiveKey(t.id) ? "live" : "sandbox";
+    return (await this.ctx.stores.apiKeys.hasLiveKey(t.id)) ? "live" : "sandbox";
   }
 
   /** record inside the caller's transaction; returns the execution id and receipt */
-  record(f: ExecutionFacts): { executionId: string; receipt: Record<string, unknown> | undefined } {
+  async record(f: ExecutionFacts): Promise<{ executionId: string; receipt: Record<string, unknown> | undefined }> {
     const executionId = f.executionId ?? newId("exe");
     const createdAt = f.at.toISOString();
     const receipt = f.receipt?.(executionId);
     if (receipt && f.origin !== "protection") {
-      this.ctx.stores.executions.insert({
+      await this.ctx.stores.executions.insert({
         id: executionId,
         treasuryId: f.treasury.id,
         action: f.action,
@@ -62,8 +62,8 @@ export class ExecutionRecorder {
         createdAt,
       });
     }
-    const environment = this.environmentOf(f.treasury);
-    this.ctx.stores.fees.record({
+    const environment = await this.environmentOf(f.treasury);
+    await this.ctx.stores.fees.record({
       id: newId("fee"),
       treasuryId: f.treasury.id,
       action: f.action,

@@ -1,11 +1,12 @@
 /** The gateway status document (spec 2.17), shared by REST and MCP. */
 import { SUPPORTED_ASSETS } from "../domain/assets";
 import { API_VERSION } from "../http/openapi";
-import type { AppContext } from "./context";
+import type { Clock } from "../lib/clock";
 
-export function gatewayStatusDocument(ctx: AppContext, startedAt: Date, version: string) {
-  const now = ctx.clock.now();
-  ctx.db.prepare("SELECT 1").get(); // the database answers, or this throws (typed 500)
+/** `ping` asks the store to answer (a failure is a typed 500) */
+export async function gatewayStatusDocument(deps: { clock: Clock; ping: () => Promise<unknown> }, startedAt: Date, version: string) {
+  const now = deps.clock.now();
+  await deps.ping();
   return {
     object: "gateway_status" as const,
     status: "online",

@@ -3,9 +3,10 @@ import { describe, expect, it } from "vitest";
 import { ApiError } from "../http/errors";
 import { openDatabase } from "../store/db";
 import { IDEMPOTENCY_RETENTION_MS, IdempotencyStore } from "../store/idempotency-store";
+import { LEASE_MS } from "../store/lease";
 import { canonicalJson, checkIdempotencyKey, idempotent, requestFingerprint } from "./idempotency";
 
-const fresh = () => new IdempotencyStore(openDatabase(":memory:"));
+const fresh = async () => new IdempotencyStore(await openDatabase({ file: ":memory:" }));
 const at = new Date("2026-11-22T00:00:00.000Z");
 const call = (key: string, fingerprint = "fp", now = at) => ({ scope: "key:1", key, fingerprint, now });
 const ok = (status = 200, body = '{"ok":true}') => async () => ({ status, headers: { "x-a": "1" }, body });
@@ -50,7 +51,7 @@ describe("fingerprints", () => {
 
 describe("idempotent", () => {
   it("runs once, then replays the stored outcome byte for byte", async () => {
-    const store = fresh();
+    const store = await fresh();
     let runs = 0;
     const run = async () => {
       runs++;
@@ -62,7 +63,7 @@ describe("idempotent", () => {
   });
 
   it("the same key for another request is 422; in progress is 409 with Retry-After", async () => {
-    const store = fresh();
+    const store = await fresh();
     await idempotent(store, call("key-00000002", "one"), ok());
     const mismatch = await apiError(idempotent(store, call("key-00000002", "two"), ok()));
     expect([mismatch.status, mismatch.code, mismatch.message]).toEqual([422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key"]);
@@ -75,9 +76,29 @@ describe("idempotent", () => {
     await slow;
   });
 
+  it("a claim whose request died is reclaimed when its lease expires; a live one renews and keeps it", async () => {
+    const store = await fresh();
+    expect(await store.claim("key:1", "key-00000009", "fp", at, "req_dead")).toMatchObject({ kind: "claimed", reclaimed: false });
+    // within the lease: still in progress
+    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + LEASE_MS - 1), "req_retry")).toEqual({ kind: "in_progress" });
+    // a different body is still a mismatch, lease or not
+    expect(await store.claim("key:1", "key-00000009", "other", new Date(at.getTime() + LEASE_MS), "req_retry")).toEqual({ kind: "mismatch" });
+    // the lease ran out: the retry takes the claim over
+    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + LEASE_MS), "req_retry")).toEqual({ kind: "claimed", holder: "req_retry", reclaimed: true });
+    // the dead holder can no longer complete or release it (fencing)
+    await store.complete("key:1", "key-00000009", { status: 200, headers: {}, body: '{"dead":true}' }, "req_dead");
+    await store.release("key:1", "key-00000009", "req_dead");
+    expect(await store.renew("key:1", "key-00000009", "req_dead", at)).toBe(false);
+    // the live holder renews past the original lease and completes it
+    expect(await store.renew("key:1", "key-00000009", "req_retry", new Date(at.getTime() + 2 * LEASE_MS))).toBe(true);
+    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + 2 * LEASE_MS), "req_third")).toEqual({ kind: "in_progress" });
+    await store.complete("key:1", "key-00000009", { status: 201, headers: {}, body: '{"live":true}' }, "req_retry");
+    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + 3 * LEASE_MS), "req_fourth")).toEqual({ kind: "replay", response: { status: 201, headers: {}, body: '{"live":true}' } });
+  });
+
   it("409, 429 and 5xx answers are never stored as the key's result: the key is free again", async () => {
     for (const status of [409, 429, 500, 503]) {
-      const store = fresh();
+      const store = await fresh();
       expect((await idempotent(store, call("key-00000004"), ok(status))).replayed).toBe(false);
       const again = await idempotent(store, call("key-00000004"), ok(200, '{"second":true}'));
       expect([again.status, again.body, again.replayed]).toEqual([200, '{"second":true}', false]);
@@ -86,7 +107,7 @@ describe("idempotent", () => {
 
   it("typed 4xx answers other than 409 and 429 are stored like successes", async () => {
     for (const status of [400, 403, 404, 410, 422]) {
-      const store = fresh();
+      const store = await fresh();
       await idempotent(store, call("key-00000005"), ok(status, '{"error":"x"}'));
       const again = await idempotent(store, call("key-00000005"), ok(200));
       expect([again.status, again.body, again.replayed]).toEqual([status, '{"error":"x"}', true]);
@@ -94,13 +115,13 @@ describe("idempotent", () => {
   });
 
   it("an unexpected failure frees the key and rethrows", async () => {
-    const store = fresh();
+    const store = await fresh();
     await expect(idempotent(store, call("key-00000006"), async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
     expect((await idempotent(store, call("key-00000006"), ok())).replayed).toBe(false);
   });
 
   it("keys are scoped, and kept 24 hours", async () => {
-    const store = fresh();
+    const store = await fresh();
     await idempotent(store, call("key-00000007"), ok(200, '{"a":1}'));
     expect((await idempotent(store, { ...call("key-00000007"), scope: "key:2" }, ok(201))).status).toBe(201);
     expect(IDEMPOTENCY_RETENTION_MS).toBe(86_400_000);
@@ -109,15 +130,15 @@ describe("idempotent", () => {
     const expired = new Date(at.getTime() + IDEMPOTENCY_RETENTION_MS);
     const after = await idempotent(store, call("key-00000007", "other", expired), ok(204));
     expect([after.status, after.replayed]).toEqual([204, false]);
-    expect(store.purgeExpired(new Date(expired.getTime() + IDEMPOTENCY_RETENTION_MS))).toBe(2);
+    expect(await store.purgeExpired(new Date(expired.getTime() + IDEMPOTENCY_RETENTION_MS))).toBe(2);
   });
 
-  it("a prepaid credit is taken once, only for its own key and request", () => {
-    const store = fresh();
-    store.addPrepaid("payer:0xa", "key-00000008", "fp", { payer: "0xA", nonce: "0xN" }, at);
-    expect(store.takePrepaid("payer:0xa", "key-00000008", "other")).toBeUndefined();
-    expect(store.takePrepaid("payer:0xb", "key-00000008", "fp")).toBeUndefined();
-    expect(store.takePrepaid("payer:0xa", "key-00000008", "fp")).toEqual({ payer: "0xa", nonce: "0xn" });
-    expect(store.takePrepaid("payer:0xa", "key-00000008", "fp")).toBeUndefined();
+  it("a prepaid credit is taken once, only for its own key and request", async () => {
+    const store = await fresh();
+    await store.addPrepaid("payer:0xa", "key-00000008", "fp", { payer: "0xA", nonce: "0xN" }, at);
+    expect(await store.takePrepaid("payer:0xa", "key-00000008", "other")).toBeUndefined();
+    expect(await store.takePrepaid("payer:0xb", "key-00000008", "fp")).toBeUndefined();
+    expect(await store.takePrepaid("payer:0xa", "key-00000008", "fp")).toEqual({ payer: "0xa", nonce: "0xn" });
+    expect(await store.takePrepaid("payer:0xa", "key-00000008", "fp")).toBeUndefined();
   });
 });

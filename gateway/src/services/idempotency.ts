@@ -6,9 +6,10 @@
  * successes, except the transient 409 and 429; those and unexpected failures
  * free the key.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { ApiError } from "../http/errors";
 import type { IdempotencyStore } from "../store/idempotency-store";
+import { LEASE_MS } from "../store/lease";
 
 export interface Outcome {
   status: number;
@@ -43,13 +44,26 @@ export function checkIdempotencyKey(key: string | undefined): string {
   return key;
 }
 
+/** keep a lease alive while `run` works: renew every third of its length; stops when `run` ends */
+export async function whileLeased<T>(renew: () => Promise<unknown>, run: () => Promise<T>): Promise<T> {
+  const every = Math.max(100, Math.floor(LEASE_MS / 3));
+  const timer = setInterval(() => void renew().catch(() => undefined), every);
+  timer.unref();
+  try {
+    return await run();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 export async function idempotent(
   store: IdempotencyStore,
-  call: { scope: string; key: string | undefined; fingerprint: string; now: Date },
+  call: { scope: string; key: string | undefined; fingerprint: string; now: Date; clock?: () => Date },
   run: () => Promise<Outcome>,
 ): Promise<Outcome & { replayed: boolean }> {
   const key = checkIdempotencyKey(call.key);
-  const claim = store.claim(call.scope, key, call.fingerprint, call.now);
+  const holder = `req_${randomUUID()}`;
+  const claim = await store.claim(call.scope, key, call.fingerprint, call.now, holder);
   if (claim.kind === "mismatch") {
     throw new ApiError(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
   }
@@ -57,15 +71,16 @@ export async function idempotent(
     throw new ApiError(409, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly", {}, { "Retry-After": "1" });
   }
   if (claim.kind === "replay") return { ...claim.response, replayed: true };
+  const clock = call.clock ?? (() => new Date());
   let outcome: Outcome;
   try {
-    outcome = await run();
+    outcome = await whileLeased(() => store.renew(call.scope, key, holder, clock()), run);
   } catch (err) {
-    store.release(call.scope, key);
+    await store.release(call.scope, key, holder);
     throw err;
   }
   // transient refusals (a conflicting operation, a rate limit) are not remembered: the same key may succeed later
-  if (outcome.status === 409 || outcome.status === 429 || outcome.status >= 500) store.release(call.scope, key);
-  else store.complete(call.scope, key, outcome);
+  if (outcome.status === 409 || outcome.status === 429 || outcome.status >= 500) await store.release(call.scope, key, holder);
+  else await store.complete(call.scope, key, outcome, holder);
   return { ...outcome, replayed: false };
 }

@@ -2,7 +2,7 @@
 import { policyStateDocument, type DelegationState } from "../domain/policy";
 import { PRESETS } from "../domain/presets";
 import type { TreasuryRecord } from "../store/treasury-store";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 import type { Subject } from "./subject";
 
 export class PolicyService {
@@ -10,7 +10,7 @@ export class PolicyService {
   private readonly demoActivityAt: Date;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"fees">,
     /** a treasury's delegation state, derived from its chain (not_granted without a delegation) */
     private readonly delegationOf: (t: TreasuryRecord) => Promise<DelegationState> = async () => "not_granted",
   ) {
@@ -23,7 +23,7 @@ export class PolicyService {
 
   async forSubject(subject: Subject) {
     const t = subject.treasury;
-    const lastFeeBearing = t ? this.ctx.stores.fees.lastFeeBearingAt(t.id) ?? t.createdAt : this.demoActivityAt.toISOString();
+    const lastFeeBearing = t ? await this.ctx.stores.fees.lastFeeBearingAt(t.id) ?? t.createdAt : this.demoActivityAt.toISOString();
     const delegationState: DelegationState = t ? await this.delegationOf(t) : "active";
     return policyStateDocument({
       environment: subject.environment,

@@ -10,7 +10,7 @@ import { PositionError, positionAtLtv, simulate, type Position, type Simulation 
 import { PRESETS, type Preset } from "../domain/presets";
 import type { TreasuryRecord } from "../store/treasury-store";
 import { ApiError } from "../http/errors";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 import type { Subject } from "./subject";
 
 export interface PreviewInput {
@@ -54,15 +54,15 @@ export function safetyRailError(sim: Simulation, preset: Preset): ApiError {
 
 export class PreviewService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"fees">,
     /** fresh native-USDC variable borrow APY of a chain, or null */
     private readonly borrowApy: (chain: "base" | "arbitrum") => number | null = () => null,
   ) {}
 
   /** POST /api/v1/estimate (spec 4.6): the preview of 2.3 on the treasury, plus the reference page's fields. */
-  estimate(treasury: TreasuryRecord, action: TreasuryAction, amountMicro: Micro, target: "btc" | "eth" | undefined, chainPosition: Position | null = null) {
+  async estimate(treasury: TreasuryRecord, action: TreasuryAction, amountMicro: Micro, target: "btc" | "eth" | undefined, chainPosition: Position | null = null) {
     const preset = PRESETS[treasury.preset];
-    const sim = this.run(chainPosition ?? positionOf(treasury.holdings), { action, amountMicro }, preset);
+    const sim = await this.run(chainPosition ?? positionOf(treasury.holdings), { action, amountMicro }, preset);
     return {
       ...this.previewBody(sim, chainPosition ? "chain" : "sandbox_simulation"),
       treasury_id: treasury.id,
@@ -77,8 +77,8 @@ export class PreviewService {
   }
 
   /** Simulate on a position; throws the typed 400/403 errors. */
-  run(position: Position, input: PreviewInput, preset: Preset): Simulation {
-    const tier = this.ctx.stores.fees.ratchet().tierIndex;
+  async run(position: Position, input: PreviewInput, preset: Preset): Promise<Simulation> {
+    const tier = (await this.ctx.stores.fees.ratchet()).tierIndex;
     let sim: Simulation;
     try {
       sim = simulate(position, input.action, input.amountMicro, preset, tier);
@@ -91,7 +91,7 @@ export class PreviewService {
   }
 
   /** Public preview on the demo portfolio or a registered sandbox treasury. */
-  previewFor(subject: Subject, input: PreviewInput) {
+  async previewFor(subject: Subject, input: PreviewInput) {
     let position = positionOf(subject.holdings);
     if (input.currentLtv !== undefined) {
       // current_ltv restates the debt against the subject's collateral; with no
@@ -99,7 +99,7 @@ export class PreviewService {
       const collateral = position.collateralMicro > 0n ? position.collateralMicro : positionOf(DEMO_HOLDINGS).collateralMicro;
       position = positionAtLtv(collateral, input.currentLtv, position.liquidationThresholdBps);
     }
-    const sim = this.run(position, input, subject.preset);
+    const sim = await this.run(position, input, subject.preset);
     return this.previewBody(sim, subject.environment);
   }
 

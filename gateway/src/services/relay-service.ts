@@ -15,7 +15,7 @@ import { ltvPct } from "../domain/position";
 import { ApiError } from "../http/errors";
 import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
 import type { ActionService } from "./action-service";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 
 /**
  * The relay has no credential: its Idempotency-Keys are scoped to the signer
@@ -33,7 +33,7 @@ export async function relayScope(txId: string, signed: string): Promise<string> 
 
 export class RelayService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"envelopes">,
     private readonly actions: ActionService,
   ) {}
 
@@ -54,22 +54,22 @@ export class RelayService {
    *      the treasury.
    */
   async relay(txId: string, signed: `0x${string}`): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
-    let step = this.ctx.stores.envelopes.step(txId);
+    let step = await this.ctx.stores.envelopes.step(txId);
     if (!step) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
-    const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
-    const treasury = this.actions.treasury(envelope.treasuryId);
+    const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
+    const treasury = await this.actions.treasury(envelope.treasuryId);
     if (step.status === "broadcasting") {
       await this.reconcileStep(step);
-      step = this.ctx.stores.envelopes.step(txId)!;
+      step = (await this.ctx.stores.envelopes.step(txId))!;
       if (step.status === "broadcasting") throw this.inFlight(step);
     }
     if (step.status === "relayed") throw this.alreadyRelayed(step);
     const now = this.ctx.clock.now();
     if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
-      if (envelope.status === "awaiting_signature") this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
+      if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
       throw new ApiError(410, "envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
     }
-    const steps = this.ctx.stores.envelopes.steps(envelope.txId);
+    const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
     const next = steps.find((s) => s.status !== "relayed");
     if (next && next.txId !== txId) {
       throw new ApiError(409, "step_out_of_order", `relay step ${next.seq} (${next.kind}, ${next.txId}) first${next.status === "broadcasting" ? "; it is being broadcast" : ""}`, { next_tx_id: next.txId });
@@ -81,7 +81,7 @@ export class RelayService {
       chainId: envelope.chainId,
       signer: treasury.walletAddress,
     });
-    if (!this.actions.chainBacked(treasury)) return { status: 200, body: this.recordSimulated(txId, signed, verified) };
+    if (!this.actions.chainBacked(treasury)) return { status: 200, body: await this.recordSimulated(txId, signed, verified) };
 
     const chain = treasury.chain;
     const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
@@ -93,9 +93,9 @@ export class RelayService {
       });
     }
     await this.actions.chain.simulate(chain, { from: verified.signer, to: step.to, data: step.data, value: BigInt(step.value) });
-    const claimed = this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
+    const claimed = await this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
     if (!claimed) {
-      const fresh = this.ctx.stores.envelopes.step(txId)!;
+      const fresh = (await this.ctx.stores.envelopes.step(txId))!;
       throw fresh.status === "relayed" ? this.alreadyRelayed(fresh) : fresh.status === "broadcasting" ? this.inFlight(fresh) : new ApiError(409, "step_out_of_order", "an earlier step of this envelope is not relayed yet");
     }
     try {
@@ -103,7 +103,7 @@ export class RelayService {
     } catch (err) {
       // refused by the node: if it never reached the node, the step awaits a new signature
       if (!(await this.actions.chain.known(chain, verified.hash).catch(() => true))) {
-        this.ctx.stores.envelopes.unclaimStep(txId, verified.hash, `refused by the node: ${err instanceof ApiError ? err.message : String(err)}`, this.ctx.clock.now().toISOString());
+        await this.ctx.stores.envelopes.unclaimStep(txId, verified.hash, `refused by the node: ${err instanceof ApiError ? err.message : String(err)}`, this.ctx.clock.now().toISOString());
         throw err;
       }
     }
@@ -113,13 +113,13 @@ export class RelayService {
 
   /** the state of a step's relay, reconciled with the chain first (GET /api/v1/relay/{tx_id}) */
   async status(txId: string): Promise<Record<string, unknown>> {
-    let step = this.ctx.stores.envelopes.step(txId);
+    let step = await this.ctx.stores.envelopes.step(txId);
     if (!step) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
     if (step.status === "broadcasting") {
       await this.reconcileStep(step);
-      step = this.ctx.stores.envelopes.step(txId)!;
+      step = (await this.ctx.stores.envelopes.step(txId))!;
     }
-    const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
+    const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
     return {
       object: "relay_status",
       tx_id: step.txId,
@@ -136,7 +136,7 @@ export class RelayService {
 
   /** reconcile every broadcasting step of a treasury with the chain (called by reads of the treasury) */
   async reconcileTreasury(treasuryId: string): Promise<void> {
-    for (const step of this.ctx.stores.envelopes.broadcastingFor(treasuryId)) await this.reconcileStep(step).catch(() => undefined);
+    for (const step of await this.ctx.stores.envelopes.broadcastingFor(treasuryId)) await this.reconcileStep(step).catch(() => undefined);
   }
 
   /**
@@ -147,8 +147,8 @@ export class RelayService {
    */
   async reconcileStep(step: StepRecord): Promise<void> {
     if (step.status !== "broadcasting" || !step.txHash || !step.signedTransaction) return;
-    const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
-    const treasury = this.actions.treasury(envelope.treasuryId);
+    const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
+    const treasury = await this.actions.treasury(envelope.treasuryId);
     if (!this.actions.chainBacked(treasury)) return;
     const chain = treasury.chain;
     const hash = step.txHash as `0x${string}`;
@@ -160,7 +160,7 @@ export class RelayService {
     if (await this.actions.chain.known(chain, hash)) return; // pending
     const used = await this.actions.chain.minedNonce(chain, step.signer as `0x${string}`);
     if (step.txNonce !== null && used > step.txNonce) {
-      this.ctx.stores.envelopes.unclaimStep(step.txId, hash, `dropped: nonce ${step.txNonce} was used by another transaction`, this.ctx.clock.now().toISOString());
+      await this.ctx.stores.envelopes.unclaimStep(step.txId, hash, `dropped: nonce ${step.txNonce} was used by another transaction`, this.ctx.clock.now().toISOString());
       return;
     }
     await this.actions.chain.send(chain, step.signedTransaction as `0x${string}`).catch(() => undefined);
@@ -168,9 +168,9 @@ export class RelayService {
 
   /** wait for a claimed step's receipt and record the outcome */
   private async settle(txId: string, hash: `0x${string}`, timeoutMs: number): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
-    const step = this.ctx.stores.envelopes.step(txId)!;
-    const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
-    const treasury = this.actions.treasury(envelope.treasuryId);
+    const step = (await this.ctx.stores.envelopes.step(txId))!;
+    const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
+    const treasury = await this.actions.treasury(envelope.treasuryId);
     const chain = treasury.chain;
     const mined = await this.actions.chain.receipt(chain, hash, timeoutMs);
     if (!mined) {
@@ -192,20 +192,20 @@ export class RelayService {
       };
     }
     if (mined.status !== "success") {
-      this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
+      await this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
       throw new ApiError(422, "transaction_reverted", `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`, { tx_hash: hash });
     }
-    const steps = this.ctx.stores.envelopes.steps(envelope.txId);
+    const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
     const last = steps.every((s) => s.txId === txId || s.status === "relayed");
     const chainAfter = last ? await this.actions.chain.position(chain, treasury.walletAddress) : null;
     return {
       status: 200,
-      body: this.ctx.db.transaction(() => {
-        const fresh = this.ctx.stores.envelopes.step(txId)!;
+      body: await this.ctx.tx.transaction(async () => {
+        const fresh = (await this.ctx.stores.envelopes.step(txId))!;
         if (fresh.status === "relayed") throw this.alreadyRelayed(fresh);
         const at = this.ctx.clock.now();
-        const current = this.actions.treasury(envelope.treasuryId);
-        const execution = last && chainAfter ? this.actions.recordChainExecution(current, envelope, chainAfter, at) : undefined;
+        const current = await this.actions.treasury(envelope.treasuryId);
+        const execution = last && chainAfter ? await this.actions.recordChainExecution(current, envelope, chainAfter, at) : undefined;
         const receipt = this.receiptOf(envelope, step, {
           txHash: hash,
           simulated: false,
@@ -217,29 +217,29 @@ export class RelayService {
           signer: fresh.signer!,
           at,
         });
-        if (!this.ctx.stores.envelopes.finishStep(txId, hash, receipt, at.toISOString())) throw this.alreadyRelayed(this.ctx.stores.envelopes.step(txId)!);
-        if (last) this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+        if (!await this.ctx.stores.envelopes.finishStep(txId, hash, receipt, at.toISOString())) throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
+        if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
         return receipt;
-      })(),
+      }),
     };
   }
 
   /** a sandbox treasury: the step is checked and the action applied to the sandbox ledger in one transaction */
-  private recordSimulated(txId: string, signed: `0x${string}`, verified: VerifiedTransaction): Record<string, unknown> {
-    return this.ctx.db.transaction(() => {
-      const step = this.ctx.stores.envelopes.step(txId)!;
+  private async recordSimulated(txId: string, signed: `0x${string}`, verified: VerifiedTransaction): Promise<Record<string, unknown>> {
+    return await this.ctx.tx.transaction(async () => {
+      const step = (await this.ctx.stores.envelopes.step(txId))!;
       if (step.status === "relayed") throw this.alreadyRelayed(step);
-      const envelope = this.ctx.stores.envelopes.get(step.envelopeTxId)!;
-      const steps = this.ctx.stores.envelopes.steps(envelope.txId);
+      const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
+      const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
       const at = this.ctx.clock.now();
       const last = steps.every((s) => s.txId === txId || s.status === "relayed");
-      const current = this.actions.treasury(envelope.treasuryId);
+      const current = await this.actions.treasury(envelope.treasuryId);
       let resultLtv = ltvPct(positionOf(current.holdings));
       let execution: Record<string, unknown> | undefined;
       if (last) {
         // the fee as signed in the envelope, not today's tier
-        const plan = this.actions.plan(current, { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as never }, null, this.actions.envelopeFee(envelope));
-        execution = this.actions.execute(current, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: false }, at);
+        const plan = await this.actions.plan(current, { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as never }, null, this.actions.envelopeFee(envelope));
+        execution = await this.actions.execute(current, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: false }, at);
         resultLtv = plan.ltvAfter;
       }
       const receipt = this.receiptOf(envelope, step, {
@@ -252,10 +252,10 @@ export class RelayService {
         signer: verified.signer,
         at,
       });
-      if (!this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString())) throw this.alreadyRelayed(this.ctx.stores.envelopes.step(txId)!);
-      if (last) this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+      if (!await this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString())) throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
+      if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
       return receipt;
-    })();
+    });
   }
 
   private receiptOf(

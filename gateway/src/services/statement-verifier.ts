@@ -14,7 +14,7 @@ import { EIP1271_ABI, EIP1271_MAGIC_VALUE } from "../../../contracts-abi/protect
 import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement, type StatementChain } from "../domain/statements";
 import { ApiError } from "../http/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 
 export interface SignedProof {
   signature: string;
@@ -28,7 +28,7 @@ const invalid = (code: string, reason: string) => new ApiError(400, code, reason
 
 export class StatementVerifier {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"signedNonces">,
     private readonly chain: ChainGateway,
   ) {}
 
@@ -37,7 +37,7 @@ export class StatementVerifier {
     const time = statementTimeProblem(o.proof.issued_at, this.ctx.clock.now());
     if (time) throw invalid(code, time);
     if (!STATEMENT_NONCE_PATTERN.test(o.proof.nonce)) throw invalid(code, "nonce must be 16 to 128 characters of [A-Za-z0-9._:-]");
-    if (this.nonceUsed(o.signer, o.proof.nonce)) throw invalid(code, "this nonce was already used by this wallet; sign a statement with a fresh nonce");
+    if (await this.nonceUsed(o.signer, o.proof.nonce)) throw invalid(code, "this nonce was already used by this wallet; sign a statement with a fresh nonce");
     const hash = statementHash(o.statement);
     if (!o.contractOnly) {
       const recovered = await recoverAddress({ hash, signature: o.proof.signature as Hex }).catch(() => undefined);
@@ -59,16 +59,12 @@ export class StatementVerifier {
     return "eip1271";
   }
 
-  nonceUsed(signer: string, nonce: string): boolean {
-    return this.ctx.db.prepare("SELECT 1 FROM signed_nonces WHERE signer = ? AND nonce = ?").get(signer.toLowerCase(), nonce) !== undefined;
+  nonceUsed(signer: string, nonce: string): Promise<boolean> {
+    return this.ctx.stores.signedNonces.used(signer, nonce);
   }
 
   /** spend a verified statement's nonce; call inside the transaction that acts on it (false: spent meanwhile) */
-  spendNonce(signer: string, nonce: string, purpose: string): boolean {
-    return (
-      this.ctx.db
-        .prepare("INSERT OR IGNORE INTO signed_nonces (signer, nonce, purpose, used_at) VALUES (?, ?, ?, ?)")
-        .run(getAddress(signer).toLowerCase(), nonce, purpose, this.ctx.clock.now().toISOString()).changes === 1
-    );
+  spendNonce(signer: string, nonce: string, purpose: string): Promise<boolean> {
+    return this.ctx.stores.signedNonces.spend(getAddress(signer), nonce, purpose, this.ctx.clock.now().toISOString());
   }
 }

@@ -6,7 +6,7 @@ import { DEMO_HOLDINGS, type Holdings } from "../domain/portfolio";
 import { PRESETS, type Preset } from "../domain/presets";
 import { ApiError } from "../http/errors";
 import type { TreasuryRecord } from "../store/treasury-store";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 
 export interface Subject {
   environment: "public_demo" | "sandbox_simulation";
@@ -16,7 +16,7 @@ export interface Subject {
   treasury: TreasuryRecord | null;
 }
 
-export function resolveSubject(ctx: AppContext, address: string | undefined): Subject {
+export async function resolveSubject(ctx: ServiceContext<"treasuries">, address: string | undefined): Promise<Subject> {
   if (address === undefined || address === "demo") {
     return { environment: "public_demo", address: "demo", holdings: DEMO_HOLDINGS, preset: PRESETS.balanced, treasury: null };
   }
@@ -24,7 +24,7 @@ export function resolveSubject(ctx: AppContext, address: string | undefined): Su
     throw new ApiError(400, "invalid_request", "address must be 'demo' or a 0x-prefixed 20-byte address");
   }
   // only a treasury the wallet stands behind (a signed ownership proof, or its own x402 payment) answers for its address
-  const treasury = ctx.stores.treasuries.findOwnedByWallet(address);
+  const treasury = await ctx.stores.treasuries.findOwnedByWallet(address);
   if (!treasury) {
     throw new ApiError(
       404,

@@ -15,7 +15,7 @@ import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/stat
 import type { Chain, ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
 import type { SignedProof, StatementVerifier } from "./statement-verifier";
 import { issueApiKey } from "./api-keys";
-import type { AppContext } from "./context";
+import type { ServiceContext } from "./context";
 
 const DAY_MS = 86_400_000;
 
@@ -29,7 +29,7 @@ export interface CreateTreasuryInput {
 
 export class TreasuryService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "fees" | "treasuries">,
     /** the position as Aave reports it, for a chain-backed treasury; null for a sandbox one */
     private readonly chainPosition: (t: TreasuryRecord) => Promise<ChainPosition | null> = async () => null,
     private readonly statements?: StatementVerifier,
@@ -72,11 +72,11 @@ export class TreasuryService {
       ownership = "proven";
       proofRecord = { method, nonce: proof.nonce, issued_at: proof.issued_at, signature: proof.signature, verified_at: now.toISOString() };
     }
-    const { treasury, key } = this.ctx.db.transaction(() => {
-      if (proofRecord && !this.statements!.spendNonce(wallet, String(proofRecord.nonce), "register_treasury")) {
+    const { treasury, key } = await this.ctx.tx.transaction(async () => {
+      if (proofRecord && !await this.statements!.spendNonce(wallet, String(proofRecord.nonce), "register_treasury")) {
         throw new ApiError(400, "invalid_ownership_proof", "this nonce was already used by this wallet; sign a statement with a fresh nonce");
       }
-      const treasury = this.insertTreasury({
+      const treasury = await this.insertTreasury({
         walletAddress: wallet,
         chain: input.chain,
         preset: input.preset,
@@ -87,9 +87,9 @@ export class TreasuryService {
         holdings: EMPTY_HOLDINGS,
         now,
       });
-      const key = issueApiKey(this.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: treasury.id, now, ttlMs: this.ttlMs });
+      const key = await issueApiKey(this.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: treasury.id, now, ttlMs: this.ttlMs });
       return { treasury, key };
-    })();
+    });
     return { ...this.viewSync(treasury), api_key: key.key, api_key_expires_at: key.expiresAt ?? undefined };
   }
 
@@ -97,14 +97,14 @@ export class TreasuryService {
    * POST /api/v1/sandbox/keys: a key bound to a fresh demo sandbox treasury
    * (managed mode, seeded with the demo portfolio) so an evaluator can act at once.
    */
-  createSandboxKey() {
+  async createSandboxKey() {
     const now = this.ctx.clock.now();
-    const active = this.ctx.stores.apiKeys.countActiveSandbox(now.toISOString());
+    const active = await this.ctx.stores.apiKeys.countActiveSandbox(now.toISOString());
     if (active >= this.ctx.config.sandboxKeyCapacity) {
       throw new ApiError(503, "sandbox_unavailable", "sandbox key capacity is exhausted; retry later", {}, { "Retry-After": "3600" });
     }
-    return this.ctx.db.transaction(() => {
-      const treasury = this.insertTreasury({
+    return await this.ctx.tx.transaction(async () => {
+      const treasury = await this.insertTreasury({
         // a random address with no known key: the demo treasury is simulated, never signed for
         walletAddress: getAddress(`0x${randomBytes(20).toString("hex")}`),
         chain: "base",
@@ -115,7 +115,7 @@ export class TreasuryService {
         holdings: DEMO_HOLDINGS,
         now,
       });
-      const key = issueApiKey(this.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: treasury.id, now, ttlMs: this.ttlMs });
+      const key = await issueApiKey(this.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: treasury.id, now, ttlMs: this.ttlMs });
       return {
         sandbox: true as const,
         key: key.key,
@@ -123,11 +123,11 @@ export class TreasuryService {
         docs: this.ctx.links.url("/docs"),
         treasury_id: treasury.id,
       };
-    })();
+    });
   }
 
-  get(id: string): TreasuryRecord {
-    const t = this.ctx.stores.treasuries.get(id);
+  async get(id: string): Promise<TreasuryRecord> {
+    const t = await this.ctx.stores.treasuries.get(id);
     if (!t) throw new ApiError(404, "treasury_not_found", `treasury ${id} does not exist`);
     return t;
   }
@@ -206,7 +206,7 @@ export class TreasuryService {
       auto_repay_active: false,
       usdc_balance: figures.holdings.usdc,
       debt_usdc: figures.borrowed_usd,
-      pending_tx_id: this.ctx.stores.envelopes.pendingFor(t.id, this.ctx.clock.now().toISOString())?.txId ?? null,
+      pending_tx_id: (await this.ctx.stores.envelopes.pendingFor(t.id, this.ctx.clock.now().toISOString()))?.txId ?? null,
     };
   }
 
@@ -223,11 +223,11 @@ export class TreasuryService {
   }
 
   /** the fee audit trail (extension) */
-  auditView(treasuryId: string) {
+  async auditView(treasuryId: string) {
     return {
       object: "list" as const,
       treasury_id: treasuryId,
-      data: this.ctx.stores.fees.forTreasury(treasuryId).map((e) => ({
+      data: (await this.ctx.stores.fees.forTreasury(treasuryId)).map((e) => ({
         id: e.id,
         action: e.action,
         amount_usdc: usdcToNumber(e.amountMicro),
@@ -244,7 +244,7 @@ export class TreasuryService {
   }
 
   /** spec 2.18 plus the holdings behind the figures */
-  portfolioView(holdings: Holdings, environment: string, address: string) {
+  async portfolioView(holdings: Holdings, environment: string, address: string) {
     const figures = portfolioFigures(holdings);
     return {
       object: "portfolio_state" as const,
@@ -261,7 +261,7 @@ export class TreasuryService {
     };
   }
 
-  private insertTreasury(o: {
+  private async insertTreasury(o: {
     walletAddress: `0x${string}`;
     chain: Chain;
     preset: PresetName;
@@ -271,7 +271,7 @@ export class TreasuryService {
     proof?: Record<string, unknown> | null;
     holdings: Holdings;
     now: Date;
-  }): TreasuryRecord {
+  }): Promise<TreasuryRecord> {
     const record: TreasuryRecord = {
       id: newId("trs"),
       walletAddress: o.walletAddress,
@@ -285,7 +285,7 @@ export class TreasuryService {
       createdAt: o.now.toISOString(),
       updatedAt: o.now.toISOString(),
     };
-    this.ctx.stores.treasuries.insert(record, o.proof ?? null);
+    await this.ctx.stores.treasuries.insert(record, o.proof ?? null);
     return record;
   }
 }

@@ -74,31 +74,27 @@ export interface AccessRequestEvent {
 export class AccessRequestStore {
   constructor(private readonly db: Db) {}
 
-  insert(r: AccessRequestRecord, actor: string): void {
-    this.db.transaction(() => {
-      this.db
-        .prepare(
-          `INSERT INTO access_requests (id, status, operator_name, operator_email, use_case, agent_name, agent_framework, company, wallet_address, chain,
+  async insert(r: AccessRequestRecord, actor: string): Promise<void> {
+    await this.db.transaction(async () => {
+      await this.db.run(`INSERT INTO access_requests (id, status, operator_name, operator_email, use_case, agent_name, agent_framework, company, wallet_address, chain,
              expected_monthly_volume_usdc, submitted_at, updated_at, reviewer, outcome, outcome_note, closed_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, 
           r.id, r.status, r.operatorName, r.operatorEmail, r.useCase, r.agentName, r.agentFramework, r.company, r.walletAddress, r.chain,
           r.expectedMonthlyVolumeUsdc, r.submittedAt, r.updatedAt, r.reviewer, r.outcome, r.outcomeNote, r.closedAt,
         );
-      this.addEvent(r.id, { fromStatus: null, toStatus: r.status, actor, note: null, at: r.submittedAt });
-    })();
+      await this.addEvent(r.id, { fromStatus: null, toStatus: r.status, actor, note: null, at: r.submittedAt });
+    });
   }
 
-  get(id: string): AccessRequestRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM access_requests WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<AccessRequestRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM access_requests WHERE id = ?", id) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
-  list(status?: AccessRequestStatus): AccessRequestRecord[] {
+  async list(status?: AccessRequestStatus): Promise<AccessRequestRecord[]> {
     const rows = status
-      ? this.db.prepare("SELECT * FROM access_requests WHERE status = ? ORDER BY submitted_at").all(status)
-      : this.db.prepare("SELECT * FROM access_requests ORDER BY submitted_at").all();
+      ? await this.db.all("SELECT * FROM access_requests WHERE status = ? ORDER BY submitted_at", status)
+      : await this.db.all("SELECT * FROM access_requests ORDER BY submitted_at");
     return (rows as Row[]).map(fromRow);
   }
 
@@ -107,40 +103,29 @@ export class AccessRequestStore {
    * (compare-and-set, so two reviewers cannot both move it). Returns false
    * when the request was not in `from`.
    */
-  transition(
+  async transition(
     id: string,
     from: AccessRequestStatus,
     to: AccessRequestStatus,
     fields: { reviewer: string; outcome?: AccessOutcome; outcomeNote?: string | null; closedAt?: string },
     at: string,
-  ): boolean {
-    const info = this.db
-      .prepare(
-        `UPDATE access_requests SET status = ?, updated_at = ?, reviewer = ?, outcome = COALESCE(?, outcome),
+  ): Promise<boolean> {
+    const info = await this.db.run(`UPDATE access_requests SET status = ?, updated_at = ?, reviewer = ?, outcome = COALESCE(?, outcome),
            outcome_note = COALESCE(?, outcome_note), closed_at = COALESCE(?, closed_at)
-         WHERE id = ? AND status = ?`,
-      )
-      .run(to, at, fields.reviewer, fields.outcome ?? null, fields.outcomeNote ?? null, fields.closedAt ?? null, id, from);
+         WHERE id = ? AND status = ?`, to, at, fields.reviewer, fields.outcome ?? null, fields.outcomeNote ?? null, fields.closedAt ?? null, id, from);
     if (info.changes !== 1) return false;
-    this.addEvent(id, { fromStatus: from, toStatus: to, actor: fields.reviewer, note: fields.outcomeNote ?? null, at });
+    await this.addEvent(id, { fromStatus: from, toStatus: to, actor: fields.reviewer, note: fields.outcomeNote ?? null, at });
     return true;
   }
 
-  events(id: string): AccessRequestEvent[] {
+  async events(id: string): Promise<AccessRequestEvent[]> {
     return (
-      this.db
-        .prepare("SELECT from_status, to_status, actor, note, at FROM access_request_events WHERE access_request_id = ? ORDER BY seq")
-        .all(id) as { from_status: AccessRequestStatus | null; to_status: AccessRequestStatus; actor: string; note: string | null; at: string }[]
+      await this.db.all("SELECT from_status, to_status, actor, note, at FROM access_request_events WHERE access_request_id = ? ORDER BY seq", id) as { from_status: AccessRequestStatus | null; to_status: AccessRequestStatus; actor: string; note: string | null; at: string }[]
     ).map((e) => ({ fromStatus: e.from_status, toStatus: e.to_status, actor: e.actor, note: e.note, at: e.at }));
   }
 
-  private addEvent(id: string, e: AccessRequestEvent): void {
-    this.db
-      .prepare("INSERT INTO access_request_events (access_request_id, from_status, to_status, actor, note, at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(id, e.fromStatus, e.toStatus, e.actor, e.note, e.at);
+  private async addEvent(id: string, e: AccessRequestEvent): Promise<void> {
+    await this.db.run("INSERT INTO access_request_events (access_request_id, from_status, to_status, actor, note, at) VALUES (?, ?, ?, ?, ?, ?)", id, e.fromStatus, e.toStatus, e.actor, e.note, e.at);
   }
 
-  transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
-  }
 }

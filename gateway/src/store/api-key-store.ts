@@ -40,34 +40,28 @@ const fromRow = (r: Row): ApiKeyRecord => ({
 export class ApiKeyStore {
   constructor(private readonly db: Db) {}
 
-  insert(k: ApiKeyRecord): void {
-    this.db
-      .prepare(
-        `INSERT INTO api_keys (id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(k.id, k.keyHash, k.kind, k.last4, k.treasuryId, k.accessRequestId, k.createdAt, k.expiresAt, k.revokedAt);
+  async insert(k: ApiKeyRecord): Promise<void> {
+    await this.db.run(`INSERT INTO api_keys (id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.id, k.keyHash, k.kind, k.last4, k.treasuryId, k.accessRequestId, k.createdAt, k.expiresAt, k.revokedAt);
   }
 
-  findByHash(hash: string): ApiKeyRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM api_keys WHERE key_hash = ?").get(hash) as Row | undefined;
+  async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM api_keys WHERE key_hash = ?", hash) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
   /** is a live key (issued through the reviewed onboarding, not revoked) bound to this treasury? */
-  hasLiveKey(treasuryId: string): boolean {
-    return this.db.prepare("SELECT 1 FROM api_keys WHERE treasury_id = ? AND kind = 'live' AND revoked_at IS NULL").get(treasuryId) !== undefined;
+  async hasLiveKey(treasuryId: string): Promise<boolean> {
+    return await this.db.get("SELECT 1 FROM api_keys WHERE treasury_id = ? AND kind = 'live' AND revoked_at IS NULL", treasuryId) !== undefined;
   }
 
-  countActiveSandbox(nowIso: string): number {
-    const row = this.db
-      .prepare("SELECT COUNT(*) AS n FROM api_keys WHERE kind = 'sandbox' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)")
-      .get(nowIso) as { n: number };
+  async countActiveSandbox(nowIso: string): Promise<number> {
+    const row = await this.db.get("SELECT COUNT(*) AS n FROM api_keys WHERE kind = 'sandbox' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", nowIso) as { n: number };
     return row.n;
   }
 
   /** the key hashes of a treasury, used only to prove secrets are not stored in clear */
-  all(): ApiKeyRecord[] {
-    return (this.db.prepare("SELECT * FROM api_keys").all() as Row[]).map(fromRow);
+  async all(): Promise<ApiKeyRecord[]> {
+    return (await this.db.all("SELECT * FROM api_keys") as Row[]).map(fromRow);
   }
 }

@@ -64,48 +64,40 @@ export class DelegationStore {
    * one delegation: a proven one held by another treasury is detached (the
    * Safe's owners chose this treasury). Call inside the caller's transaction.
    */
-  attachProven(d: { treasuryId: string; chain: string; safe: string; module: string; automation: string; protectBelowHealth: number; proof: Record<string, unknown>; at: string }): void {
-    this.db.prepare("DELETE FROM delegations WHERE chain = ? AND lower(safe) = lower(?) AND treasury_id != ?").run(d.chain, d.safe, d.treasuryId);
-    this.db
-      .prepare(
-        `INSERT INTO delegations (treasury_id, safe, module, automation, registered_at, protect_below_health, chain, proof, proven_at, armed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+  async attachProven(d: { treasuryId: string; chain: string; safe: string; module: string; automation: string; protectBelowHealth: number; proof: Record<string, unknown>; at: string }): Promise<void> {
+    await this.db.run("DELETE FROM delegations WHERE chain = ? AND lower(safe) = lower(?) AND treasury_id != ?", d.chain, d.safe, d.treasuryId);
+    await this.db.run(`INSERT INTO delegations (treasury_id, safe, module, automation, registered_at, protect_below_health, chain, proof, proven_at, armed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
          ON CONFLICT(treasury_id) DO UPDATE SET safe = excluded.safe, module = excluded.module, automation = excluded.automation, protect_below_health = excluded.protect_below_health,
-           chain = excluded.chain, proof = excluded.proof, proven_at = excluded.proven_at, armed = 1`,
-      )
-      .run(d.treasuryId, d.safe, d.module, d.automation, d.at, d.protectBelowHealth, d.chain, JSON.stringify(d.proof), d.at);
+           chain = excluded.chain, proof = excluded.proof, proven_at = excluded.proven_at, armed = 1`, d.treasuryId, d.safe, d.module, d.automation, d.at, d.protectBelowHealth, d.chain, JSON.stringify(d.proof), d.at);
   }
 
-  get(treasuryId: string): DelegationRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM delegations WHERE treasury_id = ?").get(treasuryId) as Row | undefined;
+  async get(treasuryId: string): Promise<DelegationRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM delegations WHERE treasury_id = ?", treasuryId) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
   /** the delegations the engine may act on: attached with the Safe's own proof */
-  allProven(): DelegationRecord[] {
-    return (this.db.prepare("SELECT * FROM delegations WHERE proven_at IS NOT NULL ORDER BY registered_at").all() as Row[]).map(fromRow);
+  async allProven(): Promise<DelegationRecord[]> {
+    return (await this.db.all("SELECT * FROM delegations WHERE proven_at IS NOT NULL ORDER BY registered_at") as Row[]).map(fromRow);
   }
 
-  markApproved(treasuryId: string, at: string): void {
-    this.db.prepare("UPDATE delegations SET first_approved_at = COALESCE(first_approved_at, ?) WHERE treasury_id = ?").run(at, treasuryId);
+  async markApproved(treasuryId: string, at: string): Promise<void> {
+    await this.db.run("UPDATE delegations SET first_approved_at = COALESCE(first_approved_at, ?) WHERE treasury_id = ?", at, treasuryId);
   }
 
-  setArmed(treasuryId: string, armed: boolean): void {
-    this.db.prepare("UPDATE delegations SET armed = ? WHERE treasury_id = ?").run(armed ? 1 : 0, treasuryId);
+  async setArmed(treasuryId: string, armed: boolean): Promise<void> {
+    await this.db.run("UPDATE delegations SET armed = ? WHERE treasury_id = ?", armed ? 1 : 0, treasuryId);
   }
 
-  recordAction(a: ProtectionActionRecord): void {
-    this.db
-      .prepare(
-        `INSERT INTO protection_actions (id, treasury_id, safe, status, reason, health_before, ltv_before, ltv_after, repay_micro, tx_hashes, gas_usd, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(a.id, a.treasuryId, a.safe, a.status, a.reason, a.healthBefore, a.ltvBefore, a.ltvAfter, a.repayMicro?.toString() ?? null, JSON.stringify(a.txHashes), a.gasUsd, a.createdAt);
+  async recordAction(a: ProtectionActionRecord): Promise<void> {
+    await this.db.run(`INSERT INTO protection_actions (id, treasury_id, safe, status, reason, health_before, ltv_before, ltv_after, repay_micro, tx_hashes, gas_usd, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.id, a.treasuryId, a.safe, a.status, a.reason, a.healthBefore, a.ltvBefore, a.ltvAfter, a.repayMicro?.toString() ?? null, JSON.stringify(a.txHashes), a.gasUsd, a.createdAt);
   }
 
   /** every protection action taken on a Safe, whichever treasury held its delegation then */
-  actionsOnSafe(safe: string): ProtectionActionRecord[] {
+  async actionsOnSafe(safe: string): Promise<ProtectionActionRecord[]> {
     return (
-      this.db.prepare("SELECT * FROM protection_actions WHERE lower(safe) = lower(?) ORDER BY created_at, rowid").all(safe) as {
+      await this.db.all("SELECT * FROM protection_actions WHERE lower(safe) = lower(?) ORDER BY created_at, rowid", safe) as {
         id: string;
         treasury_id: string;
         safe: string;
@@ -136,11 +128,9 @@ export class DelegationStore {
   }
 
   /** protection gas spent on a Safe in the calendar month (UTC) of `at` (failed attempts cost gas too) */
-  monthGasUsd(safe: string, at: Date): number {
+  async monthGasUsd(safe: string, at: Date): Promise<number> {
     const month = at.toISOString().slice(0, 7);
-    const row = this.db
-      .prepare("SELECT COALESCE(SUM(gas_usd), 0) AS total FROM protection_actions WHERE lower(safe) = lower(?) AND status IN ('executed','failed') AND substr(created_at, 1, 7) = ?")
-      .get(safe, month) as { total: number };
+    const row = await this.db.get("SELECT COALESCE(SUM(gas_usd), 0) AS total FROM protection_actions WHERE lower(safe) = lower(?) AND status IN ('executed','failed') AND substr(created_at, 1, 7) = ?", safe, month) as { total: number };
     return row.total;
   }
 }

@@ -124,34 +124,29 @@ const stepFromRow = (r: StepRow): StepRecord => ({
 export class EnvelopeStore {
   constructor(private readonly db: Db) {}
 
-  insert(e: EnvelopeRecord, steps: StepRecord[]): void {
-    this.db
-      .prepare(
-        `INSERT INTO envelopes (tx_id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, params, chain, chain_id, status, created_at, expires_at, completed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(e.txId, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.feeBps, e.feeBasis, JSON.stringify(e.params), e.chain, e.chainId, e.status, e.createdAt, e.expiresAt, e.completedAt);
-    const insertStep = this.db.prepare(
-      `INSERT INTO envelope_steps (tx_id, envelope_tx_id, seq, kind, to_address, data, value, summary, status, tx_hash, signed_transaction, receipt, relayed_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
+  async insert(e: EnvelopeRecord, steps: StepRecord[]): Promise<void> {
+    await this.db.run(`INSERT INTO envelopes (tx_id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, params, chain, chain_id, status, created_at, expires_at, completed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.txId, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.feeBps, e.feeBasis, JSON.stringify(e.params), e.chain, e.chainId, e.status, e.createdAt, e.expiresAt, e.completedAt);
     for (const s of steps) {
-      insertStep.run(s.txId, s.envelopeTxId, s.seq, s.kind, s.to, s.data, s.value, JSON.stringify(s.summary), s.status, s.txHash, s.signedTransaction, s.receipt ? JSON.stringify(s.receipt) : null, s.relayedAt);
+      await this.db.run(
+        `INSERT INTO envelope_steps (tx_id, envelope_tx_id, seq, kind, to_address, data, value, summary, status, tx_hash, signed_transaction, receipt, relayed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        s.txId, s.envelopeTxId, s.seq, s.kind, s.to, s.data, s.value, JSON.stringify(s.summary), s.status, s.txHash, s.signedTransaction, s.receipt ? JSON.stringify(s.receipt) : null, s.relayedAt);
     }
   }
 
-  get(txId: string): EnvelopeRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM envelopes WHERE tx_id = ?").get(txId) as EnvelopeRow | undefined;
+  async get(txId: string): Promise<EnvelopeRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM envelopes WHERE tx_id = ?", txId) as EnvelopeRow | undefined;
     return row ? envelopeFromRow(row) : undefined;
   }
 
-  step(txId: string): StepRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM envelope_steps WHERE tx_id = ?").get(txId) as StepRow | undefined;
+  async step(txId: string): Promise<StepRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM envelope_steps WHERE tx_id = ?", txId) as StepRow | undefined;
     return row ? stepFromRow(row) : undefined;
   }
 
-  steps(envelopeTxId: string): StepRecord[] {
-    return (this.db.prepare("SELECT * FROM envelope_steps WHERE envelope_tx_id = ? ORDER BY seq").all(envelopeTxId) as StepRow[]).map(stepFromRow);
+  async steps(envelopeTxId: string): Promise<StepRecord[]> {
+    return (await this.db.all("SELECT * FROM envelope_steps WHERE envelope_tx_id = ? ORDER BY seq", envelopeTxId) as StepRow[]).map(stepFromRow);
   }
 
   /**
@@ -159,29 +154,23 @@ export class EnvelopeStore {
    * and not expired at `nowIso`, or with a step being broadcast (expired or
    * not: its transaction may still be mined and must be reconciled first).
    */
-  pendingFor(treasuryId: string, nowIso: string): EnvelopeRecord | undefined {
-    const row = this.db
-      .prepare(
-        `SELECT e.* FROM envelopes e WHERE e.treasury_id = ? AND e.status = 'awaiting_signature'
+  async pendingFor(treasuryId: string, nowIso: string): Promise<EnvelopeRecord | undefined> {
+    const row = await this.db.get(`SELECT e.* FROM envelopes e WHERE e.treasury_id = ? AND e.status = 'awaiting_signature'
            AND (e.expires_at > ? OR EXISTS (SELECT 1 FROM envelope_steps s WHERE s.envelope_tx_id = e.tx_id AND s.status = 'broadcasting'))
-         ORDER BY e.created_at DESC LIMIT 1`,
-      )
-      .get(treasuryId, nowIso) as EnvelopeRow | undefined;
+         ORDER BY e.created_at DESC LIMIT 1`, treasuryId, nowIso) as EnvelopeRow | undefined;
     return row ? envelopeFromRow(row) : undefined;
   }
 
   /** steps of a treasury claimed for broadcast and not yet reconciled with the chain */
-  broadcastingFor(treasuryId: string): StepRecord[] {
+  async broadcastingFor(treasuryId: string): Promise<StepRecord[]> {
     return (
-      this.db
-        .prepare("SELECT s.* FROM envelope_steps s JOIN envelopes e ON e.tx_id = s.envelope_tx_id WHERE e.treasury_id = ? AND s.status = 'broadcasting' ORDER BY s.broadcast_at")
-        .all(treasuryId) as StepRow[]
+      await this.db.all("SELECT s.* FROM envelope_steps s JOIN envelopes e ON e.tx_id = s.envelope_tx_id WHERE e.treasury_id = ? AND s.status = 'broadcasting' ORDER BY s.broadcast_at", treasuryId) as StepRow[]
     ).map(stepFromRow);
   }
 
   /** every step awaiting reconciliation (for a sweep) */
-  allBroadcasting(): StepRecord[] {
-    return (this.db.prepare("SELECT * FROM envelope_steps WHERE status = 'broadcasting' ORDER BY broadcast_at").all() as StepRow[]).map(stepFromRow);
+  async allBroadcasting(): Promise<StepRecord[]> {
+    return (await this.db.all("SELECT * FROM envelope_steps WHERE status = 'broadcasting' ORDER BY broadcast_at") as StepRow[]).map(stepFromRow);
   }
 
   /**
@@ -190,51 +179,39 @@ export class EnvelopeStore {
    * transaction is sent, so a crash leaves a record to reconcile. False when
    * another signature of the step (or of an earlier one) holds it.
    */
-  claimStep(txId: string, c: { txHash: string; signed: string; signer: string; nonce: number; at: string }): boolean {
+  async claimStep(txId: string, c: { txHash: string; signed: string; signer: string; nonce: number; at: string }): Promise<boolean> {
     return (
-      this.db
-        .prepare(
-          `UPDATE envelope_steps SET status = 'broadcasting', tx_hash = ?, signed_transaction = ?, signer = ?, tx_nonce = ?, broadcast_at = ?
+      (await this.db.run(`UPDATE envelope_steps SET status = 'broadcasting', tx_hash = ?, signed_transaction = ?, signer = ?, tx_nonce = ?, broadcast_at = ?
            WHERE tx_id = ? AND status = 'awaiting_signature'
-             AND NOT EXISTS (SELECT 1 FROM envelope_steps p WHERE p.envelope_tx_id = envelope_steps.envelope_tx_id AND p.seq < envelope_steps.seq AND p.status != 'relayed')`,
-        )
-        .run(c.txHash, c.signed, c.signer, c.nonce, c.at, txId).changes === 1
+             AND NOT EXISTS (SELECT 1 FROM envelope_steps p WHERE p.envelope_tx_id = envelope_steps.envelope_tx_id AND p.seq < envelope_steps.seq AND p.status != 'relayed')`, c.txHash, c.signed, c.signer, c.nonce, c.at, txId)).changes === 1
     );
   }
 
   /** a claimed step did not execute (refused by the node, reverted, dropped): it awaits a new signature again */
-  unclaimStep(txId: string, txHash: string, reason: string, at: string): boolean {
-    const step = this.step(txId);
+  async unclaimStep(txId: string, txHash: string, reason: string, at: string): Promise<boolean> {
+    const step = await this.step(txId);
     if (!step || step.status !== "broadcasting" || step.txHash !== txHash) return false;
     const attempts = [...step.failedAttempts, { tx_hash: txHash, reason, at }];
     return (
-      this.db
-        .prepare(
-          "UPDATE envelope_steps SET status = 'awaiting_signature', tx_hash = NULL, signed_transaction = NULL, signer = NULL, tx_nonce = NULL, broadcast_at = NULL, failed_attempts = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?",
-        )
-        .run(JSON.stringify(attempts), txId, txHash).changes === 1
+      (await this.db.run("UPDATE envelope_steps SET status = 'awaiting_signature', tx_hash = NULL, signed_transaction = NULL, signer = NULL, tx_nonce = NULL, broadcast_at = NULL, failed_attempts = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?", JSON.stringify(attempts), txId, txHash)).changes === 1
     );
   }
 
   /** a claimed step was mined successfully: relayed, with its receipt */
-  finishStep(txId: string, txHash: string, receipt: Record<string, unknown>, at: string): boolean {
+  async finishStep(txId: string, txHash: string, receipt: Record<string, unknown>, at: string): Promise<boolean> {
     return (
-      this.db
-        .prepare("UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?")
-        .run(JSON.stringify(receipt), at, txId, txHash).changes === 1
+      (await this.db.run("UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?", JSON.stringify(receipt), at, txId, txHash)).changes === 1
     );
   }
 
   /** sandbox relay (nothing is sent): awaiting -> relayed in one step, only if it was still awaiting */
-  markStepRelayed(txId: string, txHash: string, signed: string, receipt: Record<string, unknown>, at: string): boolean {
+  async markStepRelayed(txId: string, txHash: string, signed: string, receipt: Record<string, unknown>, at: string): Promise<boolean> {
     return (
-      this.db
-        .prepare("UPDATE envelope_steps SET status = 'relayed', tx_hash = ?, signed_transaction = ?, receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'awaiting_signature'")
-        .run(txHash, signed, JSON.stringify(receipt), at, txId).changes === 1
+      (await this.db.run("UPDATE envelope_steps SET status = 'relayed', tx_hash = ?, signed_transaction = ?, receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'awaiting_signature'", txHash, signed, JSON.stringify(receipt), at, txId)).changes === 1
     );
   }
 
-  setStatus(txId: string, status: EnvelopeStatus, at: string | null): void {
-    this.db.prepare("UPDATE envelopes SET status = ?, completed_at = COALESCE(?, completed_at) WHERE tx_id = ?").run(status, at, txId);
+  async setStatus(txId: string, status: EnvelopeStatus, at: string | null): Promise<void> {
+    await this.db.run("UPDATE envelopes SET status = ?, completed_at = COALESCE(?, completed_at) WHERE tx_id = ?", status, at, txId);
   }
 }

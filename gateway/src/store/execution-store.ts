@@ -17,13 +17,11 @@ export interface ExecutionRecord {
 export class ExecutionStore {
   constructor(private readonly db: Db) {}
 
-  insert(e: ExecutionRecord): void {
-    this.db
-      .prepare("INSERT INTO executions (id, treasury_id, action, amount_micro, fee_micro, origin, envelope_tx_id, receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .run(e.id, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.origin, e.envelopeTxId, JSON.stringify(e.receipt), e.createdAt);
+  async insert(e: ExecutionRecord): Promise<void> {
+    await this.db.run("INSERT INTO executions (id, treasury_id, action, amount_micro, fee_micro, origin, envelope_tx_id, receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", e.id, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.origin, e.envelopeTxId, JSON.stringify(e.receipt), e.createdAt);
   }
 
-  count(treasuryId: string): number {
-    return (this.db.prepare("SELECT COUNT(*) AS n FROM executions WHERE treasury_id = ?").get(treasuryId) as { n: number }).n;
+  async count(treasuryId: string): Promise<number> {
+    return ((await this.db.get("SELECT COUNT(*) AS n FROM executions WHERE treasury_id = ?", treasuryId)) as { n: number }).n;
   }
 }

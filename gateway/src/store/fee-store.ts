@@ -60,8 +60,8 @@ const fromRow = (r: Row): FeeAuditEntry => ({
 export class FeeStore {
   constructor(private readonly db: Db) {}
 
-  ratchet(): RatchetState {
-    const row = this.db.prepare("SELECT tier_index, platform_volume_micro FROM fee_ratchet WHERE id = 1").get() as {
+  async ratchet(): Promise<RatchetState> {
+    const row = await this.db.get("SELECT tier_index, platform_volume_micro FROM fee_ratchet WHERE id = 1") as {
       tier_index: number;
       platform_volume_micro: string;
     };
@@ -74,39 +74,31 @@ export class FeeStore {
    * audited and count for nothing. Call inside the caller's transaction, so
    * the execution and its audit land together or not at all.
    */
-  record(entry: Omit<FeeAuditEntry, "feeTier">): FeeAuditEntry {
-    const state = this.ratchet();
+  async record(entry: Omit<FeeAuditEntry, "feeTier">): Promise<FeeAuditEntry> {
+    const state = await this.ratchet();
     const full: FeeAuditEntry = { ...entry, feeTier: tierAt(state.tierIndex).tier };
-    this.db
-      .prepare(
-        `INSERT INTO fee_audit (id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, fee_tier, trigger, execution_ref, created_at, environment, counts_toward_volume)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
+    await this.db.run(`INSERT INTO fee_audit (id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, fee_tier, trigger, execution_ref, created_at, environment, counts_toward_volume)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, 
         full.id, full.treasuryId, full.action, full.amountMicro.toString(), full.feeMicro.toString(), full.feeBps, full.feeBasis,
         full.feeTier, full.trigger, full.executionRef, full.createdAt, full.environment, full.countsTowardVolume && full.feeMicro > 0n ? 1 : 0,
       );
     if (full.countsTowardVolume && full.feeMicro > 0n) {
       const next = advanceRatchet(state, full.amountMicro);
-      this.db
-        .prepare("UPDATE fee_ratchet SET tier_index = ?, platform_volume_micro = ?, updated_at = ? WHERE id = 1")
-        .run(next.tierIndex, next.platformVolumeMicro.toString(), full.createdAt);
+      await this.db.run("UPDATE fee_ratchet SET tier_index = ?, platform_volume_micro = ?, updated_at = ? WHERE id = 1", next.tierIndex, next.platformVolumeMicro.toString(), full.createdAt);
     }
     return full;
   }
 
-  forTreasury(treasuryId: string): FeeAuditEntry[] {
-    return (this.db.prepare("SELECT * FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid").all(treasuryId) as Row[]).map(fromRow);
+  async forTreasury(treasuryId: string): Promise<FeeAuditEntry[]> {
+    return (await this.db.all("SELECT * FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid", treasuryId) as Row[]).map(fromRow);
   }
 
   /**
    * Time of the last fee-bearing execution of a treasury (deposit, convert or
    * borrow: every one of them buys or borrows), the dormancy clock's input.
    */
-  lastFeeBearingAt(treasuryId: string): string | undefined {
-    const row = this.db
-      .prepare("SELECT MAX(created_at) AS at FROM fee_audit WHERE treasury_id = ? AND fee_micro != '0'")
-      .get(treasuryId) as { at: string | null };
+  async lastFeeBearingAt(treasuryId: string): Promise<string | undefined> {
+    const row = await this.db.get("SELECT MAX(created_at) AS at FROM fee_audit WHERE treasury_id = ? AND fee_micro != '0'", treasuryId) as { at: string | null };
     return row.at ?? undefined;
   }
 }

@@ -1,9 +1,12 @@
 /**
  * Idempotency keys (spec 8): one row per (credential scope, key). The first
- * request claims the key (in_progress) in one atomic INSERT; the response is
- * stored as sent, byte for byte; rows are kept at least 24 hours.
+ * request claims the key (in_progress) in one atomic INSERT, under a lease it
+ * renews while it runs; a request that died leaves a lease that expires, and
+ * the next request with the same key and body takes the claim over. The
+ * response is stored as sent, byte for byte; rows are kept at least 24 hours.
  */
 import type { Db } from "./db";
+import { leaseUntil } from "./lease";
 
 export interface StoredResponse {
   status: number;
@@ -12,7 +15,7 @@ export interface StoredResponse {
 }
 
 export type Claim =
-  | { kind: "claimed" }
+  | { kind: "claimed"; holder: string; reclaimed: boolean }
   | { kind: "replay"; response: StoredResponse }
   | { kind: "in_progress" }
   | { kind: "mismatch" };
@@ -22,36 +25,49 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 export class IdempotencyStore {
   constructor(private readonly db: Db) {}
 
-  claim(scope: string, key: string, requestHash: string, now: Date): Claim {
+  claim(scope: string, key: string, requestHash: string, now: Date, holder: string): Promise<Claim> {
     const nowIso = now.toISOString();
-    return this.db.transaction((): Claim => {
-      this.db.prepare("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at <= ?").run(scope, key, nowIso);
-      const inserted = this.db
-        .prepare("INSERT OR IGNORE INTO idempotency_keys (scope, key, request_hash, state, created_at, expires_at) VALUES (?, ?, ?, 'in_progress', ?, ?)")
-        .run(scope, key, requestHash, nowIso, new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS).toISOString());
-      if (inserted.changes === 1) return { kind: "claimed" };
-      const row = this.db.prepare("SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?").get(scope, key) as {
-        request_hash: string;
-        state: string;
-        status_code: number | null;
-        headers: string | null;
-        body: string | null;
-      };
+    return this.db.transaction(async (): Promise<Claim> => {
+      await this.db.run("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at <= ?", scope, key, nowIso);
+      const inserted = await this.db.run(
+        "INSERT INTO idempotency_keys (scope, key, request_hash, state, created_at, expires_at, lease_holder, lease_expires_at) VALUES (?, ?, ?, 'in_progress', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        scope, key, requestHash, nowIso, new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS).toISOString(), holder, leaseUntil(now),
+      );
+      if (inserted.changes === 1) return { kind: "claimed", holder, reclaimed: false };
+      const row = await this.db.get<{ request_hash: string; state: string; status_code: number | null; headers: string | null; body: string | null; lease_expires_at: string | null; created_at: string }>(
+        "SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?",
+        scope, key,
+      );
+      if (!row) return { kind: "in_progress" }; // removed meanwhile (its holder released it): the retry may go again
       if (row.request_hash !== requestHash) return { kind: "mismatch" };
-      if (row.state === "in_progress") return { kind: "in_progress" };
+      if (row.state === "in_progress") {
+        const leaseEnd = row.lease_expires_at ?? row.created_at;
+        if (leaseEnd > nowIso) return { kind: "in_progress" };
+        // its request died: take the claim over
+        await this.db.run("UPDATE idempotency_keys SET lease_holder = ?, lease_expires_at = ? WHERE scope = ? AND key = ? AND state = 'in_progress'", holder, leaseUntil(now), scope, key);
+        return { kind: "claimed", holder, reclaimed: true };
+      }
       return { kind: "replay", response: { status: row.status_code!, headers: JSON.parse(row.headers ?? "{}"), body: row.body ?? "" } };
-    })();
+    });
   }
 
-  complete(scope: string, key: string, response: StoredResponse): void {
-    this.db
-      .prepare("UPDATE idempotency_keys SET state = 'completed', status_code = ?, headers = ?, body = ? WHERE scope = ? AND key = ?")
-      .run(response.status, JSON.stringify(response.headers), response.body, scope, key);
+  /** the holder is alive: extend its lease (false: the lease was lost to a takeover) */
+  async renew(scope: string, key: string, holder: string, now: Date): Promise<boolean> {
+    return (
+      (await this.db.run("UPDATE idempotency_keys SET lease_expires_at = ? WHERE scope = ? AND key = ? AND state = 'in_progress' AND lease_holder = ?", leaseUntil(now), scope, key, holder)).changes === 1
+    );
+  }
+
+  async complete(scope: string, key: string, response: StoredResponse, holder: string): Promise<void> {
+    await this.db.run(
+      "UPDATE idempotency_keys SET state = 'completed', status_code = ?, headers = ?, body = ?, lease_holder = NULL, lease_expires_at = NULL WHERE scope = ? AND key = ? AND state = 'in_progress' AND lease_holder = ?",
+      response.status, JSON.stringify(response.headers), response.body, scope, key, holder,
+    );
   }
 
   /** forget a claim whose request failed unexpectedly, so it can be retried */
-  release(scope: string, key: string): void {
-    this.db.prepare("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'in_progress'").run(scope, key);
+  async release(scope: string, key: string, holder: string): Promise<void> {
+    await this.db.run("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'in_progress' AND lease_holder = ?", scope, key, holder);
   }
 
   /**
@@ -59,21 +75,19 @@ export class IdempotencyStore {
    * typed refusal after settlement, an unexpected failure): remember it, so
    * the retry of the same request with the same key is not charged again.
    */
-  addPrepaid(scope: string, key: string, requestHash: string, payment: { payer: string; nonce: string }, now: Date): void {
-    this.db
-      .prepare("INSERT OR REPLACE INTO prepaid_requests (scope, key, request_hash, payer, nonce, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(scope, key, requestHash, payment.payer.toLowerCase(), payment.nonce.toLowerCase(), now.toISOString());
+  async addPrepaid(scope: string, key: string, requestHash: string, payment: { payer: string; nonce: string }, now: Date): Promise<void> {
+    await this.db.run(
+      "INSERT INTO prepaid_requests (scope, key, request_hash, payer, nonce, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, key) DO UPDATE SET request_hash = excluded.request_hash, payer = excluded.payer, nonce = excluded.nonce, created_at = excluded.created_at",
+      scope, key, requestHash, payment.payer.toLowerCase(), payment.nonce.toLowerCase(), now.toISOString(),
+    );
   }
 
   /** consume the prepaid credit of this key and request, if there is one (atomic: one taker) */
-  takePrepaid(scope: string, key: string, requestHash: string): { payer: string; nonce: string } | undefined {
-    const row = this.db.prepare("DELETE FROM prepaid_requests WHERE scope = ? AND key = ? AND request_hash = ? RETURNING payer, nonce").get(scope, key, requestHash) as
-      | { payer: string; nonce: string }
-      | undefined;
-    return row;
+  async takePrepaid(scope: string, key: string, requestHash: string): Promise<{ payer: string; nonce: string } | undefined> {
+    return this.db.get<{ payer: string; nonce: string }>("DELETE FROM prepaid_requests WHERE scope = ? AND key = ? AND request_hash = ? RETURNING payer, nonce", scope, key, requestHash);
   }
 
-  purgeExpired(now: Date): number {
-    return this.db.prepare("DELETE FROM idempotency_keys WHERE expires_at <= ?").run(now.toISOString()).changes;
+  async purgeExpired(now: Date): Promise<number> {
+    return (await this.db.run("DELETE FROM idempotency_keys WHERE expires_at <= ?", now.toISOString())).changes;
   }
 }

@@ -1,7 +1,11 @@
 /**
- * Versioned schema migrations. Append only: a released migration is never
- * edited; a change is a new entry with the next version.
+ * Versioned schema migrations, SQLite's history (PostgreSQL's is in
+ * postgres-migrations.ts, same versions from 5 on). Append only: a released
+ * migration is never edited; a change is a new entry with the next version,
+ * in both lists.
  */
+export { POSTGRES_MIGRATIONS } from "./postgres-migrations";
+
 export interface Migration {
   version: number;
   name: string;
@@ -315,6 +319,36 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE protection_actions ADD COLUMN safe TEXT;
       UPDATE protection_actions SET safe = (SELECT safe FROM delegations d WHERE d.treasury_id = protection_actions.treasury_id);
       CREATE INDEX protection_actions_safe ON protection_actions (lower(safe), created_at);
+    `,
+  },
+  {
+    version: 6,
+    name: "many_instances",
+    sql: `
+      -- rate-limit windows shared by every instance: one counter per (limiter, identity)
+      CREATE TABLE rate_limit_hits (
+        key TEXT PRIMARY KEY,
+        hits INTEGER NOT NULL,
+        reset_at INTEGER NOT NULL
+      );
+      -- an in-progress Idempotency-Key is held by a lease its request renews; a dead request's lease expires and the key is reclaimed
+      ALTER TABLE idempotency_keys ADD COLUMN lease_expires_at TEXT;
+      ALTER TABLE idempotency_keys ADD COLUMN lease_holder TEXT;
+      -- a locked x402 payment is held by a lease too: a request that died mid-settlement is taken over (and settled once, or served once)
+      ALTER TABLE x402_payments ADD COLUMN lease_holder TEXT;
+      ALTER TABLE x402_payments ADD COLUMN lease_expires_at TEXT;
+      -- a protection repayment is claimed (with its transaction hash, before sending) so two engines never act twice on one trigger
+      CREATE TABLE protection_claims (
+        treasury_id TEXT PRIMARY KEY REFERENCES treasuries(id),
+        holder TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('deciding','broadcasting')),
+        action_id TEXT NOT NULL,
+        tx_hash TEXT,
+        repay_micro TEXT,
+        detail TEXT,
+        claimed_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
     `,
   },
 ];

@@ -47,21 +47,19 @@ export class OutboxStore {
     private readonly box: SecretBox,
   ) {}
 
-  insert(m: OutboxMessage): void {
-    this.db
-      .prepare("INSERT INTO outbox (id, kind, recipient, subject, body, related_id, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-      .run(m.id, m.kind, m.recipient, m.subject, m.body === null ? null : this.box.seal(m.body), m.relatedId, m.createdAt, m.deliveredAt);
+  async insert(m: OutboxMessage): Promise<void> {
+    await this.db.run("INSERT INTO outbox (id, kind, recipient, subject, body, related_id, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", m.id, m.kind, m.recipient, m.subject, m.body === null ? null : this.box.seal(m.body), m.relatedId, m.createdAt, m.deliveredAt);
   }
 
-  pending(): OutboxMessage[] {
-    return (this.db.prepare("SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY created_at").all() as Row[]).map((r) => fromRow(r, this.box));
+  async pending(): Promise<OutboxMessage[]> {
+    return (await this.db.all("SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY created_at") as Row[]).map((r) => fromRow(r, this.box));
   }
 
-  forRelated(relatedId: string): OutboxMessage[] {
-    return (this.db.prepare("SELECT * FROM outbox WHERE related_id = ? ORDER BY created_at").all(relatedId) as Row[]).map((r) => fromRow(r, this.box));
+  async forRelated(relatedId: string): Promise<OutboxMessage[]> {
+    return (await this.db.all("SELECT * FROM outbox WHERE related_id = ? ORDER BY created_at", relatedId) as Row[]).map((r) => fromRow(r, this.box));
   }
 
-  markDelivered(id: string, at: string): boolean {
-    return this.db.prepare("UPDATE outbox SET delivered_at = ?, body = NULL WHERE id = ? AND delivered_at IS NULL").run(at, id).changes === 1;
+  async markDelivered(id: string, at: string): Promise<boolean> {
+    return (await this.db.run("UPDATE outbox SET delivered_at = ?, body = NULL WHERE id = ? AND delivered_at IS NULL", at, id)).changes === 1;
   }
 }

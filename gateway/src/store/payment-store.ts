@@ -1,38 +1,74 @@
 /**
  * x402 payments seen by the gateway, one row per (payer, authorization
  * nonce). The row is the lock that keeps one payment from running a handler
- * twice: a second request with the same proof finds it and is refused.
+ * twice. It is held under a lease: a request that died between locking and
+ * answering leaves a row that the same proof's retry takes over, so the
+ * payment is settled once (the facilitator settles an authorization at most
+ * once) and the request served once, never charged again.
  */
 import type { Db } from "./db";
+import { leaseUntil } from "./lease";
+
+export type PaymentLock =
+  /** first sight of this proof, or a dead request's unsettled lock: settle it */
+  | { kind: "locked"; takenOver: boolean }
+  /** a dead request's payment that was settled and never served: serve it without charging */
+  | { kind: "settled_unserved"; transactionHash: string | null; treasuryId: string | null }
+  /** a live request holds it */
+  | { kind: "busy" }
+  /** settled and served already */
+  | { kind: "used" };
 
 export class PaymentStore {
   constructor(private readonly db: Db) {}
 
-  /** claim (payer, nonce); false when the payment was already seen */
-  lock(p: { payer: string; nonce: string; route: string; amountAtomic: bigint; treasuryId: string | null; at: string }): boolean {
+  lock(p: { payer: string; nonce: string; route: string; amountAtomic: bigint; treasuryId: string | null; holder: string; now: Date }): Promise<PaymentLock> {
+    const payer = p.payer.toLowerCase();
+    const nonce = p.nonce.toLowerCase();
+    const at = p.now.toISOString();
+    return this.db.transaction(async (): Promise<PaymentLock> => {
+      const inserted = await this.db.run(
+        "INSERT INTO x402_payments (payer, nonce, route, amount_atomic, state, treasury_id, created_at, lease_holder, lease_expires_at) VALUES (?, ?, ?, ?, 'locked', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        payer, nonce, p.route, p.amountAtomic.toString(), p.treasuryId, at, p.holder, leaseUntil(p.now),
+      );
+      if (inserted.changes === 1) return { kind: "locked", takenOver: false };
+      const row = await this.db.get<{ state: string; outcome_status: number | null; lease_expires_at: string | null; route: string; transaction_hash: string | null; treasury_id: string | null }>(
+        "SELECT state, outcome_status, lease_expires_at, route, transaction_hash, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ?",
+        payer, nonce,
+      );
+      if (!row || row.outcome_status !== null || row.route !== p.route) return { kind: "used" };
+      if (row.lease_expires_at === null) return { kind: row.state === "settled" ? "used" : "busy" };
+      if (row.lease_expires_at > at) return { kind: "busy" };
+      await this.db.run("UPDATE x402_payments SET lease_holder = ?, lease_expires_at = ? WHERE payer = ? AND nonce = ?", p.holder, leaseUntil(p.now), payer, nonce);
+      return row.state === "settled" ? { kind: "settled_unserved", transactionHash: row.transaction_hash, treasuryId: row.treasury_id } : { kind: "locked", takenOver: true };
+    });
+  }
+
+  async renew(payer: string, nonce: string, holder: string, now: Date): Promise<boolean> {
     return (
-      this.db
-        .prepare("INSERT OR IGNORE INTO x402_payments (payer, nonce, route, amount_atomic, state, treasury_id, created_at) VALUES (?, ?, ?, ?, 'locked', ?, ?)")
-        .run(p.payer.toLowerCase(), p.nonce.toLowerCase(), p.route, p.amountAtomic.toString(), p.treasuryId, p.at).changes === 1
+      (await this.db.run("UPDATE x402_payments SET lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ? AND outcome_status IS NULL", leaseUntil(now), payer.toLowerCase(), nonce.toLowerCase(), holder))
+        .changes === 1
     );
   }
 
   /** forget a lock whose payment was not settled (nothing was charged, nothing remains) */
-  release(payer: string, nonce: string): void {
-    this.db.prepare("DELETE FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked'").run(payer.toLowerCase(), nonce.toLowerCase());
+  async release(payer: string, nonce: string, holder: string): Promise<void> {
+    await this.db.run("DELETE FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked' AND lease_holder = ?", payer.toLowerCase(), nonce.toLowerCase(), holder);
   }
 
-  settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string): void {
-    this.db
-      .prepare("UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ? WHERE payer = ? AND nonce = ?")
-      .run(transactionHash, treasuryId, at, payer.toLowerCase(), nonce.toLowerCase());
+  async settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string): Promise<void> {
+    await this.db.run(
+      "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ? WHERE payer = ? AND nonce = ?",
+      transactionHash, treasuryId, at, payer.toLowerCase(), nonce.toLowerCase(),
+    );
   }
 
-  outcome(payer: string, nonce: string, status: number): void {
-    this.db.prepare("UPDATE x402_payments SET outcome_status = ? WHERE payer = ? AND nonce = ?").run(status, payer.toLowerCase(), nonce.toLowerCase());
+  /** the request this payment paid for answered (or its payment became a prepaid credit): the payment is spent */
+  async outcome(payer: string, nonce: string, status: number): Promise<void> {
+    await this.db.run("UPDATE x402_payments SET outcome_status = ?, lease_holder = NULL, lease_expires_at = NULL WHERE payer = ? AND nonce = ?", status, payer.toLowerCase(), nonce.toLowerCase());
   }
 
-  count(): number {
-    return (this.db.prepare("SELECT COUNT(*) AS n FROM x402_payments WHERE state = 'settled'").get() as { n: number }).n;
+  async count(): Promise<number> {
+    return (await this.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM x402_payments WHERE state = 'settled'"))!.n;
   }
 }

@@ -13,20 +13,23 @@ export class SlotStore {
   constructor(private readonly db: Db) {}
 
   /** claim the treasury's slot for `holder`; false when someone else holds it */
-  claim(treasuryId: string, holder: string, now: Date): boolean {
-    this.db.prepare("DELETE FROM treasury_slots WHERE treasury_id = ? AND expires_at <= ?").run(treasuryId, now.toISOString());
+  async claim(treasuryId: string, holder: string, now: Date): Promise<boolean> {
+    await this.db.run("DELETE FROM treasury_slots WHERE treasury_id = ? AND expires_at <= ?", treasuryId, now.toISOString());
     return (
-      this.db
-        .prepare("INSERT OR IGNORE INTO treasury_slots (treasury_id, holder, claimed_at, expires_at) VALUES (?, ?, ?, ?)")
-        .run(treasuryId, holder, now.toISOString(), new Date(now.getTime() + SLOT_TTL_MS).toISOString()).changes === 1
+      (
+        await this.db.run(
+          "INSERT INTO treasury_slots (treasury_id, holder, claimed_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+          treasuryId, holder, now.toISOString(), new Date(now.getTime() + SLOT_TTL_MS).toISOString(),
+        )
+      ).changes === 1
     );
   }
 
-  holds(treasuryId: string, holder: string): boolean {
-    return this.db.prepare("SELECT 1 FROM treasury_slots WHERE treasury_id = ? AND holder = ?").get(treasuryId, holder) !== undefined;
+  async holds(treasuryId: string, holder: string): Promise<boolean> {
+    return await this.db.get("SELECT 1 FROM treasury_slots WHERE treasury_id = ? AND holder = ?", treasuryId, holder) !== undefined;
   }
 
-  release(treasuryId: string, holder: string): void {
-    this.db.prepare("DELETE FROM treasury_slots WHERE treasury_id = ? AND holder = ?").run(treasuryId, holder);
+  async release(treasuryId: string, holder: string): Promise<void> {
+    await this.db.run("DELETE FROM treasury_slots WHERE treasury_id = ? AND holder = ?", treasuryId, holder);
   }
 }

@@ -67,33 +67,17 @@ const fromRow = (r: Row): TreasuryRecord => ({
 export class TreasuryStore {
   constructor(private readonly db: Db) {}
 
-  insert(t: TreasuryRecord, ownershipProof: Record<string, unknown> | null = null): void {
-    this.db
-      .prepare(
-        `INSERT INTO treasuries (id, wallet_address, chain, preset, execution_mode, status, origin, ownership, ownership_proof, btc_units, eth_units, usdc_micro, debt_micro, created_at, updated_at)
-         VALUES (@id, @wallet_address, @chain, @preset, @execution_mode, @status, @origin, @ownership, @ownership_proof, @btc_units, @eth_units, @usdc_micro, @debt_micro, @created_at, @updated_at)`,
-      )
-      .run({
-        id: t.id,
-        wallet_address: t.walletAddress,
-        chain: t.chain,
-        preset: t.preset,
-        execution_mode: t.executionMode,
-        status: t.status,
-        origin: t.origin,
-        ownership: t.ownership,
-        ownership_proof: ownershipProof ? JSON.stringify(ownershipProof) : null,
-        btc_units: t.holdings.btcUnits.toString(),
-        eth_units: t.holdings.ethUnits.toString(),
-        usdc_micro: t.holdings.usdcMicro.toString(),
-        debt_micro: t.holdings.debtMicro.toString(),
-        created_at: t.createdAt,
-        updated_at: t.updatedAt,
-      });
+  async insert(t: TreasuryRecord, ownershipProof: Record<string, unknown> | null = null): Promise<void> {
+    await this.db.run(
+      `INSERT INTO treasuries (id, wallet_address, chain, preset, execution_mode, status, origin, ownership, ownership_proof, btc_units, eth_units, usdc_micro, debt_micro, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      t.id, t.walletAddress, t.chain, t.preset, t.executionMode, t.status, t.origin, t.ownership, ownershipProof ? JSON.stringify(ownershipProof) : null,
+      t.holdings.btcUnits.toString(), t.holdings.ethUnits.toString(), t.holdings.usdcMicro.toString(), t.holdings.debtMicro.toString(), t.createdAt, t.updatedAt,
+    );
   }
 
-  get(id: string): TreasuryRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM treasuries WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<TreasuryRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM treasuries WHERE id = ?", id) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
@@ -103,26 +87,23 @@ export class TreasuryStore {
    * payment. A bare (unproven) registration is never returned: it cannot
    * capture or shadow the wallet's traffic or public views.
    */
-  findOwnedByWallet(address: string): TreasuryRecord | undefined {
-    const row = this.db
-      .prepare("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND ownership IN ('proven','paid') ORDER BY ownership = 'proven' DESC, created_at DESC, rowid DESC LIMIT 1")
-      .get(address) as Row | undefined;
+  async findOwnedByWallet(address: string): Promise<TreasuryRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
   /** delete a treasury created for a request that did not go through (nothing refers to it yet) */
-  removeUnused(id: string): void {
-    this.db.prepare("DELETE FROM treasury_slots WHERE treasury_id = ? AND EXISTS (SELECT 1 FROM treasuries WHERE id = ? AND origin = 'x402_payer')").run(id, id);
-    this.db
-      .prepare(
-        "DELETE FROM treasuries WHERE id = ? AND origin = 'x402_payer' AND NOT EXISTS (SELECT 1 FROM executions WHERE treasury_id = ?) AND NOT EXISTS (SELECT 1 FROM envelopes WHERE treasury_id = ?)",
-      )
-      .run(id, id, id);
+  async removeUnused(id: string): Promise<void> {
+    await this.db.run("DELETE FROM treasury_slots WHERE treasury_id = ? AND EXISTS (SELECT 1 FROM treasuries WHERE id = ? AND origin = 'x402_payer')", id, id);
+    await this.db.run("DELETE FROM treasuries WHERE id = ? AND origin = 'x402_payer' AND NOT EXISTS (SELECT 1 FROM executions WHERE treasury_id = ?) AND NOT EXISTS (SELECT 1 FROM envelopes WHERE treasury_id = ?)", id, id, id);
   }
 
-  updateHoldings(id: string, h: Holdings, at: string): void {
-    this.db
-      .prepare("UPDATE treasuries SET btc_units = ?, eth_units = ?, usdc_micro = ?, debt_micro = ?, updated_at = ? WHERE id = ?")
-      .run(h.btcUnits.toString(), h.ethUnits.toString(), h.usdcMicro.toString(), h.debtMicro.toString(), at, id);
+  /** a Safe's own signature named this treasury: it is proven to stand behind it */
+  async markProven(id: string): Promise<void> {
+    await this.db.run("UPDATE treasuries SET ownership = 'proven' WHERE id = ? AND ownership = 'unproven'", id);
+  }
+
+  async updateHoldings(id: string, h: Holdings, at: string): Promise<void> {
+    await this.db.run("UPDATE treasuries SET btc_units = ?, eth_units = ?, usdc_micro = ?, debt_micro = ?, updated_at = ? WHERE id = ?", h.btcUnits.toString(), h.ethUnits.toString(), h.usdcMicro.toString(), h.debtMicro.toString(), at, id);
   }
 }

@@ -14,10 +14,16 @@
  *   release     a request that is refused, replayed or conflicted before
  *               settlement frees its proof (it can be used again).
  *
+ * The lock is a lease the request renews while it runs. If the request dies,
+ * the retry with the same proof takes it over: an unsettled one is settled
+ * (once: the facilitator settles an authorization at most once), a settled
+ * one that was never served is served without a second charge.
+ *
  * The payer is the identity. It lands only on a treasury it stands behind:
  * one registered with its signed ownership proof, or the one its first paid
  * call created (`paid`). A bare registration of its address is never chosen.
  */
+import { randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { getAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
@@ -26,7 +32,7 @@ import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { ApiError } from "../http/errors";
 import type { Credential } from "../http/credential";
 import { newId } from "../lib/ids";
-import type { AppContext } from "../services/context";
+import type { ServiceContext } from "../services/context";
 import { facilitatorClient } from "./facilitator-client";
 import { decodePaymentHeader, paymentMismatch, signedPayer, X402_NETWORK } from "./payment-match";
 import type { PriceList, RoutePrice } from "./prices";
@@ -41,8 +47,10 @@ export interface PaymentClaim {
   /** move the money; on failure the 402 is written, everything undone, and false returned */
   settle(): Promise<boolean>;
   /** the request will not be charged: free the proof (and a treasury created for it) */
-  release(): void;
-  outcome(status: number): void;
+  release(): Promise<void>;
+  outcome(status: number): Promise<void>;
+  /** the request is alive: extend the payment's lease */
+  renew(): Promise<unknown>;
 }
 
 export interface PaymentGate {
@@ -60,7 +68,7 @@ export function wwwAuthenticate(): string {
 
 
 export function createPaymentGate(
-  ctx: AppContext,
+  ctx: ServiceContext<"payments" | "treasuries">,
   opts: { prices: PriceList; asset: { address: `0x${string}`; name: string; version: string }; facilitator: FacilitatorConfig },
 ): PaymentGate {
   const cfg = ctx.config.x402;
@@ -112,12 +120,12 @@ export function createPaymentGate(
   };
 
   /** the treasury the payer stands behind, or a new `paid` one (wallet mode) created by this payment */
-  const payerTreasury = (payer: `0x${string}`): { treasuryId: string; created: boolean } => {
-    const owned = ctx.stores.treasuries.findOwnedByWallet(payer);
+  const payerTreasury = async (payer: `0x${string}`): Promise<{ treasuryId: string; created: boolean }> => {
+    const owned = await ctx.stores.treasuries.findOwnedByWallet(payer);
     if (owned) return { treasuryId: owned.id, created: false };
     const now = ctx.clock.now().toISOString();
     const id = newId("trs");
-    ctx.stores.treasuries.insert({
+    await ctx.stores.treasuries.insert({
       id,
       walletAddress: payer,
       chain: "base",
@@ -185,55 +193,72 @@ export function createPaymentGate(
       const payer = getAddress(authorization.from);
       const nonce = authorization.nonce;
       const routeKey = `${route.method} ${route.path}`;
-      const at = ctx.clock.now().toISOString();
-      // lock the proof and resolve the payer's treasury in one transaction
-      const locked = ctx.db.transaction(() => {
-        if (!ctx.stores.payments.lock({ payer, nonce, route: routeKey, amountAtomic: price.atomic, treasuryId: null, at })) return null;
-        return payerTreasury(payer);
-      })();
-      if (!locked) {
+      const holder = `pay_${randomUUID()}`;
+      // lock the proof (under a lease) and resolve the payer's treasury in one transaction
+      const locked = await ctx.tx.transaction(async () => {
+        const lock = await ctx.stores.payments.lock({ payer, nonce, route: routeKey, amountAtomic: price.atomic, treasuryId: null, holder, now: ctx.clock.now() });
+        if (lock.kind === "busy" || lock.kind === "used") return lock;
+        const treasury = lock.kind === "settled_unserved" && lock.treasuryId ? { treasuryId: lock.treasuryId, created: false } : await payerTreasury(payer);
+        return { ...lock, ...treasury };
+      });
+      if (locked.kind === "used") {
         refuse(res, requirements, "payment_already_used", { payer });
         return null;
       }
+      if (locked.kind === "busy") {
+        res.setHeader("Retry-After", "1");
+        refuse(res, requirements, "payment_in_progress", { payer, retry_after_seconds: 1 });
+        return null;
+      }
       const { treasuryId, created } = locked;
+      // a dead request's payment that was settled and never served: this request is its service, free
+      const alreadySettled = locked.kind === "settled_unserved" ? { transaction: locked.transactionHash ?? "" } : undefined;
       const credential: Credential = { kind: "x402", scope: `payer:${payer.toLowerCase()}`, treasuryId, subject: payer };
       res.locals.credential = credential;
       res.setHeader("X-Treasury-Id", treasuryId);
 
       let done = false;
-      const release = () => {
+      const release = async () => {
         if (done) return;
         done = true;
-        ctx.db.transaction(() => {
-          ctx.stores.payments.release(payer, nonce);
-          if (created) ctx.stores.treasuries.removeUnused(treasuryId);
-        })();
+        if (alreadySettled) return; // settled: it stays settled, and the lease lapses for the next retry
+        await ctx.tx.transaction(async () => {
+          await ctx.stores.payments.release(payer, nonce, holder);
+          if (created) await ctx.stores.treasuries.removeUnused(treasuryId);
+        });
       };
       return {
         payer,
         nonce,
         treasuryId,
         release,
-        outcome: (status) => ctx.stores.payments.outcome(payer, nonce, status),
+        renew: async () => await ctx.stores.payments.renew(payer, nonce, holder, ctx.clock.now()),
+        outcome: async (status) => await ctx.stores.payments.outcome(payer, nonce, status),
         settle: async () => {
           if (done) throw new Error("payment already settled or released");
+          if (alreadySettled) {
+            done = true;
+            res.setHeader("X-PAYMENT-RESPONSE", settleResponseHeader({ success: true, transaction: alreadySettled.transaction, network: X402_NETWORK, payer } as SettleResponse));
+            return true;
+          }
           let settled: SettleResponse | undefined;
           let failure: string | undefined;
           try {
+            // the facilitator settles an authorization at most once: a takeover's second call returns the first settlement
             settled = await facilitator.settle(payment, requirements);
             if (!settled.success) failure = settled.errorReason ?? "unknown";
           } catch (err) {
             failure = err instanceof Error ? err.message : String(err);
           }
           if (!settled || failure !== undefined) {
-            release();
+            await release();
             res.locals.credential = undefined;
             res.removeHeader("X-Treasury-Id");
             refuse(res, requirements, "settlement_failed", { reason: failure, payer });
             return false;
           }
           done = true;
-          ctx.stores.payments.settled(payer, nonce, settled.transaction, treasuryId, ctx.clock.now().toISOString());
+          await ctx.stores.payments.settled(payer, nonce, settled.transaction, treasuryId, ctx.clock.now().toISOString());
           res.setHeader("X-PAYMENT-RESPONSE", settleResponseHeader(settled));
           return true;
         },

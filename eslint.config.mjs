@@ -1,0 +1,15 @@
+// Type-aware checks for the promise mistakes the type checker lets through (the store is async):
+// a floating promise (a claim never awaited), a promise where a value belongs (if (store.claim())), await of a non-promise.
+import tseslint from "typescript-eslint";
+
+export default tseslint.config({
+  files: ["gateway/src/**/*.ts", "signer-agent/**/*.ts", "scripts/**/*.ts", "bench/**/*.ts"],
+  ignores: ["**/*.test.ts", ".stryker-tmp/**"],
+  languageOptions: { parser: tseslint.parser, parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+  plugins: { "@typescript-eslint": tseslint.plugin },
+  rules: {
+    "@typescript-eslint/no-floating-promises": "error",
+    "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: false }],
+    "@typescript-eslint/await-thenable": "error",
+  },
+});

@@ -1,0 +1,39 @@
+/**
+ * Rate-limit windows in the shared store: a fixed window per key, counted in
+ * one atomic upsert, so every instance counts the same hits once.
+ */
+import type { Db } from "./db";
+
+export class RateLimitStore {
+  constructor(private readonly db: Db) {}
+
+  /** count one hit of `key`; a window that ended starts again at 1 */
+  async hit(key: string, windowMs: number, nowMs: number): Promise<{ hits: number; resetAt: number }> {
+    const row = await this.db.get<{ hits: number; reset_at: number }>(
+      `INSERT INTO rate_limit_hits (key, hits, reset_at) VALUES (?, 1, ?)
+       ON CONFLICT (key) DO UPDATE SET
+         hits = CASE WHEN rate_limit_hits.reset_at <= ? THEN 1 ELSE rate_limit_hits.hits + 1 END,
+         reset_at = CASE WHEN rate_limit_hits.reset_at <= ? THEN excluded.reset_at ELSE rate_limit_hits.reset_at END
+       RETURNING hits, reset_at`,
+      key, nowMs + windowMs, nowMs, nowMs,
+    );
+    return { hits: Number(row!.hits), resetAt: Number(row!.reset_at) };
+  }
+
+  async get(key: string, nowMs: number): Promise<{ hits: number; resetAt: number } | undefined> {
+    const row = await this.db.get<{ hits: number; reset_at: number }>("SELECT hits, reset_at FROM rate_limit_hits WHERE key = ? AND reset_at > ?", key, nowMs);
+    return row ? { hits: Number(row.hits), resetAt: Number(row.reset_at) } : undefined;
+  }
+
+  async decrement(key: string): Promise<void> {
+    await this.db.run("UPDATE rate_limit_hits SET hits = hits - 1 WHERE key = ? AND hits > 0", key);
+  }
+
+  async reset(key: string): Promise<void> {
+    await this.db.run("DELETE FROM rate_limit_hits WHERE key = ?", key);
+  }
+
+  async purgeExpired(nowMs: number): Promise<number> {
+    return (await this.db.run("DELETE FROM rate_limit_hits WHERE reset_at <= ?", nowMs)).changes;
+  }
+}

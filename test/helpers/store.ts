@@ -1,0 +1,30 @@
+/**
+ * The store a test runs on: TEST_STORE=postgres gives each caller a fresh
+ * database on the run's embedded PostgreSQL (test/setup/postgres.ts); else a
+ * SQLite file in the test's data directory.
+ */
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import pg from "pg";
+import { inject } from "vitest";
+import type { DatabaseLocation } from "../../gateway/src/store/db";
+
+export const TEST_STORE: "sqlite" | "postgres" = process.env.TEST_STORE === "postgres" ? "postgres" : "sqlite";
+
+/** a new, empty database of the run's backend */
+export async function freshDatabase(dataDir: string): Promise<DatabaseLocation> {
+  if (TEST_STORE === "sqlite") return { file: path.join(dataDir, "gateway.sqlite") };
+  const admin = inject("postgresAdminUrl");
+  if (!admin) throw new Error("TEST_STORE=postgres without a PostgreSQL (see test/setup/postgres.ts)");
+  const name = `t_${randomBytes(8).toString("hex")}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString() };
+}
