@@ -119,6 +119,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       readPerWindow: ctx.config.rateLimit.readPerWindow,
       writePerWindow: ctx.config.rateLimit.writePerWindow,
       windowMs: ctx.config.rateLimit.windowMs,
+      counters: ctx.stores.rateLimits,
       // only a verified identity picks a bucket: a valid API key, or a payment whose signature checks out
       credentialOf: async (req) => {
         const bearer = await credentialIdentity(keys, req);
@@ -129,7 +130,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       },
     }),
   );
-  app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"] }));
+  app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"], counters: ctx.stores.rateLimits }));
   app.use(requireJsonBody);
   app.use(express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }));
   app.use(limitJsonDepth);

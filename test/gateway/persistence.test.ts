@@ -5,6 +5,7 @@ import { newId } from "../../gateway/src/lib/ids";
 import { migrationsFor, openDatabase, schemaVersion } from "../../gateway/src/store/db";
 import { MIGRATIONS, POSTGRES_MIGRATIONS } from "../../gateway/src/store/migrations";
 import { call, startTestGateway } from "../helpers/gateway";
+import { TEST_STORE } from "../helpers/store";
 
 describe("persistence across a restart", () => {
   it("keeps treasuries, keys, access requests, the fee audit trail and the ratchet", async () => {
@@ -69,6 +70,7 @@ describe("persistence across a restart", () => {
     const gw = await startTestGateway();
     await gw.close();
     const db = await openDatabase(gw.database);
+    expect(db.dialect, "the run's store backend").toBe(TEST_STORE);
     const history = migrationsFor(db.dialect);
     expect(await schemaVersion(db)).toBe(history.at(-1)!.version);
     const rows = await db.all("SELECT version, name FROM schema_migrations ORDER BY version");

@@ -3,9 +3,39 @@
  * else) in separate windows, counted per credential when the request carries
  * a valid one, else per client address. Built on express-rate-limit; its
  * legacy headers are the spec's X-RateLimit-Remaining and X-RateLimit-Reset.
+ * The counters live in the shared store (one atomic upsert per hit), so N
+ * instances count one client's requests once, not N times.
  */
+
+/** express-rate-limit's store interface over the shared store; one per limiter (its own key prefix) */
+class SharedCounter implements Store {
+  private windowMs = 60_000;
+  readonly localKeys = false;
+  constructor(
+    private readonly store: RateLimitStore,
+    readonly prefix: string,
+  ) {}
+  init(options: Options): void {
+    this.windowMs = options.windowMs;
+  }
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const hit = await this.store.get(this.prefix + key, Date.now());
+    return hit && { totalHits: hit.hits, resetTime: new Date(hit.resetAt) };
+  }
+  async increment(key: string): Promise<ClientRateLimitInfo> {
+    const hit = await this.store.hit(this.prefix + key, this.windowMs, Date.now());
+    return { totalHits: hit.hits, resetTime: new Date(hit.resetAt) };
+  }
+  async decrement(key: string): Promise<void> {
+    await this.store.decrement(this.prefix + key);
+  }
+  async resetKey(key: string): Promise<void> {
+    await this.store.reset(this.prefix + key);
+  }
+}
 import type { Request, RequestHandler } from "express";
-import { ipKeyGenerator, rateLimit } from "express-rate-limit";
+import { ipKeyGenerator, rateLimit, type ClientRateLimitInfo, type Options, type Store } from "express-rate-limit";
+import type { RateLimitStore } from "../store/rate-limit-store";
 import { ApiError, sendError } from "./errors";
 
 /**
@@ -20,6 +50,7 @@ export interface RateLimitOptions {
   writePerWindow: number;
   windowMs: number;
   credentialOf: CredentialResolver;
+  counters: RateLimitStore;
 }
 
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -43,8 +74,8 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
       );
     },
   };
-  const read = rateLimit({ ...common, limit: opts.readPerWindow, identifier: "read" });
-  const write = rateLimit({ ...common, limit: opts.writePerWindow, identifier: "write" });
+  const read = rateLimit({ ...common, limit: opts.readPerWindow, identifier: "read", store: new SharedCounter(opts.counters, "read:") });
+  const write = rateLimit({ ...common, limit: opts.writePerWindow, identifier: "write", store: new SharedCounter(opts.counters, "write:") });
   return (req, res, next) => (READ_METHODS.has(req.method) ? read(req, res, next) : write(req, res, next));
 }
 
@@ -53,8 +84,9 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
  * budget) are limited per client address, so one client cannot mint itself
  * unlimited budgets.
  */
-export function credentialCreationLimit(opts: { perHour: number; paths: string[] }): RequestHandler {
+export function credentialCreationLimit(opts: { perHour: number; paths: string[]; counters: RateLimitStore }): RequestHandler {
   const limiter = rateLimit({
+    store: new SharedCounter(opts.counters, "credentials:"),
     windowMs: 3_600_000,
     limit: opts.perHour,
     standardHeaders: false,

@@ -73,13 +73,23 @@ export function migrationsFor(dialect: Dialect): Migration[] {
 
 /** apply the migrations not yet applied, each in its own transaction; instances starting together apply each once */
 export async function migrate(db: Db, migrations: Migration[]): Promise<number[]> {
-  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+  // PostgreSQL: instances starting at once queue on one advisory lock (even CREATE TABLE IF NOT EXISTS races there)
+  const queue = async () => {
+    if (db.dialect === "postgres") await db.get("SELECT pg_advisory_xact_lock(4020) AS locked");
+  };
+  await db.transaction(
+    async () => {
+      await queue();
+      await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+    },
+    { isolation: "read committed" },
+  );
   const ran: number[] = [];
   const sorted = [...migrations].sort((a, b) => a.version - b.version);
   for (const m of sorted) {
     const applied = await db.transaction(async () => {
-      // PostgreSQL: instances starting at once queue here; the first applies, the rest find it applied
-      if (db.dialect === "postgres") await db.get("SELECT pg_advisory_xact_lock(4020) AS locked");
+      await queue(); // the first applies it, the rest find it applied
+
       if (await db.get("SELECT 1 AS one FROM schema_migrations WHERE version = ?", m.version)) return false;
       await db.exec(m.sql);
       await db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", m.version, m.name, new Date().toISOString());

@@ -44,6 +44,11 @@ export class PaymentStore {
     });
   }
 
+  /** has this service locked this payment before (whatever became of it)? */
+  async seen(payer: string, nonce: string): Promise<boolean> {
+    return (await this.db.get("SELECT 1 AS one FROM x402_payments WHERE payer = ? AND nonce = ?", payer.toLowerCase(), nonce.toLowerCase())) !== undefined;
+  }
+
   async renew(payer: string, nonce: string, holder: string, now: Date): Promise<boolean> {
     return (
       (await this.db.run("UPDATE x402_payments SET lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ? AND outcome_status IS NULL", leaseUntil(now), payer.toLowerCase(), nonce.toLowerCase(), holder))

@@ -185,7 +185,14 @@ export function createPaymentGate(
       } catch (err) {
         throw new ApiError(503, "payment_facilitator_unavailable", `the x402 facilitator did not answer: ${err instanceof Error ? err.message : String(err)}`);
       }
-      if (!verified.isValid) {
+      // an authorization used on chain may be this service's own payment, settled by a request that died before
+      // answering: with a valid signature and this service's record of it, the lock below decides (take over, or refuse)
+      const ownDeadPayment =
+        !verified.isValid &&
+        /nonce_used/.test(verified.invalidReason ?? "") &&
+        (await signedPayer(decoded, opts.asset))?.toLowerCase() === authorization.from.toLowerCase() &&
+        (await ctx.stores.payments.seen(authorization.from, authorization.nonce));
+      if (!verified.isValid && !ownDeadPayment) {
         refuse(res, requirements, verified.invalidReason ?? "invalid_payment", { payer: verified.payer });
         return null;
       }

@@ -5,6 +5,14 @@
  * EIP-712 domain (name, version, chain id) is what the requirements claim, and
  * simulates the transfer before it settles. Settlements go out one at a time
  * from one account (nonces), and a reverted settlement is a typed failure.
+ *
+ * Settling is idempotent per authorization (payer, nonce), with the chain as
+ * the durable record: a second settle of an authorization joins the one in
+ * flight in this process, and an authorization already used on chain (settled
+ * before a crash of the gateway or of this facilitator) answers with the
+ * transaction that used it (the token's AuthorizationUsed event) instead of
+ * failing. So a gateway that takes over a dead request's payment settles it
+ * once and never charges twice.
  */
 import { createPublicClient, createWalletClient, getAddress, http, parseSignature, publicActions, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -18,6 +26,7 @@ const TOKEN_ABI = [
   { type: "function", name: "name", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
   { type: "function", name: "version", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
   { type: "function", name: "authorizationState", stateMutability: "view", inputs: [{ type: "address" }, { type: "bytes32" }], outputs: [{ type: "bool" }] },
+  { type: "event", name: "AuthorizationUsed", inputs: [{ name: "authorizer", type: "address", indexed: true }, { name: "nonce", type: "bytes32", indexed: true }] },
   {
     type: "function",
     name: "transferWithAuthorization",
@@ -46,6 +55,8 @@ export class LocalFacilitator {
   private readonly publicClient;
   private readonly wallet;
   private queue: Promise<unknown> = Promise.resolve();
+  /** settlements in flight, by authorization: a second settle of one joins the first */
+  private readonly inFlight = new Map<string, Promise<SettleResponse>>();
 
   constructor(opts: { rpcUrl: string; privateKey: Hex }) {
     const transport = http(opts.rpcUrl, { retryCount: 0 });
@@ -113,20 +124,47 @@ export class LocalFacilitator {
     }
   }
 
-  /** verify again, then settle; one settlement at a time */
+  /**
+   * The transaction that used this authorization on chain, if it was used and
+   * that transaction succeeded (the settlement already happened).
+   */
+  async usedBy(asset: `0x${string}`, from: `0x${string}`, nonce: Hex): Promise<`0x${string}` | undefined> {
+    const used = await this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "authorizationState", args: [from, nonce] });
+    if (!used) return undefined;
+    const logs = await this.publicClient.getContractEvents({ address: asset, abi: TOKEN_ABI, eventName: "AuthorizationUsed", args: { authorizer: from, nonce }, fromBlock: 0n });
+    return logs.at(-1)?.transactionHash ?? undefined;
+  }
+
+  /** verify again, then settle; one settlement at a time; idempotent per authorization */
   settle(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    const auth = (payment.payload as unknown as ExactEvmPayload)?.authorization;
+    const key = auth ? `${auth.from.toLowerCase()}:${auth.nonce.toLowerCase()}` : "";
+    const joined = key ? this.inFlight.get(key) : undefined;
+    if (joined) return joined;
     const run = async (): Promise<SettleResponse> => {
-      const payer = (payment.payload as unknown as ExactEvmPayload)?.authorization?.from;
+      const payer = auth?.from;
+      const settledBefore = async () => {
+        if (!auth) return undefined;
+        const tx = await this.usedBy(getAddress(requirements.asset), auth.from, auth.nonce).catch(() => undefined);
+        return tx ? ({ success: true, transaction: tx, network: NETWORK, payer } as SettleResponse) : undefined;
+      };
+      const before = await settledBefore();
+      if (before) return before;
       const check = await this.verify(payment, requirements);
-      if (!check.isValid) return { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
+      if (!check.isValid) return (await settledBefore()) ?? { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
       try {
-        return await x402Settle(this.wallet as never, payment, requirements);
+        const settled = await x402Settle(this.wallet as never, payment, requirements);
+        return settled.success ? settled : ((await settledBefore()) ?? settled);
       } catch (err) {
-        return { success: false, errorReason: `settlement_reverted: ${shortError(err)}` as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
+        return (await settledBefore()) ?? { success: false, errorReason: `settlement_reverted: ${shortError(err)}` as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
       }
     };
     const next = this.queue.then(run, run);
     this.queue = next.catch(() => undefined);
+    if (key) {
+      this.inFlight.set(key, next);
+      void next.finally(() => this.inFlight.delete(key));
+    }
     return next;
   }
 }
