@@ -28,6 +28,13 @@ export async function startEmbeddedPostgres(o: { dataDir: string; port: number; 
     onError: () => undefined,
   });
   const fs = await import("node:fs");
+  const path = await import("node:path");
+  if (typeof process.getuid === "function" && process.getuid() === 0) {
+    // the server runs as its own user: it must be able to pass through the (private, 0700) parent directory
+    const parent = path.dirname(path.resolve(o.dataDir));
+    fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
+    fs.chmodSync(parent, fs.statSync(parent).mode | 0o001);
+  }
   if (!fs.existsSync(`${o.dataDir}/PG_VERSION`)) await pg.initialise();
   await pg.start();
   const database = o.database ?? "postgres";

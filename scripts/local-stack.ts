@@ -23,6 +23,8 @@ import { forkManifest, fundOnFork, startBaseFork } from "../fixtures/base-fork";
 import { DEV_MNEMONIC, devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
 import { createKeystore } from "../signer-agent/src/keystore";
 import { defaultPolicy } from "../signer-agent/src/policy";
+import { describeLocation } from "../gateway/src/store/db";
+import { startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
@@ -36,6 +38,17 @@ const DEMO_PASSPHRASE = "demo-passphrase-not-secret";
 const hexKey = (i: number) => `0x${Buffer.from(devAccount(i).getHdKey().privateKey!).toString("hex")}` as `0x${string}`;
 
 const children: ChildProcess[] = [];
+const stopHooks: (() => Promise<void>)[] = [];
+
+function instancesArg(): number {
+  const i = process.argv.indexOf("--instances");
+  const n = i >= 0 ? Number(process.argv[i + 1]) : Number(env.INSTANCES ?? 1);
+  if (!Number.isInteger(n) || n < 1 || n > 16) {
+    process.stderr.write("--instances takes a whole number from 1 to 16\n");
+    process.exit(2);
+  }
+  return n;
+}
 const nodes: AnvilNode[] = [];
 let stopping = false;
 
@@ -45,14 +58,21 @@ async function stopAll(code: number) {
   process.stdout.write("\nstopping the local stack...\n");
   for (const c of children.reverse()) if (c.exitCode === null) c.kill("SIGTERM");
   await Promise.all(nodes.map((n) => n.stop()));
-  await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : undefined)));
+  for (const hook of stopHooks) await hook().catch(() => undefined);
+  await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : Promise.resolve())));
   process.exit(code);
 }
 process.on("SIGINT", () => void stopAll(0));
 process.on("SIGTERM", () => void stopAll(0));
 
-function child(name: string, script: string, childEnv: Record<string, string>, ready: RegExp): Promise<ChildProcess> {
+/**
+ * Start a child and resolve once it logs `ready`. A child that dies before it
+ * is ready stops the stack; with `supervise`, one that dies later (a crash, a
+ * kill -9) is started again after a second, and the chains keep their state.
+ */
+function child(name: string, script: string, childEnv: Record<string, string>, ready: RegExp, supervise = false): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
+    let isReady = false;
     const c = spawn(process.execPath, ["--import", "tsx", script], { cwd: ROOT, env: { ...env, ...childEnv }, stdio: ["ignore", "pipe", "pipe"] });
     children.push(c);
     let seen = "";
@@ -62,6 +82,7 @@ function child(name: string, script: string, childEnv: Record<string, string>, r
         seen += s;
         if (ready.test(seen)) {
           seen += "\u0000ready";
+          isReady = true;
           resolve(c);
         }
       }
@@ -69,12 +90,23 @@ function child(name: string, script: string, childEnv: Record<string, string>, r
     };
     c.stdout!.on("data", onData);
     c.stderr!.on("data", (d: Buffer) => process.stderr.write(`[${name}] ${d}`));
-    c.once("exit", (code) => {
-      if (!stopping) {
-        process.stderr.write(`${name} exited with ${code}\n`);
-        reject(new Error(`${name} exited`));
-        void stopAll(1);
+    c.once("exit", (code, signal) => {
+      if (stopping) return;
+      process.stderr.write(`${name} exited with ${code ?? signal}\n`);
+      if (supervise && isReady) {
+        children.splice(children.indexOf(c), 1);
+        setTimeout(() => {
+          if (stopping) return;
+          process.stderr.write(`restarting ${name}\n`);
+          child(name, script, childEnv, ready, true).then(
+            () => process.stderr.write(`${name} is back\n`),
+            () => undefined,
+          );
+        }, 1_000);
+        return;
       }
+      reject(new Error(`${name} exited`));
+      void stopAll(1);
     });
   });
 }
@@ -112,9 +144,21 @@ async function main() {
     FACILITATOR_PRIVATE_KEY: hexKey(1),
     FACILITATOR_PORT: String(PORTS.facilitator),
   }, /facilitator listening/);
-  await child("gateway", "gateway/src/main.ts", {
-    PORT: String(PORTS.gateway),
-    DATA_DIR: dataDir,
+  // --instances N: N gateways on PORT, PORT+1, ... sharing one PostgreSQL (DATABASE_URL, else an embedded one)
+  const instances = instancesArg();
+  let databaseUrl = env.DATABASE_URL;
+  let postgres: RunningPostgres | undefined;
+  if (instances > 1 && !databaseUrl) {
+    postgres = await startEmbeddedPostgres({ dataDir: path.join(dataDir, "postgres"), port: Number(env.POSTGRES_PORT ?? 5433), persistent: true, database: "treasury" });
+    stopHooks.push(() => postgres!.stop());
+    databaseUrl = postgres.url;
+  }
+  const storeEnv: Record<string, string> = databaseUrl ? { DATABASE_URL: databaseUrl } : {};
+  for (let i = 0; i < instances; i++) {
+    await child(instances > 1 ? `gateway-${i + 1}` : "gateway", "gateway/src/main.ts", {
+      ...storeEnv,
+      PORT: String(PORTS.gateway + i),
+      DATA_DIR: dataDir,
     BASE_RPC_URL: fork.rpcUrl,
     X402_FACILITATOR: "local",
     X402_FACILITATOR_URL: `http://127.0.0.1:${PORTS.facilitator}`,
@@ -122,13 +166,15 @@ async function main() {
     FEE_RECIPIENT: feeRecipient,
     AUTOMATION_ADDRESS: automation.address,
     LOG_LEVEL: env.LOG_LEVEL ?? "info",
-  }, /gateway listening/);
+    }, /gateway listening/, true);
+  }
   await child("protection", "gateway/src/protection/main.ts", {
+    ...storeEnv,
     DATA_DIR: dataDir,
     BASE_RPC_URL: fork.rpcUrl,
     AUTOMATION_PRIVATE_KEY: hexKey(5),
     LOG_LEVEL: env.LOG_LEVEL ?? "info",
-  }, /protection engine running/);
+  }, /protection engine running/, true);
 
   const gw = `http://127.0.0.1:${PORTS.gateway}`;
   process.stdout.write(
@@ -136,6 +182,8 @@ async function main() {
       "",
       "local stack running (Ctrl-C stops everything)",
       `  gateway       ${gw}   (API reference ${gw}/docs, MCP ${gw}/api/mcp)`,
+      ...Array.from({ length: instances - 1 }, (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${PORTS.gateway + i + 1}   (same store, any of them serves the whole loop)`),
+      `  store         ${databaseUrl ? `PostgreSQL ${describeLocation({ url: databaseUrl })}${postgres ? " (embedded, data in .data/postgres)" : ""}` : `SQLite ${path.relative(ROOT, path.join(dataDir, "gateway.sqlite"))}`}`,
       `  Base fork     ${fork.rpcUrl}   chain 8453${forkUrl ? ` (forking ${forkUrl})` : " (offline fixture: real Aave V3 at the real addresses)"}`,
       `  Base Sepolia  ${sepolia.rpcUrl}   chain 84532 (x402 payments, USDC ${sepolia.usdc})`,
       `  facilitator   http://127.0.0.1:${PORTS.facilitator}   (settles from ${devAccount(1).address})`,

@@ -145,6 +145,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
     payments: services.payments,
     priced: (method, path) => services.prices.for(method, path) !== undefined,
     idempotency: ctx.stores.idempotency,
+    renewReservations: (holder) => ctx.stores.slots.renew(holder, ctx.clock.now()),
     now: () => ctx.clock.now(),
   });
 

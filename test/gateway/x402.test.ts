@@ -111,8 +111,8 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect(replay.status).toBe(402);
     v.check("POST", "/api/v1/deposits", 402, replay.body);
-    // settled on chain: the facilitator sees the authorization nonce used (in flight, the gateway's lock refuses it: next test)
-    expect(replay.body).toMatchObject({ x402Version: 1, error: "invalid_exact_evm_payload_authorization_nonce_used" });
+    // settled on chain and spent on its request: the gateway's own record of the payment refuses it
+    expect(replay.body).toMatchObject({ x402Version: 1, error: "payment_already_used" });
     expect(await envelopeCount(treasuryId)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
   });

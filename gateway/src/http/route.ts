@@ -122,6 +122,8 @@ export interface RouteHooks {
   /** is there an x402 price for this route? (a bearer_or_x402 route without one is a declaration error) */
   priced?: (method: string, path: string) => boolean;
   idempotency?: IdempotencyStore;
+  /** keep the reservations (treasury slots) of a live request's holder from expiring */
+  renewReservations?: (holder: string) => Promise<unknown>;
   now?: () => Date;
 }
 
@@ -199,7 +201,7 @@ export function registerRoute<B, Q, P>(
   const runIdempotent = async (req: Request, res: Response): Promise<void> => {
     const outcome = await idempotent(
       hooks.idempotency!,
-      { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now(), clock: now },
+      { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now(), clock: now, renewAlso: () => hooks.renewReservations?.(holderOf(res)) ?? Promise.resolve() },
       () => outcomeOf(res, () => runReserved(req, res)),
     );
     sendOutcome(res, outcome, outcome.replayed);
@@ -232,7 +234,7 @@ export function registerRoute<B, Q, P>(
       const holder = (keyHolder = taken.holder);
 
       await whileLeased(
-        () => Promise.all([store.renew(scope, checkedKey, holder, now()), claim.renew()]),
+        () => Promise.all([store.renew(scope, checkedKey, holder, now()), claim.renew(), hooks.renewReservations?.(holderOf(res))]),
         async () => {
           const c = parsed(req, res);
           releaseSlot = spec.reserve ? await spec.reserve(c, holderOf(res)) : undefined;

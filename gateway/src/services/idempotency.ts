@@ -58,7 +58,7 @@ export async function whileLeased<T>(renew: () => Promise<unknown>, run: () => P
 
 export async function idempotent(
   store: IdempotencyStore,
-  call: { scope: string; key: string | undefined; fingerprint: string; now: Date; clock?: () => Date },
+  call: { scope: string; key: string | undefined; fingerprint: string; now: Date; clock?: () => Date; renewAlso?: () => Promise<unknown> },
   run: () => Promise<Outcome>,
 ): Promise<Outcome & { replayed: boolean }> {
   const key = checkIdempotencyKey(call.key);
@@ -74,7 +74,7 @@ export async function idempotent(
   const clock = call.clock ?? (() => new Date());
   let outcome: Outcome;
   try {
-    outcome = await whileLeased(() => store.renew(call.scope, key, holder, clock()), run);
+    outcome = await whileLeased(() => Promise.all([store.renew(call.scope, key, holder, clock()), call.renewAlso?.()]), run);
   } catch (err) {
     await store.release(call.scope, key, holder);
     throw err;

@@ -61,6 +61,15 @@ export class PaymentStore {
     await this.db.run("DELETE FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked' AND lease_holder = ?", payer.toLowerCase(), nonce.toLowerCase(), holder);
   }
 
+  /**
+   * Give up a lock taken over from a dead request without deleting it: its
+   * authorization may have been settled before the crash, so the row stays,
+   * free for the next retry to take over at once.
+   */
+  async lapse(payer: string, nonce: string, holder: string, now: Date): Promise<void> {
+    await this.db.run("UPDATE x402_payments SET lease_holder = NULL, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ?", now.toISOString(), payer.toLowerCase(), nonce.toLowerCase(), holder);
+  }
+
   async settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string): Promise<void> {
     await this.db.run(
       "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ? WHERE payer = ? AND nonce = ?",

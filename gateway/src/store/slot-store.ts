@@ -3,11 +3,10 @@
  * operation is in progress). One row per treasury, claimed atomically with the
  * conflict check, before any payment is settled, and released when the action
  * has produced its envelope or receipt (the envelope then blocks on its own).
- * A slot whose holder died expires.
+ * It is a lease its request renews; a slot whose holder died expires.
  */
 import type { Db } from "./db";
-
-export const SLOT_TTL_MS = 120_000;
+import { leaseUntil } from "./lease";
 
 export class SlotStore {
   constructor(private readonly db: Db) {}
@@ -19,7 +18,7 @@ export class SlotStore {
       (
         await this.db.run(
           "INSERT INTO treasury_slots (treasury_id, holder, claimed_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-          treasuryId, holder, now.toISOString(), new Date(now.getTime() + SLOT_TTL_MS).toISOString(),
+          treasuryId, holder, now.toISOString(), leaseUntil(now),
         )
       ).changes === 1
     );
@@ -27,6 +26,11 @@ export class SlotStore {
 
   async holds(treasuryId: string, holder: string): Promise<boolean> {
     return await this.db.get("SELECT 1 FROM treasury_slots WHERE treasury_id = ? AND holder = ?", treasuryId, holder) !== undefined;
+  }
+
+  /** the holder is alive: extend its slots' leases */
+  async renew(holder: string, now: Date): Promise<void> {
+    await this.db.run("UPDATE treasury_slots SET expires_at = ? WHERE holder = ?", leaseUntil(now), holder);
   }
 
   async release(treasuryId: string, holder: string): Promise<void> {

@@ -218,6 +218,7 @@ export function createPaymentGate(
         return null;
       }
       const { treasuryId, created } = locked;
+      const takenOver = locked.kind === "locked" && locked.takenOver;
       // a dead request's payment that was settled and never served: this request is its service, free
       const alreadySettled = locked.kind === "settled_unserved" ? { transaction: locked.transactionHash ?? "" } : undefined;
       const credential: Credential = { kind: "x402", scope: `payer:${payer.toLowerCase()}`, treasuryId, subject: payer };
@@ -228,7 +229,8 @@ export function createPaymentGate(
       const release = async () => {
         if (done) return;
         done = true;
-        if (alreadySettled) return; // settled: it stays settled, and the lease lapses for the next retry
+        // settled, or taken over from a dead request (maybe settled before it died): the row stays for the next retry
+        if (alreadySettled || takenOver) return ctx.stores.payments.lapse(payer, nonce, holder, ctx.clock.now());
         await ctx.tx.transaction(async () => {
           await ctx.stores.payments.release(payer, nonce, holder);
           if (created) await ctx.stores.treasuries.removeUnused(treasuryId);

@@ -64,6 +64,11 @@ export class LocalFacilitator {
     this.wallet = createWalletClient({ account: privateKeyToAccount(opts.privateKey), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions);
   }
 
+  /** settlements in flight now */
+  get settling(): number {
+    return this.inFlight.size;
+  }
+
   get address(): `0x${string}` {
     return this.wallet.account.address;
   }

@@ -1,0 +1,147 @@
+/**
+ * kill -9 of a gateway in the middle of an x402 settlement, on a chain that
+ * mines a block every 2 s as Base does (issue 11, "crashes lose nothing and
+ * double nothing"). Before this issue the payment row stayed `locked`, the
+ * proof was refused on retry and the request was charged and never served.
+ * Now the restarted gateway (another process, same PostgreSQL) takes over
+ * the dead request's Idempotency-Key and payment once their leases expire:
+ * it is served once, charged once, and the audit matches the chain.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { createTestClient, http } from "viem";
+import { baseSepolia } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
+import { openDatabase, type Db } from "../../gateway/src/store/db";
+import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
+import { call } from "../helpers/gateway";
+import { freshDatabase, TEST_STORE } from "../helpers/store";
+import { newIdempotencyKey } from "../helpers/treasury";
+import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader } from "../helpers/x402-stack";
+
+const ROOT = path.resolve(__dirname, "../..");
+const LEASE_MS = 3_000;
+const payTo = devAccount(2).address;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+let chain: BaseSepoliaNode;
+let facilitator: Awaited<ReturnType<typeof startFacilitator>>;
+let databaseUrl: string;
+let db: Db;
+const children: ChildProcess[] = [];
+
+/** a gateway as its own process on the shared PostgreSQL */
+async function gatewayProcess(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crash-gw-"));
+  const child = spawn(process.execPath, ["--import", "tsx", "gateway/src/main.ts"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      SECRETS_KEY: "11".repeat(32),
+      LEASE_MS: String(LEASE_MS),
+      X402_FACILITATOR: "local",
+      X402_FACILITATOR_URL: facilitator.url,
+      X402_PAY_TO: payTo,
+      RATE_LIMIT_READ_PER_MIN: "100000",
+      RATE_LIMIT_WRITE_PER_MIN: "100000",
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (Date.now() > deadline) throw new Error("gateway did not start");
+    const up = await fetch(`${url}/api/v1/public/gateway-status`).then((r) => r.ok).catch(() => false);
+    if (up) return { url, child };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe.skipIf(TEST_STORE !== "postgres")("kill -9 during an x402 settlement (2 s blocks)", () => {
+  beforeAll(async () => {
+    const location = await freshDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "crash-")));
+    databaseUrl = (location as { url: string }).url;
+    db = await openDatabase(location);
+    chain = await startBaseSepolia();
+    facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: FACILITATOR_KEY, port: 0 });
+  }, 60_000);
+  afterAll(async () => {
+    for (const c of children) c.kill("SIGKILL");
+    await facilitator?.close();
+    await chain?.stop();
+    await db?.close();
+  });
+
+  it("the retry with the same proof and key is served once, charged once; nothing is stuck", async () => {
+    const { account, wallet } = await newPayer(chain);
+    // from here on a block every 2 s: settlement takes a block
+    const test = createTestClient({ mode: "anvil", chain: baseSepolia, transport: http(chain.rpcUrl) });
+    await test.setAutomine(false);
+    await test.setIntervalMining({ interval: 2 });
+
+    const first = await gatewayProcess();
+    const body = { amount_usdc: 500 };
+    const requirements = await challengeFor(first.url, "POST", "/api/v1/deposits", body);
+    const header = await paymentHeader(wallet, requirements);
+    const key = newIdempotencyKey();
+    const before = await chain.balanceOf(account.address);
+    const send = (url: string) => call(url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
+
+    // the request reaches settlement; the gateway dies while the settlement is waiting for its block
+    const inFlight = send(first.url).catch(() => undefined);
+    const deadline = Date.now() + 10_000;
+    while (facilitator.facilitator.settling === 0) {
+      if (Date.now() > deadline) throw new Error("the settlement never started");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    first.child.kill("SIGKILL");
+    expect(await inFlight).toBeUndefined(); // the client saw the connection drop, no answer
+    const stuck = await db.get<{ state: string }>("SELECT state FROM x402_payments WHERE payer = ?", account.address.toLowerCase());
+    expect(stuck?.state).toBe("locked"); // what the old code left forever
+
+    // the restarted gateway; the client retries with the same proof and key (409/402 "in progress" means wait)
+    const second = await gatewayProcess();
+    let answer;
+    const until = Date.now() + 30_000;
+    for (;;) {
+      answer = await send(second.url);
+      if (answer.status !== 409 && answer.body?.error !== "payment_in_progress") break;
+      if (Date.now() > until) throw new Error(`still in progress: ${answer.text}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(answer.status, answer.text).toBe(202);
+    expect(answer.body.object).toBe("unsigned_transaction");
+
+    // charged once, for exactly the price; one settled payment, spent on this request; one envelope
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await chain.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
+    const rows = await db.all<{ state: string; outcome_status: number }>("SELECT state, outcome_status FROM x402_payments WHERE payer = ?", account.address.toLowerCase());
+    expect(rows).toEqual([{ state: "settled", outcome_status: 202 }]);
+    const treasuryId = answer.headers.get("x-treasury-id")!;
+    expect(Number((await db.get<{ n: number }>("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId))!.n)).toBe(1);
+    // the key is completed, not stuck (no lease left on it), and the spent proof is refused, never charged again
+    const keyRow = await db.get<{ state: string; lease_holder: string | null }>("SELECT state, lease_holder FROM idempotency_keys WHERE key = ?", key);
+    expect(keyRow).toEqual({ state: "completed", lease_holder: null });
+    const again = await send(second.url);
+    expect([again.status, again.body.error]).toEqual([402, "payment_already_used"]);
+    expect(await chain.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
+  }, 90_000);
+});
