@@ -24,7 +24,7 @@ import { DEV_MNEMONIC, devAccount, startBaseSepolia } from "../fixtures/base-sep
 import { createKeystore } from "../signer-agent/src/keystore";
 import { defaultPolicy } from "../signer-agent/src/policy";
 import { describeLocation } from "../gateway/src/store/db";
-import { startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres";
+import type { RunningPostgres } from "./embedded-postgres";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
@@ -149,6 +149,8 @@ async function main() {
   let databaseUrl = env.DATABASE_URL;
   let postgres: RunningPostgres | undefined;
   if (instances > 1 && !databaseUrl) {
+    // imported only here: embedded-postgres installs exit hooks of its own (they would change the stack's exit code)
+    const { startEmbeddedPostgres } = await import("./embedded-postgres");
     postgres = await startEmbeddedPostgres({ dataDir: path.join(dataDir, "postgres"), port: Number(env.POSTGRES_PORT ?? 5433), persistent: true, database: "treasury" });
     stopHooks.push(() => postgres!.stop());
     databaseUrl = postgres.url;
