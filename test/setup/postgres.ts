@@ -27,9 +27,16 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     project.provide("postgresAdminUrl", process.env.TEST_DATABASE_URL ?? "");
     return undefined;
   }
-  const { startEmbeddedPostgres } = await import("../../scripts/embedded-postgres");
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "treasury-pg-"));
-  const pg = await startEmbeddedPostgres({ dataDir: dir, port: await freePort(), persistent: false });
+  let pg;
+  try {
+    const { startEmbeddedPostgres } = await import("../../scripts/embedded-postgres");
+    pg = await startEmbeddedPostgres({ dataDir: dir, port: await freePort(), persistent: false });
+  } catch (err) {
+    // some errors thrown here leave vitest exiting 0 with "no test files found": a pass that cannot start must fail
+    process.stderr.write(`the PostgreSQL test run could not start its server: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  }
   project.provide("postgresAdminUrl", pg.url);
   return async () => {
     await pg.stop();
