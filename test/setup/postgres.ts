@@ -4,6 +4,7 @@
  * run. Each test gateway then gets a database of its own on it
  * (test/helpers/store.ts), so files run in parallel without sharing state.
  */
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -28,18 +29,31 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     return undefined;
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "treasury-pg-"));
-  let pg;
-  try {
-    const { startEmbeddedPostgres } = await import("../../scripts/embedded-postgres");
-    pg = await startEmbeddedPostgres({ dataDir: dir, port: await freePort(), persistent: false });
-  } catch (err) {
-    // some errors thrown here leave vitest exiting 0 with "no test files found": a pass that cannot start must fail
-    process.stderr.write(`the PostgreSQL test run could not start its server: ${err instanceof Error ? err.stack : String(err)}\n`);
+  // its own process: embedded-postgres's exit hooks would otherwise decide this run's exit code (a red run exiting 0)
+  const server = spawn(process.execPath, ["--import", "tsx", "scripts/embedded-postgres-process.ts", path.join(dir, "data"), String(await freePort())], {
+    cwd: path.resolve(__dirname, "../.."),
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const url = await new Promise<string | undefined>((resolve) => {
+    let out = "";
+    server.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const line = out.split("\n").find((l) => l.startsWith("{"));
+      if (line) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    server.once("exit", () => resolve(undefined));
+  });
+  if (!url) {
+    // a pass that cannot start its server must fail, not report "no test files" and exit 0
+    process.stderr.write("the PostgreSQL test run could not start its server\n");
     process.exit(1);
   }
-  project.provide("postgresAdminUrl", pg.url);
+  project.provide("postgresAdminUrl", url);
   return async () => {
-    await pg.stop();
+    await new Promise<void>((resolve) => {
+      server.once("exit", () => resolve());
+      server.kill("SIGTERM");
+    });
     fs.rmSync(dir, { recursive: true, force: true });
   };
 }
