@@ -29,6 +29,9 @@ export function protectionModuleArtifact(): { abi: readonly unknown[]; bytecode:
 
 export { PROTECTION_MODULE_ABI } from "../../contracts-abi/protection-module";
 
+/** gas limit of the operator's Safe transactions (supply, borrow, module set-up: well under 1.5M on Base) */
+const SAFE_TX_GAS_LIMIT = 3_000_000n;
+
 export class Operator {
   readonly account;
   private readonly wallet;
@@ -75,7 +78,9 @@ export class Operator {
     const kit = this.kit();
     const nonce = await kit.getNonce();
     const tx = await kit.createTransaction({ transactions: calls.map((c) => ({ to: c.to, data: c.data, value: String(c.value ?? 0n) })), options: { nonce } });
-    const result = await kit.executeTransaction(tx);
+    // an explicit limit with headroom: the estimate is made one block earlier, and Aave's index updates cost more gas
+    // when the next block lands later (seen as reverted supply/borrow under load); unused gas is not charged
+    const result = await kit.executeTransaction(tx, { gasLimit: SAFE_TX_GAS_LIMIT.toString() });
     const hash = result.hash as Hex;
     const receipt = await this.publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error(`Safe transaction ${hash} reverted`);
