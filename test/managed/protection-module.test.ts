@@ -31,7 +31,9 @@ async function tryExecute(to: `0x${string}`, data: Hex, from = automation): Prom
   const client = createWalletClient({ account: from, chain: base, transport: http(fork.rpcUrl), pollingInterval: 50 }).extend(publicActions);
   try {
     const { request } = await client.simulateContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [to, data] });
-    const hash = await client.writeContract(request);
+    // an explicit gas limit, as the protection engine sends: an estimate taken in the block where the reserve was
+    // last updated omits Aave's interest-index update, which the next block's execution then runs out of gas on
+    const hash = await client.writeContract({ ...request, gas: 1_000_000n });
     const receipt = await client.waitForTransactionReceipt({ hash });
     return receipt.status === "success" ? "ok" : "reverted";
   } catch (err) {
