@@ -193,6 +193,26 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect(actions.find((a: any) => a.status === "executed").gas_usd).toBeLessThan(0.25);
   }, 60_000);
 
+  it("two engines on one store (as two processes) act once per trigger", async () => {
+    const { operator, tenant, api } = await operatorWithSafe();
+    await operator.fundWeth(10n * 10n ** 18n);
+    await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
+    const module = await operator.deployModule(automation.address, 2500);
+    expect((await attach(operator, tenant, module, 1.7)).status).toBe(200); // health 1.65 is under 1.7: a trigger
+    await operator.approveDelegation(module);
+    // each engine is its own instance (its own in-process guard), as two engine processes on one database
+    const other = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+    const [a, b] = await Promise.all([engine.tick(), other.tick()]);
+    const outcomes = [...a, ...b].filter((r) => r.treasuryId === tenant.treasuryId).map((r) => r.outcome).sort();
+    expect(outcomes[0]).toBe("executed");
+    expect(["in_progress", "already_acted", "healthy"]).toContain(outcomes[1]);
+    const actions = (await api.get("/api/v1/delegation")).body.protection_actions;
+    expect(actions.map((x: any) => x.status)).toEqual(["executed"]);
+    expect((await api.get("/api/v1/audit")).body.data.filter((x: any) => x.action === "protection")).toHaveLength(1);
+    expect((await api.get("/api/v1/treasury")).body.ltv).toBe(25);
+    expect(await gw.ctx.stores.protectionClaims.get(tenant.treasuryId)).toBeUndefined();
+  }, 60_000);
+
   it("refuses a module that is not the treasury's", async () => {
     const { operator, tenant } = await operatorWithSafe();
     const wrongAutomation = await operator.deployModule(privateKeyToAccount(generatePrivateKey()).address, 2500);

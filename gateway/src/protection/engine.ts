@@ -5,10 +5,15 @@
  * Safe's ProtectionModule with the service's automation key.
  *
  * - never acts without active delegation (state derived from the chain);
- * - once per trigger: it disarms before sending; it re-arms only when it sees
- *   the health score back above the threshold (normally right after the
- *   repayment), so an action that did not restore the position is not
- *   repeated for the same fall, and concurrent passes never act twice;
+ * - once per trigger: it claims the trigger (store/protection-claim-store.ts)
+ *   in the transaction that disarms it, so of any number of engines on one
+ *   store one acts; it re-arms only when it sees the health score back above
+ *   the threshold (normally right after the repayment), so an action that did
+ *   not restore the position is not repeated for the same fall;
+ * - crash-safe: every transaction is signed, written on the claim (hash and
+ *   bytes), then sent; an engine that takes over a dead engine's expired
+ *   claim re-sends those bytes, reads their receipts and records the action
+ *   that landed, once, before deciding anything new;
  * - gas caps (spec 2.12): the automation key pays the gas, so the estimated
  *   cost (gas x max fee x the oracle's ETH price) must stay within 0.25 USD per
  *   action and 5 USD per month per treasury, an off-chain budget;
@@ -21,7 +26,7 @@
  *   reverted one is recorded with its decoded reason and retried on a later
  *   pass while the gas caps allow.
  */
-import { createWalletClient, encodeFunctionData, http, publicActions, type Hex } from "viem";
+import { encodeFunctionData, keccak256, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
@@ -40,13 +45,53 @@ import { ExecutionRecorder } from "../services/execution-recorder";
 import { formatDecimal } from "../domain/money";
 import { BaseError, ContractFunctionRevertedError } from "viem";
 import type { DelegationRecord } from "../store/delegation-store";
+import type { ProtectionClaim, SentTransaction } from "../store/protection-claim-store";
+import type { TreasuryRecord } from "../store/treasury-store";
 
 const ORACLE_ABI = [{ type: "function", name: "getAssetPrice", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] }] as const;
 
 export interface TickResult {
   treasuryId: string;
-  outcome: "not_active" | "healthy" | "already_acted" | "executed" | "skipped" | "failed";
+  outcome: "not_active" | "healthy" | "already_acted" | "in_progress" | "executed" | "skipped" | "failed";
   detail?: string;
+}
+
+/** the gas limit of one module call: an estimate made a block earlier omits Aave's index updates; unused gas is not paid */
+const EXECUTE_GAS_LIMIT = 1_000_000n;
+/** how long one pass waits for a transaction it sent before leaving it on the claim for a later pass */
+const RECEIPT_TIMEOUT_MS = 60_000;
+
+interface Call {
+  kind: SentTransaction["call"];
+  to: `0x${string}`;
+  data: Hex;
+}
+
+interface Plan {
+  calls: Call[];
+  repay: bigint;
+  fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+  ethPrice: bigint;
+}
+
+const isPlan = (p: Plan | TickResult): p is Plan => "calls" in p;
+
+/** one engine's work on one claimed trigger */
+interface Run {
+  d: DelegationRecord;
+  t: TreasuryRecord;
+  threshold: number;
+  claim: ProtectionClaim;
+  /** ETH spent on gas by the claim's landed transactions */
+  gasEth: number;
+  receipts: Map<Hex, TransactionReceipt>;
+}
+
+/** this engine no longer holds the claim (its lease lapsed and another engine took it over) */
+class LostClaim extends Error {
+  constructor() {
+    super("the claim on this trigger passed to another engine");
+  }
 }
 
 export class ProtectionEngine {
@@ -56,9 +101,11 @@ export class ProtectionEngine {
   private readonly automation;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
+  /** this engine's name on the claims it holds */
+  private readonly holder = newId("eng");
 
   constructor(
-    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "treasuries">,
+    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "protectionClaims" | "treasuries">,
     private readonly opts: {
       rpcUrls: { base?: string; arbitrum?: string };
       automationKey: Hex;
@@ -115,42 +162,70 @@ export class ProtectionEngine {
     const state = await this.delegations.state(t);
     if (state !== "active") return { treasuryId: d.treasuryId, outcome: "not_active", detail: state };
 
-    const preset = PRESETS[t.preset];
-    const threshold = d.protectBelowHealth ?? preset.protectBelowHealthScore;
+    const threshold = d.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore;
     const position = await this.chain.position(t.chain, d.safe);
     const health = chainHealthScore(position);
-    if (health >= threshold) {
-      if (!d.armed) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
-      return { treasuryId: d.treasuryId, outcome: "healthy", detail: `health ${health}` };
+    const open = await this.ctx.stores.protectionClaims.get(d.treasuryId);
+    let plan: Plan | TickResult | undefined;
+    if (!open) {
+      if (health >= threshold) {
+        if (!d.armed) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+        return { treasuryId: d.treasuryId, outcome: "healthy", detail: `health ${health}` };
+      }
+      if (!d.armed) return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
+      // everything that costs nothing is checked before the trigger is claimed
+      plan = await this.plan(d, t.chain, position, health);
+      if (!isPlan(plan)) return plan;
     }
-    if (!d.armed) return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
 
-    const m = AAVE_MARKETS[t.chain];
-    const park = BigInt(preset.parkTarget * 100);
-    const client = this.chain.client(t.chain);
+    // one trigger, one action: the claim disarms it in the same transaction, for every engine at once
+    const claimed = await this.ctx.stores.protectionClaims.claim(d.treasuryId, this.holder, newId("fee"), this.ctx.clock.now());
+    if (claimed.kind === "held") return { treasuryId: d.treasuryId, outcome: "in_progress", detail: "another engine is acting on this trigger" };
+    if (claimed.kind === "disarmed") return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
+    const claim = claimed.claim;
+    const run: Run = { d, t, threshold, claim, gasEth: 0, receipts: new Map() };
+    try {
+      if (claimed.kind === "taken_over") return await this.resume(run);
+      claim.healthBefore = health;
+      claim.ltvBefore = ltvPct(position);
+      plan ??= await this.plan(d, t.chain, position, health);
+      if (!isPlan(plan)) return await this.release(run, plan);
+      return await this.execute(run, plan);
+    } catch (err) {
+      if (err instanceof LostClaim) return { treasuryId: d.treasuryId, outcome: "in_progress", detail: err.message };
+      // the claim stays: what was sent is on record, and the next pass (or another engine, once the lease lapses) settles it
+      throw err;
+    }
+  }
+
+  /** the repayment that parks the position, its calls and gas, or why nothing can be done (recorded as skipped) */
+  private async plan(d: DelegationRecord, chain: "base" | "arbitrum", position: Awaited<ReturnType<ChainGateway["position"]>>, health: number): Promise<Plan | TickResult> {
+    const t = (await this.ctx.stores.treasuries.get(d.treasuryId))!;
+    const m = AAVE_MARKETS[chain];
+    const park = BigInt(PRESETS[t.preset].parkTarget * 100);
+    const client = this.chain.client(chain);
     const [usdcPrice, ethPrice] = await Promise.all(
       [m.usdc, m.weth].map((asset) => client.readContract({ address: m.oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [asset] })),
     );
     const base = { collateralBase: position.collateralBase, debtBase: position.debtBase, usdcPriceBase: usdcPrice!, parkTargetBps: park };
     const fromWallet = repaymentToPark({ ...base, fromCollateral: false });
     const fromCollateral = repaymentToPark({ ...base, fromCollateral: true });
-    let calls: { to: `0x${string}`; data: Hex }[];
+    let calls: Call[];
     let repay: bigint;
     if (fromWallet > 0n && position.holdings.walletUsdc >= fromWallet) {
       repay = fromWallet;
       calls = [
-        { to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, repay] }) },
-        { to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [m.usdc, repay, 2n, d.safe] }) },
+        { kind: "approve", to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, repay] }) },
+        { kind: "repay", to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [m.usdc, repay, 2n, d.safe] }) },
       ];
     } else if (fromCollateral > 0n && position.holdings.aUsdc >= fromCollateral) {
       repay = fromCollateral;
-      calls = [{ to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, repay, 2n] }) }];
+      calls = [{ kind: "repay", to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, repay, 2n] }) }];
     } else {
       return this.skip(d, health, ltvPct(position), `no repayment source: the Safe holds ${position.holdings.walletUsdc} USDC and ${position.holdings.aUsdc} aUSDC, ${fromWallet} needed`);
     }
 
     // the gas budget: the automation key pays, so the cost is checked before anything is sent
-    const wallet = createWalletClient({ account: this.automation, transport: http(this.rpcUrl(t.chain)), pollingInterval: 50 }).extend(publicActions);
     // L2 fees: twice the current base fee plus a small tip (nodes often suggest a mainnet-sized 1 gwei tip)
     const block = await client.getBlock();
     const tip = this.opts.priorityFeeWei ?? 1_000_000n;
@@ -166,45 +241,145 @@ export class ProtectionEngine {
     if (costUsd > caps.perActionUsd) return this.skip(d, health, ltvPct(position), `gas ${costUsd.toFixed(4)} USD is above the ${caps.perActionUsd} USD per-action cap`);
     const month = await this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
     if (month + costUsd > caps.perMonthUsd) return this.skip(d, health, ltvPct(position), `gas budget: ${month.toFixed(4)} USD spent this month, cap ${caps.perMonthUsd}`);
+    return { calls, repay, fees, ethPrice: ethPrice! };
+  }
 
-    // one trigger, one action: disarm before sending (a failure re-arms it, to retry within the caps)
-    await this.ctx.stores.delegations.setArmed(d.treasuryId, false);
-    const hashes: Hex[] = [];
-    let gasUsedUsd = 0;
-    const fail = async (reason: string): Promise<TickResult> => {
-      await this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "failed", reason, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: null, repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: this.ctx.clock.now().toISOString() });
-      await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
-      return { treasuryId: d.treasuryId, outcome: "failed", detail: reason };
-    };
-    for (const c of calls) {
-      // simulate first: a refusal by the module (e.g. OvershotParkTarget) costs no gas and is recorded decoded
+  /** send the plan's calls, each simulated first (a refusal by the module costs no gas and is recorded decoded) */
+  private async execute(run: Run, plan: Plan): Promise<TickResult> {
+    const { d, t, claim } = run;
+    claim.repayMicro = plan.repay;
+    if (!(await this.ctx.stores.protectionClaims.record(claim, this.ctx.clock.now()))) throw new LostClaim();
+    const client = this.chain.client(t.chain);
+    for (const c of plan.calls) {
       try {
         await client.simulateContract({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] });
       } catch (err) {
-        return fail(`refused before sending: ${moduleRevertReason(err)}`);
+        return this.fail(run, plan.ethPrice, `refused before sending: ${moduleRevertReason(err)}`);
       }
-      const hash = await wallet.writeContract({ address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data], chain: null, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, gas: 1_000_000n });
-      const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-      hashes.push(hash);
-      gasUsedUsd += usd(receipt.gasUsed * receipt.effectiveGasPrice);
-      if (receipt.status !== "success") return fail(`reverted: ${hash}`);
+      const receipt = await this.send(run, c, plan.fees);
+      if (receipt.status !== "success") return this.fail(run, plan.ethPrice, `reverted: ${receipt.transactionHash}`);
     }
-    const after = await this.chain.position(t.chain, d.safe);
-    // re-arm only once the action restored the position; an action that did not is not repeated for the same trigger
-    if (chainHealthScore(after) >= threshold) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
-    const now = this.ctx.clock.now();
-    const id = newId("fee");
-    await this.ctx.tx.transaction(async () => {
-      await this.ctx.stores.delegations.recordAction({ id, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: null, healthBefore: health, ltvBefore: ltvPct(position), ltvAfter: ltvPct(after), repayMicro: repay, txHashes: hashes, gasUsd: gasUsedUsd, createdAt: now.toISOString() });
-      await this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("protection", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: id, at: now });
-    });
-    return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${formatDecimal(repay, 6)} USDC, LTV ${ltvPct(position)}% -> ${ltvPct(after)}%` };
+    return this.finish(run, plan.ethPrice);
   }
 
-  private rpcUrl(chain: "base" | "arbitrum"): string {
-    const url = this.opts.rpcUrls[chain];
-    if (!url) throw new Error(`no RPC for ${chain}`);
-    return url;
+  /**
+   * A dead engine's claim: its signed transactions are sent again (the same
+   * bytes, so at most once on chain) and their receipts read. A repayment that
+   * landed is recorded as the trigger's action; otherwise the trigger is
+   * decided afresh on the position as it is now.
+   */
+  private async resume(run: Run): Promise<TickResult> {
+    const { d, t, claim } = run;
+    const client = this.chain.client(t.chain);
+    const ethPrice = await client.readContract({ address: AAVE_MARKETS[t.chain].oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [AAVE_MARKETS[t.chain].weth] });
+    for (const sent of claim.sent) await this.landed(run, sent);
+    const repaid = claim.sent.some((s) => s.call === "repay" && run.receipts.get(s.hash)?.status === "success");
+    if (repaid) return this.finish(run, ethPrice);
+    const position = await this.chain.position(t.chain, d.safe);
+    const health = chainHealthScore(position);
+    if (health >= run.threshold) return this.fail(run, ethPrice, "superseded: the position recovered before the repayment landed");
+    claim.healthBefore ??= health;
+    claim.ltvBefore ??= ltvPct(position);
+    const plan = await this.plan(d, t.chain, position, health);
+    if (!isPlan(plan)) return this.release(run, plan);
+    return this.execute(run, plan);
+  }
+
+  /**
+   * Sign one call, write it on the claim, then send it and wait for its
+   * receipt. A transaction whose nonce another one took (two engines, one key)
+   * is signed again with the next nonce, a bounded number of times.
+   */
+  private async send(run: Run, call: Call, fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }): Promise<TransactionReceipt> {
+    const client = this.chain.client(run.t.chain);
+    const chainId = await client.getChainId();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
+      const raw = await this.automation.signTransaction({
+        type: "eip1559", chainId, nonce, to: run.d.module, value: 0n, gas: EXECUTE_GAS_LIMIT, ...fees,
+        data: encodeFunctionData({ abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [call.to, call.data] }),
+      });
+      const sent: SentTransaction = { hash: keccak256(raw), raw, nonce, call: call.kind };
+      run.claim.sent.push(sent);
+      if (!(await this.ctx.stores.protectionClaims.record(run.claim, this.ctx.clock.now()))) throw new LostClaim();
+      const receipt = await this.landed(run, sent);
+      if (receipt) return receipt;
+    }
+    throw new Error("the automation key's nonce was taken three times in a row");
+  }
+
+  /** send signed bytes (again: the node dedupes them) and wait for their receipt; null when their nonce went to another transaction */
+  private async landed(run: Run, sent: SentTransaction): Promise<TransactionReceipt | null> {
+    const client = this.chain.client(run.t.chain);
+    await client.sendRawTransaction({ serializedTransaction: sent.raw }).catch(() => undefined);
+    const deadline = Date.now() + RECEIPT_TIMEOUT_MS;
+    let renewed = Date.now();
+    for (;;) {
+      const receipt = await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null);
+      if (receipt) {
+        run.receipts.set(sent.hash, receipt);
+        run.gasEth += Number(receipt.gasUsed * receipt.effectiveGasPrice) / 1e18;
+        return receipt;
+      }
+      const used = await client.getTransactionCount({ address: this.automation.address, blockTag: "latest" });
+      if (used > sent.nonce) {
+        const late = await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null);
+        if (!late) return null;
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`transaction ${sent.hash} not mined within ${RECEIPT_TIMEOUT_MS} ms; it is on the claim and will be settled on a later pass`);
+      if (Date.now() - renewed > 1_000) {
+        if (!(await this.ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, this.ctx.clock.now()))) throw new LostClaim();
+        renewed = Date.now();
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** the trigger's repayment landed: its action and audit entry, and the end of the claim, in one transaction */
+  private async finish(run: Run, ethPrice: bigint): Promise<TickResult> {
+    const { d, t, claim } = run;
+    const after = await this.chain.position(t.chain, d.safe);
+    const now = this.ctx.clock.now();
+    const repay = claim.repayMicro ?? 0n;
+    await this.ctx.tx.transaction(async () => {
+      // fenced: an engine that lost the claim records nothing (its successor does)
+      if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim();
+      await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: null, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: ltvPct(after), repayMicro: repay, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: now.toISOString() });
+      await this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("protection", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: claim.actionId, at: now });
+      // re-armed only once the action restored the position; an action that did not is not repeated for the same trigger
+      if (chainHealthScore(after) >= run.threshold) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+    });
+    return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${formatDecimal(repay, 6)} USDC, LTV ${claim.ltvBefore}% -> ${ltvPct(after)}%` };
+  }
+
+  /** the action failed: recorded with its reason, the claim ended and the trigger re-armed (retried within the gas caps) */
+  private async fail(run: Run, ethPrice: bigint, reason: string): Promise<TickResult> {
+    const { d, claim } = run;
+    await this.ctx.tx.transaction(async () => {
+      if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim();
+      await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "failed", reason, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: null, repayMicro: claim.repayMicro, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: this.ctx.clock.now().toISOString() });
+      await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+    });
+    return { treasuryId: d.treasuryId, outcome: "failed", detail: reason };
+  }
+
+  /** nothing was sent for this claim and nothing can be (already recorded as skipped): end it and re-arm */
+  private async release(run: Run, result: TickResult): Promise<TickResult> {
+    await this.ctx.tx.transaction(async () => {
+      if (!(await this.ctx.stores.protectionClaims.finish(run.claim.treasuryId, run.claim.holder))) throw new LostClaim();
+      await this.ctx.stores.delegations.setArmed(run.d.treasuryId, true);
+    });
+    return result;
+  }
+
+  /** the transactions of this claim that are on chain (a dropped one, whose nonce went elsewhere, is not) */
+  private landedHashes(run: Run): Hex[] {
+    return run.claim.sent.filter((s) => run.receipts.has(s.hash)).map((s) => s.hash);
+  }
+
+  private gasUsd(run: Run, ethPrice: bigint): number {
+    return run.gasEth * (Number(ethPrice) / 1e8);
   }
 
   private async skip(d: DelegationRecord, health: number, ltv: number, reason: string): Promise<TickResult> {

@@ -20,7 +20,7 @@ if (!key) {
 const config = loadConfig();
 const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
 const db = await openDatabase(config.database);
-const ctx = scope({ config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") }, "delegations", "treasuries", "apiKeys", "fees", "executions");
+const ctx = scope({ config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") }, "delegations", "treasuries", "apiKeys", "fees", "executions", "protectionClaims");
 const engine = new ProtectionEngine(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
 logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");

@@ -17,6 +17,7 @@ import { FeeStore } from "../store/fee-store";
 import { IdempotencyStore } from "../store/idempotency-store";
 import { OutboxStore } from "../store/outbox-store";
 import { PaymentStore } from "../store/payment-store";
+import { ProtectionClaimStore } from "../store/protection-claim-store";
 import { RateLimitStore } from "../store/rate-limit-store";
 import { SignedNonceStore } from "../store/signed-nonce-store";
 import { SlotStore } from "../store/slot-store";
@@ -36,6 +37,7 @@ export interface Stores {
   slots: SlotStore;
   signedNonces: SignedNonceStore;
   rateLimits: RateLimitStore;
+  protectionClaims: ProtectionClaimStore;
 }
 
 export type StoreName = keyof Stores;
@@ -55,6 +57,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     slots: new SlotStore(db),
     signedNonces: new SignedNonceStore(db),
     rateLimits: new RateLimitStore(db),
+    protectionClaims: new ProtectionClaimStore(db),
   };
 }
 

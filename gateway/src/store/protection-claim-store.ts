@@ -1,0 +1,116 @@
+/**
+ * The protection engine's claim on one trigger of one treasury (issue 11:
+ * two engines at once never act twice; a crash leaves a record the chain can
+ * settle). A claim is taken in the same transaction that reads and clears the
+ * delegation's `armed` flag, so of two engines one acts and the other sees it
+ * held. Every transaction the engine signs is written here (hash and raw
+ * bytes) before it is sent: an engine that takes over an expired claim
+ * re-sends those exact bytes and reads their receipts, never signs a second
+ * repayment for the same trigger blind. It is a lease its engine renews.
+ */
+import type { Hex } from "viem";
+import type { Db } from "./db";
+import { leaseUntil } from "./lease";
+
+export interface SentTransaction {
+  hash: Hex;
+  raw: Hex;
+  nonce: number;
+  /** which call of the plan: the approval or the repayment */
+  call: "approve" | "repay";
+}
+
+export interface ProtectionClaim {
+  treasuryId: string;
+  holder: string;
+  actionId: string;
+  state: "deciding" | "broadcasting";
+  repayMicro: bigint | null;
+  healthBefore: number | null;
+  ltvBefore: number | null;
+  sent: SentTransaction[];
+}
+
+export type ClaimResult =
+  /** this engine acts on the trigger */
+  | { kind: "claimed"; claim: ProtectionClaim }
+  /** a dead engine's claim, now this engine's: reconcile what it sent first */
+  | { kind: "taken_over"; claim: ProtectionClaim }
+  /** a live engine is acting on it */
+  | { kind: "held" }
+  /** the trigger was already acted on (disarmed until the position recovers) */
+  | { kind: "disarmed" };
+
+interface Row {
+  treasury_id: string;
+  holder: string;
+  state: "deciding" | "broadcasting";
+  action_id: string;
+  repay_micro: string | null;
+  detail: string | null;
+}
+
+interface Detail {
+  healthBefore: number | null;
+  ltvBefore: number | null;
+  sent: SentTransaction[];
+}
+
+const fromRow = (r: Row): ProtectionClaim => {
+  const d = (r.detail ? JSON.parse(r.detail) : { healthBefore: null, ltvBefore: null, sent: [] }) as Detail;
+  return { treasuryId: r.treasury_id, holder: r.holder, actionId: r.action_id, state: r.state, repayMicro: r.repay_micro === null ? null : BigInt(r.repay_micro), healthBefore: d.healthBefore, ltvBefore: d.ltvBefore, sent: d.sent };
+};
+
+export class ProtectionClaimStore {
+  constructor(private readonly db: Db) {}
+
+  /** claim the treasury's current trigger for `holder` (see ClaimResult) */
+  async claim(treasuryId: string, holder: string, actionId: string, now: Date): Promise<ClaimResult> {
+    return this.db.transaction(async () => {
+      const row = await this.db.get<Row & { expires_at: string }>("SELECT * FROM protection_claims WHERE treasury_id = ?", treasuryId);
+      // its own claim (a pass that gave up waiting on a receipt) the same engine resumes at once
+      if (row && row.holder !== holder && row.expires_at > now.toISOString()) return { kind: "held" } as const;
+      if (row) {
+        await this.db.run("UPDATE protection_claims SET holder = ?, claimed_at = ?, expires_at = ? WHERE treasury_id = ? AND holder = ?", holder, now.toISOString(), leaseUntil(now), treasuryId, row.holder);
+        return { kind: "taken_over", claim: { ...fromRow(row), holder } } as const;
+      }
+      const armed = await this.db.get<{ armed: number }>("SELECT armed FROM delegations WHERE treasury_id = ?", treasuryId);
+      if (armed?.armed !== 1) return { kind: "disarmed" } as const;
+      await this.db.run("UPDATE delegations SET armed = 0 WHERE treasury_id = ?", treasuryId);
+      await this.db.run(
+        "INSERT INTO protection_claims (treasury_id, holder, state, action_id, claimed_at, expires_at) VALUES (?, ?, 'deciding', ?, ?, ?)",
+        treasuryId, holder, actionId, now.toISOString(), leaseUntil(now),
+      );
+      return { kind: "claimed", claim: { treasuryId, holder, actionId, state: "deciding", repayMicro: null, healthBefore: null, ltvBefore: null, sent: [] } } as const;
+    });
+  }
+
+  /**
+   * Write the claim's plan and the transactions signed so far, before the last
+   * one is sent; false when `holder` no longer holds it (it must not send).
+   */
+  async record(claim: ProtectionClaim, now: Date): Promise<boolean> {
+    const detail: Detail = { healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, sent: claim.sent };
+    const r = await this.db.run(
+      "UPDATE protection_claims SET state = ?, repay_micro = ?, detail = ?, tx_hash = ?, expires_at = ? WHERE treasury_id = ? AND holder = ?",
+      claim.sent.length > 0 ? "broadcasting" : "deciding", claim.repayMicro?.toString() ?? null, JSON.stringify(detail), claim.sent.at(-1)?.hash ?? null, leaseUntil(now),
+      claim.treasuryId, claim.holder,
+    );
+    return r.changes === 1;
+  }
+
+  /** the holder is alive: extend its lease; false when it lost the claim */
+  async renew(treasuryId: string, holder: string, now: Date): Promise<boolean> {
+    return (await this.db.run("UPDATE protection_claims SET expires_at = ? WHERE treasury_id = ? AND holder = ?", leaseUntil(now), treasuryId, holder)).changes === 1;
+  }
+
+  /** the trigger is settled (its action recorded in the same transaction by the caller): drop the claim */
+  async finish(treasuryId: string, holder: string): Promise<boolean> {
+    return (await this.db.run("DELETE FROM protection_claims WHERE treasury_id = ? AND holder = ?", treasuryId, holder)).changes === 1;
+  }
+
+  async get(treasuryId: string): Promise<ProtectionClaim | undefined> {
+    const row = await this.db.get<Row>("SELECT * FROM protection_claims WHERE treasury_id = ?", treasuryId);
+    return row ? fromRow(row) : undefined;
+  }
+}
