@@ -31,7 +31,14 @@ export interface AgentOptions {
   /** Base Sepolia RPC for x402 payments (signing needs none; kept for balance reads) */
   x402RpcUrl?: string;
   progress?: (line: string) => void;
+  /** how long a relay is retried while the gateway is down or the step in progress (default 120 s) */
+  relayRetryMs?: number;
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** answers that mean "wait and send the same thing again", not "refused" */
+const IN_PROGRESS = new Set(["idempotency_in_progress", "step_in_flight", "payment_in_progress"]);
 
 export class RefusedError extends Error {
   constructor(
@@ -163,31 +170,52 @@ export class SignerAgent {
   }
 
   /**
-   * Relay one signed step. A connection that fails (the gateway restarting)
-   * is retried with the same Idempotency-Key, so a relay that did land is
-   * answered from the gateway's record instead of running twice.
+   * Relay one signed step until the gateway answers for good. The same signed
+   * transaction under the same Idempotency-Key is sent again, with backoff
+   * (250 ms doubling to 4 s, for at most `relayRetryMs`), while the gateway
+   * cannot be reached or answers 5xx (restarting), and while the key or the
+   * step is in progress (409 `idempotency_in_progress` / `step_in_flight`):
+   * in progress means wait, not refusal. A relay that did land answers its
+   * receipt. A 202 `broadcasting` (sent, not mined in the gateway's wait) is
+   * the key's final answer, so the same bytes are then relayed under a new key
+   * until the receipt comes: the step is claimed by those bytes, nothing can
+   * run twice.
    */
   async relay(txId: string, signed: Hex): Promise<Record<string, any>> {
-    const key = `relay-${randomUUID()}`;
-    let res: Response | undefined;
+    let key = `relay-${randomUUID()}`;
+    const deadline = Date.now() + (this.opts.relayRetryMs ?? 120_000);
     for (let attempt = 0; ; attempt++) {
+      const backoff = Math.min(250 * 2 ** attempt, 4_000);
+      let status: number;
+      let body: Record<string, any>;
+      let retryAfter = 0;
       try {
-        res = await fetch(`${this.opts.gatewayUrl}/api/v1/relay`, {
+        const res = await fetch(`${this.opts.gatewayUrl}/api/v1/relay`, {
           method: "POST",
           headers: { "content-type": "application/json", "idempotency-key": key },
           body: JSON.stringify({ tx_id: txId, signed_transaction: signed }),
         });
-        break;
+        status = res.status;
+        body = (await res.json().catch(() => ({}))) as Record<string, any>;
+        retryAfter = Number(res.headers.get("retry-after") ?? 0) * 1000;
       } catch (err) {
-        if (attempt >= 4) throw err;
-        this.log(`      relay did not connect (${(err as Error).message}); retrying with the same Idempotency-Key`);
-        await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+        if (Date.now() + backoff > deadline) throw err;
+        this.log(`      relay did not connect (${(err as Error).message}); retrying the same transaction and Idempotency-Key in ${backoff} ms`);
+        await sleep(backoff);
+        continue;
       }
+      if (status === 200) {
+        this.opts.audit.append({ event: "relayed", tx_id: txId, tx_hash: body.tx_hash });
+        return body;
+      }
+      const waiting = status >= 500 || status === 202 || IN_PROGRESS.has(body.error);
+      if (!waiting) throw new RefusedError("relay", `${status} ${body.error}: ${body.message}`, body);
+      const wait = Math.min(Math.max(backoff, retryAfter), 4_000);
+      if (Date.now() + wait > deadline) throw new RefusedError("relay", `still ${status === 202 ? "broadcasting" : body.error ?? status} after ${this.opts.relayRetryMs ?? 120_000} ms: ${body.message ?? ""}`, body);
+      if (status === 202) key = `relay-${randomUUID()}`;
+      this.log(`      relay ${status === 202 ? "sent, not mined yet" : `${status} ${body.error ?? ""}`}; asking again in ${wait} ms`);
+      await sleep(wait);
     }
-    const body = (await res.json()) as Record<string, any>;
-    if (res.status !== 200) throw new RefusedError("relay", `${res.status} ${body.error}: ${body.message}`, body);
-    this.opts.audit.append({ event: "relayed", tx_id: txId, tx_hash: body.tx_hash });
-    return body;
   }
 
   /** the whole loop */

@@ -87,8 +87,11 @@ describe("relay of a viem-signed EIP-1559 envelope", () => {
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ action: "deposit", fee_usdc: 20, trigger: "relayed_signature" });
 
-    // relaying a step again, with a fresh key: 409 with the first hash; nothing runs twice
-    const again = await relay(steps[2]!.tx_id, await signViem(account, steps[2]!, 2));
+    // the same signed transaction again, with a fresh key (a client retrying after a lost answer): its receipt
+    const same = await relay(steps[2]!.tx_id, await signViem(account, steps[2]!, 2));
+    expect([same.status, same.body.tx_hash]).toEqual([200, final.tx_hash]);
+    // another signature of a relayed step: 409 with the first hash; nothing runs twice
+    const again = await relay(steps[2]!.tx_id, await signViem(account, steps[2]!, 3));
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ error: "already_relayed", tx_hash: final.tx_hash });
     expect((await api.get("/api/v1/audit")).body.data).toHaveLength(1);

@@ -117,6 +117,27 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
   });
 
+  it("the same proof with the same Idempotency-Key (an answer the client lost) gets the stored answer, free", async () => {
+    const { account, wallet } = await newPayer(stack.chain);
+    const body = { amount_usdc: 210 };
+    const header = await paymentHeader(wallet as never, await challengeFor(base, "POST", "/api/v1/deposits", body));
+    const key = newIdempotencyKey();
+    const first = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
+    expect(first.status).toBe(202);
+    const afterFirst = await stack.chain.balanceOf(account.address);
+    const again = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
+    expect([again.status, again.headers.get("idempotent-replayed"), again.text]).toEqual([202, "true", first.text]);
+    // the key with another body is not a replay: the spent proof is refused
+    const changed = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 211 }, headers: { "x-payment": header, "idempotency-key": key } });
+    expect([changed.status, changed.body.error]).toEqual([402, "payment_already_used"]);
+    expect(await envelopeCount(first.headers.get("x-treasury-id")!)).toBe(1);
+    expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
+    // documented: the replay, the spent proof and the proof in progress with its Retry-After
+    const doc = (await call(base, "GET", "/openapi.json")).body.paths["/api/v1/deposits"].post.responses["402"];
+    expect(doc.description).toMatch(/payment_already_used.*same Idempotency-Key.*replays.*payment_in_progress/s);
+    expect(doc.headers["Retry-After"].schema.type).toBe("integer");
+  });
+
   it("two concurrent requests with one proof run the handler once and charge once", async () => {
     const { account, wallet } = await newPayer(stack.chain);
     const body = { amount_usdc: 300 };

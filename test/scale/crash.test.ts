@@ -7,78 +7,38 @@
  * the dead request's Idempotency-Key and payment once their leases expire:
  * it is served once, charged once, and the audit matches the chain.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createTestClient, http } from "viem";
 import { baseSepolia } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
-import { openDatabase, type Db } from "../../gateway/src/store/db";
+import { openDatabase, type DatabaseLocation, type Db } from "../../gateway/src/store/db";
 import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
 import { call } from "../helpers/gateway";
-import { freshDatabase, TEST_STORE } from "../helpers/store";
+import { gatewayProcess } from "../helpers/gateway-process";
+import { freshDatabase } from "../helpers/store";
 import { newIdempotencyKey } from "../helpers/treasury";
 import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader } from "../helpers/x402-stack";
 
-const ROOT = path.resolve(__dirname, "../..");
 const LEASE_MS = 3_000;
 const payTo = devAccount(2).address;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 let chain: BaseSepoliaNode;
 let facilitator: Awaited<ReturnType<typeof startFacilitator>>;
-let databaseUrl: string;
+let location: DatabaseLocation;
 let db: Db;
 const children: ChildProcess[] = [];
 
-/** a gateway as its own process on the shared PostgreSQL */
-async function gatewayProcess(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crash-gw-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "gateway/src/main.ts"], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      SECRETS_KEY: "11".repeat(32),
-      LEASE_MS: String(LEASE_MS),
-      X402_FACILITATOR: "local",
-      X402_FACILITATOR_URL: facilitator.url,
-      X402_PAY_TO: payTo,
-      RATE_LIMIT_READ_PER_MIN: "100000",
-      RATE_LIMIT_WRITE_PER_MIN: "100000",
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (Date.now() > deadline) throw new Error("gateway did not start");
-    const up = await fetch(`${url}/api/v1/public/gateway-status`).then((r) => r.ok).catch(() => false);
-    if (up) return { url, child };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** a gateway as its own process on the test's store (PostgreSQL, or one SQLite file shared by the processes) */
+const gatewayOnStore = () =>
+  gatewayProcess(location, { LEASE_MS: String(LEASE_MS), X402_FACILITATOR: "local", X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }, children);
 
-describe.skipIf(TEST_STORE !== "postgres")("kill -9 during an x402 settlement (2 s blocks)", () => {
+describe("kill -9 during an x402 settlement (2 s blocks)", () => {
   beforeAll(async () => {
-    const location = await freshDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "crash-")));
-    databaseUrl = (location as { url: string }).url;
+    location = await freshDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "crash-")));
     db = await openDatabase(location);
     chain = await startBaseSepolia();
     facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: FACILITATOR_KEY, port: 0 });
@@ -97,7 +57,7 @@ describe.skipIf(TEST_STORE !== "postgres")("kill -9 during an x402 settlement (2
     await test.setAutomine(false);
     await test.setIntervalMining({ interval: 2 });
 
-    const first = await gatewayProcess();
+    const first = await gatewayOnStore();
     const body = { amount_usdc: 500 };
     const requirements = await challengeFor(first.url, "POST", "/api/v1/deposits", body);
     const header = await paymentHeader(wallet, requirements);
@@ -118,7 +78,7 @@ describe.skipIf(TEST_STORE !== "postgres")("kill -9 during an x402 settlement (2
     expect(stuck?.state).toBe("locked"); // what the old code left forever
 
     // the restarted gateway; the client retries with the same proof and key (409/402 "in progress" means wait)
-    const second = await gatewayProcess();
+    const second = await gatewayOnStore();
     let answer;
     const until = Date.now() + 30_000;
     for (;;) {
@@ -140,8 +100,11 @@ describe.skipIf(TEST_STORE !== "postgres")("kill -9 during an x402 settlement (2
     // the key is completed, not stuck (no lease left on it), and the spent proof is refused, never charged again
     const keyRow = await db.get<{ state: string; lease_holder: string | null }>("SELECT state, lease_holder FROM idempotency_keys WHERE key = ?", key);
     expect(keyRow).toEqual({ state: "completed", lease_holder: null });
+    // the same proof and key again (an answer lost once more): the stored answer, free; under a new key: refused
     const again = await send(second.url);
-    expect([again.status, again.body.error]).toEqual([402, "payment_already_used"]);
+    expect([again.status, again.headers.get("idempotent-replayed"), again.body.tx_id]).toEqual([202, "true", answer.body.tx_id]);
+    const other = await call(second.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
+    expect([other.status, other.body.error]).toEqual([402, "payment_already_used"]);
     expect(await chain.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
   }, 90_000);
 });

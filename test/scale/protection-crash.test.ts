@@ -18,6 +18,7 @@ import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { openDatabase, type Db } from "../../gateway/src/store/db";
 import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
+import { storeEnv } from "../helpers/gateway-process";
 import { authed, registerTreasury } from "../helpers/treasury";
 
 const ROOT = path.resolve(__dirname, "../..");
@@ -37,7 +38,7 @@ function engineProcess(): ChildProcess {
     cwd: ROOT,
     env: {
       ...process.env,
-      ...("url" in location ? { DATABASE_URL: location.url } : { DATA_DIR: path.dirname(location.file) }),
+      ...storeEnv(location),
       BASE_RPC_URL: fork.rpcUrl,
       AUTOMATION_PRIVATE_KEY: automationKey,
       PROTECTION_INTERVAL_MS: "200",

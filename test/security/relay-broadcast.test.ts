@@ -159,7 +159,8 @@ describe("a receipt that does not come in time, and a crash after the claim", ()
     }
     expect(status).toMatchObject({ status: "relayed", tx_hash: keccak256(signed) });
     expect(await pub.getTransactionCount({ address: account.address })).toBe(1);
-    // relaying the step again is refused with the recorded hash
-    expect((await relay(gw, steps[0]!.tx_id, signed)).body).toMatchObject({ error: "already_relayed", tx_hash: keccak256(signed) });
+    // the same bytes again answer the step's receipt; another signature of it is refused with the recorded hash
+    expect((await relay(gw, steps[0]!.tx_id, signed)).body).toMatchObject({ object: "relay_receipt", status: "confirmed", tx_hash: keccak256(signed) });
+    expect((await relay(gw, steps[0]!.tx_id, await sign(account, steps[0]!, 1))).body).toMatchObject({ error: "already_relayed", tx_hash: keccak256(signed) });
   });
 });

@@ -109,6 +109,8 @@ export const X402Challenge = z
     ),
     message: z.string().optional(),
     request_id: z.string().optional(),
+    payer: z.string().optional().openapi({ description: "the payer of a refused payment" }),
+    retry_after_seconds: z.number().int().optional().openapi({ description: "with payment_in_progress, as the Retry-After header" }),
   })
   .passthrough()
   .openapi("X402Challenge");
@@ -305,7 +307,13 @@ export function registerRoute<B, Q, P>(
         if (spec.security === "bearer_or_x402" && !req.header("authorization") && hooks.payments?.enabled) {
           const route = { method: spec.method.toUpperCase(), path: spec.path };
           if (!req.header("x-payment")) return await hooks.payments.challenge(req, res, route);
-          const claim = await hooks.payments.authorize(req, res, route);
+          const replay = async (scope: string) => {
+            const key = req.header("idempotency-key");
+            const stored = spec.idempotencyKey && key ? await hooks.idempotency!.completed(scope, key, requestFingerprint(`${req.method} ${req.path}`, req.body), now()) : undefined;
+            if (stored) sendOutcome(res, stored, true);
+            return stored !== undefined;
+          };
+          const claim = await hooks.payments.authorize(req, res, route, replay);
           if (!claim) return;
           if (spec.idempotencyKey) return await runPaidIdempotent(req, res, claim);
           return await runPaidRead(req, res, claim);
@@ -343,7 +351,15 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
   const responses: Record<number, ResponseConfig> = {};
   const all: Record<number, ResponseSpec> =
     spec.security === "bearer_or_x402"
-      ? { 402: { description: "payment required: an x402 version 1 challenge (accepts) when no credential is sent, or a refused payment", schema: X402Challenge }, ...spec.responses }
+      ? {
+          402: {
+            description:
+              "payment required: an x402 version 1 challenge (accepts) when no credential is sent, or a refused payment, its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, settlement_failed (nothing charged), payment_already_used (a spent proof; the same proof with the same Idempotency-Key and body instead replays the stored answer, free), or payment_in_progress (the same proof is being served by another request: retry after Retry-After seconds)",
+            schema: X402Challenge,
+            headers: { "Retry-After": { description: "with payment_in_progress: seconds to wait before sending the same proof again", schema: { type: "integer" as const } } },
+          },
+          ...spec.responses,
+        }
       : spec.responses;
   for (const [status, r] of Object.entries(all)) {
     responses[Number(status)] = {

@@ -63,7 +63,11 @@ export class RelayService {
       step = (await this.ctx.stores.envelopes.step(txId))!;
       if (step.status === "broadcasting") throw this.inFlight(step);
     }
-    if (step.status === "relayed") throw this.alreadyRelayed(step);
+    if (step.status === "relayed") {
+      // the same signed transaction again (a client retrying after a crash or a lost answer): its receipt
+      if (step.signedTransaction?.toLowerCase() === signed.toLowerCase() && step.receipt) return { status: 200, body: step.receipt };
+      throw this.alreadyRelayed(step);
+    }
     const now = this.ctx.clock.now();
     if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
       if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
@@ -202,7 +206,11 @@ export class RelayService {
       status: 200,
       body: await this.ctx.tx.transaction(async () => {
         const fresh = (await this.ctx.stores.envelopes.step(txId))!;
-        if (fresh.status === "relayed") throw this.alreadyRelayed(fresh);
+        if (fresh.status === "relayed") {
+          // settled meanwhile by a concurrent reconciliation of the same transaction: the same receipt
+          if (fresh.txHash === hash && fresh.receipt) return fresh.receipt;
+          throw this.alreadyRelayed(fresh);
+        }
         const at = this.ctx.clock.now();
         const current = await this.actions.treasury(envelope.treasuryId);
         const execution = last && chainAfter ? await this.actions.recordChainExecution(current, envelope, chainAfter, at) : undefined;

@@ -51,6 +51,15 @@ export class IdempotencyStore {
     });
   }
 
+  /** the stored response of a completed key with this request's body (a read: nothing is claimed) */
+  async completed(scope: string, key: string, requestHash: string, now: Date): Promise<StoredResponse | undefined> {
+    const row = await this.db.get<{ status_code: number; headers: string | null; body: string | null }>(
+      "SELECT status_code, headers, body FROM idempotency_keys WHERE scope = ? AND key = ? AND request_hash = ? AND state = 'completed' AND expires_at > ?",
+      scope, key, requestHash, now.toISOString(),
+    );
+    return row ? { status: row.status_code, headers: JSON.parse(row.headers ?? "{}") as Record<string, string>, body: row.body ?? "" } : undefined;
+  }
+
   /** the holder is alive: extend its lease (false: the lease was lost to a takeover) */
   async renew(scope: string, key: string, holder: string, now: Date): Promise<boolean> {
     return (

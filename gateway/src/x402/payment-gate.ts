@@ -56,8 +56,12 @@ export interface PaymentClaim {
 export interface PaymentGate {
   enabled: boolean;
   challenge(req: Request, res: Response, route: { method: string; path: string }): Promise<void>;
-  /** a verified, locked payment, or null when the 402 refusal was already written */
-  authorize(req: Request, res: Response, route: { method: string; path: string }): Promise<PaymentClaim | null>;
+  /**
+   * A verified, locked payment, or null when the answer was already written:
+   * the 402 refusal, or (for a proof already spent) what `replay` wrote for the
+   * payer's scope: the stored response of the same Idempotency-Key and body.
+   */
+  authorize(req: Request, res: Response, route: { method: string; path: string }, replay?: (scope: string) => Promise<boolean>): Promise<PaymentClaim | null>;
   /** the payer of an X-PAYMENT header whose EIP-3009 signature checks out (for rate limits), else undefined */
   verifiedPayer(header: string): Promise<string | undefined>;
 }
@@ -167,7 +171,7 @@ export function createPaymentGate(
       });
     },
 
-    async authorize(req, res, route) {
+    async authorize(req, res, route, replay) {
       const price = priceOf(route);
       const requirements = requirementsFor(req, price);
       const decoded = decodePaymentHeader(req.header("x-payment") ?? "");
@@ -209,6 +213,8 @@ export function createPaymentGate(
         return { ...lock, ...treasury };
       });
       if (locked.kind === "used") {
+        // the same proof and Idempotency-Key again (a client that lost the answer): the stored answer, free
+        if (await replay?.(`payer:${payer.toLowerCase()}`)) return null;
         refuse(res, requirements, "payment_already_used", { payer });
         return null;
       }
