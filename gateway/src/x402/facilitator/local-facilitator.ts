@@ -3,8 +3,11 @@
  * Base Sepolia chain. Beyond x402's stock verifier it checks on chain that the
  * authorization nonce is unused (`authorizationState`), that the asset's
  * EIP-712 domain (name, version, chain id) is what the requirements claim, and
- * simulates the transfer before it settles. Settlements go out one at a time
- * from one account (nonces), and a reverted settlement is a typed failure.
+ * simulates the transfer before it settles. Settlements are concurrent, not
+ * one lane: the account's nonces are handed out by viem's nonce manager (one
+ * per transaction, in this process, counted from the chain's pending nonce when
+ * idle, so a restarted facilitator continues after what is in the mempool),
+ * and a reverted settlement is a typed failure.
  *
  * Settling is idempotent per authorization (payer, nonce), with the chain as
  * the durable record: a second settle of an authorization joins the one in
@@ -14,7 +17,8 @@
  * failing. So a gateway that takes over a dead request's payment settles it
  * once and never charges twice.
  */
-import { createPublicClient, createWalletClient, getAddress, http, parseSignature, publicActions, type Hex } from "viem";
+import { createNonceManager, createPublicClient, createWalletClient, getAddress, http, parseSignature, publicActions, type Hex } from "viem";
+import { jsonRpc } from "viem/nonce";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { settle as x402Settle, verify as x402Verify } from "x402/facilitator";
@@ -54,14 +58,16 @@ export interface ExactEvmPayload {
 export class LocalFacilitator {
   private readonly publicClient;
   private readonly wallet;
-  private queue: Promise<unknown> = Promise.resolve();
   /** settlements in flight, by authorization: a second settle of one joins the first */
   private readonly inFlight = new Map<string, Promise<SettleResponse>>();
 
   constructor(opts: { rpcUrl: string; privateKey: Hex }) {
     const transport = http(opts.rpcUrl, { retryCount: 0 });
     this.publicClient = createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 });
-    this.wallet = createWalletClient({ account: privateKeyToAccount(opts.privateKey), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions);
+    // concurrent settlements take consecutive nonces from the nonce manager instead of all reading the same pending
+    // count; one manager per facilitator (viem's shared one would carry nonces across chains of one chain id)
+    const nonceManager = createNonceManager({ source: jsonRpc() });
+    this.wallet = createWalletClient({ account: privateKeyToAccount(opts.privateKey, { nonceManager }), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions);
   }
 
   /** settlements in flight now */
@@ -140,7 +146,7 @@ export class LocalFacilitator {
     return logs.at(-1)?.transactionHash ?? undefined;
   }
 
-  /** verify again, then settle; one settlement at a time; idempotent per authorization */
+  /** verify again, then settle; concurrent across authorizations, idempotent per authorization */
   settle(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
     const auth = (payment.payload as unknown as ExactEvmPayload)?.authorization;
     const key = auth ? `${auth.from.toLowerCase()}:${auth.nonce.toLowerCase()}` : "";
@@ -164,8 +170,7 @@ export class LocalFacilitator {
         return (await settledBefore()) ?? { success: false, errorReason: `settlement_reverted: ${shortError(err)}` as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
       }
     };
-    const next = this.queue.then(run, run);
-    this.queue = next.catch(() => undefined);
+    const next = run();
     if (key) {
       this.inFlight.set(key, next);
       void next.finally(() => this.inFlight.delete(key));

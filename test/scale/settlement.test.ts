@@ -1,0 +1,73 @@
+/**
+ * The local facilitator settles concurrently (issue 11, item 5), on a chain
+ * that mines a block every 2 s as Base does. One lane (the old queue) takes a
+ * block per settlement: 8 payments took 8 blocks, about 16 s. Pipelined nonces
+ * put them in the same one or two blocks. A facilitator restarted while its
+ * settlements wait in the mempool continues after them, with no nonce clash.
+ */
+import { createPublicClient, createTestClient, http } from "viem";
+import { baseSepolia } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PaymentPayload, PaymentRequirements } from "x402/types";
+import { LocalFacilitator } from "../../gateway/src/x402/facilitator/local-facilitator";
+import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader, startX402Stack, type X402Stack } from "../helpers/x402-stack";
+
+let stack: X402Stack;
+beforeAll(async () => {
+  stack = await startX402Stack();
+}, 60_000);
+afterAll(() => stack?.close());
+
+const decode = (header: string) => JSON.parse(Buffer.from(header, "base64").toString()) as PaymentPayload;
+
+async function payments(n: number, requirements: PaymentRequirements) {
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const { account, wallet } = await newPayer(stack.chain);
+      return { payer: account.address, payload: decode(await paymentHeader(wallet, requirements)) };
+    }),
+  );
+}
+
+describe("settlement is not a single lane", () => {
+  it("8 concurrent settlements land in one or two blocks; a restarted facilitator continues after the mempool", async () => {
+    const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    const first = await payments(4, requirements);
+    const second = await payments(4, requirements);
+    const pub = createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) });
+    const test = createTestClient({ mode: "anvil", chain: baseSepolia, transport: http(stack.chain.rpcUrl) });
+    const before = await Promise.all([...first, ...second].map((p) => stack.chain.balanceOf(p.payer)));
+    const payToBefore = await stack.chain.balanceOf(stack.payTo);
+    await test.setAutomine(false);
+    await test.setIntervalMining({ interval: 2 });
+    try {
+      const started = Date.now();
+      const running = first.map((p) => stack.facilitator.facilitator.settle(p.payload, requirements));
+      // the four are in the mempool, not mined: the facilitator process dies and another one starts
+      const settler = (await import("viem/accounts")).privateKeyToAccount(FACILITATOR_KEY).address;
+      const mined = await pub.getTransactionCount({ address: settler, blockTag: "latest" });
+      for (const deadline = Date.now() + 5_000; (await pub.getTransactionCount({ address: settler, blockTag: "pending" })) < mined + 4; ) {
+        if (Date.now() > deadline) throw new Error("the settlements never reached the mempool");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const restarted = new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY });
+      running.push(...second.map((p) => restarted.settle(p.payload, requirements)));
+      const results = await Promise.all(running);
+      const elapsed = Date.now() - started;
+
+      for (const r of results) expect(r.success, r.errorReason).toBe(true);
+      expect(new Set(results.map((r) => r.transaction)).size).toBe(8);
+      const blocks = new Set((await Promise.all(results.map((r) => pub.getTransactionReceipt({ hash: r.transaction as `0x${string}` })))).map((r) => r.blockNumber));
+      expect(blocks.size).toBeLessThanOrEqual(3);
+      // one lane needed a block (2 s) per settlement: 16 s for these 8
+      expect(elapsed).toBeLessThan(8_000);
+    } finally {
+      await test.setAutomine(true);
+    }
+    // each payer charged exactly once, the seller paid eight times
+    const price = BigInt(requirements.maxAmountRequired);
+    const after = await Promise.all([...first, ...second].map((p) => stack.chain.balanceOf(p.payer)));
+    after.forEach((a, i) => expect(a).toBe(before[i]! - price));
+    expect(await stack.chain.balanceOf(stack.payTo)).toBe(payToBefore + 8n * price);
+  }, 60_000);
+});
