@@ -108,6 +108,29 @@ async function main(): Promise<void> {
   console.log(`\nrelay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay.count} relays): ${loop.relay.rps.toFixed(1)} relays/s, p50 ${loop.relay.p50.toFixed(1)} ms, p90 ${loop.relay.p90.toFixed(1)} ms, p99 ${loop.relay.p99.toFixed(1)} ms`);
   console.log(`agent full loop (x402 payment, envelope, policy, preflight, sign, relay x3, read back; deposit of 100 USDC, ${loop.full.count} runs): p50 ${loop.full.p50.toFixed(0)} ms, p90 ${loop.full.p90.toFixed(0)} ms, max ${loop.full.max.toFixed(0)} ms`);
   bare.close();
+
+  // one versus three instances on one PostgreSQL, every server in its own process (bench/instances.ts)
+  const { benchInstances } = await import("./instances");
+  const layouts = await benchInstances([1, 3]);
+  const one = layouts[0]!;
+  console.log(`\ninstances on one embedded PostgreSQL (each gateway, the facilitator and PostgreSQL in their own processes; load round-robin; ${os.cpus().length} cores):`);
+  console.log(["instances".padEnd(10), "paid req/s".padStart(11), "paid p50".padStart(9), "paid p99".padStart(9), "fail".padStart(5), "bearer req/s".padStart(13), "bearer p99".padStart(11), "paid ratio".padStart(11), "bearer ratio".padStart(13)].join(" "));
+  for (const l of layouts) {
+    console.log(
+      [
+        String(l.instances).padEnd(10),
+        l.paid.rps.toFixed(1).padStart(11),
+        l.paid.p50.toFixed(0).padStart(9),
+        l.paid.p99.toFixed(0).padStart(9),
+        String(l.paid.failures).padStart(5),
+        l.bearer.rps.toFixed(0).padStart(13),
+        String(l.bearer.p99).padStart(11),
+        (l.paid.rps / one.paid.rps).toFixed(2).padStart(11),
+        (l.bearer.rps / one.bearer.rps).toFixed(2).padStart(13),
+      ].join(" "),
+    );
+  }
+  console.log(`  paid: ${one.paid.count} requests at concurrency ${one.paid.concurrency}, one facilitator settling each on the local chain`);
 }
 
 async function benchWalletLoop() {
