@@ -30,6 +30,7 @@ import { facilitatorConfig } from "./x402/facilitator-client";
 import { createPaymentGate, X402_NETWORK, type PaymentGate } from "./x402/payment-gate";
 import { PriceList } from "./x402/prices";
 import { mcpRoutes } from "./routes/mcp";
+import { SandboxChain } from "./chain/sandbox-chain";
 import { gatewayStatusDocument } from "./services/gateway-status";
 import { AccessRequestService } from "./services/access-request-service";
 import { ActionService } from "./services/action-service";
@@ -71,7 +72,7 @@ export function createServices(ctx: AppContext): Services {
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
   const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
-  const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain);
+  const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
   return {
     treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),

@@ -59,6 +59,7 @@ const envSchema = z.object({
     .transform((v) => (v ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""))
     .pipe(z.array(z.enum(["base", "arbitrum"]))),
   RELAY_RECEIPT_TIMEOUT_MS: positiveInt(30_000),
+  SANDBOX_CHAIN_TOOLS: z.enum(["auto", "off"]).default("auto"),
   SANDBOX_KEY_TTL_DAYS: positiveInt(30),
   SANDBOX_KEY_CAPACITY: positiveInt(100_000),
   BODY_LIMIT_BYTES: positiveInt(64 * 1024),
@@ -119,6 +120,12 @@ export interface Config {
   liveChains: ("base" | "arbitrum")[];
   /** how long the relay waits for a receipt before answering 202 broadcasting (reconciled later) */
   relayReceiptTimeoutMs: number;
+  /**
+   * `auto`: on a chain whose RPC is a local Anvil (loopback, client version
+   * anvil) and not live, the sandbox funds wallets and provides the steps a
+   * one-signature client does not sign (chain/sandbox-chain.ts); `off`: never.
+   */
+  sandboxChainTools: "auto" | "off";
   sandboxKeyTtlDays: number;
   sandboxKeyCapacity: number;
   bodyLimitBytes: number;
@@ -164,6 +171,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretsKey: e.SECRETS_KEY,
     liveChains: e.LIVE_CHAINS,
     relayReceiptTimeoutMs: e.RELAY_RECEIPT_TIMEOUT_MS,
+    sandboxChainTools: e.SANDBOX_CHAIN_TOOLS,
     sandboxKeyTtlDays: e.SANDBOX_KEY_TTL_DAYS,
     sandboxKeyCapacity: e.SANDBOX_KEY_CAPACITY,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,

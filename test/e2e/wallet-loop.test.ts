@@ -94,6 +94,8 @@ describe("the loop", () => {
     await agent.run("convert", 3000, { target: "eth" });
     const aWeth = await balanceOf(AaveV3Base.ASSETS.WETH.A_TOKEN, account.address);
     expect(aWeth).toBeGreaterThan(9n * 10n ** 17n); // about 0.98 WETH at $3000, less slippage
+    // the swap was real: what the sandbox delivered ahead for a one-signature client went back to the pool
+    expect(await balanceOf(AaveV3Base.ASSETS.WETH.UNDERLYING, account.address)).toBeLessThan(5n * 10n ** 16n);
     const debtBefore = await balanceOf(AaveV3Base.ASSETS.USDC.V_TOKEN, account.address);
     const result = await agent.run("borrow", 1000);
     expect(await balanceOf(AaveV3Base.ASSETS.USDC.V_TOKEN, account.address)).toBe(debtBefore + 1_000_000_000n);

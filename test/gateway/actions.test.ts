@@ -151,7 +151,8 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     expect(fee.unsigned_transaction.to).toBe(usdc);
     expect(decodeFunctionData({ abi: ERC20_ABI, data: fee.unsigned_transaction.data })).toEqual({ functionName: "transfer", args: [getAddress("0x000000000000000000000000000000000000fee5"), 10_000_000n] });
     expect(decodeFunctionData({ abi: ERC20_ABI, data: approve.unsigned_transaction.data })).toEqual({ functionName: "approve", args: [AaveV3Base.POOL, 490_000_000n] });
-    expect(supply.tx_id).toBe(env.tx_id);
+    // the envelope has its own tx_id (the one-signature relay); each step its own
+    expect(new Set([env.tx_id, fee.tx_id, approve.tx_id, supply.tx_id]).size).toBe(4);
     expect(decodeFunctionData({ abi: AAVE_POOL_ABI, data: supply.unsigned_transaction.data })).toEqual({
       functionName: "supply",
       args: [usdc, 490_000_000n, wallet.address, 0],

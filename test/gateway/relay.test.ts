@@ -116,6 +116,29 @@ describe("relay of a viem-signed EIP-1559 envelope", () => {
   });
 });
 
+describe("the one-signature path on a simulated treasury", () => {
+  it("relaying the envelope's unsigned_transaction under its tx_id executes the action once, the other steps provided in simulation", async () => {
+    const { account, api } = await walletTreasury();
+    const env = (await api.post("/api/v1/borrow", { amount_usdc: 1000 })).body;
+    const main = { tx_id: env.tx_id, seq: 0, kind: "pool_call", unsigned_transaction: env.unsigned_transaction } as Step;
+    // signed for another call than the envelope's: refused, nothing provided
+    const wrong = await relay(env.tx_id, await signViem(account, main, 0, { data: env.steps[1].unsigned_transaction.data }));
+    expect(wrong.status).toBe(400);
+    expect((await call(gw.url, "GET", `/api/v1/relay/${env.steps[1].tx_id}`)).body.status).toBe("awaiting_signature");
+    const signed = await signViem(account, main, 0);
+    const r = await relay(env.tx_id, signed);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ object: "relay_receipt", tx_id: env.tx_id, simulated: true, status: "confirmed", result: { action: "borrow", sequence_complete: true, remaining_steps: 0 } });
+    expect(r.body.provided_steps).toEqual([expect.objectContaining({ provided_by: "sandbox", method: "simulation", kind: "fee_transfer" })]);
+    expect(r.body.result.receipt).toMatchObject({ action: "borrow", fee_usdc: 20 });
+    // the same bytes again: the same receipt; the steps path afterwards: already relayed
+    const again = await relay(env.tx_id, signed);
+    expect([again.status, again.body.tx_hash]).toEqual([200, r.body.tx_hash]);
+    expect((await relay(env.steps[1].tx_id, await signViem(account, env.steps[1], 1))).body.error).toBe("already_relayed");
+    expect((await call(gw.url, "GET", `/api/v1/relay/${env.tx_id}`)).body).toMatchObject({ status: "relayed", envelope_status: "relayed" });
+  });
+});
+
 describe("ethers-signed legacy and EIP-2930 transactions", () => {
   it("are accepted when they match", async () => {
     const { pk, api } = await walletTreasury("arbitrum");

@@ -81,15 +81,21 @@ export function chainAsPosition(p: ChainPosition | null) {
 
 export class ChainGateway {
   private readonly clients = new Map<TreasuryChain, PublicClient>();
+  private readonly urls = new Map<TreasuryChain, string>();
 
   constructor(rpcUrls: Partial<Record<TreasuryChain, string>>, timeoutMs: number) {
     for (const [chain, url] of Object.entries(rpcUrls) as [TreasuryChain, string | undefined][]) {
+      if (url) this.urls.set(chain, url);
       if (url) this.clients.set(chain, createPublicClient({ transport: http(url, { timeout: Math.max(timeoutMs, 10_000), retryCount: 0 }), pollingInterval: 50 }));
     }
   }
 
   connected(chain: TreasuryChain): boolean {
     return this.clients.has(chain);
+  }
+
+  rpcUrl(chain: TreasuryChain): string | undefined {
+    return this.urls.get(chain);
   }
 
   client(chain: TreasuryChain): PublicClient {

@@ -12,6 +12,7 @@
 import { planSteps } from "../chain/envelope-plan";
 import { ChainGateway, chainAsPosition, chainHealthScore, type ChainPosition } from "../chain/chain-gateway";
 import { NonceHints } from "../chain/nonce-hints";
+import { SandboxChain } from "../chain/sandbox-chain";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ASSETS, sandboxUnitsFor } from "../domain/assets";
 import { feeFor, type Fee, type TreasuryAction } from "../domain/fees";
@@ -48,6 +49,11 @@ export interface Plan {
   debtAfterMicro: Micro;
 }
 
+/** the step that is the action's own Aave Pool call: what the envelope's unsigned_transaction holds */
+export function mainStep(steps: StepRecord[]): StepRecord {
+  return steps.find((s) => s.kind === "pool_call")!;
+}
+
 const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
 
 export class ActionService {
@@ -57,8 +63,29 @@ export class ActionService {
     private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "slots" | "treasuries">,
     private readonly nonces: NonceHints = new NonceHints({}, 1),
     readonly chain: ChainGateway = new ChainGateway({}, 1),
+    readonly sandbox: SandboxChain = new SandboxChain(chain, "off", []),
   ) {
     this.recorder = new ExecutionRecorder(ctx);
+  }
+
+  /**
+   * Does the sandbox provide for this treasury (chain/sandbox-chain.ts)? Only
+   * for a chain-backed treasury on a local Anvil; never for an operator's Safe
+   * (its own wallet, funded and run by its operator).
+   */
+  async sandboxed(t: TreasuryRecord): Promise<boolean> {
+    return this.chainBacked(t) && t.origin !== "operator" && (await this.sandbox.active(t.chain));
+  }
+
+  /** on the sandbox's chain: gas ETH and the USDC the action takes, so any new wallet can try every action */
+  async fundForAction(t: TreasuryRecord, request: { action: TreasuryAction; amountMicro: Micro }): Promise<void> {
+    if (!(await this.sandboxed(t))) return;
+    const usdcNeeded = request.action === "borrow" ? 0n : request.amountMicro;
+    try {
+      await this.sandbox.fund(t.chain, AAVE_MARKETS[t.chain].usdc, t.walletAddress, usdcNeeded);
+    } catch (err) {
+      throw new ApiError(503, "chain_unavailable", `the sandbox could not fund ${t.walletAddress} on ${t.chain}: ${(err as Error).message}`);
+    }
   }
 
   /**
@@ -89,6 +116,7 @@ export class ActionService {
    */
   async reserve(treasuryId: string, request: ActionRequest, holder: string): Promise<() => Promise<void>> {
     const t = await this.treasury(treasuryId);
+    await this.fundForAction(t, request);
     const chain = await this.chainPosition(t);
     await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
@@ -133,18 +161,83 @@ export class ActionService {
     }
     const before = await this.treasury(treasuryId);
     const chain = await this.chainPosition(before);
-    await this.guard(before, request, this.ctx.clock.now(), chain);
+    const planned = await this.guard(before, request, this.ctx.clock.now(), chain);
     const nonce = before.executionMode === "wallet" ? await this.nonces.next(before.chain, before.walletAddress) : null;
+    // a managed sandbox treasury on the local chain: its steps run on the fork, sent as the wallet (impersonated)
+    const onChain = before.executionMode === "managed" && chain && (await this.sandboxed(before)) ? await this.runOnSandbox(before, planned) : null;
     return await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
       const treasury = await this.treasury(treasuryId);
-      const plan = await this.guard(treasury, request, now, chain);
       if (treasury.executionMode === "managed") {
+        if (onChain) {
+          const plan: Plan = { ...planned, ltvAfter: ltvPct(onChain.after), healthAfter: chainHealthScore(onChain.after), debtAfterMicro: onChain.after.debtMicro };
+          const receipt = await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now);
+          return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: false, chain: treasury.chain, how: "sandbox: each step sent from the wallet with anvil_impersonateAccount on the local fork", steps: onChain.steps, block_number: Number(onChain.after.blockNumber) } } };
+        }
+        const plan = await this.guard(treasury, request, now, chain);
         // managed upward legs are computed on the position, not executed on chain: never settled volume
-        return { status: 200 as const, body: await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now) };
+        const receipt = await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now);
+        return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: true, how: chain ? `computed on the wallet's Aave position on ${treasury.chain}; nothing was sent (the service holds no key of this wallet)` : "applied to the sandbox ledger; nothing was sent" } } };
       }
+      const plan = await this.guard(treasury, request, now, chain);
       return { status: 202 as const, body: await this.createEnvelope(treasury, plan, now, nonce ?? { nonce: null, source: "none" }) };
+    }).then(async (answer) => {
+      if (answer.status === 202 && chain && (await this.sandboxed(before))) await this.prepareSandboxEnvelope(before, String(answer.body.tx_id));
+      return answer;
     });
+  }
+
+  /**
+   * In the sandbox, an envelope's main call is made estimable before its
+   * prerequisites are signed (SandboxChain.prepare), so a client that fills
+   * gas with eth_estimateGas can sign the one unsigned_transaction.
+   */
+  private async prepareSandboxEnvelope(t: TreasuryRecord, envelopeTxId: string): Promise<void> {
+    const steps = await this.ctx.stores.envelopes.steps(envelopeTxId);
+    const main = mainStep(steps);
+    const prepared: string[] = [];
+    for (const s of steps) {
+      if (s.seq >= main.seq) continue;
+      const done = await this.sandbox.prepare(t.chain, t.walletAddress, s).catch(() => null);
+      if (done) prepared.push(`${s.seq}:${done}`);
+    }
+    if (prepared.length === 0) return;
+    const envelope = (await this.ctx.stores.envelopes.get(envelopeTxId))!;
+    await this.ctx.stores.envelopes.setParams(envelopeTxId, { ...envelope.params, sandbox_prepared: prepared });
+  }
+
+  /**
+   * Run a managed sandbox action's steps on the local fork, in order, each sent
+   * from the wallet by impersonation and mined before the next. A swap the
+   * fork's pool cannot fill within its slippage is provided at the quote
+   * (storage writes, labelled so). Returns what ran and the position after.
+   */
+  private async runOnSandbox(t: TreasuryRecord, plan: Plan): Promise<{ steps: Record<string, unknown>[]; after: ChainPosition }> {
+    const planned = planSteps({
+      action: plan.request.action,
+      chain: t.chain,
+      wallet: t.walletAddress,
+      amountMicro: plan.request.amountMicro,
+      feeMicro: plan.fee.feeMicro,
+      feeRecipient: this.ctx.config.feeRecipient,
+      target: plan.request.params.target,
+    });
+    const steps: Record<string, unknown>[] = [];
+    for (const s of planned) {
+      if (s.kind === "swap" && !(await this.sandbox.wouldSucceed(t.chain, t.walletAddress, s))) {
+        steps.push({ kind: s.kind, description: s.summary.description, ...(await this.sandbox.provide(t.chain, t.walletAddress, s)) });
+        continue;
+      }
+      const r = await this.sandbox.sendAs(t.chain, t.walletAddress, s).catch((err: unknown) => ({ status: "error" as const, error: (err as Error).message }));
+      if (r.status !== "success") {
+        throw new ApiError(422, "sandbox_execution_failed", `the ${s.kind} step (${s.summary.description}) did not execute on the local fork; the steps before it did: nothing was recorded`, {
+          executed_steps: steps,
+          failed_step: { kind: s.kind, ...("hash" in r ? { tx_hash: r.hash } : { error: r.error }) },
+        });
+      }
+      steps.push({ kind: s.kind, description: s.summary.description, tx_hash: r.hash, block_number: Number(r.blockNumber), gas_used: Number(r.gasUsed), status: "mined" });
+    }
+    return { steps, after: await this.chain.position(t.chain, t.walletAddress) };
   }
 
   /**
@@ -313,8 +406,8 @@ export class ActionService {
     });
     const market = AAVE_MARKETS[treasury.chain];
     const stepIds = planned.map(() => newId("tx"));
-    const mainIndex = planned.findIndex((s) => s.main);
-    const envelopeTxId = stepIds[mainIndex]!;
+    // the envelope's own id: relaying the one unsigned_transaction under it is the one-signature path (relay-service.ts)
+    const envelopeTxId = newId("tx");
     const envelope: EnvelopeRecord = {
       txId: envelopeTxId,
       treasuryId: treasury.id,
@@ -358,9 +451,9 @@ export class ActionService {
 
   /** spec 2.5, plus the ordered steps, chain id and decoded summaries */
   envelopeView(envelope: EnvelopeRecord, steps: StepRecord[], plan?: Plan, nonceSource?: string): Record<string, unknown> {
-    const main = steps.find((s) => s.txId === envelope.txId)!;
+    const main = mainStep(steps);
     const base = typeof envelope.params.nonce_base === "number" ? envelope.params.nonce_base : null;
-    const tx = (s: StepRecord) => ({ chain: envelope.chain, chain_id: envelope.chainId, to: s.to, data: s.data, value: s.value, nonce: base === null ? null : base + s.seq });
+    const tx = (s: StepRecord, nonce = base === null ? null : base + s.seq) => ({ chain: envelope.chain, chain_id: envelope.chainId, to: s.to, data: s.data, value: s.value, nonce });
     return {
       sandbox: true,
       object: "unsigned_transaction",
@@ -371,13 +464,16 @@ export class ActionService {
       fee_usdc: usdcToNumber(envelope.feeMicro),
       ...(plan ? { ltv_before: plan.ltvBefore, ltv_after: plan.ltvAfter } : {}),
       status: envelope.status,
-      unsigned_transaction: { ...tx(main), summary: main.summary },
+      // signed alone (one signature), it is the wallet's next transaction
+      unsigned_transaction: { ...tx(main, base), summary: main.summary },
       expires_at: envelope.expiresAt,
       created_at: envelope.createdAt,
       steps: steps.map((s) => ({ tx_id: s.txId, seq: s.seq, kind: s.kind, status: s.status, unsigned_transaction: tx(s), summary: s.summary })),
       relay: {
         url: this.ctx.links.url("/api/v1/relay"),
         order: "relay every step in seq order, each with its own tx_id and a fresh Idempotency-Key; the action executes when the last step is relayed",
+        one_signature:
+          "or sign only unsigned_transaction with the wallet's next nonce and relay it under this envelope's tx_id: in the sandbox (a local test chain) the other steps are provided without a signature (the fee moved from the wallet to the fee recipient); elsewhere the relay answers 409 prerequisite_steps_required naming them",
         nonce: base === null ? `fill the wallet's next nonces in step order (no hint: ${nonceSource ?? "unknown"})` : `hints from ${nonceSource ?? "the chain"}: the pending count plus the step's seq`,
       },
     };

@@ -14,7 +14,7 @@ import { positionOf } from "../domain/portfolio";
 import { ltvPct } from "../domain/position";
 import { ApiError } from "../http/errors";
 import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
-import type { ActionService } from "./action-service";
+import { mainStep, type ActionService } from "./action-service";
 import type { ServiceContext } from "./context";
 
 /**
@@ -55,7 +55,11 @@ export class RelayService {
    */
   async relay(txId: string, signed: `0x${string}`): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
     let step = await this.ctx.stores.envelopes.step(txId);
-    if (!step) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
+    if (!step) {
+      const envelope = await this.ctx.stores.envelopes.get(txId);
+      if (!envelope) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
+      return this.relayEnvelope(envelope, signed);
+    }
     const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
     const treasury = await this.actions.treasury(envelope.treasuryId);
     if (step.status === "broadcasting") {
@@ -68,11 +72,7 @@ export class RelayService {
       if (step.signedTransaction?.toLowerCase() === signed.toLowerCase() && step.receipt) return { status: 200, body: step.receipt };
       throw this.alreadyRelayed(step);
     }
-    const now = this.ctx.clock.now();
-    if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
-      if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
-      throw new ApiError(410, "envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
-    }
+    await this.refuseExpired(envelope);
     const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
     const next = steps.find((s) => s.status !== "relayed");
     if (next && next.txId !== txId) {
@@ -90,12 +90,7 @@ export class RelayService {
     const chain = treasury.chain;
     const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
     const expectedNonce = await this.actions.chain.pendingNonce(chain, verified.signer);
-    if (txNonce !== expectedNonce) {
-      throw new ApiError(409, "nonce_not_next", `the transaction's nonce is ${txNonce}; ${verified.signer}'s next nonce on ${chain} is ${expectedNonce}. Sign the step with nonce ${expectedNonce}`, {
-        expected_nonce: expectedNonce,
-        received_nonce: txNonce,
-      });
-    }
+    if (txNonce !== expectedNonce) throw nonceNotNext(txNonce, expectedNonce, verified.signer, chain);
     await this.actions.chain.simulate(chain, { from: verified.signer, to: step.to, data: step.data, value: BigInt(step.value) });
     const claimed = await this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
     if (!claimed) {
@@ -115,9 +110,81 @@ export class RelayService {
     return settled;
   }
 
-  /** the state of a step's relay, reconciled with the chain first (GET /api/v1/relay/{tx_id}) */
+  private async refuseExpired(envelope: EnvelopeRecord): Promise<void> {
+    const now = this.ctx.clock.now();
+    if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
+      if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
+      throw new ApiError(410, "envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
+    }
+  }
+
+  /**
+   * The one-signature path (spec 2.5): the caller signed the envelope's one
+   * `unsigned_transaction` (the Aave Pool call) and relays it under the
+   * envelope's tx_id. The other steps of the envelope:
+   *   - already relayed by a steps-aware client: the main step relays as usual;
+   *   - in the sandbox (a local test chain, chain/sandbox-chain.ts): provided
+   *     without a signature, each claimed on its step before the storage write
+   *     (prerequisites before the call is sent; trailing ones, the borrow fee,
+   *     once it is mined), the envelope flagged `one_signature`;
+   *   - a simulated treasury (no RPC): provided in simulation with the call;
+   *   - elsewhere: 409 prerequisite_steps_required naming them.
+   */
+  private async relayEnvelope(envelope: EnvelopeRecord, signed: `0x${string}`): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
+    const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
+    const main = mainStep(steps);
+    if (main.status !== "awaiting_signature") return this.relay(main.txId, signed);
+    const others = steps.filter((s) => s.txId !== main.txId && s.status !== "relayed");
+    if (others.length === 0) return this.relay(main.txId, signed);
+    await this.refuseExpired(envelope);
+    const inFlight = others.find((s) => s.status === "broadcasting");
+    if (inFlight) throw this.inFlight(inFlight);
+    const treasury = await this.actions.treasury(envelope.treasuryId);
+    const verified = await verifySignedTransaction(signed, { to: main.to, data: main.data, value: main.value, chainId: envelope.chainId, signer: treasury.walletAddress });
+    if (!this.actions.chainBacked(treasury)) return { status: 200, body: await this.recordSimulated(main.txId, signed, verified, { provide: others, envelopeTxId: envelope.txId }) };
+    if (!(await this.actions.sandboxed(treasury))) {
+      throw new ApiError(
+        409,
+        "prerequisite_steps_required",
+        `this envelope needs ${others.length} more signed step(s) besides its unsigned_transaction on ${treasury.chain}: relay each step of \`steps\` in seq order under its own tx_id (${others.map((s) => `${s.seq} ${s.kind}`).join(", ")})`,
+        { prerequisite_steps: others.map((s) => ({ tx_id: s.txId, seq: s.seq, kind: s.kind, to: s.to, data: s.data, value: s.value, description: (s.summary as { description?: string }).description ?? null })) },
+      );
+    }
+    const chain = treasury.chain;
+    const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
+    const expectedNonce = await this.actions.chain.pendingNonce(chain, verified.signer);
+    if (txNonce !== expectedNonce) throw nonceNotNext(txNonce, expectedNonce, verified.signer, chain);
+    await this.actions.fundForAction(treasury, envelope);
+    // claim the prerequisites and flag the envelope in one transaction, before any storage write
+    const before = others.filter((s) => s.seq < main.seq);
+    const at = this.ctx.clock.now().toISOString();
+    const pending = { object: "provided_step", provided_by: "sandbox", method: "anvil_setStorageAt", effect: "claimed; being provided" };
+    await this.ctx.tx.transaction(async () => {
+      for (const s of before) {
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, pending, at))) throw new ApiError(409, "step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} is being relayed by another request; retry`);
+      }
+      const fresh = (await this.ctx.stores.envelopes.get(envelope.txId))!;
+      await this.ctx.stores.envelopes.setParams(envelope.txId, { ...fresh.params, one_signature: true });
+    });
+    for (const s of before) {
+      try {
+        const provided = await this.actions.sandbox.provide(chain, treasury.walletAddress, s, { outputDelivered: prepared(envelope, s) === "output_delivered" });
+        await this.ctx.stores.envelopes.provideReceipt(s.txId, { ...provided, tx_id: s.txId, seq: s.seq, kind: s.kind });
+      } catch (err) {
+        for (const u of before) await this.ctx.stores.envelopes.unprovideStep(u.txId);
+        throw new ApiError(503, "chain_unavailable", `the sandbox could not provide step ${s.seq} (${s.kind}): ${(err as Error).message}`);
+      }
+    }
+    return this.relay(main.txId, signed);
+  }
+
+  /** the state of a step's relay (or, for an envelope's tx_id, of its main call), reconciled with the chain first (GET /api/v1/relay/{tx_id}) */
   async status(txId: string): Promise<Record<string, unknown>> {
     let step = await this.ctx.stores.envelopes.step(txId);
+    if (!step) {
+      const envelope = await this.ctx.stores.envelopes.get(txId);
+      if (envelope) step = mainStep(await this.ctx.stores.envelopes.steps(envelope.txId));
+    }
     if (!step) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
     if (step.status === "broadcasting") {
       await this.reconcileStep(step);
@@ -199,12 +266,13 @@ export class RelayService {
       await this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
       throw new ApiError(422, "transaction_reverted", `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`, { tx_hash: hash });
     }
+    if (envelope.params.one_signature === true && step.kind === "pool_call") await this.provideTrailing(envelope, step);
     const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
     const last = steps.every((s) => s.txId === txId || s.status === "relayed");
     const chainAfter = last ? await this.actions.chain.position(chain, treasury.walletAddress) : null;
-    return {
-      status: 200,
-      body: await this.ctx.tx.transaction(async () => {
+    let won = false;
+    const body = await this.ctx.tx.transaction(async () => {
+        won = false;
         const fresh = (await this.ctx.stores.envelopes.step(txId))!;
         if (fresh.status === "relayed") {
           // settled meanwhile by a concurrent reconciliation of the same transaction: the same receipt
@@ -215,6 +283,8 @@ export class RelayService {
         const current = await this.actions.treasury(envelope.treasuryId);
         const execution = last && chainAfter ? await this.actions.recordChainExecution(current, envelope, chainAfter, at) : undefined;
         const receipt = this.receiptOf(envelope, step, {
+          oneSignature: envelope.params.one_signature === true,
+          provided: steps.filter((s) => s.txId !== txId && s.txHash === null && s.receipt),
           txHash: hash,
           simulated: false,
           block: { number: Number(mined.blockNumber), gasUsed: Number(mined.gasUsed) },
@@ -227,19 +297,47 @@ export class RelayService {
         });
         if (!await this.ctx.stores.envelopes.finishStep(txId, hash, receipt, at.toISOString())) throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
         if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+        won = true;
         return receipt;
-      }),
-    };
+      });
+    // the wallet swapped for real: the output the sandbox delivered ahead goes back to the pool (by the one settlement that recorded the step)
+    if (won && step.kind === "swap" && prepared(envelope, step) === "output_delivered") await this.actions.sandbox.takeBack(chain, step).catch(() => undefined);
+    return { status: 200, body };
+  }
+
+  /**
+   * The steps after the main call of a one-signature envelope (the borrow's
+   * fee transfer, paid from what was borrowed): claimed, then provided by the
+   * sandbox, once the call is mined.
+   */
+  private async provideTrailing(envelope: EnvelopeRecord, main: StepRecord): Promise<void> {
+    const treasury = await this.actions.treasury(envelope.treasuryId);
+    const at = this.ctx.clock.now().toISOString();
+    for (const s of await this.ctx.stores.envelopes.steps(envelope.txId)) {
+      if (s.seq <= main.seq || s.status !== "awaiting_signature") continue;
+      if (!(await this.ctx.stores.envelopes.provideStep(s.txId, { object: "provided_step", provided_by: "sandbox", method: "anvil_setStorageAt", effect: "claimed; being provided" }, at))) continue;
+      try {
+        const provided = await this.actions.sandbox.provide(treasury.chain, treasury.walletAddress, s);
+        await this.ctx.stores.envelopes.provideReceipt(s.txId, { ...provided, tx_id: s.txId, seq: s.seq, kind: s.kind });
+      } catch (err) {
+        await this.ctx.stores.envelopes.unprovideStep(s.txId);
+        throw err;
+      }
+    }
   }
 
   /** a sandbox treasury: the step is checked and the action applied to the sandbox ledger in one transaction */
-  private async recordSimulated(txId: string, signed: `0x${string}`, verified: VerifiedTransaction): Promise<Record<string, unknown>> {
+  private async recordSimulated(txId: string, signed: `0x${string}`, verified: VerifiedTransaction, one?: { provide: StepRecord[]; envelopeTxId: string }): Promise<Record<string, unknown>> {
     return await this.ctx.tx.transaction(async () => {
       const step = (await this.ctx.stores.envelopes.step(txId))!;
       if (step.status === "relayed") throw this.alreadyRelayed(step);
       const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
-      const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
       const at = this.ctx.clock.now();
+      for (const s of one?.provide ?? []) {
+        const provided = { object: "provided_step", provided_by: "sandbox", method: "simulation", effect: `${s.kind} applied with the action to the sandbox ledger`, tx_id: s.txId, seq: s.seq, kind: s.kind };
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, provided, at.toISOString()))) throw new ApiError(409, "step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} was relayed meanwhile; retry`);
+      }
+      const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
       const last = steps.every((s) => s.txId === txId || s.status === "relayed");
       const current = await this.actions.treasury(envelope.treasuryId);
       let resultLtv = ltvPct(positionOf(current.holdings));
@@ -251,6 +349,8 @@ export class RelayService {
         resultLtv = plan.ltvAfter;
       }
       const receipt = this.receiptOf(envelope, step, {
+        oneSignature: one !== undefined,
+        provided: steps.filter((s) => s.txId !== txId && s.txHash === null && s.receipt),
         txHash: verified.hash,
         simulated: true,
         resultingLtv: resultLtv,
@@ -269,12 +369,25 @@ export class RelayService {
   private receiptOf(
     envelope: EnvelopeRecord,
     step: StepRecord,
-    r: { txHash: string; simulated: boolean; block?: { number: number; gasUsed: number }; resultingLtv: number; last: boolean; remaining: number; execution?: Record<string, unknown>; signer: string; at: Date },
+    r: {
+      oneSignature: boolean;
+      provided: StepRecord[];
+      txHash: string;
+      simulated: boolean;
+      block?: { number: number; gasUsed: number };
+      resultingLtv: number;
+      last: boolean;
+      remaining: number;
+      execution?: Record<string, unknown>;
+      signer: string;
+      at: Date;
+    },
   ): Record<string, unknown> {
     return {
       sandbox: true,
       object: "relay_receipt",
-      tx_id: step.txId,
+      // the one-signature path answers under the envelope's tx_id, the steps path under the step's
+      tx_id: r.oneSignature ? envelope.txId : step.txId,
       tx_hash: r.txHash,
       simulated: r.simulated,
       ...(r.block ? { block_number: r.block.number, gas_used: r.block.gasUsed } : {}),
@@ -290,6 +403,8 @@ export class RelayService {
         remaining_steps: r.remaining,
         ...(r.execution ? { receipt: r.execution } : {}),
       },
+      ...(r.provided.length > 0 ? { provided_steps: r.provided.map((s) => s.receipt) } : {}),
+      ...(r.oneSignature ? { step_tx_id: step.txId } : {}),
       envelope_tx_id: envelope.txId,
       signer: r.signer,
       relayed_at: r.at.toISOString(),
@@ -306,4 +421,18 @@ export class RelayService {
       status_url: this.ctx.links.url(`/api/v1/relay/${step.txId}`),
     });
   }
+}
+
+function nonceNotNext(received: number, expected: number, signer: string, chain: string): ApiError {
+  return new ApiError(409, "nonce_not_next", `the transaction's nonce is ${received}; ${signer}'s next nonce on ${chain} is ${expected}. Sign it with nonce ${expected}`, {
+    expected_nonce: expected,
+    received_nonce: received,
+  });
+}
+
+/** what the sandbox prepared for a step when the envelope was created (ActionService.prepareSandboxEnvelope) */
+function prepared(envelope: EnvelopeRecord, step: StepRecord): string | null {
+  const list = Array.isArray(envelope.params.sandbox_prepared) ? (envelope.params.sandbox_prepared as string[]) : [];
+  const hit = list.find((p) => p.startsWith(`${step.seq}:`));
+  return hit ? hit.slice(hit.indexOf(":") + 1) : null;
 }

@@ -211,6 +211,30 @@ export class EnvelopeStore {
     );
   }
 
+  /**
+   * A step the sandbox carried out without a signature (a one-signature
+   * relay): relayed with no transaction of its own, the receipt saying how.
+   * Conditional on the step still awaiting a signature: the claim.
+   */
+  async provideStep(txId: string, receipt: Record<string, unknown>, at: string): Promise<boolean> {
+    return (await this.db.run("UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'awaiting_signature'", JSON.stringify(receipt), at, txId)).changes === 1;
+  }
+
+  /** the receipt of a provided step once the sandbox carried it out */
+  async provideReceipt(txId: string, receipt: Record<string, unknown>): Promise<void> {
+    await this.db.run("UPDATE envelope_steps SET receipt = ? WHERE tx_id = ? AND status = 'relayed' AND tx_hash IS NULL", JSON.stringify(receipt), txId);
+  }
+
+  /** undo provideStep when the sandbox could not carry the step out */
+  async unprovideStep(txId: string): Promise<void> {
+    await this.db.run("UPDATE envelope_steps SET status = 'awaiting_signature', receipt = NULL, relayed_at = NULL WHERE tx_id = ? AND status = 'relayed' AND tx_hash IS NULL", txId);
+  }
+
+  /** replace an envelope's params (its flags: one_signature) */
+  async setParams(txId: string, params: Record<string, unknown>): Promise<void> {
+    await this.db.run("UPDATE envelopes SET params = ? WHERE tx_id = ?", JSON.stringify(params), txId);
+  }
+
   async setStatus(txId: string, status: EnvelopeStatus, at: string | null): Promise<void> {
     await this.db.run("UPDATE envelopes SET status = ?, completed_at = COALESCE(?, completed_at) WHERE tx_id = ?", status, at, txId);
   }
