@@ -31,7 +31,7 @@ import { createPaymentGate, X402_NETWORK, type PaymentGate } from "./x402/paymen
 import { PriceList } from "./x402/prices";
 import { mcpRoutes } from "./routes/mcp";
 import { SandboxChain } from "./chain/sandbox-chain";
-import { gatewayStatusDocument } from "./services/gateway-status";
+import { gatewayStatusDocument, type ChainExecution } from "./services/gateway-status";
 import { AccessRequestService } from "./services/access-request-service";
 import { ActionService } from "./services/action-service";
 import { bearerAuthenticator, type Authenticator } from "./services/authenticator";
@@ -110,7 +110,15 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
 
   const services = createServices(ctx);
   const startedAt = ctx.clock.now();
-  const status = () => gatewayStatusDocument({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one") }, startedAt, SERVICE_VERSION);
+  const chains = () =>
+    Promise.all(
+      (["base", "arbitrum"] as const).map(async (chain): Promise<ChainExecution> => {
+        if (!services.actions.chain.connected(chain)) return { chain, execution: "simulated", network: "none", sandbox_funding: false };
+        const sandbox = await services.actions.sandbox.active(chain);
+        return { chain, execution: "broadcast", network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network", sandbox_funding: sandbox };
+      }),
+    );
+  const status = () => gatewayStatusDocument({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one"), chains }, startedAt, SERVICE_VERSION);
 
   const keys = scope(ctx, "apiKeys");
   app.use(requestId);

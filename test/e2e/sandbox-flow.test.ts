@@ -65,6 +65,21 @@ async function signAndRelay(account: PrivateKeyAccount, envelope: { tx_id: strin
   return Object.assign(res, { signed });
 }
 
+describe("gateway status", () => {
+  it("says per chain what the running gateway does: Base broadcast to the sandbox's local chain, Arbitrum simulated", async () => {
+    const r = await spec("GET", "/api/v1/public/gateway-status");
+    expect(r.body).toMatchObject({
+      object: "gateway_status",
+      status: "online",
+      execution: "mixed",
+      chains: [
+        { chain: "base", execution: "broadcast", network: "local_sandbox_chain", sandbox_funding: true },
+        { chain: "arbitrum", execution: "simulated", network: "none", sandbox_funding: false },
+      ],
+    });
+  });
+});
+
 describe("wallet mode, one signature per action", () => {
   it("a brand-new wallet deposits, converts, borrows safe_amount after a 403, and repays; every relay is confirmed on the fork", async () => {
     const { account, act, apiKey } = await register("wallet");
@@ -182,6 +197,8 @@ describe("a chain that is not the sandbox's", () => {
     const proxy = await gethLookalike();
     const other = await startTestGateway({ BASE_RPC_URL: proxy.url, FEE_RECIPIENT });
     try {
+      const status = await call(other.url, "GET", "/api/v1/public/gateway-status");
+      expect(status.body.chains[0]).toEqual({ chain: "base", execution: "broadcast", network: "test_network", sandbox_funding: false });
       const account = privateKeyToAccount(generatePrivateKey());
       const reg = await call(other.url, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address } });
       const act = (path: string, body: Record<string, unknown>) => call(other.url, "POST", path, { body, headers: { authorization: `Bearer ${reg.body.api_key}`, "idempotency-key": key() } });

@@ -119,8 +119,9 @@ describe("review lifecycle", () => {
     expect(JSON.parse(msg.body).api_key).toBeUndefined();
   });
 
-  it("GET /api/v1/agents/apply/{id}: 404 unknown, 400 malformed", async () => {
+  it("GET /api/v1/agents/apply/{id}: 404 for an unknown id of the spec's pattern (^agr_), 400 for another", async () => {
     expect((await req("GET", `/api/v1/agents/apply/agr_${"f".repeat(32)}`)).status).toBe(404);
+    expect((await req("GET", "/api/v1/agents/apply/agr_doesnotexist000000000000")).status).toBe(404);
     expect((await req("GET", "/api/v1/agents/apply/nope")).status).toBe(400);
   });
 });

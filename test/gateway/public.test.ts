@@ -93,6 +93,9 @@ describe("GET /api/v1/public/gateway-status", () => {
     const r = await get("/api/v1/public/gateway-status");
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ object: "gateway_status", status: "online", supported_assets: ["BTC", "ETH", "USDC"] });
+    // no RPC configured: nothing is broadcast, and the document says so
+    expect(r.body.execution).toBe("simulated");
+    expect(r.body.chains.map((c: { execution: string }) => c.execution)).toEqual(["simulated", "simulated"]);
   });
 });
 

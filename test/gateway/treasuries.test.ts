@@ -123,11 +123,12 @@ describe("POST /api/v1/treasuries", () => {
 });
 
 describe("GET /api/v1/treasuries/{id}", () => {
-  it("404 for an unknown id, 400 for a malformed one", async () => {
-    const unknown = await req("GET", `/api/v1/treasuries/trs_${"0".repeat(32)}`);
-    expect(unknown.status).toBe(404);
-    expect(unknown.body.error).toBe("treasury_not_found");
-    const malformed = await req("GET", "/api/v1/treasuries/trs_xyz");
+  it("404 for an id of the spec's pattern (^trs_) that does not exist, 400 for one that does not match it", async () => {
+    for (const id of [`trs_${"0".repeat(32)}`, "trs_doesnotexist000000000000", "trs_xyz", "trs_"]) {
+      const unknown = await req("GET", `/api/v1/treasuries/${id}`);
+      expect([unknown.status, unknown.body.error], id).toEqual([404, "treasury_not_found"]);
+    }
+    const malformed = await req("GET", "/api/v1/treasuries/xyz");
     expect(malformed.status).toBe(400);
   });
 });

@@ -30,7 +30,7 @@ export const AccessRequest = z
   .openapi("AgentAccessRequest", { description: "spec 2.11" });
 
 export const AccessRequestIdParams = z.object({
-  id: z.string().regex(/^agr_[0-9a-f]{32}$/, "must be an access request id (agr_ followed by 32 hex characters)"),
+  id: z.string().max(128).regex(/^agr_/, "must be an access request id (starts with agr_)"),
 });
 
 export const AccessSchemaDocument = z

@@ -123,6 +123,18 @@ export const GatewayStatus = z
     object: z.literal("gateway_status"),
     status: z.string(),
     supported_assets: z.array(z.string()),
+    execution: z.enum(["broadcast", "simulated", "mixed"]).optional().openapi({ description: "summary of `chains`" }),
+    chains: z
+      .array(
+        z.object({
+          chain: z.enum(["base", "arbitrum"]),
+          execution: z.enum(["broadcast", "simulated"]),
+          network: z.enum(["live", "local_sandbox_chain", "test_network", "none"]),
+          sandbox_funding: z.boolean(),
+        }),
+      )
+      .optional()
+      .openapi({ description: "per chain: whether relayed transactions are broadcast, to what network, and whether the sandbox funds wallets there" }),
   })
   .passthrough()
   .openapi("GatewayStatus", { description: "spec 2.17 (open object)" });

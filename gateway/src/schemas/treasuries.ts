@@ -77,7 +77,7 @@ export const Treasury = z
   .openapi("Treasury", { description: "spec 2.7" });
 
 export const TreasuryIdParams = z.object({
-  id: z.string().regex(/^trs_[0-9a-f]{32}$/, "must be a treasury id (trs_ followed by 32 hex characters)"),
+  id: z.string().max(128).regex(/^trs_/, "must be a treasury id (starts with trs_)"),
 });
 
 export const TreasuryCreateSchema = z
