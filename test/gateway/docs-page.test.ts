@@ -1,19 +1,27 @@
 /**
  * The API reference at /docs renders in a real headless Chromium (Debian's
- * chromium, installed by .ci/run) from local assets only.
+ * chromium, installed by .ci/run) from local assets only. Outside CI, a
+ * machine without Chromium skips this file and says how to enable it; CI
+ * (REQUIRE_BROWSER=1, set by .ci/run) always runs it.
  */
 import fs from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const CANDIDATES = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter((p): p is string => Boolean(p));
+const CHROMIUM = CANDIDATES.find((p) => fs.existsSync(p));
+const ENABLE = "sudo apt-get install -y chromium (or set CHROMIUM_PATH to a Chromium or Chrome binary)";
+if (!CHROMIUM) {
+  if (process.env.REQUIRE_BROWSER === "1") throw new Error(`Chromium not found (looked at ${CANDIDATES.join(", ")}); .ci/run installs Debian's chromium`);
+  console.warn(`[docs-page.test] SKIPPED: no Chromium on this machine (looked at ${CANDIDATES.join(", ")}). Enable it with: ${ENABLE}`);
+}
 
 let gw: TestGateway;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: .ci/run installs Debian's chromium (apt-get install chromium)`);
+  if (!CHROMIUM) return;
   gw = await startTestGateway();
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -25,7 +33,7 @@ afterAll(async () => {
   await gw?.close();
 });
 
-describe("/docs", () => {
+describe.skipIf(!CHROMIUM)(`/docs${CHROMIUM ? "" : ` (skipped: no Chromium; enable with: ${ENABLE})`}`, () => {
   it("renders every operation of /openapi.json with no request leaving the host", async () => {
     const page = await browser.newPage();
     const foreign: string[] = [];
