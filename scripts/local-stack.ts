@@ -23,6 +23,7 @@ import { forkManifest, fundOnFork, startBaseFork } from "../fixtures/base-fork";
 import { DEV_MNEMONIC, devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
 import { createKeystore } from "../signer-agent/src/keystore";
 import { defaultPolicy } from "../signer-agent/src/policy";
+import { removeStackFile, stackFilePath, writeStackFile } from "../signer-agent/src/stack-file";
 import { describeLocation } from "../gateway/src/store/db";
 import type { RunningPostgres } from "./embedded-postgres";
 
@@ -59,6 +60,7 @@ async function stopAll(code: number) {
   for (const c of children.reverse()) if (c.exitCode === null) c.kill("SIGTERM");
   await Promise.all(nodes.map((n) => n.stop()));
   for (const hook of stopHooks) await hook().catch(() => undefined);
+  removeStackFile(stackFilePath(env));
   await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : Promise.resolve())));
   process.exit(code);
 }
@@ -179,6 +181,22 @@ async function main() {
   }, /protection engine running/, true);
 
   const gw = `http://127.0.0.1:${PORTS.gateway}`;
+  const stackFile = stackFilePath(env);
+  writeStackFile(stackFile, {
+    object: "local_stack",
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+    gateway_url: gw,
+    gateway_urls: Array.from({ length: instances }, (_, i) => `http://127.0.0.1:${PORTS.gateway + i}`),
+    fork_rpc_url: fork.rpcUrl,
+    x402_rpc_url: sepolia.rpcUrl,
+    facilitator_url: `http://127.0.0.1:${PORTS.facilitator}`,
+    data_dir: dataDir,
+    agent: { address: agent.address, dir: agentDir, keystore, policy: policyFile },
+    operator: { address: operatorAccount.address, dir: path.dirname(operatorKeystore), keystore: operatorKeystore },
+    accounts: { pay_to: payTo, fee_recipient: feeRecipient, automation: automation.address },
+  });
+  const shown = (p: string) => (path.relative(ROOT, p).startsWith("..") ? p : path.relative(ROOT, p));
   process.stdout.write(
     [
       "",
@@ -192,16 +210,17 @@ async function main() {
       "",
       "accounts (Anvil's public development keys; never use them for real funds)",
       `  demo agent    ${agent.address}   10,000 USDC + ETH on the fork, 100 USDC on Base Sepolia`,
-      `                keystore ${path.relative(ROOT, keystore)}, passphrase "${DEMO_PASSPHRASE}"`,
+      `                keystore ${shown(keystore)}, passphrase "${DEMO_PASSPHRASE}"`,
       `  x402 pay-to   ${payTo}`,
       `  fee recipient ${feeRecipient}`,
       `  automation    ${automation.address}   (the protection engine's key; never a Safe owner)`,
-      `  operator      ${operatorAccount.address}   ETH on the fork; keystore .data/operator/keystore.json, same passphrase`,
+      `  operator      ${operatorAccount.address}   ETH on the fork; keystore ${shown(operatorKeystore)}, same passphrase`,
       "",
-      "try, in a second terminal:",
+      `where it runs: ${shown(stackFile)} (the signer-agent commands below read their defaults from it)`,
+      "try, in a second terminal (in this directory):",
       `  SIGNER_PASSPHRASE=${DEMO_PASSPHRASE} npx signer-agent run deposit 500`,
       "a managed treasury on a Safe (README: operator walk-through):",
-      `  SIGNER_PASSPHRASE=${DEMO_PASSPHRASE} npx signer-agent operator create-safe   (then fund 10 --borrow 15000, register, approve)`,
+      `  SIGNER_PASSPHRASE=${DEMO_PASSPHRASE} npx signer-agent operator create-safe   # then: operator fund 10 --borrow 15000, register, approve`,
       "",
     ].join("\n"),
   );

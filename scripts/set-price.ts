@@ -5,6 +5,7 @@
 import { createTestClient, http, pad, type Hex } from "viem";
 import { base } from "viem/chains";
 import { forkManifest } from "../fixtures/base-fork";
+import { readStackFile } from "../signer-agent/src/stack-file";
 
 const [asset, usd] = process.argv.slice(2);
 const feeds = forkManifest().price_feeds as Record<string, `0x${string}`>;
@@ -12,7 +13,8 @@ if (!asset || !feeds[asset] || !usd || Number.isNaN(Number(usd))) {
   process.stderr.write("usage: npm run fork:price -- <USDC|WETH|cbBTC> <usd>\n");
   process.exit(2);
 }
-const rpc = process.env.FORK_RPC_URL ?? `http://127.0.0.1:${process.env.FORK_PORT ?? 8545}`;
+// the running stack's fork (its file, whatever its ports), else FORK_RPC_URL / FORK_PORT
+const rpc = process.env.FORK_RPC_URL ?? (process.env.FORK_PORT ? undefined : readStackFile()?.fork_rpc_url) ?? `http://127.0.0.1:${process.env.FORK_PORT ?? 8545}`;
 const test = createTestClient({ mode: "anvil", chain: base, transport: http(rpc) });
 const value = BigInt(Math.round(Number(usd) * 1e8));
 await test.setStorageAt({ address: feeds[asset]!, index: 0, value: pad(`0x${value.toString(16)}` as Hex) });

@@ -6,6 +6,7 @@
  *   signer-agent balance                           ETH, USDC and the Aave position on the fork
  *   signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth] [--bearer sk_...]
  *   signer-agent serve [--port 4030]               loopback signing endpoint (SIGNER_SERVE_TOKEN)
+ *   signer-agent where [gateway|rpc|x402-rpc|facilitator]   a URL of the running local stack (its file), else the default
  *   signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve [--protect-below 1.4]|revoke|status>
  *                                                   the operator's managed treasury on a Safe (SIGNER_DIR defaults to .data/operator)
  *
@@ -13,6 +14,8 @@
  * SIGNER_POLICY, SIGNER_AUDIT_LOG, SIGNER_GATEWAY_URL (http://127.0.0.1:4020),
  * SIGNER_RPC_URL (the fork, http://127.0.0.1:8545), SIGNER_X402_RPC_URL (http://127.0.0.1:8546),
  * SIGNER_BEARER_KEY. A raw key only with --dev-raw-key (and SIGNER_DEV_PRIVATE_KEY).
+ * While `npm start` runs, the defaults are the stack's own (its file, stack-file.ts: STACK_FILE or
+ * .data/stack.json): its gateway, chains and the demo agent's and operator's directories.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -24,6 +27,7 @@ import { agentConfig } from "./config";
 import { createKeystore, keystoreAddress, loadKey, promptPassphrase } from "./keystore";
 import { defaultPolicy, loadPolicy } from "./policy";
 import { serveAgent } from "./serve";
+import { readStackFile } from "./stack-file";
 
 function parseArgs(argv: string[]) {
   const positional: string[] = [];
@@ -59,7 +63,7 @@ async function agentFrom(cfg: ReturnType<typeof agentConfig>) {
 
 /** the operator's managed treasury: a Safe it owns, registered, with delegation approved or revoked */
 async function operatorCommand(rest: string[], flags: Record<string, string | boolean>): Promise<number> {
-  const cfg = agentConfig({ dir: (flags.dir as string) ?? process.env.OPERATOR_DIR ?? "./.data/operator", ...flags });
+  const cfg = agentConfig({ dir: (flags.dir as string) ?? process.env.OPERATOR_DIR ?? readStackFile()?.operator.dir ?? "./.data/operator", ...flags });
   const stateFile = path.join(path.dirname(cfg.keystore), "operator.json");
   const state = (fs.existsSync(stateFile) ? JSON.parse(fs.readFileSync(stateFile, "utf8")) : {}) as { safe?: `0x${string}`; api_key?: string; treasury_id?: string; module?: `0x${string}` };
   const save = () => fs.writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
@@ -185,6 +189,14 @@ export async function main(argv: string[]): Promise<number> {
       }
       case "operator":
         return await operatorCommand(rest, flags);
+      case "where": {
+        const stack = readStackFile();
+        const what = rest[0] ?? "gateway";
+        const urls: Record<string, string> = { gateway: cfg.gatewayUrl, rpc: cfg.rpcUrl, "x402-rpc": cfg.x402RpcUrl, facilitator: stack?.facilitator_url ?? "http://127.0.0.1:4021" };
+        if (!urls[what]) throw new Error("usage: signer-agent where [gateway|rpc|x402-rpc|facilitator]");
+        out(urls[what]!);
+        return 0;
+      }
       case "serve": {
         const token = cfg.serveToken ?? randomBytes(24).toString("base64url");
         const agent = await agentFrom(cfg);
@@ -195,7 +207,7 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       }
       default:
-        out("usage: signer-agent <init|address|balance|run|serve> (see signer-agent/src/cli.ts)");
+        out("usage: signer-agent <init|address|balance|run|serve|operator|where> (see signer-agent/src/cli.ts)");
         return command ? 2 : 0;
     }
   } catch (err) {
