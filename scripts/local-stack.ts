@@ -21,11 +21,9 @@ import { base } from "viem/chains";
 import { startAnvil, type AnvilNode } from "../fixtures/anvil";
 import { forkManifest, fundOnFork, startBaseFork } from "../fixtures/base-fork";
 import { DEV_MNEMONIC, devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
-import { createKeystore } from "../signer-agent/src/keystore";
-import { defaultPolicy } from "../signer-agent/src/policy";
 import { removeStackFile, stackFilePath, writeStackFile } from "../signer-agent/src/stack-file";
-import { describeLocation } from "../gateway/src/store/db";
 import type { RunningPostgres } from "./embedded-postgres";
+import { stackEntries } from "./stack-build.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
@@ -72,10 +70,10 @@ process.on("SIGTERM", () => void stopAll(0));
  * is ready stops the stack; with `supervise`, one that dies later (a crash, a
  * kill -9) is started again after a second, and the chains keep their state.
  */
-function child(name: string, script: string, childEnv: Record<string, string>, ready: RegExp, supervise = false): Promise<ChildProcess> {
+function child(name: string, nodeArgs: string[], childEnv: Record<string, string>, ready: RegExp, supervise = false): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     let isReady = false;
-    const c = spawn(process.execPath, ["--import", "tsx", script], { cwd: ROOT, env: { ...env, ...childEnv }, stdio: ["ignore", "pipe", "pipe"] });
+    const c = spawn(process.execPath, nodeArgs, { cwd: ROOT, env: { ...env, ...childEnv }, stdio: ["ignore", "pipe", "pipe"] });
     children.push(c);
     let seen = "";
     const onData = (d: Buffer) => {
@@ -100,7 +98,7 @@ function child(name: string, script: string, childEnv: Record<string, string>, r
         setTimeout(() => {
           if (stopping) return;
           process.stderr.write(`restarting ${name}\n`);
-          child(name, script, childEnv, ready, true).then(
+          child(name, nodeArgs, childEnv, ready, true).then(
             () => process.stderr.write(`${name} is back\n`),
             () => undefined,
           );
@@ -113,72 +111,116 @@ function child(name: string, script: string, childEnv: Record<string, string>, r
   });
 }
 
-async function main() {
-  const forkUrl = env.BASE_FORK_URL;
-  const fork = forkUrl
-    ? await startAnvil({ chainId: 8453, port: PORTS.fork, args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC] })
-    : await startBaseFork({ port: PORTS.fork });
-  nodes.push(fork);
-  const sepolia = await startBaseSepolia({ port: PORTS.sepolia });
-  nodes.push(sepolia);
+/** a database URL without its password, for the printout */
+function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparsable DATABASE_URL)";
+  }
+}
 
+/** how long each part took to be ready, printed with the ready line */
+const timings: [string, number][] = [];
+async function timed<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const t = performance.now();
+  const value = await work();
+  timings.push([name, performance.now() - t]);
+  return value;
+}
+
+async function main() {
+  const t0 = performance.now();
+  const forkUrl = env.BASE_FORK_URL;
+  const dataDir = path.resolve(env.DATA_DIR ?? path.join(ROOT, ".data"));
   const agent = devAccount(3);
   const automation = devAccount(5);
   const operatorAccount = devAccount(6);
   const payTo = devAccount(2).address;
   const feeRecipient = devAccount(4).address;
-
-  // fund the demo agent: USDC and ETH on the fork (TestUSDC's minter is dev account 0), USDC on Base Sepolia for x402
-  if (!forkUrl) await fundOnFork(fork.rpcUrl, forkManifest().tokens.USDC, agent.address, 10_000_000_000n);
-  await sepolia.fund(agent.address, 100_000_000n);
-
-  const dataDir = path.resolve(env.DATA_DIR ?? path.join(ROOT, ".data"));
   const agentDir = path.join(dataDir, "agent");
   const keystore = path.join(agentDir, "keystore.json");
-  if (!fs.existsSync(keystore)) await createKeystore(keystore, DEMO_PASSPHRASE, hexKey(3));
   const policyFile = path.join(agentDir, "policy.json");
-  if (!fs.existsSync(policyFile)) fs.writeFileSync(policyFile, `${JSON.stringify(defaultPolicy([feeRecipient]), null, 2)}\n`);
   const operatorKeystore = path.join(dataDir, "operator", "keystore.json");
-  if (!fs.existsSync(operatorKeystore)) await createKeystore(operatorKeystore, DEMO_PASSPHRASE, hexKey(6));
-
-  await child("facilitator", "gateway/src/x402/facilitator/main.ts", {
-    FACILITATOR_RPC_URL: sepolia.rpcUrl,
-    FACILITATOR_PRIVATE_KEY: hexKey(1),
-    FACILITATOR_PORT: String(PORTS.facilitator),
-  }, /facilitator listening/);
-  // --instances N: N gateways on PORT, PORT+1, ... sharing one PostgreSQL (DATABASE_URL, else an embedded one)
   const instances = instancesArg();
+
+  // everything that does not wait for anything starts at once: the two chains, the facilitator (it reaches
+  // its chain on the first request), the keystores (scrypt: created once, kept in DATA_DIR), the embedded PostgreSQL
+  const forkReady = timed("Base fork", () =>
+    forkUrl ? startAnvil({ chainId: 8453, port: PORTS.fork, args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC] }) : startBaseFork({ port: PORTS.fork }),
+  ).then((n) => (nodes.push(n), n));
+  const sepoliaReady = timed("Base Sepolia", () => startBaseSepolia({ port: PORTS.sepolia })).then((n) => (nodes.push(n), n));
+  // from npm start (scripts/start.mjs), which built them before this script loaded; else built here
+  const given = env.STACK_ENTRIES ? (JSON.parse(env.STACK_ENTRIES) as Awaited<ReturnType<typeof stackEntries>> & { build_ms: number }) : null;
+  const buildStarted = performance.now();
+  const entries = given ?? (await stackEntries(ROOT, env));
+  const buildMs = given ? given.build_ms : performance.now() - buildStarted;
+  const facilitatorReady = timed("facilitator", () =>
+    child("facilitator", entries.args.facilitator, {
+      FACILITATOR_RUN_MAIN: "1",
+      FACILITATOR_RPC_URL: `http://127.0.0.1:${PORTS.sepolia}`,
+      FACILITATOR_PRIVATE_KEY: hexKey(1),
+      FACILITATOR_PORT: String(PORTS.facilitator),
+    }, /facilitator listening/),
+  );
+  const keystoresReady = timed("keystores", async () => {
+    // ethers (the keystore format) is loaded only when a keystore must be made
+    if (!fs.existsSync(keystore)) await (await import("../signer-agent/src/keystore")).createKeystore(keystore, DEMO_PASSPHRASE, hexKey(3));
+    if (!fs.existsSync(policyFile)) fs.writeFileSync(policyFile, `${JSON.stringify((await import("../signer-agent/src/policy")).defaultPolicy([feeRecipient]), null, 2)}\n`);
+    if (!fs.existsSync(operatorKeystore)) await (await import("../signer-agent/src/keystore")).createKeystore(operatorKeystore, DEMO_PASSPHRASE, hexKey(6));
+  });
+  // --instances N: N gateways on PORT, PORT+1, ... sharing one PostgreSQL (DATABASE_URL, else an embedded one)
   let databaseUrl = env.DATABASE_URL;
   let postgres: RunningPostgres | undefined;
   if (instances > 1 && !databaseUrl) {
     // imported only here: embedded-postgres installs exit hooks of its own (they would change the stack's exit code)
     const { startEmbeddedPostgres } = await import("./embedded-postgres");
-    postgres = await startEmbeddedPostgres({ dataDir: path.join(dataDir, "postgres"), port: Number(env.POSTGRES_PORT ?? 5433), persistent: true, database: "treasury" });
+    postgres = await timed("PostgreSQL", () => startEmbeddedPostgres({ dataDir: path.join(dataDir, "postgres"), port: Number(env.POSTGRES_PORT ?? 5433), persistent: true, database: "treasury" }));
     stopHooks.push(() => postgres!.stop());
     databaseUrl = postgres.url;
   }
   const storeEnv: Record<string, string> = databaseUrl ? { DATABASE_URL: databaseUrl } : {};
-  for (let i = 0; i < instances; i++) {
-    await child(instances > 1 ? `gateway-${i + 1}` : "gateway", "gateway/src/main.ts", {
+  const fork = await forkReady;
+  // the gateways and the engine need only the fork's URL to start; they start together
+  const gatewaysReady = Promise.all(
+    Array.from({ length: instances }, (_, i) => {
+      const name = instances > 1 ? `gateway-${i + 1}` : "gateway";
+      return timed(name, () =>
+        child(name, entries.args.gateway, {
+          ...storeEnv,
+          PORT: String(PORTS.gateway + i),
+          DATA_DIR: dataDir,
+          BASE_RPC_URL: fork.rpcUrl,
+          X402_FACILITATOR: "local",
+          X402_FACILITATOR_URL: `http://127.0.0.1:${PORTS.facilitator}`,
+          X402_PAY_TO: payTo,
+          FEE_RECIPIENT: feeRecipient,
+          AUTOMATION_ADDRESS: automation.address,
+          LOG_LEVEL: env.LOG_LEVEL ?? "info",
+        }, /gateway listening/, true),
+      );
+    }),
+  );
+  const protectionReady = timed("protection", () =>
+    child("protection", entries.args.protection, {
       ...storeEnv,
-      PORT: String(PORTS.gateway + i),
       DATA_DIR: dataDir,
-    BASE_RPC_URL: fork.rpcUrl,
-    X402_FACILITATOR: "local",
-    X402_FACILITATOR_URL: `http://127.0.0.1:${PORTS.facilitator}`,
-    X402_PAY_TO: payTo,
-    FEE_RECIPIENT: feeRecipient,
-    AUTOMATION_ADDRESS: automation.address,
-    LOG_LEVEL: env.LOG_LEVEL ?? "info",
-    }, /gateway listening/, true);
-  }
-  await child("protection", "gateway/src/protection/main.ts", {
-    ...storeEnv,
-    DATA_DIR: dataDir,
-    BASE_RPC_URL: fork.rpcUrl,
-    AUTOMATION_PRIVATE_KEY: hexKey(5),
-    LOG_LEVEL: env.LOG_LEVEL ?? "info",
-  }, /protection engine running/, true);
+      BASE_RPC_URL: fork.rpcUrl,
+      AUTOMATION_PRIVATE_KEY: hexKey(5),
+      LOG_LEVEL: env.LOG_LEVEL ?? "info",
+    }, /protection engine running/, true),
+  );
+  const sepolia = await sepoliaReady;
+  // fund the demo agent: USDC and ETH on the fork (TestUSDC's minter is dev account 0), USDC on Base Sepolia for x402
+  const fundingReady = timed("demo funds", async () => {
+    await Promise.all([forkUrl ? Promise.resolve() : fundOnFork(fork.rpcUrl, forkManifest().tokens.USDC, agent.address, 10_000_000_000n), sepolia.fund(agent.address, 100_000_000n)]);
+  });
+  await Promise.all([facilitatorReady, keystoresReady, gatewaysReady, protectionReady, fundingReady]);
+  const readyMs = performance.now() - t0;
+  // from the process's own start (its imports included)
+  const sinceStartMs = performance.now();
 
   const gw = `http://127.0.0.1:${PORTS.gateway}`;
   const stackFile = stackFilePath(env);
@@ -200,10 +242,10 @@ async function main() {
   process.stdout.write(
     [
       "",
-      "local stack running (Ctrl-C stops everything)",
+      `local stack running (Ctrl-C stops everything): ready ${(sinceStartMs / 1000).toFixed(1)} s after start (processes from ${entries.how} ${(buildMs / 1000).toFixed(1)} s, loading ${((sinceStartMs - readyMs - (given ? buildMs : 0)) / 1000).toFixed(1)} s, then in parallel: ${timings.map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`).join(", ")})`,
       `  gateway       ${gw}   (API reference ${gw}/docs, MCP ${gw}/api/mcp)`,
       ...Array.from({ length: instances - 1 }, (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${PORTS.gateway + i + 1}   (same store, any of them serves the whole loop)`),
-      `  store         ${databaseUrl ? `PostgreSQL ${describeLocation({ url: databaseUrl })}${postgres ? " (embedded, data in .data/postgres)" : ""}` : `SQLite ${path.relative(ROOT, path.join(dataDir, "gateway.sqlite"))}`}`,
+      `  store         ${databaseUrl ? `PostgreSQL ${redactedUrl(databaseUrl)}${postgres ? " (embedded, data in .data/postgres)" : ""}` : `SQLite ${path.relative(ROOT, path.join(dataDir, "gateway.sqlite"))}`}`,
       `  Base fork     ${fork.rpcUrl}   chain 8453${forkUrl ? ` (forking ${forkUrl})` : " (offline fixture: real Aave V3 at the real addresses)"}`,
       `  Base Sepolia  ${sepolia.rpcUrl}   chain 84532 (x402 payments, USDC ${sepolia.usdc})`,
       `  facilitator   http://127.0.0.1:${PORTS.facilitator}   (settles from ${devAccount(1).address})`,

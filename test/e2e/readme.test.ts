@@ -57,7 +57,7 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's quick start
     const stackFile = path.join(dataDir, "stack.json");
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SIGNER_|OPERATOR_|FORK_|PORT$|DATA_DIR$|DATABASE_URL$)/.test(k)));
     const env = { ...clean, STACK_FILE: stackFile };
-    const stack = spawn(process.execPath, ["--import", "tsx", "scripts/local-stack.ts"], {
+    const stack = spawn(process.execPath, ["scripts/start.mjs"], {
       cwd: ROOT,
       env: { ...env, FORK_PORT: String(fork), BASE_SEPOLIA_PORT: String(sepolia), FACILITATOR_PORT: String(facilitator), PORT: String(gateway), DATA_DIR: dataDir },
       stdio: ["ignore", "pipe", "pipe"],

@@ -22,7 +22,8 @@ export async function startFacilitator(opts: { rpcUrl: string; privateKey: Hex; 
   };
 }
 
-const isMain = process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\/gateway\//, "gateway/"));
+// run as a program: by path (tsx), or from the stack's bundle (FACILITATOR_RUN_MAIN=1, scripts/stack-build.ts)
+const isMain = process.env.FACILITATOR_RUN_MAIN === "1" || (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\/gateway\//, "gateway/")));
 if (isMain) {
   const rpcUrl = process.env.FACILITATOR_RPC_URL;
   const privateKey = process.env.FACILITATOR_PRIVATE_KEY as Hex | undefined;
