@@ -223,6 +223,18 @@ describe("plain JSON-RPC and discovery", () => {
     v.check("POST", "/api/mcp", 200, r.body);
   });
 
+  it("an id of null (spec 4.2) is answered with id null; a notification (no id) is 202 with no body", async () => {
+    const r = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", id: null, method: "tools/list" } });
+    expect(r.status).toBe(200);
+    expect(r.body.id).toBeNull();
+    expect(r.body.result.tools.length).toBe(17);
+    expect(Number(r.headers.get("content-length") ?? r.text.length)).toBe(Buffer.byteLength(r.text));
+    v.check("POST", "/api/mcp", 200, r.body);
+    const n = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", method: "notifications/initialized" } });
+    expect([n.status, n.text]).toEqual([202, ""]);
+    v.check("POST", "/api/mcp", 202, n.body);
+  });
+
   it("a request missing jsonrpc or method gets 400 with the typed error body", async () => {
     for (const body of [{ id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 1 }, { jsonrpc: "1.0", id: 1, method: "tools/list" }]) {
       const r = await call(gw.url, "POST", "/api/mcp", { body });

@@ -370,7 +370,7 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
   }
   const headers = spec.idempotencyKey
     ? z.object({
-        "Idempotency-Key": z.string().min(8).max(120).openapi({ description: "unique per state-changing call (8 to 120 characters)" }),
+        "Idempotency-Key": z.string().min(8).max(120).regex(/^[!-~]([ -~]*[!-~])?$/).openapi({ description: "unique per state-changing call (8 to 120 characters; printable ASCII, no space at either end: an HTTP header value)" }),
       })
     : undefined;
   const config: RouteConfig = {

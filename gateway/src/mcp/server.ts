@@ -113,5 +113,28 @@ export async function handleMcpPost(
   });
   acceptJsonAndStream(req);
   await server.connect(transport);
-  await transport.handleRequest(req, res, req.body);
+  await transport.handleRequest(req, res, nullIdAsRequest(req.body, res));
+}
+
+/**
+ * The spec allows a request `id` of null (4.2); the SDK's transport takes only
+ * strings and numbers. Such a request runs under a placeholder id of the same
+ * JSON length (so headers already written stay true), answered with id null.
+ */
+const NULL_ID_PLACEHOLDER = -917;
+function nullIdAsRequest(body: unknown, res: Response): unknown {
+  if (!body || typeof body !== "object" || Array.isArray(body) || (body as { id?: unknown }).id !== null) return body;
+  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    if (typeof chunk === "string" || Buffer.isBuffer(chunk)) {
+      try {
+        const answer = JSON.parse(chunk.toString()) as { id?: unknown };
+        if (answer.id === NULL_ID_PLACEHOLDER) return end(JSON.stringify({ ...answer, id: null }), ...rest);
+      } catch {
+        // not JSON: as it is
+      }
+    }
+    return end(chunk, ...rest);
+  }) as Response["end"];
+  return { ...(body as object), id: NULL_ID_PLACEHOLDER };
 }

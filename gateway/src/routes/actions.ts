@@ -38,7 +38,7 @@ import { err, RATE_LIMITED, type RouteKit } from "./kit";
 export const DelegationRequest = z
   .strictObject({
     module: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-    protect_below_health_score: z.number().min(1.05).max(3).multipleOf(0.01).optional().openapi({ description: "a tighter protect threshold than the preset's (operator-configurable); it must be the value the Safe signed" }),
+    protect_below_health_score: z.number().min(1.05).max(3).multipleOf(0.01).optional().openapi({ multipleOf: 0.01, description: "a tighter protect threshold than the preset's (operator-configurable); it must be the value the Safe signed" }),
     safe_proof: SignedProof.openapi({
       description:
         "The Safe's own signature (EIP-1271, by its owners) of AttachDelegation(string service, string treasuryId, address safe, address module, uint256 protectBelowHealthCentis, uint256 parkTargetBps, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId}. protectBelowHealthCentis is the threshold x 100 (the preset's when none is given); parkTargetBps the preset's park target in basis points.",

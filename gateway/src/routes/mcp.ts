@@ -55,10 +55,15 @@ export function mcpRoutes(
     operationId: "postMcp",
     summary: "MCP endpoint (JSON-RPC 2.0 over Streamable HTTP, stateless)",
     description:
-      "MCP clients connect with the Streamable HTTP transport. A plain JSON-RPC 2.0 request (e.g. `tools/list`) with Content-Type: application/json also works. A body missing `jsonrpc` or `method` is a 400 typed error.",
+      "MCP clients connect with the Streamable HTTP transport. A plain JSON-RPC 2.0 request (e.g. `tools/list`) with Content-Type: application/json also works. A body missing `jsonrpc` or `method` is a 400 typed error; a notification (no `id`) is 202 with no body.",
     tags: ["MCP"],
     request: { body: JsonRpcRequest },
-    responses: { 200: { description: "JSON-RPC response", schema: JsonRpcResponse }, 400: err("missing jsonrpc or method"), ...RATE_LIMITED },
+    responses: {
+      200: { description: "JSON-RPC response (a `result`, or a JSON-RPC `error` such as -32601 method not found); a request with `id: null` is answered with `id: null`", schema: JsonRpcResponse },
+      202: { description: "a notification (a message without `id`) was accepted; no body" },
+      400: err("missing jsonrpc or method"),
+      ...RATE_LIMITED,
+    },
     handler: async ({ req, res }) => {
       await handleMcpPost(req, res, deps.tools, deps.authenticate, deps.version, deps.log);
       return { status: 200, body: undefined };

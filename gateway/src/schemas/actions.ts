@@ -1,36 +1,40 @@
-import { usdcAmount } from "./common";
+import { AMOUNT_ALIAS_RULES, schemaRules, usdcAmount, X_RULES } from "./common";
 import { z } from "./zod";
 
-const amountField = () => usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({ exclusiveMinimum: 0, maximum: 100_000 });
+/** deposits start at 100 USDC (spec 8); every action is at most 100,000 */
+export const MIN_DEPOSIT_USDC = 100;
+const amountField = (min?: number) =>
+  min === undefined ? usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({ exclusiveMinimum: 0, maximum: 100_000 }) : usdcAmount({ min, max: 100_000 }).openapi({ minimum: min, maximum: 100_000 });
 
-const actionBase = {
-  amount_usdc: amountField().optional().openapi({ description: "USDC amount (required unless its alias `amount` is sent)" }),
-  amount: amountField().optional().openapi({ description: "alias of amount_usdc; when both are sent they must be equal" }),
-};
+const amounts = (min?: number) => ({
+  amount_usdc: amountField(min).optional().openapi({ description: "USDC amount (required unless its alias `amount` is sent)" }),
+  amount: amountField(min).optional().openapi({ description: "alias of amount_usdc; when both are sent they must be equal" }),
+});
+const actionBase = amounts();
 
 export const DepositRequest = z
   .strictObject({
-    ...actionBase,
+    ...amounts(MIN_DEPOSIT_USDC),
     allocation: z
       .strictObject({ btc: z.number().min(0).max(100), eth: z.number().min(0).max(100) })
       .refine((a) => a.btc + a.eth === 100, { message: "btc and eth must add up to 100" })
       .optional()
-      .openapi({ description: "BTC/ETH split of the deposit, percent; default 50/50" }),
+      .openapi(schemaRules({ description: "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100", [X_RULES.sumEquals]: { members: ["btc", "eth"], equals: 100 } })),
   })
-  .openapi("DepositRequest");
+  .openapi("DepositRequest", schemaRules(AMOUNT_ALIAS_RULES));
 
-export const ConvertRequest = z.strictObject({ ...actionBase, target: z.enum(["btc", "eth"]) }).openapi("ConvertRequest");
-export const BorrowRequest = z.strictObject({ ...actionBase, purpose: z.string().max(200).optional() }).openapi("BorrowRequest");
-export const RepayRequest = z.strictObject({ ...actionBase }).openapi("RepayRequest");
+export const ConvertRequest = z.strictObject({ ...actionBase, target: z.enum(["btc", "eth"]) }).openapi("ConvertRequest", schemaRules(AMOUNT_ALIAS_RULES));
+export const BorrowRequest = z.strictObject({ ...actionBase, purpose: z.string().max(200).optional() }).openapi("BorrowRequest", schemaRules(AMOUNT_ALIAS_RULES));
+export const RepayRequest = z.strictObject({ ...actionBase }).openapi("RepayRequest", schemaRules(AMOUNT_ALIAS_RULES));
 
 export const EstimateRequest = z
   .strictObject({
     action: z.enum(["deposit", "convert", "borrow", "repay"]),
     amount_usdc: usdcAmount({ exclusiveMin: 0 }).optional(),
     amount: usdcAmount({ exclusiveMin: 0 }).optional(),
-    target: z.enum(["btc", "eth"]).optional(),
+    target: z.enum(["btc", "eth"]).optional().openapi({ description: "required when action is convert" }),
   })
-  .openapi("EstimateRequest");
+  .openapi("EstimateRequest", schemaRules({ ...AMOUNT_ALIAS_RULES, if: { properties: { action: { const: "convert" } }, required: ["action"] }, then: { required: ["target"] } }));
 
 export const RelayRequest = z
   .strictObject({

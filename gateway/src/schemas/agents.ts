@@ -3,9 +3,11 @@ import { z } from "./zod";
 
 export const AccessRequestBody = z
   .strictObject({
-    operator_name: z.string().trim().min(2).max(200),
-    operator_email: z.email().max(254),
-    use_case: z.string().trim().min(20).max(5000),
+    // trimmed lengths, stated as patterns (at least 2 and 20 characters between the first and last non-space)
+    operator_name: z.string().trim().min(2).max(200).openapi({ pattern: "^\\s*\\S[\\s\\S]*\\S\\s*$" }),
+    // zod's e-mail rule, stricter than format: email, stated as its own pattern
+    operator_email: z.email().max(254).openapi({ pattern: z.regexes.email.source }),
+    use_case: z.string().trim().min(20).max(5000).openapi({ pattern: "^\\s*\\S[\\s\\S]{18,}\\S\\s*$" }),
     agent_name: z.string().max(200).optional(),
     agent_framework: z.string().max(200).optional(),
     company: z.string().max(200).optional(),

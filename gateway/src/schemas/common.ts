@@ -38,7 +38,27 @@ export const usdcAmount = (opts: { min?: number; exclusiveMin?: number; max?: nu
   if (opts.min !== undefined) n = n.min(opts.min);
   if (opts.exclusiveMin !== undefined) n = n.gt(opts.exclusiveMin);
   if (opts.max !== undefined) n = n.max(opts.max);
-  return n.refine(isExactUsdc, { message: "must have at most 6 decimal places (USDC precision)" });
+  return n.refine(isExactUsdc, { message: "must have at most 6 decimal places (USDC precision)" }).openapi({ multipleOf: 0.000001 });
+};
+
+/**
+ * Rules JSON Schema cannot state, as `x-` keywords of the document (and
+ * honoured by test/helpers/schema-sample.ts, which generates requests from it).
+ */
+export const X_RULES = {
+  /** both members sent: they must be equal */
+  equalWhenBothPresent: "x-equal-when-both-present",
+  /** the listed members must add up to the value */
+  sumEquals: "x-sum-equals",
+} as const;
+
+/** JSON Schema keywords the metadata type of zod-to-openapi does not list (if/then, x- rules): passed through as they are */
+export const schemaRules = (rules: Record<string, unknown>) => rules as Record<string, never>;
+
+/** a body that takes `amount_usdc` or its alias `amount`: at least one, equal when both */
+export const AMOUNT_ALIAS_RULES = {
+  anyOf: [{ required: ["amount_usdc"] }, { required: ["amount"] }],
+  [X_RULES.equalWhenBothPresent]: ["amount_usdc", "amount"],
 };
 
 /** A number from a query string, strictly parsed (no empty string, no hex, no whitespace). */

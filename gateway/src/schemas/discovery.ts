@@ -45,7 +45,7 @@ export const McpDiscovery = z
 export const JsonRpcRequest = z
   .object({
     jsonrpc: z.literal("2.0"),
-    id: z.union([z.string(), z.number(), z.null()]).optional(),
+    id: z.union([z.string(), z.number().int(), z.null()]).optional().openapi({ description: "string, integer or null (JSON-RPC 2.0: numbers without fractional parts); absent for a notification" }),
     method: z.string(),
     params: z.record(z.string(), z.unknown()).optional(),
   })

@@ -1,5 +1,5 @@
 import { ACTIONS } from "../domain/fees";
-import { AssetSchema, queryNumber, Timestamp, usdcAmount } from "./common";
+import { AssetSchema, Timestamp, X_RULES, queryNumber, schemaRules, usdcAmount } from "./common";
 import { z } from "./zod";
 
 export const MarketRateEntry = z
@@ -145,11 +145,15 @@ export const PreviewRequest = z
     amount: usdcAmount({ min: 0 }).openapi({ description: "USDC value of the action", minimum: 0 }),
     amount_usdc: usdcAmount({ min: 0 }).optional().openapi({ minimum: 0 }),
     asset: AssetSchema.optional(),
-    address: z.string().max(200).optional(),
+    address: z
+      .string()
+      .regex(/^(demo|0x[0-9a-fA-F]{40})$/, "must be 'demo' or a 0x-prefixed 20-byte address")
+      .optional()
+      .openapi({ description: "`demo` (the default) or the wallet of a proven treasury" }),
     current_ltv: z.number().min(0).max(75).optional(),
     initiator: z.string().max(200).optional(),
   })
-  .openapi("PreviewRequest");
+  .openapi("PreviewRequest", schemaRules({ [X_RULES.equalWhenBothPresent]: ["amount", "amount_usdc"] }));
 
 export const ActionPreview = z
   .object({
