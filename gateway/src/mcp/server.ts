@@ -118,23 +118,25 @@ export async function handleMcpPost(
 
 /**
  * The spec allows a request `id` of null (4.2); the SDK's transport takes only
- * strings and numbers. Such a request runs under a placeholder id of the same
- * JSON length (so headers already written stay true), answered with id null.
+ * strings and numbers. Such a request runs under a placeholder id whose JSON
+ * has the length of `null`, and the answer's bytes carry `null` in its place
+ * (the same length: headers already written stay true).
  */
 const NULL_ID_PLACEHOLDER = -917;
+const PLACED = `"id":${NULL_ID_PLACEHOLDER}`;
 function nullIdAsRequest(body: unknown, res: Response): unknown {
   if (!body || typeof body !== "object" || Array.isArray(body) || (body as { id?: unknown }).id !== null) return body;
-  const end = res.end.bind(res) as (...args: unknown[]) => Response;
-  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
-    if (typeof chunk === "string" || Buffer.isBuffer(chunk)) {
-      try {
-        const answer = JSON.parse(chunk.toString()) as { id?: unknown };
-        if (answer.id === NULL_ID_PLACEHOLDER) return end(JSON.stringify({ ...answer, id: null }), ...rest);
-      } catch {
-        // not JSON: as it is
-      }
+  const swap = (chunk: unknown): unknown => {
+    if (typeof chunk === "string") return chunk.includes(PLACED) ? chunk.replace(PLACED, '"id":null') : chunk;
+    if (chunk instanceof Uint8Array) {
+      const text = Buffer.from(chunk).toString("utf8");
+      return text.includes(PLACED) ? Buffer.from(text.replace(PLACED, '"id":null'), "utf8") : chunk;
     }
-    return end(chunk, ...rest);
-  }) as Response["end"];
+    return chunk;
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => write(swap(chunk), ...rest)) as Response["write"];
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => end(swap(chunk), ...rest)) as Response["end"];
   return { ...(body as object), id: NULL_ID_PLACEHOLDER };
 }
