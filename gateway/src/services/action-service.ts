@@ -70,11 +70,28 @@ export class ActionService {
 
   /**
    * Does the sandbox provide for this treasury (chain/sandbox-chain.ts)? Only
-   * for a chain-backed treasury on a local Anvil; never for an operator's Safe
-   * (its own wallet, funded and run by its operator).
+   * for a chain-backed treasury on a local Anvil whose wallet is an account
+   * (no code); never for an operator's Safe (funded and run by its owners).
    */
   async sandboxed(t: TreasuryRecord): Promise<boolean> {
-    return this.chainBacked(t) && t.origin !== "operator" && (await this.sandbox.active(t.chain));
+    return this.chainBacked(t) && t.origin !== "operator" && (await this.sandbox.active(t.chain)) && !(await this.isContract(t));
+  }
+
+  /** a contract wallet (a Safe): run by its owners, never funded or impersonated by the sandbox */
+  private readonly contracts = new Map<string, Promise<boolean>>();
+  private isContract(t: TreasuryRecord): Promise<boolean> {
+    const id = `${t.chain}:${t.walletAddress.toLowerCase()}`;
+    let known = this.contracts.get(id);
+    if (!known) {
+      known = this.chain
+        .client(t.chain)
+        .getCode({ address: t.walletAddress })
+        .then((code) => code !== undefined && code !== "0x");
+      this.contracts.set(id, known);
+      // only "a contract" is kept: an address without code may be a Safe deployed later
+      known.then((yes) => yes || this.contracts.delete(id), () => this.contracts.delete(id));
+    }
+    return known;
   }
 
   /** on the sandbox's chain: gas ETH and the USDC the action takes, so any new wallet can try every action */
