@@ -11,6 +11,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { specSandboxFlow } from "../helpers/spec-flow";
 
 const ROOT = path.resolve(__dirname, "../..");
 const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
@@ -100,6 +101,13 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's quick start
       expect(operator.code, operator.out).toBe(0);
       expect(operator.out).toContain("delegation approved");
       expect(operator.out).toContain("delegation revoked");
+
+      // the spec's sandbox flow on this stack, for brand-new wallets, in both modes, with only the spec's requests
+      const flow = { gatewayUrl: `http://127.0.0.1:${gateway}`, rpcUrl: `http://127.0.0.1:${fork}` };
+      const managed = await specSandboxFlow(flow, "managed");
+      expect([managed.deposit.status, managed.convert.status, managed.borrow.status, managed.repay.status]).toEqual(["processing", "processing", "approved", "completed"]);
+      const wallet = await specSandboxFlow(flow, "wallet");
+      expect(wallet.repay).toMatchObject({ status: "confirmed", simulated: false, result: { action: "repay", sequence_complete: true } });
     } finally {
       const exited = new Promise<number | null>((r) => stack.once("exit", (code) => r(code)));
       stack.kill("SIGTERM");

@@ -6,11 +6,10 @@
  * chain) and relayed under the envelope's `tx_id`. The wallet is never funded
  * by the test: the sandbox provides gas ETH and test USDC on the local Anvil.
  */
-import { randomBytes } from "node:crypto";
 import http2 from "node:http";
 import type { AddressInfo } from "node:net";
 import { AaveV3Base } from "@aave-dao/aave-address-book";
-import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { createPublicClient, createWalletClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,17 +18,12 @@ import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
+import { freshKey, registerNew, signAndRelay as relayOne, specRequest, type FlowClient } from "../helpers/spec-flow";
 
 const FEE_RECIPIENT = devAccount(5).address;
 let fork: BaseForkNode;
 let gw: TestGateway;
 let doc: ResponseValidator;
-/** a spec request to the stack, its answer checked against the served OpenAPI document */
-async function spec(method: string, path: string, opts: Parameters<typeof call>[3] = {}) {
-  const r = await call(gw.url, method, path, opts);
-  doc.check(method, path, r.status, r.body);
-  return r;
-}
 
 beforeAll(async () => {
   fork = await startBaseFork();
@@ -41,29 +35,14 @@ afterAll(async () => {
   await fork?.stop();
 });
 
-const key = () => `sbx-${randomBytes(12).toString("hex")}`;
+const key = freshKey;
 const pub = () => createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
 const balanceOf = (token: `0x${string}`, who: `0x${string}`) => pub().readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [who] });
-
-async function register(mode: "wallet" | "managed") {
-  const account = privateKeyToAccount(generatePrivateKey());
-  const r = await spec("POST", "/api/v1/treasuries", { body: { wallet_address: account.address, execution_mode: mode } });
-  expect(r.status).toBe(200);
-  expect(r.body).toMatchObject({ object: "treasury", execution_mode: mode, status: "active" });
-  const apiKey = r.body.api_key as string;
-  const act = (path: string, body: Record<string, unknown>) => spec("POST", path, { body, headers: { authorization: `Bearer ${apiKey}`, "idempotency-key": key() } });
-  return { account, act, apiKey, treasuryId: r.body.treasury_id as string };
-}
-
-/** what a client that knows only the spec does with a 202 envelope: sign its unsigned_transaction as viem fills it, relay under tx_id */
-async function signAndRelay(account: PrivateKeyAccount, envelope: { tx_id: string; unsigned_transaction: { to: Hex; data: Hex; value: string } }) {
-  const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
-  const u = envelope.unsigned_transaction;
-  const request = await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value) });
-  const signed = await wallet.signTransaction(request);
-  const res = await spec("POST", "/api/v1/relay", { body: { tx_id: envelope.tx_id, signed_transaction: signed }, headers: { "idempotency-key": key() } });
-  return Object.assign(res, { signed });
-}
+/** the spec's client against this file's gateway, every answer checked against the served document */
+const client = (): FlowClient => ({ gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, check: (m, p, r) => doc.check(m, p, r.status, r.body) });
+const spec = (method: string, path: string, opts: Parameters<typeof call>[3] = {}) => specRequest(client(), method, path, opts);
+const register = (mode: "wallet" | "managed") => registerNew(client(), mode);
+const signAndRelay = (account: PrivateKeyAccount, envelope: Parameters<typeof relayOne>[2]) => relayOne(client(), account, envelope);
 
 describe("gateway status", () => {
   it("says per chain what the running gateway does: Base broadcast to the sandbox's local chain, Arbitrum simulated", async () => {

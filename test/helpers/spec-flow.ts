@@ -1,0 +1,75 @@
+/**
+ * The spec's sandbox flow as a client that knows only the spec makes it:
+ * register a treasury for a brand-new wallet, deposit, convert, borrow over
+ * the ceiling then `safe_amount`, repay; in wallet mode each 202 envelope's
+ * one `unsigned_transaction` is signed as viem fills it (nonce and gas from
+ * the chain) and relayed under the envelope's `tx_id`. Used against a test
+ * gateway (test/e2e/sandbox-flow.test.ts) and against `npm start`'s stack
+ * (test/e2e/readme.test.ts).
+ */
+import { randomBytes } from "node:crypto";
+import { createWalletClient, http, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { expect } from "vitest";
+import { call, type JsonResponse } from "./gateway";
+
+export const freshKey = () => `sbx-${randomBytes(12).toString("hex")}`;
+
+export interface FlowClient {
+  gatewayUrl: string;
+  rpcUrl: string;
+  /** a check of every answer (the OpenAPI validator), optional */
+  check?: (method: string, path: string, r: JsonResponse) => void;
+}
+
+export async function specRequest(c: FlowClient, method: string, path: string, opts: Parameters<typeof call>[3] = {}) {
+  const r = await call(c.gatewayUrl, method, path, opts);
+  c.check?.(method, path, r);
+  return r;
+}
+
+export async function registerNew(c: FlowClient, mode: "wallet" | "managed") {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const r = await specRequest(c, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address, execution_mode: mode } });
+  expect(r.status).toBe(200);
+  expect(r.body).toMatchObject({ object: "treasury", execution_mode: mode, status: "active" });
+  const apiKey = r.body.api_key as string;
+  const act = (path: string, body: Record<string, unknown>) => specRequest(c, "POST", path, { body, headers: { authorization: `Bearer ${apiKey}`, "idempotency-key": freshKey() } });
+  return { account, act, apiKey, treasuryId: r.body.treasury_id as string };
+}
+
+/** sign the envelope's unsigned_transaction as viem fills it and relay it under the envelope's tx_id */
+export async function signAndRelay(c: FlowClient, account: PrivateKeyAccount, envelope: { tx_id: string; unsigned_transaction: { to: Hex; data: Hex; value: string } }) {
+  const wallet = createWalletClient({ account, chain: base, transport: http(c.rpcUrl) });
+  const u = envelope.unsigned_transaction;
+  const request = await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value) });
+  const signed = await wallet.signTransaction(request);
+  const res = await specRequest(c, "POST", "/api/v1/relay", { body: { tx_id: envelope.tx_id, signed_transaction: signed }, headers: { "idempotency-key": freshKey() } });
+  return Object.assign(res, { signed });
+}
+
+/** the whole flow in one mode; returns the final answers of each step */
+export async function specSandboxFlow(c: FlowClient, mode: "wallet" | "managed") {
+  const t = await registerNew(c, mode);
+  const done = async (path: string, body: Record<string, unknown>) => {
+    const r = await t.act(path, body);
+    if (mode === "managed") {
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body;
+    }
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    const relayed = await signAndRelay(c, t.account, r.body);
+    expect(relayed.status, JSON.stringify(relayed.body)).toBe(200);
+    expect(relayed.body).toMatchObject({ object: "relay_receipt", tx_id: r.body.tx_id, simulated: false, status: "confirmed" });
+    return relayed.body;
+  };
+  const deposit = await done("/api/v1/deposits", { amount_usdc: 1000 });
+  const convert = await done("/api/v1/convert", { amount_usdc: 500, target: "eth" });
+  const over = await t.act("/api/v1/borrow", { amount_usdc: 100000 });
+  expect(over.status).toBe(403);
+  expect(over.body).toMatchObject({ error: "ltv_limit_exceeded", allowed: false, approved: false });
+  const borrow = await done("/api/v1/borrow", { amount_usdc: over.body.safe_amount });
+  const repay = await done("/api/v1/repay", { amount_usdc: 100 });
+  return { ...t, deposit, convert, over: over.body, borrow, repay };
+}
