@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { createWalletClient, http, parseAbi, publicActions } from "viem";
 import { base } from "viem/chains";
 import { startAnvil, type AnvilNode } from "../fixtures/anvil";
-import { forkManifest, fundOnFork, startBaseFork } from "../fixtures/base-fork";
+import { BASE_BLOCK_SECONDS, forkManifest, fundOnFork, startBaseFork } from "../fixtures/base-fork";
 import { DEV_MNEMONIC, devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
 import { removeStackFile, stackFilePath, writeStackFile } from "../signer-agent/src/stack-file";
 import type { RunningPostgres } from "./embedded-postgres";
@@ -149,7 +149,7 @@ async function main() {
   // everything that does not wait for anything starts at once: the two chains, the facilitator (it reaches
   // its chain on the first request), the keystores (scrypt: created once, kept in DATA_DIR), the embedded PostgreSQL
   const forkReady = timed("Base fork", () =>
-    forkUrl ? startAnvil({ chainId: 8453, port: PORTS.fork, args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC] }) : startBaseFork({ port: PORTS.fork }),
+    forkUrl ? startAnvil({ chainId: 8453, port: PORTS.fork, args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC], timestampInterval: BASE_BLOCK_SECONDS }) : startBaseFork({ port: PORTS.fork }),
   ).then((n) => (nodes.push(n), n));
   const sepoliaReady = timed("Base Sepolia", () => startBaseSepolia({ port: PORTS.sepolia })).then((n) => (nodes.push(n), n));
   // from npm start (scripts/start.mjs), which built them before this script loaded; else built here

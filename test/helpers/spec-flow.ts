@@ -40,11 +40,13 @@ export async function registerNew(c: FlowClient, mode: "wallet" | "managed") {
 }
 
 /** sign the envelope's unsigned_transaction as viem fills it and relay it under the envelope's tx_id */
-export async function signAndRelay(c: FlowClient, account: PrivateKeyAccount, envelope: { tx_id: string; unsigned_transaction: { to: Hex; data: Hex; value: string } }) {
+export async function signAndRelay(c: FlowClient, account: PrivateKeyAccount, envelope: { tx_id: string; unsigned_transaction: { to: Hex; data: Hex; value: string } }, opts: { thinkMs?: number } = {}) {
   const wallet = createWalletClient({ account, chain: base, transport: http(c.rpcUrl) });
   const u = envelope.unsigned_transaction;
   const request = await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value) });
   const signed = await wallet.signTransaction(request);
+  // a signer that takes its time (a person, a hardware wallet): the estimate must still hold when it is mined
+  if (opts.thinkMs) await new Promise((r) => setTimeout(r, opts.thinkMs));
   const res = await specRequest(c, "POST", "/api/v1/relay", { body: { tx_id: envelope.tx_id, signed_transaction: signed }, headers: { "idempotency-key": freshKey() } });
   return Object.assign(res, { signed });
 }
