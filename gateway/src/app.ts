@@ -27,7 +27,7 @@ import { actionRoutes } from "./routes/actions";
 import { x402Routes } from "./routes/x402";
 import { X402_ASSET } from "./x402/asset";
 import { facilitatorConfig } from "./x402/facilitator-client";
-import { createPaymentGate, X402_NETWORK, type PaymentGate } from "./x402/payment-gate";
+import { createPaymentGate, hasPayment, X402_NETWORK, type PaymentGate } from "./x402/payment-gate";
 import { PriceList } from "./x402/prices";
 import { mcpRoutes } from "./routes/mcp";
 import { SandboxChain } from "./chain/sandbox-chain";
@@ -133,8 +133,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       credentialOf: async (req) => {
         const bearer = await credentialIdentity(keys, req);
         if (bearer || req.header("authorization")) return bearer;
-        const payment = req.header("x-payment");
-        const payer = payment && services.payments.enabled ? await services.payments.verifiedPayer(payment) : undefined;
+        const payer = services.payments.enabled && hasPayment(req) ? await services.payments.verifiedPayer((n) => req.header(n)) : undefined;
         return payer ? `payer:${payer}` : undefined;
       },
     }),

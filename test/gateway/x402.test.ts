@@ -76,7 +76,7 @@ describe("real clients pay end to end", () => {
     expect(t).toMatchObject({ wallet_address: account.address, execution_mode: "wallet", chain: "base" });
   });
 
-  it("@x402/fetch (v2 client speaking v1) pays GET /api/v1/health and a deposit envelope", async () => {
+  it("@x402/fetch 2.x (which takes the 402's PAYMENT-REQUIRED header: version 2) pays GET /api/v1/health and a deposit envelope", async () => {
     const { account } = await newPayer(stack.chain);
     const client = new x402Client();
     registerExactEvmScheme(client, { signer: account });
@@ -270,8 +270,8 @@ describe("either credential", () => {
 
 describe("the local facilitator", () => {
   it("answers /supported, refuses a used nonce and a wrong EIP-712 domain", async () => {
-    const supported = await (await fetch(`${stack.facilitator.url}/supported`)).json();
-    expect(supported).toEqual({ kinds: [{ x402Version: 1, scheme: "exact", network: "base-sepolia" }] });
+    const supported = (await (await fetch(`${stack.facilitator.url}/supported`)).json()) as { kinds: unknown[] };
+    expect(supported.kinds).toContainEqual({ x402Version: 1, scheme: "exact", network: "base-sepolia" });
     const { wallet } = await newPayer(stack.chain);
     const requirements = await challengeFor(base, "GET", "/api/v1/audit");
     const header = await paymentHeader(wallet as never, requirements);

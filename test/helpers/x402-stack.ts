@@ -3,8 +3,11 @@
  * the project's facilitator as its own server, and a gateway that pays into a
  * dev account through it.
  */
+import { x402Client } from "@x402/core/client";
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createWalletClient, http, type Hex } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { createPaymentHeader } from "x402/client";
 import type { PaymentRequirements } from "x402/types";
@@ -58,3 +61,23 @@ export async function challengeFor(base: string, method: string, path: string, b
 export async function paymentHeader(wallet: ReturnType<typeof createWalletClient>, requirements: PaymentRequirements): Promise<string> {
   return createPaymentHeader(wallet as never, 1, requirements);
 }
+
+/** x402 version 2's PaymentRequired of a route's 402 (its PAYMENT-REQUIRED header, decoded) */
+export async function paymentRequiredFor(base: string, method: string, path: string, body?: unknown): Promise<PaymentRequiredV2> {
+  const r = await call(base, method, path, { ...(body === undefined ? {} : { body }), headers: { "idempotency-key": "challenge-only" } });
+  const header = r.headers.get("payment-required");
+  if (r.status !== 402 || !header) throw new Error(`expected a 402 with PAYMENT-REQUIRED, got ${r.status}: ${r.text}`);
+  return decodePaymentRequiredHeader(header) as PaymentRequiredV2;
+}
+
+/** a PAYMENT-SIGNATURE header made by the real v2 client (@x402/core with @x402/evm's exact scheme) */
+export async function paymentSignature(account: PrivateKeyAccount, required: PaymentRequiredV2, edit?: (payload: PaymentPayloadV2) => void): Promise<string> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  const payload = (await client.createPaymentPayload(required)) as PaymentPayloadV2;
+  edit?.(payload);
+  return encodePaymentSignatureHeader(payload as never);
+}
+
+export type PaymentRequiredV2 = Awaited<ReturnType<typeof decodePaymentRequiredHeader>>;
+export type PaymentPayloadV2 = Awaited<ReturnType<typeof decodePaymentSignatureHeader>>;

@@ -130,8 +130,10 @@ describe("ProtectionModule", () => {
       expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 7_000n * 10n ** 6n, 2n] }))).toBe("ok");
       const ltv = await service().readContract({ address: module2, abi: PROTECTION_MODULE_ABI, functionName: "ltvBps" });
       expect(ltv).toBe(2500n);
-      // at the park target any further repayment with aTokens would end below it (repayWithATokens only ever repays the Safe's own debt)
-      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 1n, 2n] }))).toBe("OvershotParkTarget");
+      // at the park target a further repayment with aTokens would end below it (repayWithATokens only ever repays the Safe's own debt):
+      // 100 USDC more gives 2,900 / 11,900 = 24.4%. (One atomic unit would not move LTV's basis points at all once a block's
+      // interest has accrued, and is refused as LtvDidNotDecrease instead.)
+      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 100n * 10n ** 6n, 2n] }))).toBe("OvershotParkTarget");
     } finally {
       module = previous;
     }

@@ -15,6 +15,12 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
     name: "X-PAYMENT",
     description: "x402 version 1 payment proof (base64), for wallet-sovereign agents paying per request.",
   });
+  registry.registerComponent("securitySchemes", "x402PaymentV2", {
+    type: "apiKey",
+    in: "header",
+    name: "PAYMENT-SIGNATURE",
+    description: "x402 version 2 payment proof (base64 of the PaymentPayload: x402Version 2, accepted, payload, resource), answered with PAYMENT-RESPONSE.",
+  });
   registry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "reviewer admin token" });
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({

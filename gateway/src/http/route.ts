@@ -9,7 +9,7 @@ import type { ZodType } from "zod";
 import { z } from "../schemas/zod";
 import { checkIdempotencyKey, idempotent, requestFingerprint, whileLeased, type Outcome } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
-import type { PaymentClaim, PaymentGate } from "../x402/payment-gate";
+import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
 import { ApiError, errorBody, fromZodError } from "./errors";
 
 export type Method = "get" | "post";
@@ -86,6 +86,12 @@ const RATE_LIMIT_HEADERS = {
   "X-RateLimit-Remaining": { description: "requests left in the current window", schema: { type: "integer" as const } },
   "X-RateLimit-Reset": { description: "when the window resets (Unix time, seconds)", schema: { type: "integer" as const } },
   "X-Request-Id": { description: "request identifier, also in error bodies", schema: { type: "string" as const } },
+};
+
+/** the settlement of a paid request, in the version its proof was made in */
+const PAYMENT_RESPONSE_HEADERS = {
+  "X-PAYMENT-RESPONSE": { description: "paid with x402 version 1: base64 of the settlement JSON (success, transaction, network base-sepolia, payer)", schema: { type: "string" as const } },
+  "PAYMENT-RESPONSE": { description: "paid with x402 version 2: base64 of the settlement JSON (success, transaction, network eip155:84532, payer)", schema: { type: "string" as const } },
 };
 
 /** The x402 v1 challenge body (x402-express), with the service's typed-error fields alongside. */
@@ -306,7 +312,7 @@ export function registerRoute<B, Q, P>(
         // a bearer header decides (a valid key wins over a payment, an invalid one is 401)
         if (spec.security === "bearer_or_x402" && !req.header("authorization") && hooks.payments?.enabled) {
           const route = { method: spec.method.toUpperCase(), path: spec.path };
-          if (!req.header("x-payment")) return await hooks.payments.challenge(req, res, route);
+          if (!hasPayment(req)) return await hooks.payments.challenge(req, res, route);
           const replay = async (scope: string) => {
             const key = req.header("idempotency-key");
             const stored = spec.idempotencyKey && key ? await hooks.idempotency!.completed(scope, key, requestFingerprint(`${req.method} ${req.path}`, req.body), now()) : undefined;
@@ -354,17 +360,22 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
       ? {
           402: {
             description:
-              "payment required: an x402 version 1 challenge (accepts) when no credential is sent, or a refused payment, its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, settlement_failed (nothing charged), payment_already_used (a spent proof; the same proof with the same Idempotency-Key and body instead replays the stored answer, free), or payment_in_progress (the same proof is being served by another request: retry after Retry-After seconds)",
+              "payment required: an x402 version 1 challenge in the body (accepts) and the same requirements in x402 version 2's PAYMENT-REQUIRED header when no credential is sent, or a refused payment (both again), its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, settlement_failed (nothing charged), payment_already_used (a spent proof; the same proof with the same Idempotency-Key and body instead replays the stored answer, free), or payment_in_progress (the same proof is being served by another request: retry after Retry-After seconds)",
             schema: X402Challenge,
-            headers: { "Retry-After": { description: "with payment_in_progress: seconds to wait before sending the same proof again", schema: { type: "integer" as const } } },
+            headers: {
+              "Retry-After": { description: "with payment_in_progress: seconds to wait before sending the same proof again", schema: { type: "integer" as const } },
+              "PAYMENT-REQUIRED": { description: "x402 version 2: base64 of the PaymentRequired JSON (x402Version 2, error, resource, accepts with CAIP-2 network eip155:84532 and `amount`)", schema: { type: "string" as const } },
+              "WWW-Authenticate": { description: "the credentials this route takes: Bearer, x402 v1 (X-PAYMENT), x402 v2 (PAYMENT-SIGNATURE)", schema: { type: "string" as const } },
+            },
           },
           ...spec.responses,
         }
       : spec.responses;
   for (const [status, r] of Object.entries(all)) {
+    const settled = spec.security === "bearer_or_x402" && Number(status) < 300 ? PAYMENT_RESPONSE_HEADERS : {};
     responses[Number(status)] = {
       description: r.description,
-      headers: { ...RATE_LIMIT_HEADERS, ...(r.headers ?? {}) },
+      headers: { ...RATE_LIMIT_HEADERS, ...settled, ...(r.headers ?? {}) },
       ...(r.schema ? { content: { "application/json": { schema: r.schema } } } : {}),
     };
   }
@@ -382,7 +393,7 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
     tags: spec.tags,
     security:
       spec.security === "bearer_or_x402"
-        ? [{ bearerAuth: [] }, { x402Payment: [] }]
+        ? [{ bearerAuth: [] }, { x402Payment: [] }, { x402PaymentV2: [] }]
         : spec.security === "bearer"
           ? [{ bearerAuth: [] }]
           : spec.security === "admin"

@@ -6,8 +6,10 @@ import { RATE_LIMITED, type RouteKit } from "./kit";
 export const PriceListDocument = z
   .object({
     object: z.literal("x402_price_list"),
-    x402_version: z.literal(1),
+    x402_version: z.literal(1).openapi({ description: "the version `network` is named in" }),
+    x402_versions: z.array(z.union([z.literal(1), z.literal(2)])).openapi({ description: "every route accepts a proof of each of these versions" }),
     network: z.string(),
+    networks: z.object({ "1": z.literal("base-sepolia"), "2": z.literal("eip155:84532") }).openapi({ description: "the network per version (v2: CAIP-2)" }),
     asset: z.string(),
     pay_to: z.string(),
     prices: z.array(z.object({ method: z.string(), path: z.string(), amount_atomic: z.string(), amount_usdc: z.string(), display: z.string(), description: z.string() })),

@@ -1,9 +1,12 @@
 /**
- * x402 (version 1) as the second credential of protected routes. The gate
- * offers primitives; the route (http/route.ts) puts them in the order that
- * makes charging exactly-once:
+ * x402 (versions 1 and 2) as the second credential of protected routes. Every
+ * 402 offers both: the v1 body (`accepts`) and the v2 `PAYMENT-REQUIRED`
+ * header; a proof comes in v1's `X-PAYMENT` or v2's `PAYMENT-SIGNATURE` and is
+ * answered in the same version (`X-PAYMENT-RESPONSE` / `PAYMENT-RESPONSE`),
+ * with the same guarantees. The gate offers primitives; the route
+ * (http/route.ts) puts them in the order that makes charging exactly-once:
  *
- *   authorize   decode X-PAYMENT, match this route's own requirements (exact
+ *   authorize   decode the proof, match this route's own requirements (exact
  *               amount, payTo, asset, network, an authorization no longer
  *               than maxTimeoutSeconds), verify with the facilitator, lock
  *               (payer, nonce) durably, resolve the payer's own treasury;
@@ -34,7 +37,7 @@ import type { Credential } from "../http/credential";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../services/context";
 import { facilitatorClient } from "./facilitator-client";
-import { decodePaymentHeader, paymentMismatch, signedPayer, X402_NETWORK } from "./payment-match";
+import { PAYMENT_HEADERS, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
 import type { PriceList, RoutePrice } from "./prices";
 
 export { X402_NETWORK } from "./payment-match";
@@ -62,13 +65,19 @@ export interface PaymentGate {
    * payer's scope: the stored response of the same Idempotency-Key and body.
    */
   authorize(req: Request, res: Response, route: { method: string; path: string }, replay?: (scope: string) => Promise<boolean>): Promise<PaymentClaim | null>;
-  /** the payer of an X-PAYMENT header whose EIP-3009 signature checks out (for rate limits), else undefined */
-  verifiedPayer(header: string): Promise<string | undefined>;
+  /** the payer of a request's payment proof (either version) whose EIP-3009 signature checks out (for rate limits), else undefined */
+  verifiedPayer(header: (name: string) => string | undefined): Promise<string | undefined>;
 }
 
+/** does the request carry a payment proof of either x402 version? */
+export const hasPayment = (req: Request): boolean => paymentOf((n) => req.header(n)) !== undefined;
+
 export function wwwAuthenticate(): string {
-  return 'Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="base-sepolia" header="X-PAYMENT"';
+  return `Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="${X402_NETWORK}" header="${PAYMENT_HEADERS[1].payment}", X402 realm="treasury" scheme="exact" network="${X402_NETWORK_V2}" header="${PAYMENT_HEADERS[2].payment}"`;
 }
+
+/** base64 of JSON, as x402 version 2 carries objects in headers */
+export const headerJson = (value: unknown): string => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
 
 export function createPaymentGate(
@@ -111,12 +120,32 @@ export function createPaymentGate(
     extra: { name: opts.asset.name, version: opts.asset.version },
   });
 
-  const refuse = (res: Response, requirements: PaymentRequirements, error: string, extra: Record<string, unknown> = {}) => {
+  /** the same requirements in x402 version 2's shape (CAIP-2 network, `amount`) */
+  const requirementsV2 = (p: RoutePrice): RequirementsV2 => ({
+    scheme: "exact",
+    network: X402_NETWORK_V2,
+    amount: p.atomic.toString(),
+    asset: getAddress(opts.asset.address),
+    payTo,
+    maxTimeoutSeconds: cfg.maxTimeoutSeconds,
+    extra: { name: opts.asset.name, version: opts.asset.version },
+  });
+  /** x402 version 2's PaymentRequired for this route: the PAYMENT-REQUIRED header of every 402 */
+  const paymentRequiredV2 = (req: Request, p: RoutePrice, error: string) => ({
+    x402Version: 2,
+    error,
+    resource: { url: ctx.links.url(req.path), description: p.description, mimeType: "application/json" },
+    accepts: [requirementsV2(p)],
+  });
+
+  /** a 402 in both versions: v1's body (with the typed-error fields) and v2's PAYMENT-REQUIRED header */
+  const refuse = (req: Request, res: Response, p: RoutePrice, error: string, extra: Record<string, unknown> = {}) => {
     res.setHeader("WWW-Authenticate", wwwAuthenticate());
+    res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequiredV2(req, p, error)));
     res.status(402).json({
       x402Version: 1,
       error,
-      accepts: [requirements],
+      accepts: [requirementsFor(req, p)],
       message: `payment refused: ${error}`,
       request_id: res.locals.requestId,
       ...extra,
@@ -149,19 +178,21 @@ export function createPaymentGate(
     enabled: cfg.enabled,
 
     async verifiedPayer(header) {
-      return signedPayer(decodePaymentHeader(header), opts.asset);
+      return signedPayer(paymentOf(header)?.decoded, opts.asset);
     },
 
     async challenge(req, res, route) {
-      const requirements = requirementsFor(req, priceOf(route));
+      const price = priceOf(route);
+      const requirements = requirementsFor(req, price);
       res.setHeader("WWW-Authenticate", wwwAuthenticate());
+      res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequiredV2(req, price, "payment_required")));
       // x402-express writes the x402 v1 body; the resource is ours (configured URL), the typed-error fields ride along
       const json = res.json.bind(res);
       res.json = (body: Record<string, unknown>) =>
         json({
           ...body,
           accepts: Array.isArray(body.accepts) ? body.accepts.map((a: Record<string, unknown>) => ({ ...a, resource: requirements.resource })) : body.accepts,
-          message: "payment required: pay per request with an x402 X-PAYMENT header (see accepts), or send Authorization: Bearer <API key>",
+          message: "payment required: pay per request with x402 (version 1: an X-PAYMENT header for one of `accepts`; version 2: a PAYMENT-SIGNATURE header for the PAYMENT-REQUIRED header's requirements), or send Authorization: Bearer <API key>",
           request_id: res.locals.requestId,
         });
       // HEAD is answered as the GET it stands for (no body is sent)
@@ -173,15 +204,21 @@ export function createPaymentGate(
 
     async authorize(req, res, route, replay) {
       const price = priceOf(route);
-      const requirements = requirementsFor(req, price);
-      const decoded = decodePaymentHeader(req.header("x-payment") ?? "");
-      const mismatch = paymentMismatch(decoded, { priceAtomic: price.atomic, payTo, maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: BigInt(Math.floor(ctx.clock.now().getTime() / 1000)) });
+      const sent = paymentOf((n) => req.header(n));
+      const version: X402Version = sent?.version ?? 1;
+      const decoded = sent?.decoded;
+      const resource = ctx.links.url(req.path);
+      const mismatch = paymentMismatch(decoded, { priceAtomic: price.atomic, payTo, asset: getAddress(opts.asset.address), resource, maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: BigInt(Math.floor(ctx.clock.now().getTime() / 1000)) });
       if (mismatch || !decoded) {
-        refuse(res, requirements, mismatch?.error ?? "invalid_payment_header", mismatch?.extra ?? {});
+        refuse(req, res, price, mismatch?.error ?? "invalid_payment_header", mismatch?.extra ?? {});
         return null;
       }
-      const { payment, authorization } = decoded;
-      payment.x402Version = 1;
+      const { authorization } = decoded;
+      // the facilitator gets the proof in the version it was made in, with this route's requirements in that version
+      const payment = (decoded.version === 2 ? decoded.payment : { ...decoded.payment, x402Version: 1 }) as PaymentPayload;
+      const requirements = (version === 2 ? requirementsV2(price) : requirementsFor(req, price)) as PaymentRequirements;
+      const settlementHeader = (s: { success: boolean; transaction: string; payer?: string; errorReason?: string }) =>
+        version === 2 ? headerJson({ ...s, network: X402_NETWORK_V2 }) : settleResponseHeader({ ...s, network: X402_NETWORK } as SettleResponse);
 
       let verified;
       try {
@@ -197,7 +234,7 @@ export function createPaymentGate(
         (await signedPayer(decoded, opts.asset))?.toLowerCase() === authorization.from.toLowerCase() &&
         (await ctx.stores.payments.seen(authorization.from, authorization.nonce));
       if (!verified.isValid && !ownDeadPayment) {
-        refuse(res, requirements, verified.invalidReason ?? "invalid_payment", { payer: verified.payer });
+        refuse(req, res, price, verified.invalidReason ?? "invalid_payment", { payer: verified.payer });
         return null;
       }
 
@@ -215,12 +252,12 @@ export function createPaymentGate(
       if (locked.kind === "used") {
         // the same proof and Idempotency-Key again (a client that lost the answer): the stored answer, free
         if (await replay?.(`payer:${payer.toLowerCase()}`)) return null;
-        refuse(res, requirements, "payment_already_used", { payer });
+        refuse(req, res, price, "payment_already_used", { payer });
         return null;
       }
       if (locked.kind === "busy") {
         res.setHeader("Retry-After", "1");
-        refuse(res, requirements, "payment_in_progress", { payer, retry_after_seconds: 1 });
+        refuse(req, res, price, "payment_in_progress", { payer, retry_after_seconds: 1 });
         return null;
       }
       const { treasuryId, created } = locked;
@@ -253,7 +290,7 @@ export function createPaymentGate(
           if (done) throw new Error("payment already settled or released");
           if (alreadySettled) {
             done = true;
-            res.setHeader("X-PAYMENT-RESPONSE", settleResponseHeader({ success: true, transaction: alreadySettled.transaction, network: X402_NETWORK, payer } as SettleResponse));
+            res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: alreadySettled.transaction, payer }));
             return true;
           }
           let settled: SettleResponse | undefined;
@@ -269,12 +306,12 @@ export function createPaymentGate(
             await release();
             res.locals.credential = undefined;
             res.removeHeader("X-Treasury-Id");
-            refuse(res, requirements, "settlement_failed", { reason: failure, payer });
+            refuse(req, res, price, "settlement_failed", { reason: failure, payer });
             return false;
           }
           done = true;
           await ctx.stores.payments.settled(payer, nonce, settled.transaction, treasuryId, ctx.clock.now().toISOString());
-          res.setHeader("X-PAYMENT-RESPONSE", settleResponseHeader(settled));
+          res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: settled.transaction, payer: settled.payer ?? payer }));
           return true;
         },
       };

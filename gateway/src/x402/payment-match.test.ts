@@ -10,7 +10,22 @@ import { baseSepolia } from "viem/chains";
 import { describe, expect, it } from "vitest";
 import { createPaymentHeader } from "x402/client";
 import type { PaymentRequirements } from "x402/types";
-import { decodePaymentHeader, paymentMismatch, signedPayer, VALIDITY_SKEW_SECONDS, X402_CHAIN_ID, X402_NETWORK } from "./payment-match";
+import { x402Client } from "@x402/core/client";
+import { encodePaymentSignatureHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import {
+  decodePaymentHeader,
+  decodePaymentSignatureHeader,
+  PAYMENT_HEADERS,
+  paymentMismatch,
+  paymentOf,
+  signedPayer,
+  VALIDITY_SKEW_SECONDS,
+  X402_CHAIN_ID,
+  X402_NETWORK,
+  X402_NETWORK_V2,
+  type DecodedPaymentV2,
+} from "./payment-match";
 
 const asset = { address: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as const, name: "USDC", version: "2" };
 const payTo = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC" as const;
@@ -87,5 +102,87 @@ describe("signedPayer", () => {
     expect(await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: undefined } as never } }, asset)).toBeUndefined();
     expect(await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: "0x1234" } as never } }, asset)).toBeUndefined();
     expect(await signedPayer(undefined, asset)).toBeUndefined();
+  });
+});
+
+describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client", () => {
+  const requiredV2 = (amount: bigint, over: Record<string, unknown> = {}) => ({
+    x402Version: 2,
+    error: "payment_required",
+    resource: { url: "https://gw.example/api/v1/health", description: "", mimeType: "application/json" },
+    accepts: [{ scheme: "exact", network: "eip155:84532", amount: amount.toString(), asset: asset.address, payTo, maxTimeoutSeconds: 120, extra: { name: asset.name, version: asset.version }, ...over }],
+  });
+  const v2Client = () => {
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: account });
+    return client;
+  };
+  const signatureHeader = async (amount: bigint, over: Record<string, unknown> = {}) => encodePaymentSignatureHeader(await v2Client().createPaymentPayload(requiredV2(amount, over) as never));
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64");
+  const routeV2 = (priceAtomic: bigint) => ({ ...route(priceAtomic), asset: asset.address, resource: "https://gw.example/api/v1/health" });
+
+  it("decodes a v2 proof, and nothing that is not one", async () => {
+    const decoded = decodePaymentSignatureHeader(await signatureHeader(1_000n))!;
+    expect(decoded.version).toBe(2);
+    expect(decoded.authorization.from).toBe(account.address);
+    expect(decoded.payment.accepted).toMatchObject({ network: "eip155:84532", amount: "1000" });
+    expect(decodePaymentSignatureHeader("not base64 json")).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, x402Version: 1 }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, accepted: undefined }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, accepted: "exact" }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, accepted: { ...decoded.payment.accepted, scheme: 1 } }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, accepted: { ...decoded.payment.accepted, network: null } }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: undefined }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { authorization: "x" } }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from: `${account.address}ff` } } }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64(null))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64("x"))).toBeUndefined();
+  });
+
+  it("takes PAYMENT-SIGNATURE over X-PAYMENT, X-PAYMENT alone as version 1, and neither as no payment", async () => {
+    const v2 = await signatureHeader(1_000n);
+    const v1 = await proof(1_000n);
+    const headers = (h: Record<string, string>) => (name: string) => h[name];
+    expect(paymentOf(headers({ "PAYMENT-SIGNATURE": v2, "X-PAYMENT": v1 }))).toMatchObject({ version: 2, header: v2, decoded: { version: 2 } });
+    expect(paymentOf(headers({ "X-PAYMENT": v1 }))).toMatchObject({ version: 1, header: v1, decoded: { version: 1 } });
+    expect(paymentOf(headers({ "PAYMENT-SIGNATURE": "junk" }))).toEqual({ version: 2, header: "junk", decoded: undefined });
+    expect(paymentOf(headers({ "X-PAYMENT": "junk" }))).toEqual({ version: 1, header: "junk", decoded: undefined });
+    expect(paymentOf(headers({}))).toBeUndefined();
+    expect(PAYMENT_HEADERS).toEqual({
+      1: { payment: "X-PAYMENT", response: "X-PAYMENT-RESPONSE" },
+      2: { payment: "PAYMENT-SIGNATURE", response: "PAYMENT-RESPONSE", required: "PAYMENT-REQUIRED" },
+    });
+  });
+
+  it("matches a v2 proof of exactly this route's requirements, and refuses another amount, network, scheme, payTo, asset or resource", async () => {
+    const decoded = decodePaymentSignatureHeader(await signatureHeader(1_000n))!;
+    expect(paymentMismatch(decoded, routeV2(1_000n))).toBeNull();
+    expect(X402_NETWORK_V2).toBe("eip155:84532");
+    const edit = (accepted: Record<string, unknown>, top: Record<string, unknown> = {}) => ({ ...decoded, payment: { ...decoded.payment, ...top, accepted: { ...decoded.payment.accepted, ...accepted } } }) as DecodedPaymentV2;
+    expect(paymentMismatch(decodePaymentSignatureHeader(await signatureHeader(1_100n))!, routeV2(1_000n))).toEqual({ error: "payment_does_not_match_route", extra: { expected_amount: "1000", received_amount: "1100" } });
+    expect(paymentMismatch(edit({ network: "eip155:8453" }), routeV2(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
+    expect(paymentMismatch(edit({ network: "base-sepolia" }), routeV2(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
+    expect(paymentMismatch(edit({ scheme: "upto" }), routeV2(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
+    expect(paymentMismatch(edit({ payTo: "0x0000000000000000000000000000000000000001" }), routeV2(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch(edit({ payTo: `${payTo}00` }), routeV2(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch(edit({ payTo: 7 }), routeV2(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch(edit({ payTo: payTo.toLowerCase() }), routeV2(1_000n))).toBeNull();
+    expect(paymentMismatch(edit({ asset: "0x0000000000000000000000000000000000000002" }), routeV2(1_000n))).toEqual({ error: "payment_asset_mismatch" });
+    expect(paymentMismatch(edit({ asset: "0x0000000000000000000000000000000000000002" }), route(1_000n))).toBeNull(); // no asset to bind to
+    expect(paymentMismatch(edit({}, { resource: { url: "https://gw.example/api/v1/audit" } }), routeV2(1_000n))).toEqual({
+      error: "payment_does_not_match_route",
+      extra: { expected_resource: "https://gw.example/api/v1/health", received_resource: "https://gw.example/api/v1/audit" },
+    });
+    expect(paymentMismatch(edit({}, { resource: undefined }), routeV2(1_000n))).toBeNull(); // a resource is optional in v2
+    expect(paymentMismatch(edit({}, { resource: { url: "https://gw.example/api/v1/audit" } }), route(1_000n))).toBeNull(); // no resource to bind to
+    // the authorization itself is checked as in version 1: it pays exactly the price, to payTo, for no longer than advertised
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, value: "1100" } }, routeV2(1_000n))?.error).toBe("payment_does_not_match_route");
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: "0x0000000000000000000000000000000000000001" } }, routeV2(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, validBefore: "99999999999" } }, routeV2(1_000n))?.error).toBe("authorization_validity_too_long");
+  });
+
+  it("recovers the payer of a v2 proof as of a v1 one", async () => {
+    const decoded = decodePaymentSignatureHeader(await signatureHeader(1_000n))!;
+    expect(await signedPayer(decoded, asset)).toBe(account.address.toLowerCase());
   });
 });

@@ -1,19 +1,33 @@
 /**
- * The pure half of the payment gate: decode an X-PAYMENT header, check it
- * against this route's own requirements, and recover who signed it. No I/O;
- * the gate (payment-gate.ts) adds the facilitator, the lock and settlement.
+ * The pure half of the payment gate: decode a payment header of either x402
+ * version (v1 `X-PAYMENT`, v2 `PAYMENT-SIGNATURE`), check it against this
+ * route's own requirements, and recover who signed it. No I/O; the gate
+ * (payment-gate.ts) adds the facilitator, the lock and settlement.
  *
+ * Both versions carry the same EIP-3009 authorization, so one authorization is
+ * one payment whichever header brought it (the lock is per payer and nonce).
  * A proof matches a route only if it pays exactly the route's price (an
  * EIP-3009 authorization names no route: the distinct amount is what binds it),
- * to the service's payTo, on base-sepolia with the `exact` scheme, and is not
- * valid for longer than the advertised maxTimeoutSeconds (+30 s of skew).
+ * to the service's payTo, on Base Sepolia (`base-sepolia` in v1, `eip155:84532`
+ * in v2) with the `exact` scheme, and is not valid for longer than the
+ * advertised maxTimeoutSeconds (+30 s of skew). A v2 proof's `accepted` echo
+ * must also be this route's requirements (amount, asset, payTo), and its
+ * `resource`, when sent, this route's URL.
  */
 import { getAddress, recoverTypedDataAddress } from "viem";
 import { exact } from "x402/schemes";
 import { evm, type PaymentPayload } from "x402/types";
 
 export const X402_NETWORK = "base-sepolia";
+/** the same network as x402 version 2 names it (CAIP-2) */
+export const X402_NETWORK_V2 = "eip155:84532";
 export const X402_CHAIN_ID = 84532;
+export type X402Version = 1 | 2;
+/** the request header each version sends its proof in, and the response header of its settlement */
+export const PAYMENT_HEADERS = {
+  1: { payment: "X-PAYMENT", response: "X-PAYMENT-RESPONSE" },
+  2: { payment: "PAYMENT-SIGNATURE", response: "PAYMENT-RESPONSE", required: "PAYMENT-REQUIRED" },
+} as const;
 /** clock skew tolerated on an authorization's validity window */
 export const VALIDITY_SKEW_SECONDS = 30;
 
@@ -26,21 +40,64 @@ export interface Authorization {
   nonce: `0x${string}`;
 }
 
-export interface DecodedPayment {
-  payment: PaymentPayload;
-  authorization: Authorization;
+/** x402 version 2's requirements (one entry of `accepts`, and the `accepted` a v2 proof echoes) */
+export interface RequirementsV2 {
+  scheme: string;
+  network: string;
+  amount: string;
+  asset: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+  extra: Record<string, unknown>;
 }
 
-/** the payment and its authorization, or undefined when the header is not an x402 exact EVM payment */
-export function decodePaymentHeader(header: string): DecodedPayment | undefined {
+/** x402 version 2's payment payload (the decoded PAYMENT-SIGNATURE header) */
+export interface PaymentPayloadV2 {
+  x402Version: 2;
+  accepted: RequirementsV2;
+  payload: Record<string, unknown>;
+  resource?: { url: string; description?: string; mimeType?: string };
+  extensions?: Record<string, unknown>;
+}
+
+export type DecodedPaymentV1 = { version?: 1; payment: PaymentPayload; authorization: Authorization };
+export type DecodedPaymentV2 = { version: 2; payment: PaymentPayloadV2; authorization: Authorization };
+export type DecodedPayment = DecodedPaymentV1 | DecodedPaymentV2;
+
+/** the x402 version 1 payment and its authorization, or undefined when the header is not an x402 exact EVM payment */
+export function decodePaymentHeader(header: string): DecodedPaymentV1 | undefined {
   try {
     const payment = exact.evm.decodePayment(header) as PaymentPayload;
     const authorization = (payment.payload as { authorization?: Authorization }).authorization;
     if (!authorization || !/^0x[0-9a-fA-F]{40}$/.test(String(authorization.from))) return undefined;
-    return { payment, authorization };
+    return { version: 1, payment, authorization };
   } catch {
     return undefined;
   }
+}
+
+/** the x402 version 2 payment (PAYMENT-SIGNATURE: base64 JSON) and its authorization, or undefined */
+export function decodePaymentSignatureHeader(header: string): DecodedPaymentV2 | undefined {
+  try {
+    const payment = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as PaymentPayloadV2;
+    if (!payment || typeof payment !== "object" || payment.x402Version !== 2) return undefined;
+    const accepted = payment.accepted;
+    if (!accepted || typeof accepted !== "object" || typeof accepted.scheme !== "string" || typeof accepted.network !== "string") return undefined;
+    const authorization = (payment.payload as { authorization?: Authorization } | undefined)?.authorization;
+    if (!authorization || typeof authorization !== "object" || !/^0x[0-9a-fA-F]{40}$/.test(String(authorization.from))) return undefined;
+    return { version: 2, payment, authorization };
+  } catch {
+    return undefined;
+  }
+}
+
+/** the proof a request carries: v2's PAYMENT-SIGNATURE if sent, else v1's X-PAYMENT; undefined when neither */
+export function paymentOf(header: (name: string) => string | undefined): { version: X402Version; header: string; decoded: DecodedPayment | undefined } | undefined {
+  const v2 = header(PAYMENT_HEADERS[2].payment);
+  if (v2) return { version: 2, header: v2, decoded: decodePaymentSignatureHeader(v2) };
+  const v1 = header(PAYMENT_HEADERS[1].payment);
+  if (v1) return { version: 1, header: v1, decoded: decodePaymentHeader(v1) };
+  return undefined;
 }
 
 export type PaymentMismatch = { error: string; extra?: Record<string, unknown> };
@@ -48,11 +105,22 @@ export type PaymentMismatch = { error: string; extra?: Record<string, unknown> }
 /** why this decoded payment does not pay this route, or null when it does */
 export function paymentMismatch(
   decoded: DecodedPayment | undefined,
-  route: { priceAtomic: bigint; payTo: `0x${string}`; maxTimeoutSeconds: number; nowSeconds: bigint },
+  route: { priceAtomic: bigint; payTo: `0x${string}`; maxTimeoutSeconds: number; nowSeconds: bigint; asset?: `0x${string}`; resource?: string },
 ): PaymentMismatch | null {
   if (!decoded) return { error: "invalid_payment_header" };
-  const { payment, authorization } = decoded;
-  if (payment.scheme !== "exact" || payment.network !== X402_NETWORK) return { error: "unsupported_scheme_or_network" };
+  const { authorization } = decoded;
+  if (decoded.version === 2) {
+    const a = decoded.payment.accepted;
+    if (a.scheme !== "exact" || a.network !== X402_NETWORK_V2) return { error: "unsupported_scheme_or_network" };
+    // the requirements the client says it accepted are this route's: the same amount, to the same payTo, in the same asset
+    const sameAddress = (x: unknown, y: string) => typeof x === "string" && /^0x[0-9a-fA-F]{40}$/.test(x) && x.toLowerCase() === y.toLowerCase();
+    if (a.amount !== route.priceAtomic.toString()) return { error: "payment_does_not_match_route", extra: { expected_amount: route.priceAtomic.toString(), received_amount: String(a.amount) } };
+    if (!sameAddress(a.payTo, route.payTo)) return { error: "payment_recipient_mismatch" };
+    if (route.asset && !sameAddress(a.asset, route.asset)) return { error: "payment_asset_mismatch" };
+    if (route.resource && decoded.payment.resource?.url !== undefined && decoded.payment.resource.url !== route.resource) {
+      return { error: "payment_does_not_match_route", extra: { expected_resource: route.resource, received_resource: decoded.payment.resource.url } };
+    }
+  } else if (decoded.payment.scheme !== "exact" || decoded.payment.network !== X402_NETWORK) return { error: "unsupported_scheme_or_network" };
   if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || getAddress(authorization.to) !== getAddress(route.payTo)) return { error: "payment_recipient_mismatch" };
   let value: bigint, validBefore: bigint;
   try {

@@ -40,13 +40,15 @@ describe("PriceList", () => {
     expect(doc).toEqual({
       object: "x402_price_list",
       x402_version: 1,
+      x402_versions: [1, 2],
       scheme: "exact",
       network: "base-sepolia",
+      networks: { "1": "base-sepolia", "2": "eip155:84532" },
       asset: "0xAsset",
       asset_symbol: "USDC",
       decimals: 6,
       pay_to: "0xPayTo",
-      note: "Amounts are atomic USDC (6 decimals). Each route has its own amount; a payment made for one route is refused by another.",
+      note: "Amounts are atomic USDC (6 decimals). Each route has its own amount; a payment made for one route is refused by another. Pay with x402 version 1 (X-PAYMENT) or version 2 (PAYMENT-SIGNATURE).",
       prices: [{ method: "GET", path: "/api/v1/health", amount_atomic: "1000", amount_usdc: "0.001", display: "$0.001", description: "Health" }],
     });
   });

@@ -6,6 +6,7 @@
  * a payment to the route and price it was made for.
  */
 import { formatDecimal } from "../domain/money";
+import { X402_NETWORK_V2 } from "./payment-match";
 
 export interface RoutePrice {
   method: "GET" | "POST";
@@ -47,14 +48,17 @@ export class PriceList {
   document(network: string, asset: string, payTo: string) {
     return {
       object: "x402_price_list",
+      /** the version the `network` field names; every route accepts both */
       x402_version: 1,
+      x402_versions: [1, 2],
       scheme: "exact",
       network,
+      networks: { "1": network, "2": X402_NETWORK_V2 },
       asset,
       asset_symbol: "USDC",
       decimals: 6,
       pay_to: payTo,
-      note: "Amounts are atomic USDC (6 decimals). Each route has its own amount; a payment made for one route is refused by another.",
+      note: "Amounts are atomic USDC (6 decimals). Each route has its own amount; a payment made for one route is refused by another. Pay with x402 version 1 (X-PAYMENT) or version 2 (PAYMENT-SIGNATURE).",
       prices: this.prices.map((p) => ({
         method: p.method,
         path: p.path,

@@ -1,6 +1,9 @@
 /**
- * The project's own x402 (version 1, scheme `exact`) facilitator for a local
- * Base Sepolia chain. Beyond x402's stock verifier it checks on chain that the
+ * The project's own x402 facilitator (scheme `exact`, versions 1 and 2) for a
+ * local Base Sepolia chain. A version 2 proof carries the same EIP-3009
+ * authorization as a version 1 one: it is checked against its `accepted`
+ * requirements, then verified and settled by the same code, and answered with
+ * the CAIP-2 network (`eip155:84532`). Beyond x402's stock verifier it checks on chain that the
  * authorization nonce is unused (`authorizationState`), that the asset's
  * EIP-712 domain (name, version, chain id) is what the requirements claim, and
  * simulates the transfer before it settles. Settlements are concurrent, not
@@ -25,6 +28,59 @@ import { settle as x402Settle, verify as x402Verify } from "x402/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
 
 const NETWORK = "base-sepolia";
+const NETWORK_V2 = "eip155:84532";
+
+/** a version 2 payment and its requirements (amount, CAIP-2 network) */
+interface PaymentV2 {
+  x402Version: 2;
+  accepted: { scheme: string; network: string; amount: string; asset: string; payTo: string; maxTimeoutSeconds: number; extra?: Record<string, unknown> };
+  payload: Record<string, unknown>;
+  resource?: { url?: string };
+}
+interface RequirementsV2 {
+  scheme: string;
+  network: string;
+  amount: string;
+  asset: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+  extra?: Record<string, unknown>;
+}
+export type AnyPayment = PaymentPayload | PaymentV2;
+export type AnyRequirements = PaymentRequirements | RequirementsV2;
+
+/**
+ * A version 2 payment as the version 1 payment it is (same authorization and
+ * signature), or why it cannot be: its `accepted` must be the requirements.
+ */
+function asVersion1(payment: AnyPayment, requirements: AnyRequirements): { payment: PaymentPayload; requirements: PaymentRequirements; version: 1 | 2 } | { invalid: string } {
+  if (payment.x402Version !== 2) {
+    if (payment.x402Version !== 1) return { invalid: "invalid_x402_version" };
+    return { payment: payment as PaymentPayload, requirements: requirements as PaymentRequirements, version: 1 };
+  }
+  const p = payment as PaymentV2;
+  const r = requirements as RequirementsV2;
+  if (!p.accepted || typeof r.amount !== "string") return { invalid: "invalid_payload" };
+  if (p.accepted.network !== NETWORK_V2 || r.network !== NETWORK_V2) return { invalid: "invalid_network" };
+  const same = (a: unknown, b: unknown) => String(a).toLowerCase() === String(b).toLowerCase();
+  if (p.accepted.scheme !== r.scheme || p.accepted.amount !== r.amount || !same(p.accepted.payTo, r.payTo) || !same(p.accepted.asset, r.asset)) return { invalid: "invalid_payment_requirements" };
+  return {
+    version: 2,
+    payment: { x402Version: 1, scheme: p.accepted.scheme as "exact", network: NETWORK, payload: p.payload as never },
+    requirements: {
+      scheme: r.scheme as "exact",
+      network: NETWORK,
+      maxAmountRequired: r.amount,
+      resource: (p.resource?.url ?? "https://x402.invalid/") as `${string}://${string}`,
+      description: "",
+      mimeType: "application/json",
+      payTo: r.payTo as `0x${string}`,
+      maxTimeoutSeconds: r.maxTimeoutSeconds,
+      asset: r.asset as `0x${string}`,
+      extra: r.extra,
+    },
+  };
+}
 
 const TOKEN_ABI = [
   { type: "function", name: "name", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
@@ -79,11 +135,27 @@ export class LocalFacilitator {
     return this.wallet.account.address;
   }
 
+  /** x402 version 2's /supported: each version's kind, the extensions, and the settling account per network family */
   supported() {
-    return { kinds: [{ x402Version: 1, scheme: "exact", network: NETWORK }] };
+    return {
+      kinds: [
+        { x402Version: 2, scheme: "exact", network: NETWORK_V2 },
+        { x402Version: 1, scheme: "exact", network: NETWORK },
+      ],
+      extensions: [],
+      signers: { "eip155:*": [this.address] },
+    };
   }
 
-  async verify(payment: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+  /** verify a payment of either version */
+  async verify(payment: AnyPayment, requirements: AnyRequirements): Promise<VerifyResponse> {
+    const v1 = asVersion1(payment, requirements);
+    const payer = ((payment.payload as unknown as ExactEvmPayload | undefined)?.authorization?.from);
+    if ("invalid" in v1) return { isValid: false, invalidReason: v1.invalid as VerifyResponse["invalidReason"], payer };
+    return this.verifyV1(v1.payment, v1.requirements);
+  }
+
+  private async verifyV1(payment: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     const p = payment.payload as unknown as ExactEvmPayload;
     const payer = p?.authorization?.from;
     const invalid = (invalidReason: string): VerifyResponse => ({ isValid: false, invalidReason: invalidReason as VerifyResponse["invalidReason"], payer });
@@ -146,8 +218,18 @@ export class LocalFacilitator {
     return logs.at(-1)?.transactionHash ?? undefined;
   }
 
-  /** verify again, then settle; concurrent across authorizations, idempotent per authorization */
-  settle(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  /** verify again, then settle (either version, answered in its version); concurrent across authorizations, idempotent per authorization */
+  async settle(anyPayment: AnyPayment, anyRequirements: AnyRequirements): Promise<SettleResponse> {
+    const v1 = asVersion1(anyPayment, anyRequirements);
+    if ("invalid" in v1) {
+      const payer = (anyPayment.payload as unknown as ExactEvmPayload | undefined)?.authorization?.from;
+      return { success: false, errorReason: v1.invalid as SettleResponse["errorReason"], transaction: "", network: anyPayment.x402Version === 2 ? (NETWORK_V2 as never) : NETWORK, payer };
+    }
+    const settled = await this.settleV1(v1.payment, v1.requirements);
+    return v1.version === 2 ? { ...settled, network: NETWORK_V2 as never } : settled;
+  }
+
+  private settleV1(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
     const auth = (payment.payload as unknown as ExactEvmPayload)?.authorization;
     const key = auth ? `${auth.from.toLowerCase()}:${auth.nonce.toLowerCase()}` : "";
     const joined = key ? this.inFlight.get(key) : undefined;
@@ -161,7 +243,7 @@ export class LocalFacilitator {
       };
       const before = await settledBefore();
       if (before) return before;
-      const check = await this.verify(payment, requirements);
+      const check = await this.verifyV1(payment, requirements);
       if (!check.isValid) return (await settledBefore()) ?? { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
       try {
         const settled = await x402Settle(this.wallet as never, payment, requirements);

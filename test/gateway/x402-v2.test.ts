@@ -1,0 +1,188 @@
+/**
+ * x402 version 2 beside version 1 on the local Base Sepolia (Anvil 84532,
+ * TestUSDC) with the project's facilitator: every 402 offers both versions, a
+ * v2 proof (PAYMENT-SIGNATURE) is answered with PAYMENT-RESPONSE, and the
+ * guarantees of version 1 hold across versions (one authorization is one
+ * payment, whichever header brings it). Real v2 clients: @x402/fetch 2.x and
+ * @x402/axios; balances checked to the atomic unit.
+ */
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from "@x402/axios";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import axios from "axios";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call } from "../helpers/gateway";
+import { ResponseValidator } from "../helpers/openapi";
+import { newIdempotencyKey } from "../helpers/treasury";
+import { newPayer, paymentRequiredFor, paymentSignature, startX402Stack, type X402Stack } from "../helpers/x402-stack";
+
+let stack: X402Stack;
+let base: string;
+let v: ResponseValidator;
+
+beforeAll(async () => {
+  stack = await startX402Stack();
+  base = stack.gateway.url;
+  v = new ResponseValidator((await call(base, "GET", "/openapi.json")).body);
+}, 60_000);
+afterAll(() => stack?.close());
+
+const handlerRuns = async (treasuryId: string) =>
+  ((await stack.gateway.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId)) as { n: number }).n;
+
+describe("one 402, both versions", () => {
+  it("every priced route's 402 carries the v1 body and a v2 PAYMENT-REQUIRED header with the same price", async () => {
+    const prices = (await call(base, "GET", "/x402/prices.json")).body;
+    expect(prices).toMatchObject({ x402_versions: [1, 2], networks: { "1": "base-sepolia", "2": "eip155:84532" } });
+    for (const p of prices.prices) {
+      const r = await call(base, p.method, p.path, { ...(p.method === "POST" ? { body: {} } : {}), headers: { "idempotency-key": newIdempotencyKey() } });
+      expect(r.status).toBe(402);
+      v.check(p.method, p.path, 402, r.body);
+      expect(r.body).toMatchObject({ x402Version: 1, accepts: [{ network: "base-sepolia", maxAmountRequired: p.amount_atomic }] });
+      expect(r.headers.get("www-authenticate")).toContain('header="PAYMENT-SIGNATURE"');
+      const required = await paymentRequiredFor(base, p.method, p.path, p.method === "POST" ? {} : undefined);
+      expect(required).toEqual({
+        x402Version: 2,
+        error: "payment_required",
+        resource: { url: `${base}${p.path}`, description: p.description, mimeType: "application/json" },
+        accepts: [
+          { scheme: "exact", network: "eip155:84532", amount: p.amount_atomic, asset: stack.chain.usdc, payTo: stack.payTo, maxTimeoutSeconds: 120, extra: { name: "USDC", version: "2" } },
+        ],
+      });
+    }
+  });
+});
+
+describe("real v2 clients pay in version 2", () => {
+  it("@x402/fetch 2.x pays GET /api/v1/health and a deposit envelope; PAYMENT-RESPONSE names eip155:84532; balances move by exactly the prices", async () => {
+    const { account } = await newPayer(stack.chain);
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: account });
+    const sent: string[] = [];
+    const pay = wrapFetchWithPayment(async (input: string | URL | Request, init?: RequestInit) => {
+      const h = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+      if (h.has("payment-signature")) sent.push("v2");
+      if (h.has("x-payment")) sent.push("v1");
+      return fetch(input, init);
+    }, client);
+    const before = { payer: await stack.chain.balanceOf(account.address), payTo: await stack.chain.balanceOf(stack.payTo) };
+    const health = await pay(`${base}/api/v1/health`);
+    expect(health.status).toBe(200);
+    expect(health.headers.get("x-payment-response")).toBeNull();
+    const settled = decodePaymentResponseHeader(health.headers.get("payment-response")!);
+    expect(settled).toMatchObject({ success: true, network: "eip155:84532", payer: account.address });
+    expect(settled.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    const deposit = await pay(`${base}/api/v1/deposits`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": newIdempotencyKey() },
+      body: JSON.stringify({ amount_usdc: 500 }),
+    });
+    expect(deposit.status).toBe(202);
+    expect(((await deposit.json()) as { unsigned_transaction: { data: string } }).unsigned_transaction.data).toMatch(/^0x617ba037/);
+    expect(sent).toEqual(["v2", "v2"]);
+    expect(await stack.chain.balanceOf(account.address)).toBe(before.payer - 1_000n - 50_000n);
+    expect(await stack.chain.balanceOf(stack.payTo)).toBe(before.payTo + 1_000n + 50_000n);
+  });
+
+  it("@x402/axios pays POST /api/v1/estimate in version 2", async () => {
+    const { account } = await newPayer(stack.chain);
+    const client = new AxiosX402Client();
+    registerExactEvmScheme(client as never, { signer: account });
+    const api = wrapAxiosWithPayment(axios.create({ baseURL: base }), client);
+    const before = await stack.chain.balanceOf(account.address);
+    const r = await api.post("/api/v1/estimate", { action: "deposit", amount_usdc: 1000 });
+    expect(r.status, JSON.stringify(r.data)).toBe(200);
+    expect(r.data).toMatchObject({ object: "action_preview", service_fee_usdc: 20 });
+    expect(decodePaymentResponseHeader(r.headers["payment-response"] as string)).toMatchObject({ success: true, network: "eip155:84532" });
+    expect(await stack.chain.balanceOf(account.address)).toBe(before - 10_000n);
+  });
+});
+
+describe("the guarantees hold in version 2 and across versions", () => {
+  it("a replayed PAYMENT-SIGNATURE never runs the handler again; the same authorization as a v1 X-PAYMENT is the same spent payment", async () => {
+    const { account } = await newPayer(stack.chain);
+    const required = await paymentRequiredFor(base, "POST", "/api/v1/deposits", { amount_usdc: 500 });
+    const proof = await paymentSignature(account, required);
+    const first = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() } });
+    expect(first.status, first.text).toBe(202);
+    const treasuryId = first.headers.get("x-treasury-id")!;
+    const balance = await stack.chain.balanceOf(account.address);
+    await stack.gateway.ctx.db.run("UPDATE envelopes SET expires_at = ? WHERE treasury_id = ?", new Date(Date.now() - 1000).toISOString(), treasuryId);
+
+    const again = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() } });
+    expect(again.status).toBe(402);
+    expect(again.body.error).toBe("payment_already_used");
+    expect(again.headers.get("payment-required")).toBeTruthy();
+    // the v2 payload's authorization and signature, sent as a version 1 proof: the same payment, already spent
+    const v2 = JSON.parse(Buffer.from(proof, "base64").toString());
+    const asV1 = Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: v2.payload })).toString("base64");
+    const crossed = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "x-payment": asV1, "idempotency-key": newIdempotencyKey() } });
+    expect(crossed.status).toBe(402);
+    expect(crossed.body.error).toBe("payment_already_used");
+    expect(await handlerRuns(treasuryId)).toBe(1);
+    expect(await stack.chain.balanceOf(account.address)).toBe(balance);
+  });
+
+  it("two concurrent requests with one v2 proof run the handler once and charge once", async () => {
+    const { account } = await newPayer(stack.chain);
+    const required = await paymentRequiredFor(base, "POST", "/api/v1/deposits", { amount_usdc: 500 });
+    const proof = await paymentSignature(account, required);
+    const before = await stack.chain.balanceOf(account.address);
+    const both = await Promise.all(
+      [0, 1].map(() => call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() } })),
+    );
+    expect(both.map((r) => r.status).sort()).toEqual([202, 402]);
+    const treasuryId = both.find((r) => r.status === 202)!.headers.get("x-treasury-id")!;
+    expect(await handlerRuns(treasuryId)).toBe(1);
+    expect(await stack.chain.balanceOf(account.address)).toBe(before - 50_000n);
+  });
+
+  it("refuses a v2 proof whose accepted requirements or resource are another route's, or another network's, and charges nothing", async () => {
+    const { account } = await newPayer(stack.chain);
+    const before = await stack.chain.balanceOf(account.address);
+    const health = await paymentRequiredFor(base, "GET", "/api/v1/health");
+    const treasury = await paymentRequiredFor(base, "GET", "/api/v1/treasury");
+    // a proof made for /treasury (1,100) sent to /health (1,000)
+    const dearer = await call(base, "GET", "/api/v1/health", { headers: { "payment-signature": await paymentSignature(account, treasury) } });
+    expect([dearer.status, dearer.body.error]).toEqual([402, "payment_does_not_match_route"]);
+    v.check("GET", "/api/v1/health", 402, dearer.body);
+    // the right amount, but the resource of another route
+    const elsewhere = await call(base, "GET", "/api/v1/health", {
+      headers: { "payment-signature": await paymentSignature(account, health, (p) => void (p.resource = { ...p.resource!, url: `${base}/api/v1/audit` })) },
+    });
+    expect([elsewhere.status, elsewhere.body.error]).toEqual([402, "payment_does_not_match_route"]);
+    // the requirements echoed on another network
+    const mainnet = await call(base, "GET", "/api/v1/health", {
+      headers: { "payment-signature": await paymentSignature(account, health, (p) => void (p.accepted = { ...p.accepted, network: "eip155:8453" })) },
+    });
+    expect([mainnet.status, mainnet.body.error]).toEqual([402, "unsupported_scheme_or_network"]);
+    const garbage = await call(base, "GET", "/api/v1/health", { headers: { "payment-signature": "bm90IGpzb24=" } });
+    expect([garbage.status, garbage.body.error]).toEqual([402, "invalid_payment_header"]);
+    expect(await stack.chain.balanceOf(account.address)).toBe(before);
+  });
+});
+
+describe("the facilitator speaks version 2", () => {
+  it("answers /supported in the v2 shape and verifies and settles a v2 payment once", async () => {
+    const supported = await (await fetch(`${stack.facilitator.url}/supported`)).json();
+    expect(supported).toEqual({
+      kinds: [
+        { x402Version: 2, scheme: "exact", network: "eip155:84532" },
+        { x402Version: 1, scheme: "exact", network: "base-sepolia" },
+      ],
+      extensions: [],
+      signers: { "eip155:*": [stack.facilitator.facilitator.address] },
+    });
+    const { account } = await newPayer(stack.chain);
+    const required = await paymentRequiredFor(base, "GET", "/api/v1/audit");
+    const paymentPayload = JSON.parse(Buffer.from(await paymentSignature(account, required), "base64").toString());
+    const post = (path: string, paymentRequirements: unknown) =>
+      fetch(`${stack.facilitator.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ x402Version: 2, paymentPayload, paymentRequirements }) }).then((r) => r.json());
+    const reqs = required.accepts[0]!;
+    expect(await post("/verify", reqs)).toMatchObject({ isValid: true, payer: account.address });
+    expect(await post("/verify", { ...reqs, amount: "1" })).toMatchObject({ isValid: false, invalidReason: "invalid_payment_requirements" });
+    expect(await post("/settle", reqs)).toMatchObject({ success: true, network: "eip155:84532", payer: account.address });
+    expect(await post("/verify", reqs)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_payload_authorization_nonce_used" });
+  });
+});
