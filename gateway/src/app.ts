@@ -9,6 +9,7 @@ import { requireJsonBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
 import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
 import { buildOpenApiDocument } from "./http/openapi";
+import { hostGuard } from "./http/host-guard";
 import { credentialCreationLimit, rateLimits } from "./http/rate-limit";
 import { scrubLogObject } from "./http/log-scrub";
 import { limitJsonDepth } from "./http/content-type";
@@ -22,6 +23,7 @@ import { publicRoutes } from "./routes/public";
 import { treasuryRoutes } from "./routes/treasuries";
 import { ChainGateway } from "./chain/chain-gateway";
 import { NonceHints } from "./chain/nonce-hints";
+import { isInternalDispatch } from "./mcp/paid-call";
 import { buildTools } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
 import { x402Routes } from "./routes/x402";
@@ -123,12 +125,15 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const keys = scope(ctx, "apiKeys");
   app.use(requestId);
   app.use(accessLog(logger, secrets));
+  app.use("/api/mcp", hostGuard({ publicBaseUrl: ctx.links.base, ...ctx.config.mcp }));
   app.use(
     rateLimits({
       readPerWindow: ctx.config.rateLimit.readPerWindow,
       writePerWindow: ctx.config.rateLimit.writePerWindow,
       windowMs: ctx.config.rateLimit.windowMs,
       counters: ctx.stores.rateLimits,
+      protocolPaths: ["/api/mcp"],
+      internal: isInternalDispatch,
       // only a verified identity picks a bucket: a valid API key, or a payment whose signature checks out
       credentialOf: async (req) => {
         const bearer = await credentialIdentity(keys, req);
@@ -170,7 +175,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   actionRoutes(kit, services);
   x402Routes(kit, services.prices, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
   const tools = buildTools(scope(ctx, "fees", "idempotency", "treasuries"), services, status);
-  mcpRoutes(kit, scope(ctx), { tools, authenticate: services.authenticate, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
+  mcpRoutes(kit, scope(ctx), { tools, authenticate: services.authenticate, payments: services.payments, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
   const admin = express.Router();
   adminRoutes(createKit(admin, registry, table), scope(ctx, "accessRequests", "outbox"), services.access);

@@ -51,6 +51,15 @@ const envSchema = z.object({
   RATE_LIMIT_WRITE_PER_MIN: positiveInt(20),
   RATE_LIMIT_WINDOW_MS: positiveInt(60_000),
   TRUST_PROXY: z.string().optional().default("false"),
+  MCP_ALLOWED_HOSTS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "")),
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? "").split(",").map((o) => o.trim().toLowerCase().replace(/\/+$/, "")).filter((o) => o !== ""))
+    .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, "MCP_ALLOWED_ORIGINS: each origin is scheme://host[:port]"))),
   CREDENTIALS_PER_HOUR: positiveInt(10),
   SECRETS_KEY: z.string().optional().transform((v) => (v && v !== "" ? v : undefined)),
   LIVE_CHAINS: z
@@ -112,6 +121,8 @@ export interface Config {
   secretsKey: string | undefined;
   /** free credentials (sandbox keys, registrations) one client address may create per hour */
   credentialsPerHour: number;
+  /** DNS-rebinding guard of /api/mcp: Host values and Origins accepted beyond the public URL's and loopback's */
+  mcp: { allowedHosts: string[]; allowedOrigins: string[] };
   /**
    * Chains whose RPC is a production network with real funds. Only executions
    * of live treasuries on these chains are live and count toward platform
@@ -168,6 +179,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimit: { readPerWindow: e.RATE_LIMIT_READ_PER_MIN, writePerWindow: e.RATE_LIMIT_WRITE_PER_MIN, windowMs: e.RATE_LIMIT_WINDOW_MS },
     trustProxy: e.TRUST_PROXY === "false" ? false : e.TRUST_PROXY === "true" ? true : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
     credentialsPerHour: e.CREDENTIALS_PER_HOUR,
+    mcp: { allowedHosts: e.MCP_ALLOWED_HOSTS, allowedOrigins: e.MCP_ALLOWED_ORIGINS },
     secretsKey: e.SECRETS_KEY,
     liveChains: e.LIVE_CHAINS,
     relayReceiptTimeoutMs: e.RELAY_RECEIPT_TIMEOUT_MS,

@@ -2,6 +2,7 @@
  * MCP over real HTTP with the official SDK client (Streamable HTTP), every
  * tool compared with its REST twin, plus the plain JSON-RPC and 400 cases.
  */
+import http from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -117,8 +118,16 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
 
     const bad = await client.callTool({ name: "get_liquidation_distance", arguments: { ltv: 99 } });
     expect(bad.isError).toBe(true);
-    // the SDK validates arguments against the tool's input schema: JSON-RPC -32602, naming the field
-    expect((bad.content as any[])[0].text).toBe("MCP error -32602: Input validation error: Invalid arguments for tool get_liquidation_distance: Too big: expected number to be <=75 at ltv");
+    // the SDK validates arguments against the tool's input schema; the refusal is the typed body, naming the field
+    expect(bad.structuredContent).toMatchObject({
+      error: "invalid_request",
+      http_status: 400,
+      message: "MCP error -32602: Input validation error: Invalid arguments for tool get_liquidation_distance: Too big: expected number to be <=75 at ltv",
+      request_id: expect.stringMatching(/^req_/),
+    });
+    expect(JSON.parse((bad.content as any[])[0].text)).toEqual(bad.structuredContent);
+    const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });
+    expect(unknown.structuredContent).toMatchObject({ error: "tool_not_found", http_status: 404 });
     await client.close();
   });
 
@@ -128,9 +137,10 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     const created = await callTool(anon, "create_sandbox_treasury", { wallet_address: account.address });
     expect(created.isError).toBe(false);
     expect(created.body.api_key).toMatch(/^sk_test_/);
-    // without a key the treasury tools are refused like REST's 401
+    // without a key a priced treasury tool answers like REST's 402: the x402 MCP transport's PaymentRequired
     const noKey = await callTool(anon, "get_health");
-    expect(noKey.body).toMatchObject({ error: "unauthorized", http_status: 401 });
+    expect(noKey.isError).toBe(true);
+    expect(noKey.body).toMatchObject({ x402Version: 2, error: "payment_required", http_status: 402, accepts: [{ network: "eip155:84532", amount: "1000" }] });
     await anon.close();
 
     const key: string = created.body.api_key;
@@ -199,7 +209,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(rail.body).toMatchObject({ error: "ltv_limit_exceeded", http_status: 403 });
     const noKey = await callTool(client, "prepare_repay", { amount_usdc: 100 });
     expect(noKey.isError).toBe(true);
-    expect(noKey.text).toMatch(/^MCP error -32602: Input validation error: Invalid arguments for tool prepare_repay: .* at idempotency_key$/);
+    expect(noKey.body).toMatchObject({ error: "invalid_request", message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool prepare_repay: .* at idempotency_key$/) });
 
     const application = { operator_name: "Mo", operator_email: "mo@example.com", use_case: "Quarterly ETH buys with a conservative credit line." };
     const applied = await callTool(client, "request_live_access", application);
@@ -208,7 +218,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(status.body.status).toBe("received");
     const tooShort = await callTool(client, "request_live_access", { ...application, use_case: "short" });
     expect(tooShort.isError).toBe(true);
-    expect(tooShort.text).toMatch(/^MCP error -32602: Input validation error: Invalid arguments for tool request_live_access: .* at use_case$/);
+    expect(tooShort.body).toMatchObject({ error: "invalid_request", message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool request_live_access: .* at use_case$/) });
     await client.close();
   });
 });
@@ -259,5 +269,42 @@ describe("plain JSON-RPC and discovery", () => {
     }
     const agents = await call(gw.url, "GET", "/agents.json");
     expect(agents.body.mcp_url).toBe(r.body.endpoint);
+  });
+});
+
+describe("the DNS-rebinding guard", () => {
+  /** POST initialize with the given Host and Origin (node:http: fetch does not let a caller set Host) */
+  const initialize = (host: string, origin?: string) =>
+    new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const url = new URL(`${gw.url}/api/mcp`);
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "rebinding-test", version: "1" } } });
+      const req = http.request(
+        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { host, ...(origin ? { origin } : {}), "content-type": "application/json", accept: "application/json, text/event-stream" } },
+        (res) => {
+          let text = "";
+          res.on("data", (d) => (text += d));
+          res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+
+  it("refuses a foreign Host or Origin with 403 and the typed error, and serves this server's own", async () => {
+    const port = new URL(gw.url).port;
+    const evil = await initialize("evil.example.com", "http://evil.example.com");
+    expect(evil.status).toBe(403);
+    expect(evil.body).toMatchObject({ error: "host_not_allowed", request_id: expect.stringMatching(/^req_/) });
+    v.check("POST", "/api/mcp", 403, evil.body);
+    const origin = await initialize(`127.0.0.1:${port}`, "http://evil.example.com");
+    expect([origin.status, origin.body.error]).toEqual([403, "origin_not_allowed"]);
+    expect([(await initialize(`127.0.0.1:${port}`, "null")).status]).toEqual([403]);
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) {
+      const ok = await initialize(host, `http://${host}`);
+      expect(ok.status).toBe(200);
+      expect(ok.body.result.serverInfo.name).toBe("agent-treasury-gateway");
+    }
+    // no Origin (a non-browser client) is fine with a good Host
+    expect((await initialize(`localhost:${port}`)).status).toBe(200);
   });
 });

@@ -51,6 +51,14 @@ export interface RateLimitOptions {
   windowMs: number;
   credentialOf: CredentialResolver;
   counters: RateLimitStore;
+  /**
+   * POST paths of a protocol whose requests are mostly not writes (MCP: initialize, notifications,
+   * tools/list, read-only tools): counted in the read window; the handler takes a write for each call
+   * that changes something through `res.locals.chargeWrite()` (the typed 429, or undefined).
+   */
+  protocolPaths?: string[];
+  /** a request this process sent to itself (a paid MCP tool call): counted only under a verified identity */
+  internal?: (req: Request) => boolean;
 }
 
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -75,8 +83,28 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
     },
   };
   const read = rateLimit({ ...common, limit: opts.readPerWindow, identifier: "read", store: new SharedCounter(opts.counters, "read:") });
-  const write = rateLimit({ ...common, limit: opts.writePerWindow, identifier: "write", store: new SharedCounter(opts.counters, "write:") });
-  return (req, res, next) => (READ_METHODS.has(req.method) ? read(req, res, next) : write(req, res, next));
+  const writeCounter = new SharedCounter(opts.counters, "write:");
+  const write = rateLimit({ ...common, limit: opts.writePerWindow, identifier: "write", store: writeCounter });
+  writeCounter.init({ windowMs: opts.windowMs } as Options);
+  const protocol = new Set(opts.protocolPaths ?? []);
+  return (req, res, next) => {
+    if (opts.internal?.(req)) {
+      // the outer request was counted under its client; its internal twin only under a verified payer
+      void Promise.resolve(opts.credentialOf(req)).then((who) => (!who ? next() : READ_METHODS.has(req.method) ? read(req, res, next) : write(req, res, next)), next);
+      return;
+    }
+    if (READ_METHODS.has(req.method)) return read(req, res, next);
+    if (req.method === "POST" && protocol.has(req.path)) {
+      res.locals.chargeWrite = async (): Promise<ApiError | undefined> => {
+        const hit = await writeCounter.increment(await keyGenerator(req));
+        if (hit.totalHits <= opts.writePerWindow) return undefined;
+        const retryAfter = Math.max(1, Math.ceil(((hit.resetTime?.getTime() ?? Date.now() + opts.windowMs) - Date.now()) / 1000));
+        return new ApiError(429, "rate_limited", `too many state-changing calls; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter });
+      };
+      return read(req, res, next);
+    }
+    return write(req, res, next);
+  };
 }
 
 /**

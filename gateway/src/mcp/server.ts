@@ -2,7 +2,15 @@
  * The MCP server (official @modelcontextprotocol/sdk): one McpServer and one
  * stateless Streamable HTTP transport per request, JSON responses. Tool
  * failures come back as MCP tool errors carrying the REST error body
- * (`error`, `message`, context fields such as `safe_amount`) and its HTTP status.
+ * (`error`, `message`, context fields such as `safe_amount`) and its HTTP
+ * status in `structuredContent`; so do arguments the input schema refuses
+ * (`invalid_request`) and an unknown tool (`tool_not_found`).
+ *
+ * A tool whose REST twin has an x402 price can be paid instead of called with
+ * a bearer key (paid-call.ts). Protocol traffic (initialize, notifications,
+ * tools/list) and read-only tools are counted in the read window; each call
+ * of a tool that changes something takes one write from the caller's write
+ * budget (a paid call's is taken by its REST twin, under the payer).
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -11,6 +19,8 @@ import type { Request, Response } from "express";
 import { z } from "../schemas/zod";
 import { ApiError } from "../http/errors";
 import type { Credential } from "../http/credential";
+import type { PaymentGate } from "../x402/payment-gate";
+import { MCP_PAYMENT_META, paidToolCall } from "./paid-call";
 import type { ToolContext, ToolDefinition } from "./tools";
 
 export const MCP_SERVER_NAME = "agent-treasury-gateway";
@@ -25,6 +35,17 @@ function toolError(err: ApiError, requestId: string): CallToolResult {
   return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
 }
 
+/** the x402 MCP transport's "payment required": the route's PaymentRequired (v2) with the typed-error fields */
+function paymentRequiredResult(required: Record<string, unknown>, requestId: string): CallToolResult {
+  const body = {
+    ...required,
+    message: `payment required: pay with x402 (params._meta["${MCP_PAYMENT_META}"] = a PaymentPayload for one of accepts), or send Authorization: Bearer <API key> on the HTTP request`,
+    request_id: requestId,
+    http_status: 402,
+  };
+  return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
+}
+
 export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version: string, log: (err: unknown) => void): McpServer {
   const server = new McpServer(
     { name: MCP_SERVER_NAME, version },
@@ -35,12 +56,22 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
         "(create_sandbox_treasury returns a key). prepare_* tools return unsigned envelopes (wallet mode) that you sign locally and send with relay_signed_transaction.",
     },
   );
+  // arguments the input schema refuses, an unknown tool: the typed error body too, never bare text
+  (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message) =>
+    toolError(/Tool \S+ not found$/.test(message) ? new ApiError(404, "tool_not_found", message) : new ApiError(400, "invalid_request", message), tc.requestId);
   for (const tool of tools) {
     server.registerTool(
       tool.name,
       { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: { title: tool.title, ...tool.annotations } },
-      async (args: Record<string, unknown>) => {
+      async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown> }) => {
         try {
+          // a priced tool without a bearer key: paid with x402, or told how to pay
+          if (tool.paid && tc.paidCalls && !tc.hasBearer) {
+            const payment = extra?._meta?.[MCP_PAYMENT_META];
+            if (payment === undefined) return paymentRequiredResult(tc.paidCalls.required(tool.paid), tc.requestId);
+            return await tc.paidCalls.call(tool.paid, args ?? {}, payment);
+          }
+          if (!tool.annotations.readOnlyHint) await tc.chargeWrite();
           return toolResult(await tool.run(args ?? {}, tc));
         } catch (err) {
           if (err instanceof ApiError) return toolError(err, tc.requestId);
@@ -70,14 +101,17 @@ function acceptJsonAndStream(req: Request): void {
   (req as unknown as { rawHeaders: string[] }).rawHeaders = raw;
 }
 
-export async function handleMcpPost(
-  req: Request,
-  res: Response,
-  tools: ToolDefinition[],
-  authenticate: (req: Request, res: Response) => Promise<void> | void,
-  version: string,
-  log: (err: unknown) => void,
-): Promise<void> {
+export interface McpDeps {
+  tools: ToolDefinition[];
+  authenticate: (req: Request, res: Response) => Promise<void> | void;
+  version: string;
+  log: (err: unknown) => void;
+  /** x402 for priced tools; absent or disabled: priced tools need a bearer key */
+  payments?: PaymentGate;
+}
+
+export async function handleMcpPost(req: Request, res: Response, deps: McpDeps): Promise<void> {
+  const { tools, authenticate, version, log, payments } = deps;
   let resolved: { credential?: Credential; error?: ApiError } | undefined;
   const resolve = async () => {
     if (!resolved) {
@@ -103,6 +137,21 @@ export async function handleMcpPost(
       const r = await resolve();
       if (r.error) throw r.error;
       return r.credential;
+    },
+    hasBearer: Boolean(req.header("authorization")),
+    paidCalls: payments?.enabled
+      ? {
+          required: (route) => payments.paymentRequired(route),
+          call: (route, args, payment) => {
+            const { idempotency_key: key, ...body } = args;
+            return paidToolCall(req, { ...route, body: route.method === "POST" ? body : undefined, idempotencyKey: typeof key === "string" ? key : undefined }, payment, res.locals.requestId as string);
+          },
+        }
+      : undefined,
+    chargeWrite: async () => {
+      const charge = res.locals.chargeWrite as (() => Promise<ApiError | undefined>) | undefined;
+      const refused = await charge?.();
+      if (refused) throw refused;
     },
   };
   const server = buildMcpServer(tools, tc, version, log);

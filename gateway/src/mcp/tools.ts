@@ -3,7 +3,7 @@
  * implementation of any rule) and takes the same input schema. Authenticated
  * tools use the bearer key of the HTTP request that carried the MCP call.
  */
-import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { ZodRawShape } from "zod";
 import { feeScheduleDocument } from "../domain/fee-schedule";
 import type { TreasuryAction } from "../domain/fees";
@@ -30,6 +30,21 @@ export interface ToolContext {
   /** the credential if the request carries a valid one, else undefined */
   optionalCredential(): Promise<Credential | undefined>;
   requestId: string;
+  /** does the HTTP request carry Authorization? (a bearer key decides, as on REST) */
+  hasBearer: boolean;
+  /** x402 for priced tools (absent when x402 is off) */
+  paidCalls?: {
+    required(route: PricedRoute): Record<string, unknown>;
+    call(route: PricedRoute, args: Record<string, unknown>, payment: unknown): Promise<CallToolResult>;
+  };
+  /** take one write from the caller's write budget, or throw the typed 429 */
+  chargeWrite(): Promise<void>;
+}
+
+/** the REST route with an x402 price that a tool stands for */
+export interface PricedRoute {
+  method: "GET" | "POST";
+  path: string;
 }
 
 export interface ToolDefinition {
@@ -41,6 +56,8 @@ export interface ToolDefinition {
   authenticated: boolean;
   /** REST twin, for discovery and docs */
   rest: string;
+  /** set when the REST twin has an x402 price: the tool can be paid for instead of called with a key */
+  paid?: PricedRoute;
   run(args: Record<string, unknown>, tc: ToolContext): Promise<unknown>;
 }
 
@@ -100,7 +117,7 @@ export function buildTools(ctx: ServiceContext<"fees" | "idempotency" | "treasur
     },
   });
 
-  return [
+  const tools: ToolDefinition[] = [
     {
       name: "get_market_rates",
       title: "Market borrow rates",
@@ -261,4 +278,10 @@ export function buildTools(ctx: ServiceContext<"fees" | "idempotency" | "treasur
       run: async (args) => services.access.submit(AccessRequestBody.parse(args)),
     },
   ];
+  // a tool whose REST twin has an x402 price is paid like it (derived from the price list, never restated)
+  for (const tool of tools) {
+    const twin = /^(GET|POST) (\S+)$/.exec(tool.rest);
+    if (twin && services.prices.for(twin[1]!, twin[2]!)) tool.paid = { method: twin[1] as "GET" | "POST", path: twin[2]! };
+  }
+  return tools;
 }

@@ -6,12 +6,13 @@ import { JsonRpcRequest, JsonRpcResponse, McpDiscovery } from "../schemas/discov
 import { z } from "../schemas/zod";
 import type { Authenticator } from "../services/authenticator";
 import type { Runtime } from "../services/context";
+import type { PaymentGate } from "../x402/payment-gate";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
 
 export function mcpRoutes(
   kit: RouteKit,
   ctx: Runtime,
-  deps: { tools: ToolDefinition[]; authenticate: Authenticator; version: string; log: (err: unknown) => void },
+  deps: { tools: ToolDefinition[]; authenticate: Authenticator; version: string; log: (err: unknown) => void; payments?: PaymentGate },
 ): void {
   kit.route({
     method: "get",
@@ -20,7 +21,12 @@ export function mcpRoutes(
     summary: "MCP server metadata and tool list",
     description: "A client asking for an SSE stream (Accept: text/event-stream) gets 405: the server is stateless and answers every POST with JSON.",
     tags: ["MCP"],
-    responses: { 200: { description: "MCP discovery", schema: McpDiscovery }, 405: err("no standalone SSE stream on this stateless server"), ...RATE_LIMITED },
+    responses: {
+      200: { description: "MCP discovery", schema: McpDiscovery },
+      403: err("DNS-rebinding guard: a Host that is not this server's (host_not_allowed) or an Origin it does not allow (origin_not_allowed)"),
+      405: err("no standalone SSE stream on this stateless server"),
+      ...RATE_LIMITED,
+    },
     handler: ({ req }) => {
       if ((req.header("accept") ?? "").includes("text/event-stream")) {
         throw new ApiError(405, "method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
@@ -34,7 +40,8 @@ export function mcpRoutes(
           endpoint: ctx.links.url("/api/mcp"),
           status: "public_demo_online",
           transport: "streamable-http (stateless, JSON responses)",
-          authentication: "treasury tools read `Authorization: Bearer <key>` from the HTTP request",
+          authentication:
+            "treasury tools read `Authorization: Bearer <key>` from the HTTP request; without one, a priced tool (paid: true) is paid with x402 over MCP: its refusal carries the PaymentRequired in structuredContent, the payment goes in params._meta[\"x402/payment\"], the settlement comes back in result._meta[\"x402/payment-response\"]",
           tools: deps.tools.map((t) => ({
             name: t.name,
             title: t.title,
@@ -42,6 +49,7 @@ export function mcpRoutes(
             inputSchema: z.toJSONSchema(z.object(t.inputSchema), { io: "input", unrepresentable: "any" }),
             annotations: t.annotations,
             authenticated: t.authenticated,
+            ...(t.paid ? { paid: true, x402_route: `${t.paid.method} ${t.paid.path}` } : {}),
             rest_equivalent: t.rest,
           })),
         },
@@ -62,10 +70,11 @@ export function mcpRoutes(
       200: { description: "JSON-RPC response (a `result`, or a JSON-RPC `error` such as -32601 method not found); a request with `id: null` is answered with `id: null`", schema: JsonRpcResponse },
       202: { description: "a notification (a message without `id`) was accepted; no body" },
       400: err("missing jsonrpc or method"),
+      403: err("DNS-rebinding guard: a Host that is not this server's (host_not_allowed) or an Origin it does not allow (origin_not_allowed)"),
       ...RATE_LIMITED,
     },
     handler: async ({ req, res }) => {
-      await handleMcpPost(req, res, deps.tools, deps.authenticate, deps.version, deps.log);
+      await handleMcpPost(req, res, deps);
       return { status: 200, body: undefined };
     },
   });

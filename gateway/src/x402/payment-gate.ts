@@ -65,6 +65,8 @@ export interface PaymentGate {
    * payer's scope: the stored response of the same Idempotency-Key and body.
    */
   authorize(req: Request, res: Response, route: { method: string; path: string }, replay?: (scope: string) => Promise<boolean>): Promise<PaymentClaim | null>;
+  /** x402 version 2's PaymentRequired of a priced route (what its 402 carries in PAYMENT-REQUIRED) */
+  paymentRequired(route: { method: string; path: string }, error?: string): { x402Version: 2; error: string; resource: { url: string; description: string; mimeType: string }; accepts: RequirementsV2[] };
   /** the payer of a request's payment proof (either version) whose EIP-3009 signature checks out (for rate limits), else undefined */
   verifiedPayer(header: (name: string) => string | undefined): Promise<string | undefined>;
 }
@@ -130,18 +132,18 @@ export function createPaymentGate(
     maxTimeoutSeconds: cfg.maxTimeoutSeconds,
     extra: { name: opts.asset.name, version: opts.asset.version },
   });
-  /** x402 version 2's PaymentRequired for this route: the PAYMENT-REQUIRED header of every 402 */
-  const paymentRequiredV2 = (req: Request, p: RoutePrice, error: string) => ({
-    x402Version: 2,
+  /** x402 version 2's PaymentRequired for this route: the PAYMENT-REQUIRED header of every 402 (and a paid MCP tool's refusal) */
+  const paymentRequiredV2 = (path: string, p: RoutePrice, error: string) => ({
+    x402Version: 2 as const,
     error,
-    resource: { url: ctx.links.url(req.path), description: p.description, mimeType: "application/json" },
+    resource: { url: ctx.links.url(path), description: p.description, mimeType: "application/json" },
     accepts: [requirementsV2(p)],
   });
 
   /** a 402 in both versions: v1's body (with the typed-error fields) and v2's PAYMENT-REQUIRED header */
   const refuse = (req: Request, res: Response, p: RoutePrice, error: string, extra: Record<string, unknown> = {}) => {
     res.setHeader("WWW-Authenticate", wwwAuthenticate());
-    res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequiredV2(req, p, error)));
+    res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequiredV2(req.path, p, error)));
     res.status(402).json({
       x402Version: 1,
       error,
@@ -177,6 +179,8 @@ export function createPaymentGate(
   return {
     enabled: cfg.enabled,
 
+    paymentRequired: (route, error = "payment_required") => paymentRequiredV2(route.path, priceOf(route), error),
+
     async verifiedPayer(header) {
       return signedPayer(paymentOf(header)?.decoded, opts.asset);
     },
@@ -185,7 +189,7 @@ export function createPaymentGate(
       const price = priceOf(route);
       const requirements = requirementsFor(req, price);
       res.setHeader("WWW-Authenticate", wwwAuthenticate());
-      res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequiredV2(req, price, "payment_required")));
+      res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequiredV2(req.path, price, "payment_required")));
       // x402-express writes the x402 v1 body; the resource is ours (configured URL), the typed-error fields ride along
       const json = res.json.bind(res);
       res.json = (body: Record<string, unknown>) =>
