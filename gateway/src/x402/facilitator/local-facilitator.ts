@@ -203,6 +203,11 @@ export class LocalFacilitator {
       });
       return { isValid: true, invalidReason: undefined, payer };
     } catch (err) {
+      // settled by a concurrent request between the nonce check and the simulation: say so, not "reverted"
+      const usedMeanwhile = await this.publicClient
+        .readContract({ address: getAddress(requirements.asset), abi: TOKEN_ABI, functionName: "authorizationState", args: [p.authorization.from, p.authorization.nonce] })
+        .catch(() => false);
+      if (usedMeanwhile) return invalid("invalid_exact_evm_payload_authorization_nonce_used");
       return invalid(`invalid_transaction_state: ${shortError(err)}`);
     }
   }
