@@ -102,8 +102,12 @@ async function main(): Promise<void> {
       ].join(" "),
     );
   }
-  console.log(`\npaid x402 path (GET /api/v1/health: verify, handler, settle on Anvil; ${x402.paid.count} requests, concurrency ${x402.paid.concurrency}):`);
-  console.log(`  ${x402.paid.rps.toFixed(1)} req/s, p50 ${x402.paid.p50.toFixed(1)} ms, p90 ${x402.paid.p90.toFixed(1)} ms, p99 ${x402.paid.p99.toFixed(1)} ms, failures ${x402.paid.failures}`);
+  console.log(`\npaid x402 paths (GET /api/v1/health: verify, handler, settle on Anvil; ${x402.paid.count} requests each, concurrency ${x402.paid.concurrency}; ratios against v1):`);
+  for (const [name, r] of [["v1 X-PAYMENT", x402.paid], ["v2 PAYMENT-SIGNATURE", x402.paidV2], ["MCP tools/call get_health (v2 in _meta)", x402.paidMcp]] as const) {
+    console.log(
+      `  ${name.padEnd(40)} ${r.rps.toFixed(1).padStart(6)} req/s, p50 ${r.p50.toFixed(1)} ms, p90 ${r.p90.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, failures ${r.failures}; rps ${(r.rps / x402.paid.rps).toFixed(2)}, p50 ${(r.p50 / x402.paid.p50).toFixed(2)}`,
+    );
+  }
   const loop = await benchWalletLoop();
   console.log(`\nrelay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay.count} relays): ${loop.relay.rps.toFixed(1)} relays/s, p50 ${loop.relay.p50.toFixed(1)} ms, p90 ${loop.relay.p90.toFixed(1)} ms, p99 ${loop.relay.p99.toFixed(1)} ms`);
   console.log(`agent full loop (x402 payment, envelope, policy, preflight, sign, relay x3, read back; deposit of 100 USDC, ${loop.full.count} runs): p50 ${loop.full.p50.toFixed(0)} ms, p90 ${loop.full.p90.toFixed(0)} ms, max ${loop.full.max.toFixed(0)} ms`);
@@ -202,6 +206,8 @@ async function benchX402() {
   const { startBaseSepolia, devAccount } = await import("../fixtures/base-sepolia");
   const { startFacilitator } = await import("../gateway/src/x402/facilitator/main");
   const { createPaymentHeader } = await import("x402/client");
+  const { x402Client } = await import("@x402/core/client");
+  const { registerExactEvmScheme } = await import("@x402/evm/exact/client");
   const { createWalletClient, http } = await import("viem");
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
   const { baseSepolia } = await import("viem/chains");
@@ -219,32 +225,56 @@ async function benchX402() {
     const count = Number(process.env.BENCH_PAID_REQUESTS ?? 200);
     const concurrency = 4;
     const account = privateKeyToAccount(generatePrivateKey());
-    await chain.fund(account.address, 1_000_000_000n);
+    await chain.fund(account.address, 3_000_000_000n);
     const wallet = createWalletClient({ account, chain: baseSepolia, transport: http(chain.rpcUrl) });
-    const challenge = (await (await fetch(`${gw.url}/api/v1/health`)).json()) as { accepts: Parameters<typeof createPaymentHeader>[2][] };
-    const headers = await Promise.all(Array.from({ length: count }, () => createPaymentHeader(wallet as never, 1, challenge.accepts[0]!)));
-    const latencies: number[] = [];
-    let failures = 0;
-    let next = 0;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < headers.length) {
-          const header = headers[next++]!;
-          const t0 = performance.now();
-          const res = await fetch(`${gw.url}/api/v1/health`, { headers: { "x-payment": header } });
-          await res.arrayBuffer();
-          latencies.push(performance.now() - t0);
-          if (res.status !== 200) failures++;
-        }
-      }),
-    );
-    const elapsed = (performance.now() - started) / 1000;
-    latencies.sort((a, b) => a - b);
-    return {
-      unpaid,
-      paid: { count, concurrency, rps: count / elapsed, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), failures },
+    const first = await fetch(`${gw.url}/api/v1/health`);
+    const challenge = (await first.json()) as { accepts: Parameters<typeof createPaymentHeader>[2][] };
+    const requiredV2 = JSON.parse(Buffer.from(first.headers.get("payment-required")!, "base64").toString());
+    const v2 = new x402Client();
+    registerExactEvmScheme(v2, { signer: account });
+    const v2Payload = () => v2.createPaymentPayload(requiredV2);
+
+    /** `count` paid GET /api/v1/health at `concurrency`, each with its own proof, sent by `send` */
+    const run = async (proofs: unknown[], send: (proof: unknown) => Promise<boolean>) => {
+      const latencies: number[] = [];
+      let failures = 0;
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < proofs.length) {
+            const proof = proofs[next++];
+            const t0 = performance.now();
+            if (!(await send(proof))) failures++;
+            latencies.push(performance.now() - t0);
+          }
+        }),
+      );
+      const elapsed = (performance.now() - started) / 1000;
+      latencies.sort((a, b) => a - b);
+      return { count, concurrency, rps: count / elapsed, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), failures };
     };
+    const rest = (header: string) => async (proof: unknown) => {
+      const res = await fetch(`${gw.url}/api/v1/health`, { headers: { [header]: proof as string } });
+      await res.arrayBuffer();
+      return res.status === 200;
+    };
+    const paid = await run(await Promise.all(Array.from({ length: count }, () => createPaymentHeader(wallet as never, 1, challenge.accepts[0]!))), rest("x-payment"));
+    const paidV2 = await run(
+      await Promise.all(Array.from({ length: count }, async () => Buffer.from(JSON.stringify(await v2Payload())).toString("base64"))),
+      rest("payment-signature"),
+    );
+    // the paid MCP tool call: get_health with the payment in params._meta["x402/payment"], served by its REST twin
+    const paidMcp = await run(await Promise.all(Array.from({ length: count }, () => v2Payload())), async (payment) => {
+      const res = await fetch(`${gw.url}/api/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_health", arguments: {}, _meta: { "x402/payment": payment } } }),
+      });
+      const body = (await res.json()) as { result?: { isError?: boolean; _meta?: Record<string, unknown> } };
+      return res.status === 200 && body.result?.isError !== true && body.result?._meta?.["x402/payment-response"] !== undefined;
+    });
+    return { unpaid, paid, paidV2, paidMcp };
   } finally {
     await gw.close();
     await facilitator.close();

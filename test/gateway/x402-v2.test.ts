@@ -49,6 +49,7 @@ describe("one 402, both versions", () => {
         accepts: [
           { scheme: "exact", network: "eip155:84532", amount: p.amount_atomic, asset: stack.chain.usdc, payTo: stack.payTo, maxTimeoutSeconds: 120, extra: { name: "USDC", version: "2" } },
         ],
+        extensions: { "payment-identifier": expect.objectContaining({ info: { required: false } }) },
       });
     }
   });
@@ -184,5 +185,56 @@ describe("the facilitator speaks version 2", () => {
     expect(await post("/verify", { ...reqs, amount: "1" })).toMatchObject({ isValid: false, invalidReason: "invalid_payment_requirements" });
     expect(await post("/settle", reqs)).toMatchObject({ success: true, network: "eip155:84532", payer: account.address });
     expect(await post("/verify", reqs)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_payload_authorization_nonce_used" });
+  });
+});
+
+describe("the payment-identifier extension", () => {
+  const withId = (id: string) => (p: { extensions?: Record<string, unknown> }) => void (p.extensions = { ...p.extensions, "payment-identifier": { info: { required: false, id } } });
+  const paid = (path: string, proof: string, key = newIdempotencyKey(), body: unknown = { amount_usdc: 500 }) =>
+    call(base, "POST", path, { body, headers: { "payment-signature": proof, "idempotency-key": key } });
+
+  it("a retry with the same id and a fresh proof gets the first answer and is never charged; the fresh proof stays unspent", async () => {
+    const { account } = await newPayer(stack.chain);
+    const required = await paymentRequiredFor(base, "POST", "/api/v1/deposits", { amount_usdc: 500 });
+    const id = `pay_${crypto.randomUUID().replaceAll("-", "")}`;
+    const key = newIdempotencyKey();
+    const before = await stack.chain.balanceOf(account.address);
+    const first = await paid("/api/v1/deposits", await paymentSignature(account, required, withId(id)), key);
+    expect(first.status, first.text).toBe(202);
+    const again = await paid("/api/v1/deposits", await paymentSignature(account, required, withId(id)), key);
+    expect(again.status).toBe(202);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.tx_id).toBe(first.body.tx_id);
+    expect(await stack.chain.balanceOf(account.address)).toBe(before - 50_000n);
+    expect(await handlerRuns(first.headers.get("x-treasury-id")!)).toBe(1);
+    // the same id for another request: 409, nothing charged
+    const other = await paid("/api/v1/deposits", await paymentSignature(account, required, withId(id)), newIdempotencyKey(), { amount_usdc: 600 });
+    expect([other.status, other.body.error]).toEqual([409, "payment_identifier_reused"]);
+    v.check("POST", "/api/v1/deposits", 409, other.body);
+    expect(await stack.chain.balanceOf(account.address)).toBe(before - 50_000n);
+  });
+
+  it("a retry sent while the first is still being served is a 409 with Retry-After, never a 402; one charge in all", async () => {
+    const { account } = await newPayer(stack.chain);
+    const required = await paymentRequiredFor(base, "GET", "/api/v1/treasury");
+    const id = `pay_${crypto.randomUUID().replaceAll("-", "")}`;
+    const before = await stack.chain.balanceOf(account.address);
+    const proofs = await Promise.all([0, 1, 2].map(() => paymentSignature(account, required, withId(id))));
+    const answers = await Promise.all(proofs.map((proof) => call(base, "GET", "/api/v1/treasury", { headers: { "payment-signature": proof } })));
+    expect(answers.map((a) => a.status).every((s) => s === 200 || s === 409), JSON.stringify(answers.map((a) => a.status))).toBe(true);
+    expect(answers.filter((a) => a.status === 200 && a.headers.get("idempotent-replayed") !== "true")).toHaveLength(1);
+    for (const a of answers.filter((a) => a.status === 409)) expect([a.body.error, a.headers.get("retry-after")]).toEqual(["payment_in_progress", "1"]);
+    // afterwards the same id answers the stored 200, free
+    const later = await call(base, "GET", "/api/v1/treasury", { headers: { "payment-signature": await paymentSignature(account, required, withId(id)) } });
+    expect([later.status, later.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    expect(await stack.chain.balanceOf(account.address)).toBe(before - 1_100n);
+  });
+
+  it("refuses a malformed id with 400 before anything is verified or charged", async () => {
+    const { account } = await newPayer(stack.chain);
+    const required = await paymentRequiredFor(base, "GET", "/api/v1/health");
+    const r = await call(base, "GET", "/api/v1/health", { headers: { "payment-signature": await paymentSignature(account, required, withId("short")) } });
+    expect([r.status, r.body.error]).toEqual([400, "invalid_payment_identifier"]);
+    v.check("GET", "/api/v1/health", 400, r.body);
   });
 });

@@ -6,10 +6,12 @@ import { randomUUID } from "node:crypto";
 import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { Request, Response, Router } from "express";
 import type { ZodType } from "zod";
+import { ErrorResponse as ErrorResponseSchema } from "../schemas/common";
 import { z } from "../schemas/zod";
 import { checkIdempotencyKey, idempotent, requestFingerprint, whileLeased, type Outcome } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
+import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
 import { ApiError, errorBody, fromZodError } from "./errors";
 
 export type Method = "get" | "post";
@@ -87,6 +89,22 @@ const RATE_LIMIT_HEADERS = {
   "X-RateLimit-Reset": { description: "when the window resets (Unix time, seconds)", schema: { type: "integer" as const } },
   "X-Request-Id": { description: "request identifier, also in error bodies", schema: { type: "string" as const } },
 };
+
+/** what x402's payment-identifier adds to a priced route's answers (appended to a status the route already documents) */
+const PAYMENT_IDENTIFIER_RESPONSES = (own: Record<number, ResponseSpec>): Record<number, ResponseSpec> => {
+  const add = {
+    400: "invalid_payment_identifier: a v2 proof's payment-identifier id is not 16 to 128 characters of [A-Za-z0-9_-]",
+    409: "payment_in_progress: a request with the same payment-identifier (x402 v2) is still being served, retry after Retry-After; payment_identifier_reused: that identifier was used for a different request",
+  } as const;
+  return Object.fromEntries(
+    Object.entries(add).map(([status, text]) => {
+      const existing = own[Number(status)];
+      return [status, existing ? { ...existing, description: `${existing.description}; ${text}` } : { description: text, schema: ErrorResponseSchema }];
+    }),
+  );
+};
+
+const PAYMENT_RESPONSE_HEADER_NAMES = [PAYMENT_HEADERS[1].response.toLowerCase(), PAYMENT_HEADERS[2].response.toLowerCase()];
 
 /** the settlement of a paid request, in the version its proof was made in */
 const PAYMENT_RESPONSE_HEADERS = {
@@ -285,6 +303,45 @@ export function registerRoute<B, Q, P>(
     }
   };
 
+  /**
+   * x402's payment-identifier (a v2 client's idempotency key for a paid request, scoped to its signer):
+   * claimed before the proof is even verified, so a retry with the same identifier (with the same or a
+   * fresh proof) gets the first answer and is never charged again, and one sent while the first is still
+   * running gets 409 payment_in_progress, never a 402 that would make a conforming client pay twice. The
+   * same identifier for another request is 409 payment_identifier_reused. An answer is kept when the
+   * request was charged or succeeded; a refusal before settlement frees the identifier.
+   */
+  const byPaymentIdentifier = async (req: Request, res: Response, payer: string, id: string, pay: () => Promise<void>): Promise<void> => {
+    const store = hooks.idempotency!;
+    const scope = `x402-payment-identifier:${payer.toLowerCase()}`;
+    const fingerprint = requestFingerprint(`${req.method} ${req.path}`, { body: req.body ?? null, query: req.query });
+    const holder = `pid_${randomUUID()}`;
+    const taken = await store.claim(scope, id, fingerprint, now(), holder);
+    if (taken.kind === "replay") return sendOutcome(res, taken.response, true);
+    if (taken.kind === "mismatch") throw new ApiError(409, "payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
+    if (taken.kind === "in_progress") {
+      throw new ApiError(409, "payment_in_progress", "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)", { retry_after_seconds: 1 }, { "Retry-After": "1" });
+    }
+    let sent: string | undefined;
+    const send = res.send.bind(res);
+    res.send = ((body?: unknown) => {
+      sent ??= typeof body === "string" ? body : Buffer.isBuffer(body) ? body.toString("utf8") : JSON.stringify(body);
+      return send(body as never);
+    }) as Response["send"];
+    try {
+      await whileLeased(() => store.renew(scope, id, holder, now()), pay);
+    } catch (err) {
+      await store.release(scope, id, holder);
+      throw err;
+    }
+    const kept = ["content-type", "x-treasury-id", ...PAYMENT_RESPONSE_HEADER_NAMES];
+    const charged = PAYMENT_RESPONSE_HEADER_NAMES.some((h) => res.getHeader(h) !== undefined);
+    if (sent !== undefined && (charged || (res.statusCode >= 200 && res.statusCode < 300))) {
+      const headers = Object.fromEntries(kept.flatMap((h) => (res.getHeader(h) === undefined ? [] : [[h, String(res.getHeader(h))]])));
+      await store.complete(scope, id, { status: res.statusCode, headers, body: sent }, holder);
+    } else await store.release(scope, id, holder);
+  };
+
   /** x402 on a read: run, then settle; a refusal or failure is never charged */
   const runPaidRead = async (req: Request, res: Response, claim: PaymentClaim): Promise<void> => {
     let result: HandlerResult;
@@ -319,10 +376,18 @@ export function registerRoute<B, Q, P>(
             if (stored) sendOutcome(res, stored, true);
             return stored !== undefined;
           };
-          const claim = await hooks.payments.authorize(req, res, route, replay);
-          if (!claim) return;
-          if (spec.idempotencyKey) return await runPaidIdempotent(req, res, claim);
-          return await runPaidRead(req, res, claim);
+          const pay = async () => {
+            const claim = await hooks.payments!.authorize(req, res, route, replay);
+            if (!claim) return;
+            if (spec.idempotencyKey) return await runPaidIdempotent(req, res, claim);
+            return await runPaidRead(req, res, claim);
+          };
+          const pid = paymentIdentifier(paymentOf((n) => req.header(n))?.decoded);
+          if (pid && "invalid" in pid) throw new ApiError(400, "invalid_payment_identifier", pid.invalid);
+          const payer = pid ? await hooks.payments.verifiedPayer((n) => req.header(n)) : undefined;
+          // an unsigned or forged proof goes the normal way (and is refused there): only a signer's identifier is honoured
+          if (pid && payer) return await byPaymentIdentifier(req, res, payer, pid.id, pay);
+          return await pay();
         }
         await hooks.authenticate(req, res);
       }
@@ -369,6 +434,7 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
             },
           },
           ...spec.responses,
+          ...PAYMENT_IDENTIFIER_RESPONSES(spec.responses),
         }
       : spec.responses;
   for (const [status, r] of Object.entries(all)) {

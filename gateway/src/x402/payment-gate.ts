@@ -37,7 +37,7 @@ import type { Credential } from "../http/credential";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../services/context";
 import { facilitatorClient } from "./facilitator-client";
-import { PAYMENT_HEADERS, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
+import { PAYMENT_HEADERS, PAYMENT_IDENTIFIER, paymentIdentifierDeclaration, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
 import type { PriceList, RoutePrice } from "./prices";
 
 export { X402_NETWORK } from "./payment-match";
@@ -66,7 +66,7 @@ export interface PaymentGate {
    */
   authorize(req: Request, res: Response, route: { method: string; path: string }, replay?: (scope: string) => Promise<boolean>): Promise<PaymentClaim | null>;
   /** x402 version 2's PaymentRequired of a priced route (what its 402 carries in PAYMENT-REQUIRED) */
-  paymentRequired(route: { method: string; path: string }, error?: string): { x402Version: 2; error: string; resource: { url: string; description: string; mimeType: string }; accepts: RequirementsV2[] };
+  paymentRequired(route: { method: string; path: string }, error?: string): { x402Version: 2; error: string; resource: { url: string; description: string; mimeType: string }; accepts: RequirementsV2[]; extensions: Record<string, unknown> };
   /** the payer of a request's payment proof (either version) whose EIP-3009 signature checks out (for rate limits), else undefined */
   verifiedPayer(header: (name: string) => string | undefined): Promise<string | undefined>;
 }
@@ -138,6 +138,7 @@ export function createPaymentGate(
     error,
     resource: { url: ctx.links.url(path), description: p.description, mimeType: "application/json" },
     accepts: [requirementsV2(p)],
+    extensions: { [PAYMENT_IDENTIFIER]: paymentIdentifierDeclaration() },
   });
 
   /** a 402 in both versions: v1's body (with the typed-error fields) and v2's PAYMENT-REQUIRED header */

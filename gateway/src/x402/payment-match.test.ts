@@ -18,7 +18,10 @@ import {
   decodePaymentSignatureHeader,
   PAYMENT_HEADERS,
   paymentMismatch,
+  paymentIdentifier,
+  paymentIdentifierDeclaration,
   paymentOf,
+  PAYMENT_IDENTIFIER,
   signedPayer,
   VALIDITY_SKEW_SECONDS,
   X402_CHAIN_ID,
@@ -184,5 +187,38 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
   it("recovers the payer of a v2 proof as of a v1 one", async () => {
     const decoded = decodePaymentSignatureHeader(await signatureHeader(1_000n))!;
     expect(await signedPayer(decoded, asset)).toBe(account.address.toLowerCase());
+  });
+});
+
+describe("the payment-identifier extension", () => {
+  const v2 = (extensions: unknown) => ({ version: 2, authorization: {} as never, payment: { x402Version: 2, accepted: {} as never, payload: {}, extensions } }) as DecodedPaymentV2;
+  const withId = (id: unknown) => v2({ [PAYMENT_IDENTIFIER]: { info: { required: false, id } } });
+
+  it("reads a v2 proof's id, refuses a malformed one, and finds none elsewhere", () => {
+    expect(paymentIdentifier(withId("pay_7d5d747be160e280"))).toEqual({ id: "pay_7d5d747be160e280" });
+    expect(paymentIdentifier(withId("a".repeat(16)))).toEqual({ id: "a".repeat(16) });
+    expect(paymentIdentifier(withId("A-z_09".padEnd(128, "x")))).toEqual({ id: "A-z_09".padEnd(128, "x") });
+    for (const bad of ["a".repeat(15), "a".repeat(129), "pay 7d5d747be160e280", "pay.7d5d747be160e280", "pay_7d5d747be160e28é", 12345678901234567, null]) {
+      expect(paymentIdentifier(withId(bad)), String(bad)).toMatchObject({ invalid: expect.stringMatching(/16 to 128 characters/) });
+    }
+    expect(paymentIdentifier(withId(undefined))).toBeUndefined();
+    expect(paymentIdentifier(v2(undefined))).toBeUndefined();
+    expect(paymentIdentifier(v2({}))).toBeUndefined();
+    expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: {} }))).toBeUndefined();
+    expect(paymentIdentifier(v2({ other: { info: { id: "pay_7d5d747be160e280" } } }))).toBeUndefined();
+    expect(paymentIdentifier({ version: 1, authorization: {} as never, payment: { extensions: { [PAYMENT_IDENTIFIER]: { info: { id: "pay_7d5d747be160e280" } } } } as never })).toBeUndefined();
+    expect(paymentIdentifier(undefined)).toBeUndefined();
+  });
+
+  it("is declared optional, with the extension's schema", () => {
+    expect(paymentIdentifierDeclaration()).toEqual({
+      info: { required: false },
+      schema: {
+        $schema: "https://json-schema.org/draft/2020-12/schema",
+        type: "object",
+        properties: { required: { type: "boolean" }, id: { type: "string", minLength: 16, maxLength: 128, pattern: "^[A-Za-z0-9_-]+$" } },
+        required: ["required"],
+      },
+    });
   });
 });

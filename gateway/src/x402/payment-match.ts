@@ -159,3 +159,30 @@ export async function signedPayer(decoded: DecodedPayment | undefined, asset: { 
     return undefined;
   }
 }
+
+/** the `payment-identifier` extension (x402 v2): a client's idempotency key for a paid request */
+export const PAYMENT_IDENTIFIER = "payment-identifier";
+const PAYMENT_ID = /^[A-Za-z0-9_-]{16,128}$/;
+
+/** what the 402 declares: the identifier is optional here, 16 to 128 characters of [A-Za-z0-9_-] */
+export function paymentIdentifierDeclaration() {
+  return {
+    info: { required: false },
+    schema: {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: { required: { type: "boolean" }, id: { type: "string", minLength: 16, maxLength: 128, pattern: "^[A-Za-z0-9_-]+$" } },
+      required: ["required"],
+    },
+  };
+}
+
+/** the identifier a v2 proof carries: its id, an invalid one, or undefined (none: a v1 proof never has one) */
+export function paymentIdentifier(decoded: DecodedPayment | undefined): { id: string } | { invalid: string } | undefined {
+  if (decoded?.version !== 2) return undefined;
+  const ext = decoded.payment.extensions?.[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | undefined;
+  const id = ext?.info?.id;
+  if (id === undefined) return undefined;
+  if (typeof id !== "string" || !PAYMENT_ID.test(id)) return { invalid: "the payment-identifier id must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -" };
+  return { id };
+}
