@@ -30,6 +30,7 @@ import { x402Routes } from "./routes/x402";
 import { X402_ASSET } from "./x402/asset";
 import { facilitatorConfig } from "./x402/facilitator-client";
 import { createPaymentGate, hasPayment, X402_NETWORK, type PaymentGate } from "./x402/payment-gate";
+import { BazaarCatalog } from "./x402/bazaar";
 import { PriceList } from "./x402/prices";
 import { mcpRoutes } from "./routes/mcp";
 import { SandboxChain } from "./chain/sandbox-chain";
@@ -60,6 +61,8 @@ export interface Services {
   delegation: DelegationService;
   authenticate: Authenticator;
   prices: PriceList;
+  /** x402 bazaar metadata of the priced routes, filled as they are registered */
+  catalog: BazaarCatalog;
   payments: PaymentGate;
 }
 
@@ -70,6 +73,7 @@ export function createServices(ctx: AppContext): Services {
     clock: ctx.clock,
   });
   const prices = new PriceList();
+  const catalog = new BazaarCatalog();
   const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
@@ -86,8 +90,10 @@ export function createServices(ctx: AppContext): Services {
     delegation,
     authenticate: bearerAuthenticator(scope(ctx, "apiKeys")),
     prices,
+    catalog,
     payments: createPaymentGate(scope(ctx, "payments", "treasuries"), {
       prices,
+      catalog,
       asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
       facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret }),
     }),
@@ -157,6 +163,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
     authenticate: services.authenticate,
     payments: services.payments,
     priced: (method, path) => services.prices.for(method, path) !== undefined,
+    catalog: services.catalog,
     idempotency: ctx.stores.idempotency,
     renewReservations: (holder) => ctx.stores.slots.renew(holder, ctx.clock.now()),
     now: () => ctx.clock.now(),
@@ -173,7 +180,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   treasuryRoutes(kit, scope(ctx), services.treasuries);
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
-  x402Routes(kit, services.prices, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
+  x402Routes(kit, services.prices, services.catalog, services.payments, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
   const tools = buildTools(scope(ctx, "fees", "idempotency", "treasuries"), services, status);
   mcpRoutes(kit, scope(ctx), { tools, authenticate: services.authenticate, payments: services.payments, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 

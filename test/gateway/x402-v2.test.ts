@@ -10,6 +10,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from "@x402/axios";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import Ajv2020 from "ajv/dist/2020";
 import axios from "axios";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../helpers/gateway";
@@ -49,7 +50,7 @@ describe("one 402, both versions", () => {
         accepts: [
           { scheme: "exact", network: "eip155:84532", amount: p.amount_atomic, asset: stack.chain.usdc, payTo: stack.payTo, maxTimeoutSeconds: 120, extra: { name: "USDC", version: "2" } },
         ],
-        extensions: { "payment-identifier": expect.objectContaining({ info: { required: false } }) },
+        extensions: { "payment-identifier": expect.objectContaining({ info: { required: false } }), bazaar: expect.objectContaining({ info: expect.any(Object) }) },
       });
     }
   });
@@ -236,5 +237,41 @@ describe("the payment-identifier extension", () => {
     const r = await call(base, "GET", "/api/v1/health", { headers: { "payment-signature": await paymentSignature(account, required, withId("short")) } });
     expect([r.status, r.body.error]).toEqual([400, "invalid_payment_identifier"]);
     v.check("GET", "/api/v1/health", 400, r.body);
+  });
+});
+
+const r402HeaderOf = (required: unknown) => Buffer.from(JSON.stringify(required)).toString("base64");
+
+describe("bazaar discovery metadata", () => {
+  it("every priced route's 402 carries its bazaar entry made from its schemas, and /x402/discovery/resources lists them all", async () => {
+    const ajv = new Ajv2020({ strict: false });
+    const listed = await call(base, "GET", "/x402/discovery/resources");
+    expect(listed.status).toBe(200);
+    v.check("GET", "/x402/discovery/resources", 200, listed.body);
+    const prices = (await call(base, "GET", "/x402/prices.json")).body.prices;
+    expect(listed.body.items.map((i: any) => i.resource).sort()).toEqual(prices.map((p: any) => `${base}${p.path}`).sort());
+    for (const p of prices) {
+      const required = await paymentRequiredFor(base, p.method, p.path, p.method === "POST" ? {} : undefined);
+      const bazaar = (required.extensions as any).bazaar;
+      const entry = listed.body.items.find((i: any) => i.resource === `${base}${p.path}`).metadata.bazaar;
+      // the same entry, but for the answers' schema, which only the list carries (it would make the 402's header too large)
+      expect(entry.info).toEqual(bazaar.info);
+      expect(entry.schema.properties.input).toEqual(bazaar.schema.properties.input);
+      expect(entry.schema.properties.output.properties.example).not.toEqual({ type: "object" });
+      expect(ajv.validate(entry.schema, entry.info), ajv.errorsText()).toBe(true);
+      expect(Buffer.byteLength(r402HeaderOf(required))).toBeLessThan(4096);
+      // info is valid against its own schema
+      expect(ajv.validate(bazaar.schema, bazaar.info), `${p.path}: ${ajv.errorsText()}`).toBe(true);
+      expect(bazaar.info.input).toMatchObject({ type: "http", method: p.method });
+      if (p.method === "POST") {
+        // the body schema is the route's own: its example is accepted by it and by the route
+        const bodySchema = bazaar.schema.properties.input.properties.body;
+        expect(ajv.validate(bodySchema, bazaar.info.input.body)).toBe(true);
+        expect(ajv.validate(bodySchema, { amount_usdc: "lots" })).toBe(false);
+      }
+    }
+    const deposit = listed.body.items.find((i: any) => i.resource.endsWith("/api/v1/deposits"));
+    expect(deposit.metadata.bazaar.info.input).toEqual({ type: "http", method: "POST", bodyType: "json", body: { amount_usdc: 1000 } });
+    expect(deposit.accepts[0]).toMatchObject({ network: "eip155:84532", amount: "50000" });
   });
 });

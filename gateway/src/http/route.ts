@@ -10,6 +10,7 @@ import { ErrorResponse as ErrorResponseSchema } from "../schemas/common";
 import { z } from "../schemas/zod";
 import { checkIdempotencyKey, idempotent, requestFingerprint, whileLeased, type Outcome } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
+import type { BazaarCatalog } from "../x402/bazaar";
 import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
 import { ApiError, errorBody, fromZodError } from "./errors";
@@ -54,7 +55,8 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   extension?: boolean;
   /** hide from the public OpenAPI document (admin API) */
   internal?: boolean;
-  request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P> };
+  /** `example`: a valid request body, shown in OpenAPI and in the route's x402 bazaar metadata */
+  request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P>; example?: B };
   responses: Record<number, ResponseSpec>;
   /**
    * State-changing routes: every check the request must pass (throws its typed
@@ -148,6 +150,8 @@ export interface RouteHooks {
   /** is there an x402 price for this route? (a bearer_or_x402 route without one is a declaration error) */
   priced?: (method: string, path: string) => boolean;
   idempotency?: IdempotencyStore;
+  /** the x402 bazaar catalogue: every priced route is entered with its schemas */
+  catalog?: BazaarCatalog;
   /** keep the reservations (treasury slots) of a live request's holder from expiring */
   renewReservations?: (holder: string) => Promise<unknown>;
   now?: () => Date;
@@ -193,6 +197,16 @@ export function registerRoute<B, Q, P>(
     throw new Error(`${spec.method.toUpperCase()} ${spec.path} accepts x402 but has no price: add it to the price list or declare it bearer-only`);
   }
   if (spec.idempotencyKey && !hooks.idempotency) throw new Error(`${spec.path} needs the idempotency store`);
+  if (spec.security === "bearer_or_x402" && hooks.catalog) {
+    hooks.catalog.add({
+      method: spec.method.toUpperCase() as "GET" | "POST",
+      path: spec.path,
+      body: spec.request?.body,
+      query: spec.request?.query,
+      outputs: Object.entries(spec.responses).flatMap(([status, r]) => (/^2\d\d$/.test(status) && r.schema ? [r.schema] : [])),
+      example: spec.request?.example,
+    });
+  }
 
   const parsed = (req: Request, res: Response): HandlerContext<B, Q, P> => {
     const body = spec.request?.body ? parse(spec.request.body, bodyOf(req, spec.request.bodyRequired ?? true), "body") : (undefined as B);
@@ -467,7 +481,7 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
             : [],
     request: {
       ...(spec.request?.body
-        ? { body: { required: spec.request.bodyRequired ?? true, content: { "application/json": { schema: spec.request.body } } } }
+        ? { body: { required: spec.request.bodyRequired ?? true, content: { "application/json": { schema: spec.request.body, ...(spec.request.example === undefined ? {} : { example: spec.request.example }) } } } }
         : {}),
       ...(spec.request?.query ? { query: spec.request.query as never } : {}),
       ...(spec.request?.params ? { params: spec.request.params as never } : {}),

@@ -84,7 +84,7 @@ function actionRequest(action: TreasuryAction, body: ActionBody): ActionRequest 
 type ActionBody = { amount?: number; amount_usdc?: number; allocation?: { btc: number; eth: number }; target?: "btc" | "eth"; purpose?: string };
 
 export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
-  const action = (name: TreasuryAction, path: string, operationId: string, summary: string, body: ZodType<ActionBody>, extra: Record<number, { description: string; schema?: ZodType }> = {}) =>
+  const action = (name: TreasuryAction, path: string, operationId: string, summary: string, body: ZodType<ActionBody>, example: ActionBody, extra: Record<number, { description: string; schema?: ZodType }> = {}) =>
     kit.route<ActionBody, unknown, unknown>({
       method: "post",
       path,
@@ -95,7 +95,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       tags: ["Actions"],
       security: "bearer_or_x402",
       idempotencyKey: true,
-      request: { body },
+      request: { body, example },
       responses: {
         200: { description: "action receipt (managed mode); `chain_execution` says whether it ran on chain (the sandbox's local fork: each step sent from the wallet by impersonation) or was only computed", schema: ActionReceipt },
         202: { description: "unsigned transaction envelope (wallet mode)", schema: UnsignedEnvelope },
@@ -112,12 +112,12 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       },
     });
 
-  action("deposit", "/api/v1/deposits", "createDeposit", "Deposit USDC (2% entry fee; minimum 100 USDC)", DepositRequest);
-  action("convert", "/api/v1/convert", "createConversion", "Convert USDC into BTC or ETH exposure (2% of the amount)", ConvertRequest);
-  action("borrow", "/api/v1/borrow", "createBorrow", "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)", BorrowRequest, {
+  action("deposit", "/api/v1/deposits", "createDeposit", "Deposit USDC (2% entry fee; minimum 100 USDC)", DepositRequest, { amount_usdc: 1000 });
+  action("convert", "/api/v1/convert", "createConversion", "Convert USDC into BTC or ETH exposure (2% of the amount)", ConvertRequest, { amount_usdc: 500, target: "eth" });
+  action("borrow", "/api/v1/borrow", "createBorrow", "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)", BorrowRequest, { amount_usdc: 500 }, {
     403: { description: "safety rail (spec 2.2), or credential not bound to a treasury", schema: SafetyRailError },
   });
-  action("repay", "/api/v1/repay", "createRepayment", "Repay USDC debt (free)", RepayRequest);
+  action("repay", "/api/v1/repay", "createRepayment", "Repay USDC debt (free)", RepayRequest, { amount_usdc: 100 });
 
   kit.route({
     method: "post",
@@ -126,7 +126,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     summary: "Estimate the fee and LTV effect of an action on the authenticated treasury",
     tags: ["Actions"],
     security: "bearer_or_x402",
-    request: { body: EstimateRequest },
+    request: { body: EstimateRequest, example: { action: "deposit", amount_usdc: 1000 } },
     responses: {
       200: { description: "estimate (spec 2.3 and 4.6)", schema: EstimateResult },
       400: err("invalid body"),

@@ -1,5 +1,7 @@
 /** GET /x402/prices.json: the price list the payment gate charges. */
 import { z } from "../schemas/zod";
+import type { BazaarCatalog } from "../x402/bazaar";
+import type { PaymentGate } from "../x402/payment-gate";
 import type { PriceList } from "../x402/prices";
 import { RATE_LIMITED, type RouteKit } from "./kit";
 
@@ -17,7 +19,52 @@ export const PriceListDocument = z
   .passthrough()
   .openapi("X402PriceList");
 
-export function x402Routes(kit: RouteKit, prices: PriceList, info: { network: string; asset: string; payTo: string }): void {
+export const DiscoveryResources = z
+  .object({
+    x402Version: z.literal(2),
+    items: z.array(
+      z
+        .object({
+          resource: z.string(),
+          type: z.literal("http"),
+          x402Version: z.literal(2),
+          accepts: z.array(z.object({ scheme: z.literal("exact"), network: z.string(), amount: z.string(), asset: z.string(), payTo: z.string() }).passthrough()),
+          lastUpdated: z.string(),
+          metadata: z.object({ method: z.string(), description: z.string(), bazaar: z.record(z.string(), z.unknown()) }).passthrough(),
+        })
+        .passthrough(),
+    ),
+    pagination: z.object({ limit: z.number().int(), offset: z.number().int(), total: z.number().int() }),
+  })
+  .openapi("X402DiscoveryResources");
+
+export function x402Routes(kit: RouteKit, prices: PriceList, catalog: BazaarCatalog, payments: PaymentGate, info: { network: string; asset: string; payTo: string }): void {
+  const listedAt = new Date().toISOString();
+  kit.route({
+    method: "get",
+    path: "/x402/discovery/resources",
+    operationId: "listX402Resources",
+    summary: "Every priced route as a catalogue lists it (x402 bazaar: what it costs, what to send, what comes back)",
+    description:
+      "In the shape of an x402 facilitator's discovery list (`/discovery/resources`): each priced route with its version 2 requirements and its bazaar metadata, the same the route's 402 carries in `extensions.bazaar`, made from the schemas of this document.",
+    tags: ["Discovery"],
+    extension: true,
+    responses: { 200: { description: "the priced routes", schema: DiscoveryResources }, ...RATE_LIMITED },
+    handler: () => {
+      const items = prices.prices.map((p) => {
+        const required = payments.paymentRequired(p);
+        return {
+          resource: required.resource.url,
+          type: "http" as const,
+          x402Version: 2 as const,
+          accepts: required.accepts,
+          lastUpdated: listedAt,
+          metadata: { method: p.method, description: p.description, bazaar: catalog.extension(p.method, p.path, { withOutput: true }) ?? {} },
+        };
+      });
+      return { status: 200, body: { x402Version: 2, items, pagination: { limit: items.length, offset: 0, total: items.length } } };
+    },
+  });
   kit.route({
     method: "get",
     path: "/x402/prices.json",

@@ -38,6 +38,7 @@ import { newId } from "../lib/ids";
 import type { ServiceContext } from "../services/context";
 import { facilitatorClient } from "./facilitator-client";
 import { PAYMENT_HEADERS, PAYMENT_IDENTIFIER, paymentIdentifierDeclaration, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
+import { BAZAAR, type BazaarCatalog } from "./bazaar";
 import type { PriceList, RoutePrice } from "./prices";
 
 export { X402_NETWORK } from "./payment-match";
@@ -78,13 +79,15 @@ export function wwwAuthenticate(): string {
   return `Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="${X402_NETWORK}" header="${PAYMENT_HEADERS[1].payment}", X402 realm="treasury" scheme="exact" network="${X402_NETWORK_V2}" header="${PAYMENT_HEADERS[2].payment}"`;
 }
 
+const withBazaar = (ext: unknown) => (ext ? { [BAZAAR]: ext } : {});
+
 /** base64 of JSON, as x402 version 2 carries objects in headers */
 export const headerJson = (value: unknown): string => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
 
 export function createPaymentGate(
   ctx: ServiceContext<"payments" | "treasuries">,
-  opts: { prices: PriceList; asset: { address: `0x${string}`; name: string; version: string }; facilitator: FacilitatorConfig },
+  opts: { prices: PriceList; catalog?: BazaarCatalog; asset: { address: `0x${string}`; name: string; version: string }; facilitator: FacilitatorConfig },
 ): PaymentGate {
   const cfg = ctx.config.x402;
   const payTo = getAddress(cfg.payTo);
@@ -138,7 +141,10 @@ export function createPaymentGate(
     error,
     resource: { url: ctx.links.url(path), description: p.description, mimeType: "application/json" },
     accepts: [requirementsV2(p)],
-    extensions: { [PAYMENT_IDENTIFIER]: paymentIdentifierDeclaration() },
+    extensions: {
+      [PAYMENT_IDENTIFIER]: paymentIdentifierDeclaration(),
+      ...withBazaar(opts.catalog?.extension(p.method, p.path)),
+    },
   });
 
   /** a 402 in both versions: v1's body (with the typed-error fields) and v2's PAYMENT-REQUIRED header */
