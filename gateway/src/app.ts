@@ -181,7 +181,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
   x402Routes(kit, services.prices, services.catalog, services.payments, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
-  const tools = buildTools(scope(ctx, "fees", "idempotency", "treasuries"), services, status);
+  const tools = buildTools(scope(ctx, "fees", "idempotency", "treasuries"), services, status, (method, path) => table.successSchemas(method, path));
   mcpRoutes(kit, scope(ctx), { tools, authenticate: services.authenticate, payments: services.payments, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
   const admin = express.Router();

@@ -77,6 +77,9 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     for (const t of tools) {
       expect(t.description!.length).toBeGreaterThan(30);
       expect(t.inputSchema.type).toBe("object");
+      // every tool declares the shape of its result (from its REST twin's documented answers)
+      expect(t.outputSchema?.type, t.name).toBe("object");
+      expect(Object.keys(t.outputSchema?.properties ?? {}).length, t.name).toBeGreaterThan(1);
       expect(typeof t.annotations?.readOnlyHint).toBe("boolean");
       expect(typeof t.annotations?.destructiveHint).toBe("boolean");
       expect(typeof t.annotations?.idempotentHint).toBe("boolean");

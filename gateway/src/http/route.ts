@@ -75,6 +75,14 @@ export const toOpenApiPath = (expressPath: string) => expressPath.replace(/:([A-
 /** Tracks which methods exist per path so unsupported ones answer 405. */
 export class RouteTable {
   private readonly methods = new Map<string, Set<string>>();
+  private readonly successes = new Map<string, ZodType[]>();
+  /** the schemas of a route's success answers (2xx), as its declaration documents them */
+  describe(method: string, path: string, schemas: ZodType[]): void {
+    this.successes.set(`${method.toUpperCase()} ${path}`, schemas);
+  }
+  successSchemas(method: string, path: string): ZodType[] {
+    return this.successes.get(`${method.toUpperCase()} ${path}`) ?? [];
+  }
   add(path: string, method: string): void {
     const set = this.methods.get(path) ?? new Set<string>();
     set.add(method.toUpperCase());
@@ -192,6 +200,7 @@ export function registerRoute<B, Q, P>(
   hooks: RouteHooks = {},
 ): void {
   table.add(spec.path, spec.method);
+  table.describe(spec.method, spec.path, Object.entries(spec.responses).flatMap(([status, r]) => (/^2\d\d$/.test(status) && r.schema ? [r.schema] : [])));
   if (!spec.internal) registry.registerPath(openApiConfig(spec));
   if (spec.security === "bearer_or_x402" && hooks.payments?.enabled && hooks.priced && !hooks.priced(spec.method.toUpperCase(), spec.path)) {
     throw new Error(`${spec.method.toUpperCase()} ${spec.path} accepts x402 but has no price: add it to the price list or declare it bearer-only`);

@@ -62,7 +62,7 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
   for (const tool of tools) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: { title: tool.title, ...tool.annotations } },
+      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: { title: tool.title, ...tool.annotations } },
       async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown> }) => {
         try {
           // a priced tool without a bearer key: paid with x402, or told how to pay

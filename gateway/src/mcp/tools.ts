@@ -4,7 +4,7 @@
  * tools use the bearer key of the HTTP request that carried the MCP call.
  */
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
-import type { ZodRawShape } from "zod";
+import type { ZodRawShape, ZodType } from "zod";
 import { feeScheduleDocument } from "../domain/fee-schedule";
 import type { TreasuryAction } from "../domain/fees";
 import { relayScope } from "../services/relay-service";
@@ -58,6 +58,8 @@ export interface ToolDefinition {
   rest: string;
   /** set when the REST twin has an x402 price: the tool can be paid for instead of called with a key */
   paid?: PricedRoute;
+  /** the shape of a successful result's structuredContent (from the REST twin's documented answers) */
+  outputSchema?: z.ZodObject;
   run(args: Record<string, unknown>, tc: ToolContext): Promise<unknown>;
 }
 
@@ -70,7 +72,40 @@ function bodyOf(args: Record<string, unknown>): Record<string, unknown> {
   return body;
 }
 
-export function buildTools(ctx: ServiceContext<"fees" | "idempotency" | "treasuries">, services: Services, gatewayStatus: () => unknown): ToolDefinition[] {
+/** what a refused tool call carries in structuredContent: the typed error body, or x402's PaymentRequired */
+const REFUSAL = z.object({
+  error: z.string().describe("machine-readable code of a refusal (isError: true)"),
+  message: z.string(),
+  request_id: z.string(),
+  http_status: z.number().int().describe("the HTTP status of the answer (REST twin's, or the refusal's)"),
+  idempotent_replayed: z.boolean().describe("the stored answer of an earlier call with the same idempotency key"),
+  x402Version: z.literal(2).describe("payment required (isError: true): x402's PaymentRequired"),
+  accepts: z.array(z.record(z.string(), z.unknown())),
+  resource: z.record(z.string(), z.unknown()),
+  extensions: z.record(z.string(), z.unknown()),
+});
+
+/**
+ * A tool's outputSchema: every field of its REST twin's documented success answers (a receipt or an
+ * envelope...) and of a refusal (the typed error body, x402's PaymentRequired), each optional, a field two
+ * of them share typed as either. MCP wants one object schema, and clients check even a refusal's
+ * structuredContent against it; an answer that is not an object is carried as `value`.
+ */
+export function toolOutputSchema(answers: ZodType[]): z.ZodObject | undefined {
+  if (answers.length === 0) return undefined;
+  const objects = [...answers.map((a) => (a instanceof z.ZodObject ? a : z.object({ value: a }))), REFUSAL];
+  const fields = new Map<string, ZodType[]>();
+  for (const o of objects) for (const [k, v] of Object.entries(o.shape as Record<string, ZodType>)) fields.set(k, [...(fields.get(k) ?? []), v]);
+  const shape = Object.fromEntries([...fields].map(([k, types]) => [k, (types.length === 1 ? types[0]! : z.union(types as [ZodType, ZodType, ...ZodType[]])).optional()]));
+  return z.object(shape).passthrough().describe("a success: the REST twin's answer; a refusal (isError): the typed error body, or x402's PaymentRequired");
+}
+
+export function buildTools(
+  ctx: ServiceContext<"fees" | "idempotency" | "treasuries">,
+  services: Services,
+  gatewayStatus: () => unknown,
+  restAnswers: (method: string, path: string) => ZodType[] = () => [],
+): ToolDefinition[] {
   /** run a state-changing call through the same idempotency guard as REST */
   const guarded = async (operation: string, scope: string, args: Record<string, unknown>, run: () => Promise<{ status: number; body: unknown }>) => {
     const body = bodyOf(args);
@@ -282,6 +317,7 @@ export function buildTools(ctx: ServiceContext<"fees" | "idempotency" | "treasur
   for (const tool of tools) {
     const twin = /^(GET|POST) (\S+)$/.exec(tool.rest);
     if (twin && services.prices.for(twin[1]!, twin[2]!)) tool.paid = { method: twin[1] as "GET" | "POST", path: twin[2]! };
+    tool.outputSchema = toolOutputSchema([...tool.rest.matchAll(/(GET|POST) (\/\S+)/g)].flatMap((m) => restAnswers(m[1]!, m[2]!)));
   }
   return tools;
 }

@@ -138,6 +138,7 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
     expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: undefined }))).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { authorization: "x" } }))).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from: `${account.address}ff` } } }))).toBeUndefined();
+    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from: `ff${account.address}` } } }))).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64(null))).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64("x"))).toBeUndefined();
   });

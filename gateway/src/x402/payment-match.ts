@@ -79,12 +79,12 @@ export function decodePaymentHeader(header: string): DecodedPaymentV1 | undefine
 /** the x402 version 2 payment (PAYMENT-SIGNATURE: base64 JSON) and its authorization, or undefined */
 export function decodePaymentSignatureHeader(header: string): DecodedPaymentV2 | undefined {
   try {
+    // JSON.parse throws on anything that is not JSON; a property of null throws too: both are "not a proof"
     const payment = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as PaymentPayloadV2;
-    if (!payment || typeof payment !== "object" || payment.x402Version !== 2) return undefined;
-    const accepted = payment.accepted;
-    if (!accepted || typeof accepted !== "object" || typeof accepted.scheme !== "string" || typeof accepted.network !== "string") return undefined;
-    const authorization = (payment.payload as { authorization?: Authorization } | undefined)?.authorization;
-    if (!authorization || typeof authorization !== "object" || !/^0x[0-9a-fA-F]{40}$/.test(String(authorization.from))) return undefined;
+    if (payment.x402Version !== 2) return undefined;
+    if (typeof payment.accepted.scheme !== "string" || typeof payment.accepted.network !== "string") return undefined;
+    const authorization = (payment.payload as { authorization?: Authorization }).authorization!;
+    if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.from))) return undefined;
     return { version: 2, payment, authorization };
   } catch {
     return undefined;
