@@ -21,84 +21,19 @@ import { discoveryRoutes } from "./routes/discovery";
 import { createKit } from "./routes/kit";
 import { publicRoutes } from "./routes/public";
 import { treasuryRoutes } from "./routes/treasuries";
-import { ChainGateway } from "./chain/chain-gateway";
-import { NonceHints } from "./chain/nonce-hints";
 import { isInternalDispatch } from "./mcp/paid-call";
 import { buildTools } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
 import { x402Routes } from "./routes/x402";
 import { X402_ASSET } from "./x402/asset";
-import { facilitatorConfig } from "./x402/facilitator-client";
-import { createPaymentGate, hasPayment, X402_NETWORK, type PaymentGate } from "./x402/payment-gate";
-import { BazaarCatalog } from "./x402/bazaar";
-import { PriceList } from "./x402/prices";
+import { hasPayment, X402_NETWORK } from "./x402/payment-gate";
 import { mcpRoutes } from "./routes/mcp";
-import { SandboxChain } from "./chain/sandbox-chain";
+import { createServices, type Services } from "./services/services";
 import { gatewayStatusDocument, type ChainExecution } from "./services/gateway-status";
-import { AccessRequestService } from "./services/access-request-service";
-import { ActionService } from "./services/action-service";
-import { bearerAuthenticator, type Authenticator } from "./services/authenticator";
-import { RelayService } from "./services/relay-service";
-import { DelegationService } from "./services/delegation-service";
-import { StatementVerifier } from "./services/statement-verifier";
 import { scope, type AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
-import { MarketRatesService } from "./services/market-rates";
-import { PolicyService } from "./services/policy-service";
-import { PreviewService } from "./services/preview-service";
-import { TreasuryService } from "./services/treasury-service";
 
 export const SERVICE_VERSION = "0.1.0";
-
-export interface Services {
-  treasuries: TreasuryService;
-  access: AccessRequestService;
-  preview: PreviewService;
-  policy: PolicyService;
-  marketRates: MarketRatesService;
-  actions: ActionService;
-  relay: RelayService;
-  delegation: DelegationService;
-  authenticate: Authenticator;
-  prices: PriceList;
-  /** x402 bazaar metadata of the priced routes, filled as they are registered */
-  catalog: BazaarCatalog;
-  payments: PaymentGate;
-}
-
-export function createServices(ctx: AppContext): Services {
-  const marketRates = new MarketRatesService(ctx.config.rpcUrls, {
-    ttlSeconds: ctx.config.marketRatesTtlSeconds,
-    timeoutMs: ctx.config.rpcTimeoutMs,
-    clock: ctx.clock,
-  });
-  const prices = new PriceList();
-  const catalog = new BazaarCatalog();
-  const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
-  const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
-  const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
-  const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
-  const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
-  return {
-    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
-    access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
-    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain)),
-    policy: new PolicyService(scope(ctx, "fees"), (t) => delegation.state(t)),
-    marketRates,
-    actions,
-    relay: new RelayService(scope(ctx, "envelopes"), actions),
-    delegation,
-    authenticate: bearerAuthenticator(scope(ctx, "apiKeys")),
-    prices,
-    catalog,
-    payments: createPaymentGate(scope(ctx, "payments", "treasuries"), {
-      prices,
-      catalog,
-      asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
-      facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret }),
-    }),
-  };
-}
 
 export interface GatewayApp {
   app: Express;

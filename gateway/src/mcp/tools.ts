@@ -17,7 +17,7 @@ import { AccessRequestBody } from "../schemas/agents";
 import { PreviewRequest } from "../schemas/public";
 import { CreateTreasuryRequest } from "../schemas/treasuries";
 import { z } from "../schemas/zod";
-import type { Services } from "../app";
+import type { Services } from "../services/services";
 import type { ServiceContext } from "../services/context";
 import { idempotent, requestFingerprint } from "../services/idempotency";
 import { liquidationDistanceDocument } from "../services/liquidation-distance";

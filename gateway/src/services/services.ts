@@ -1,0 +1,75 @@
+/**
+ * The service graph: every service the routes and the MCP tools call, built
+ * once per process from the context (stores, config, clock). Kept apart from
+ * app.ts (the HTTP assembly) so that the MCP tools and the routes depend on
+ * the services, never on the app.
+ */
+import { ChainGateway } from "../chain/chain-gateway";
+import { NonceHints } from "../chain/nonce-hints";
+import { SandboxChain } from "../chain/sandbox-chain";
+import { X402_ASSET } from "../x402/asset";
+import { BazaarCatalog } from "../x402/bazaar";
+import { facilitatorConfig } from "../x402/facilitator-client";
+import { createPaymentGate, type PaymentGate } from "../x402/payment-gate";
+import { PriceList } from "../x402/prices";
+import { AccessRequestService } from "./access-request-service";
+import { ActionService } from "./action-service";
+import { bearerAuthenticator, type Authenticator } from "./authenticator";
+import { scope, type AppContext } from "./context";
+import { DelegationService } from "./delegation-service";
+import { MarketRatesService } from "./market-rates";
+import { PolicyService } from "./policy-service";
+import { PreviewService } from "./preview-service";
+import { RelayService } from "./relay-service";
+import { StatementVerifier } from "./statement-verifier";
+import { TreasuryService } from "./treasury-service";
+
+export interface Services {
+  treasuries: TreasuryService;
+  access: AccessRequestService;
+  preview: PreviewService;
+  policy: PolicyService;
+  marketRates: MarketRatesService;
+  actions: ActionService;
+  relay: RelayService;
+  delegation: DelegationService;
+  authenticate: Authenticator;
+  prices: PriceList;
+  /** x402 bazaar metadata of the priced routes, filled as they are registered */
+  catalog: BazaarCatalog;
+  payments: PaymentGate;
+}
+
+export function createServices(ctx: AppContext): Services {
+  const marketRates = new MarketRatesService(ctx.config.rpcUrls, {
+    ttlSeconds: ctx.config.marketRatesTtlSeconds,
+    timeoutMs: ctx.config.rpcTimeoutMs,
+    clock: ctx.clock,
+  });
+  const prices = new PriceList();
+  const catalog = new BazaarCatalog();
+  const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
+  const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
+  const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
+  const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
+  const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
+  return {
+    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
+    access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
+    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain)),
+    policy: new PolicyService(scope(ctx, "fees"), (t) => delegation.state(t)),
+    marketRates,
+    actions,
+    relay: new RelayService(scope(ctx, "envelopes"), actions),
+    delegation,
+    authenticate: bearerAuthenticator(scope(ctx, "apiKeys")),
+    prices,
+    catalog,
+    payments: createPaymentGate(scope(ctx, "payments", "treasuries"), {
+      prices,
+      catalog,
+      asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
+      facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret }),
+    }),
+  };
+}
