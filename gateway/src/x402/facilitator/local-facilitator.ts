@@ -26,25 +26,17 @@ import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { settle as x402Settle, verify as x402Verify } from "x402/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
+import type { RequirementsV2 } from "../payment-match";
 
 const NETWORK = "base-sepolia";
 const NETWORK_V2 = "eip155:84532";
 
-/** a version 2 payment and its requirements (amount, CAIP-2 network) */
+/** a version 2 payment (its requirements are payment-match's RequirementsV2) */
 interface PaymentV2 {
   x402Version: 2;
-  accepted: { scheme: string; network: string; amount: string; asset: string; payTo: string; maxTimeoutSeconds: number; extra?: Record<string, unknown> };
+  accepted: RequirementsV2;
   payload: Record<string, unknown>;
   resource?: { url?: string };
-}
-interface RequirementsV2 {
-  scheme: string;
-  network: string;
-  amount: string;
-  asset: string;
-  payTo: string;
-  maxTimeoutSeconds: number;
-  extra?: Record<string, unknown>;
 }
 export type AnyPayment = PaymentPayload | PaymentV2;
 export type AnyRequirements = PaymentRequirements | RequirementsV2;
