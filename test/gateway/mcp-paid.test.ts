@@ -11,10 +11,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { x402Client } from "@x402/core/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createWalletClient, http } from "viem";
-import type { PrivateKeyAccount } from "viem/accounts";
+import { generatePrivateKey, type PrivateKeyAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { startTestGateway } from "../helpers/gateway";
+import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { createPaymentHeader } from "x402/client";
 import { newIdempotencyKey } from "../helpers/treasury";
@@ -126,6 +127,33 @@ describe("an agent with only a key pays for MCP tools", () => {
     expect(structured(health)).toMatchObject({ ltv: 0, http_status: 200 });
     expect(health._meta?.["x402/payment-response"]).toMatchObject({ success: true, network: "base-sepolia" });
     expect(await stack.chain.balanceOf(account.address)).toBe(before - 1_000n);
+    await mcp.close();
+  }, 60_000);
+});
+
+describe("a settlement that fails", () => {
+  it("returns only the payment error, never the tool's result, and charges nothing", async () => {
+    // a facilitator whose settlement account has no ETH for gas: verify passes, settle reverts
+    const broke = await startFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: generatePrivateKey(), port: 0 });
+    const gw = await startTestGateway({ X402_FACILITATOR: "local", X402_FACILITATOR_URL: broke.url, X402_PAY_TO: stack.payTo });
+    onTestFinished(async () => {
+      await gw.close();
+      await broke.close();
+    });
+    const { account } = await newPayer(stack.chain);
+    const mcp = await connect(gw.url);
+    const before = await stack.chain.balanceOf(account.address);
+    for (const [name, args] of [["get_health", {}], ["prepare_deposit", { amount_usdc: 150, idempotency_key: newIdempotencyKey() }]] as const) {
+      const required = structured(await mcp.callTool({ name, arguments: args }));
+      const r = await mcp.callTool({ name, arguments: args, _meta: { "x402/payment": await pay(account, required) } });
+      expect(r.isError, name).toBe(true);
+      expect(structured(r)).toMatchObject({ x402Version: 2, error: "settlement_failed", http_status: 402, accepts: [{ network: "eip155:84532" }] });
+      expect(structured(r).ltv).toBeUndefined();
+      expect(structured(r).unsigned_transaction).toBeUndefined();
+      expect(r._meta?.["x402/payment-response"]).toBeUndefined();
+    }
+    expect(await stack.chain.balanceOf(account.address)).toBe(before);
+    expect(((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes")) as { n: number }).n).toBe(0);
     await mcp.close();
   }, 60_000);
 });
