@@ -138,7 +138,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   for (const [path, methods] of table.entries()) {
     app.all(path, (req, res) => {
       res.setHeader("Allow", methods.join(", "));
-      sendError(res, new ApiError(405, "method_not_allowed", `${req.method} is not supported on ${req.path}; allowed: ${methods.join(", ")}`));
+      sendError(res, new ApiError("method_not_allowed", `${req.method} is not supported on ${req.path}; allowed: ${methods.join(", ")}`));
     });
   }
   app.use(notFoundHandler);

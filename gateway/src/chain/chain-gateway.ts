@@ -17,7 +17,7 @@ import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { HEALTH_SCORE_CAP } from "../domain/position";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 
 export type TreasuryChain = "base" | "arbitrum";
 
@@ -132,7 +132,7 @@ export class ChainGateway {
         holdings: { aUsdc, aWeth, aBtc, walletUsdc },
       };
     } catch (err) {
-      throw new ApiError(503, "chain_unavailable", `could not read the treasury's position on ${chain}: ${describeRevert(err)}`);
+      throw new TreasuryError("chain_unavailable", `could not read the treasury's position on ${chain}: ${describeRevert(err)}`);
     }
   }
 
@@ -145,7 +145,7 @@ export class ChainGateway {
     try {
       await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value });
     } catch (err) {
-      throw new ApiError(422, "transaction_would_revert", `the signed transaction would revert on ${chain}: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
+      throw new TreasuryError("transaction_would_revert", `the signed transaction would revert on ${chain}: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
     }
   }
 
@@ -158,7 +158,7 @@ export class ChainGateway {
     try {
       return await this.client(chain).sendRawTransaction({ serializedTransaction: signed });
     } catch (err) {
-      throw new ApiError(422, "broadcast_rejected", `the ${chain} node refused the transaction: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
+      throw new TreasuryError("broadcast_rejected", `the ${chain} node refused the transaction: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
     }
   }
 
@@ -173,7 +173,7 @@ export class ChainGateway {
     } catch (err) {
       const name = (err as { name?: string }).name;
       if (name === "WaitForTransactionReceiptTimeoutError" || name === "TransactionReceiptNotFoundError") return null;
-      throw new ApiError(503, "chain_unavailable", `could not read the receipt of ${hash} on ${chain}: ${describeRevert(err)}`);
+      throw new TreasuryError("chain_unavailable", `could not read the receipt of ${hash} on ${chain}: ${describeRevert(err)}`);
     }
   }
 
@@ -184,7 +184,7 @@ export class ChainGateway {
       return true;
     } catch (err) {
       if ((err as { name?: string }).name === "TransactionNotFoundError") return false;
-      throw new ApiError(503, "chain_unavailable", `could not look up ${hash} on ${chain}: ${describeRevert(err)}`);
+      throw new TreasuryError("chain_unavailable", `could not look up ${hash} on ${chain}: ${describeRevert(err)}`);
     }
   }
 

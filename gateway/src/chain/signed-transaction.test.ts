@@ -2,7 +2,7 @@
 import { keccak256, parseGwei, serializeTransaction } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../http/errors";
+import { ApiError, statusOf } from "../http/errors";
 import { verifySignedTransaction } from "./signed-transaction";
 
 const account = privateKeyToAccount(generatePrivateKey());
@@ -14,7 +14,7 @@ const codeOf = async (p: Promise<unknown>) => {
     await p;
   } catch (e) {
     expect(e).toBeInstanceOf(ApiError);
-    return { status: (e as ApiError).status, code: (e as ApiError).code, fields: (e as ApiError).fields };
+    return { status: statusOf(e as ApiError), code: (e as ApiError).code, fields: (e as ApiError).fields };
   }
   throw new Error("accepted");
 };

@@ -5,7 +5,7 @@
  * typed 400. Pure: no chain access.
  */
 import { keccak256, parseTransaction, recoverTransactionAddress, type TransactionSerialized } from "viem";
-import { ApiError } from "../http/errors";
+import { TreasuryError, type ErrorCode } from "../lib/errors";
 
 export interface VerifiedTransaction {
   signer: `0x${string}`;
@@ -24,13 +24,13 @@ export async function verifySignedTransaction(
     signer = await recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
   } catch (err) {
     const reason = err instanceof Error ? ((err as { shortMessage?: string }).shortMessage ?? err.message).split("\n")[0] : String(err);
-    throw new ApiError(400, "invalid_signed_transaction", `signed_transaction is not a signed legacy, EIP-2930 or EIP-1559 transaction: ${reason}`);
+    throw new TreasuryError("invalid_signed_transaction", `signed_transaction is not a signed legacy, EIP-2930 or EIP-1559 transaction: ${reason}`);
   }
   if (!["legacy", "eip2930", "eip1559"].includes(parsed.type ?? "")) {
-    throw new ApiError(400, "invalid_signed_transaction", `transaction type ${parsed.type} is not accepted; use legacy, EIP-2930 or EIP-1559`);
+    throw new TreasuryError("invalid_signed_transaction", `transaction type ${parsed.type} is not accepted; use legacy, EIP-2930 or EIP-1559`);
   }
-  const mismatch = (code: string, field: string, got: unknown, want: unknown) =>
-    new ApiError(400, code, `${field} of the signed transaction (${String(got)}) does not match the envelope (${String(want)})`, { field, expected: want, received: got });
+  const mismatch = (code: ErrorCode, field: string, got: unknown, want: unknown) =>
+    new TreasuryError(code, `${field} of the signed transaction (${String(got)}) does not match the envelope (${String(want)})`, { field, expected: want, received: got });
   if (parsed.chainId !== expected.chainId) throw mismatch("chain_id_mismatch", "chain id", parsed.chainId ?? "none (pre-EIP-155)", expected.chainId);
   if ((parsed.to ?? "").toLowerCase() !== expected.to.toLowerCase()) throw mismatch("to_mismatch", "to", parsed.to ?? "none", expected.to);
   if ((parsed.data ?? "0x").toLowerCase() !== expected.data.toLowerCase()) throw mismatch("data_mismatch", "data", `${(parsed.data ?? "0x").slice(0, 18)}...`, `${expected.data.slice(0, 18)}...`);

@@ -10,7 +10,7 @@ export const requireJsonBody: RequestHandler = (req, _res, next) => {
   const hasBody = (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined;
   if (!hasBody) return next();
   if (!req.is(["application/json", "application/*+json"])) {
-    return next(new ApiError(415, "unsupported_media_type", `request bodies must be application/json, got ${req.headers["content-type"] ?? "no content type"}`));
+    return next(new ApiError("unsupported_media_type", `request bodies must be application/json, got ${req.headers["content-type"] ?? "no content type"}`));
   }
   next();
 };
@@ -32,7 +32,7 @@ export function jsonDepthExceeds(value: unknown, limit: number): boolean {
 
 export const limitJsonDepth: RequestHandler = (req, _res, next) => {
   if ((req as { _body?: boolean })._body === true && jsonDepthExceeds(req.body, MAX_JSON_DEPTH)) {
-    return next(new ApiError(400, "invalid_request", `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
+    return next(new ApiError("invalid_request", `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
   }
   next();
 };

@@ -1,43 +1,74 @@
 /**
- * Typed errors (spec 2.1 and 7). Everything that leaves the service as a
- * non-2xx answer is an ApiError turned into `{ error, message, request_id, ... }`.
+ * Typed errors (spec 2.1 and 7) over HTTP. Everything that leaves the service
+ * as a non-2xx answer is a TreasuryError (lib/errors.ts: a closed set of codes)
+ * turned into `{ error, message, request_id, ... }` with its code's status.
  */
 import type { ErrorRequestHandler, RequestHandler } from "express";
+import { TreasuryError as ApiError, type ErrorCode, type TreasuryError } from "../lib/errors";
 import type { ZodError } from "zod";
 
-export type ErrorCode =
-  | "invalid_request"
-  | "unauthorized"
-  | "forbidden"
-  | "ltv_limit_exceeded"
-  | "not_found"
-  | "treasury_not_found"
-  | "access_request_not_found"
-  | "method_not_allowed"
-  | "conflict"
-  | "invalid_transition"
-  | "payload_too_large"
-  | "unsupported_media_type"
-  | "rate_limited"
-  | "sandbox_unavailable"
-  | "not_implemented"
-  | "internal_error"
-  | (string & {});
+/** the HTTP status of every error code: the one place a code meets HTTP (MCP carries the same status as `http_status`) */
+export const HTTP_STATUS = {
+  invalid_request: 400,
+  invalid_payment_identifier: 400,
+  invalid_signed_transaction: 400,
+  chain_id_mismatch: 400,
+  to_mismatch: 400,
+  data_mismatch: 400,
+  value_mismatch: 400,
+  signer_mismatch: 400,
+  invalid_ownership_proof: 400,
+  invalid_safe_proof: 400,
+  invalid_module: 400,
+  insufficient_balance: 400,
+  insufficient_collateral: 400,
+  insufficient_debt: 400,
+  no_debt: 400,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  method_not_allowed: 405,
+  unauthorized: 401,
+  key_not_bound: 403,
+  host_not_allowed: 403,
+  origin_not_allowed: 403,
+  ltv_limit_exceeded: 403,
+  not_found: 404,
+  treasury_not_found: 404,
+  access_request_not_found: 404,
+  envelope_not_found: 404,
+  tool_not_found: 404,
+  envelope_expired: 410,
+  conflicting_operation: 409,
+  invalid_transition: 409,
+  not_managed: 409,
+  already_relayed: 409,
+  nonce_not_next: 409,
+  step_in_flight: 409,
+  step_out_of_order: 409,
+  prerequisite_steps_required: 409,
+  idempotency_in_progress: 409,
+  idempotency_key_reused: 422,
+  payment_in_progress: 409,
+  payment_identifier_reused: 409,
+  transaction_would_revert: 422,
+  transaction_reverted: 422,
+  broadcast_rejected: 422,
+  sandbox_execution_failed: 422,
+  rate_limited: 429,
+  chain_unavailable: 503,
+  sandbox_unavailable: 503,
+  payment_facilitator_unavailable: 503,
+  automation_unconfigured: 503,
+  internal_error: 500,
+} as const satisfies Record<ErrorCode, number>;
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: ErrorCode,
-    message: string,
-    /** contextual fields added to the body (e.g. safe_amount) */
-    readonly fields: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
+/** a typed error as HTTP sees it: the same class everywhere, its status from the table */
+export { TreasuryError as ApiError } from "../lib/errors";
+export type { ErrorCode } from "../lib/errors";
 
-export const badRequest = (message: string, fields: Record<string, unknown> = {}) => new ApiError(400, "invalid_request", message, fields);
+export const statusOf = (err: TreasuryError): number => HTTP_STATUS[err.code];
+
+export const badRequest = (message: string, fields: Record<string, unknown> = {}) => new ApiError("invalid_request", message, fields);
 
 export function fromZodError(error: ZodError, where: "body" | "query" | "path" | "header"): ApiError {
   const details = error.issues.map((i) => ({
@@ -49,7 +80,7 @@ export function fromZodError(error: ZodError, where: "body" | "query" | "path" |
   const message = first
     ? `${where}${first.field ? ` field '${first.field}'` : ""}: ${first.message}`
     : `invalid ${where}`;
-  return new ApiError(400, "invalid_request", message, { details });
+  return new ApiError("invalid_request", message, { details });
 }
 
 export function errorBody(err: ApiError, requestId: string | undefined) {
@@ -58,35 +89,35 @@ export function errorBody(err: ApiError, requestId: string | undefined) {
 
 export function sendError(res: Parameters<RequestHandler>[1], err: ApiError): void {
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  res.status(err.status).json(errorBody(err, res.locals.requestId as string | undefined));
+  res.status(statusOf(err)).json(errorBody(err, res.locals.requestId as string | undefined));
 }
 
 /** body-parser errors carry `type` and `status`; map them to typed errors */
 function fromBodyParser(err: { type?: string; status?: number; message?: string }): ApiError | undefined {
   switch (err.type) {
     case "entity.parse.failed":
-      return new ApiError(400, "invalid_request", "malformed JSON body");
+      return new ApiError("invalid_request", "malformed JSON body");
     case "entity.too.large":
-      return new ApiError(413, "payload_too_large", "request body is larger than the limit");
+      return new ApiError("payload_too_large", "request body is larger than the limit");
     case "encoding.unsupported":
     case "charset.unsupported":
-      return new ApiError(415, "unsupported_media_type", err.message ?? "unsupported body encoding");
+      return new ApiError("unsupported_media_type", err.message ?? "unsupported body encoding");
     case "request.aborted":
-      return new ApiError(400, "invalid_request", "request aborted");
+      return new ApiError("invalid_request", "request aborted");
     case "request.size.invalid":
     case "stream.encoding.set":
     case "stream.not.readable":
-      return new ApiError(400, "invalid_request", "unreadable request body");
+      return new ApiError("invalid_request", "unreadable request body");
     default:
       if (typeof err.status === "number" && err.status >= 400 && err.status < 500) {
-        return new ApiError(err.status, "invalid_request", err.message ?? "bad request");
+        return new ApiError(err.status === 413 ? "payload_too_large" : err.status === 415 ? "unsupported_media_type" : "invalid_request", err.message ?? "bad request");
       }
       return undefined;
   }
 }
 
 export const notFoundHandler: RequestHandler = (req, res) => {
-  sendError(res, new ApiError(404, "not_found", `no route for ${req.method} ${req.path}`));
+  sendError(res, new ApiError("not_found", `no route for ${req.method} ${req.path}`));
 };
 
 export function errorHandler(log: { error: (obj: unknown, msg: string) => void }): ErrorRequestHandler {
@@ -99,6 +130,6 @@ export function errorHandler(log: { error: (obj: unknown, msg: string) => void }
     }
     log.error({ err, request_id: res.locals.requestId }, "unhandled error");
     if (res.headersSent) return;
-    sendError(res, new ApiError(500, "internal_error", "internal error; quote the request_id when reporting it"));
+    sendError(res, new ApiError("internal_error", "internal error; quote the request_id when reporting it"));
   };
 }

@@ -78,7 +78,7 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
       const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : Math.ceil(options.windowMs / 1000);
       sendError(
         res,
-        new ApiError(429, "rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }),
+        new ApiError("rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }),
       );
     },
   };
@@ -99,7 +99,7 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
         const hit = await writeCounter.increment(await keyGenerator(req));
         if (hit.totalHits <= opts.writePerWindow) return undefined;
         const retryAfter = Math.max(1, Math.ceil(((hit.resetTime?.getTime() ?? Date.now() + opts.windowMs) - Date.now()) / 1000));
-        return new ApiError(429, "rate_limited", `too many state-changing calls; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter });
+        return new ApiError("rate_limited", `too many state-changing calls; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter });
       };
       return read(req, res, next);
     }
@@ -124,7 +124,7 @@ export function credentialCreationLimit(opts: { perHour: number; paths: string[]
     handler: (_req: Request, res: Parameters<RequestHandler>[1]) => {
       sendError(
         res,
-        new ApiError(429, "rate_limited", `at most ${opts.perHour} free credentials per client address per hour; retry later`, { retry_after_seconds: 3600 }, { "Retry-After": "3600" }),
+        new ApiError("rate_limited", `at most ${opts.perHour} free credentials per client address per hour; retry later`, { retry_after_seconds: 3600 }, { "Retry-After": "3600" }),
       );
     },
   });

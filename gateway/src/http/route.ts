@@ -13,7 +13,7 @@ import type { IdempotencyStore } from "../store/idempotency-store";
 import type { BazaarCatalog } from "../x402/bazaar";
 import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
-import { ApiError, errorBody, fromZodError } from "./errors";
+import { ApiError, errorBody, fromZodError, statusOf } from "./errors";
 
 export type Method = "get" | "post";
 
@@ -173,8 +173,8 @@ async function outcomeOf(res: Response, run: () => Promise<HandlerResult>): Prom
     const result = settledResult(await run());
     return { status: result.status, headers: result.headers ?? {}, body: JSON.stringify(result.body) };
   } catch (err) {
-    if (err instanceof ApiError && err.status < 500) {
-      return { status: err.status, headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };
+    if (err instanceof ApiError && statusOf(err) < 500) {
+      return { status: statusOf(err), headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };
     }
     throw err;
   }
@@ -278,8 +278,8 @@ export function registerRoute<B, Q, P>(
         await claim.release();
         return sendOutcome(res, taken.response, true);
       }
-      if (taken.kind === "mismatch") throw new ApiError(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
-      if (taken.kind === "in_progress") throw new ApiError(409, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)", {}, { "Retry-After": "1" });
+      if (taken.kind === "mismatch") throw new ApiError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
+      if (taken.kind === "in_progress") throw new ApiError("idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)", {}, { "Retry-After": "1" });
       const holder = (keyHolder = taken.holder);
 
       await whileLeased(
@@ -341,9 +341,9 @@ export function registerRoute<B, Q, P>(
     const holder = `pid_${randomUUID()}`;
     const taken = await store.claim(scope, id, fingerprint, now(), holder);
     if (taken.kind === "replay") return sendOutcome(res, taken.response, true);
-    if (taken.kind === "mismatch") throw new ApiError(409, "payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
+    if (taken.kind === "mismatch") throw new ApiError("payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
     if (taken.kind === "in_progress") {
-      throw new ApiError(409, "payment_in_progress", "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)", { retry_after_seconds: 1 }, { "Retry-After": "1" });
+      throw new ApiError("payment_in_progress", "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)", { retry_after_seconds: 1 }, { "Retry-After": "1" });
     }
     let sent: string | undefined;
     const send = res.send.bind(res);
@@ -406,7 +406,7 @@ export function registerRoute<B, Q, P>(
             return await runPaidRead(req, res, claim);
           };
           const pid = paymentIdentifier(paymentOf((n) => req.header(n))?.decoded);
-          if (pid && "invalid" in pid) throw new ApiError(400, "invalid_payment_identifier", pid.invalid);
+          if (pid && "invalid" in pid) throw new ApiError("invalid_payment_identifier", pid.invalid);
           const payer = pid ? await hooks.payments.verifiedPayer((n) => req.header(n)) : undefined;
           // an unsigned or forged proof goes the normal way (and is refused there): only a signer's identifier is honoured
           if (pid && payer) return await byPaymentIdentifier(req, res, payer, pid.id, pay);
@@ -429,7 +429,7 @@ function bodyOf(req: Request, required: boolean): unknown {
   // body-parser marks a request whose body it parsed with `_body`
   const parsed = (req as Request & { _body?: boolean })._body === true;
   if (!parsed) {
-    if (required) throw new ApiError(400, "invalid_request", "a JSON body is required");
+    if (required) throw new ApiError("invalid_request", "a JSON body is required");
     return {};
   }
   return req.body;

@@ -17,7 +17,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Request, Response } from "express";
 import { z } from "../schemas/zod";
-import { ApiError } from "../http/errors";
+import { ApiError, statusOf } from "../http/errors";
 import type { Credential } from "../http/credential";
 import type { PaymentGate } from "../x402/payment-gate";
 import { MCP_PAYMENT_META, paidToolCall } from "./paid-call";
@@ -31,7 +31,7 @@ function toolResult(value: unknown): CallToolResult {
 }
 
 function toolError(err: ApiError, requestId: string): CallToolResult {
-  const body = { error: err.code, message: err.message, request_id: requestId, http_status: err.status, ...err.fields };
+  const body = { error: err.code, message: err.message, request_id: requestId, http_status: statusOf(err), ...err.fields };
   return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
 }
 
@@ -58,7 +58,7 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
   );
   // arguments the input schema refuses, an unknown tool: the typed error body too, never bare text
   (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message) =>
-    toolError(/Tool \S+ not found$/.test(message) ? new ApiError(404, "tool_not_found", message) : new ApiError(400, "invalid_request", message), tc.requestId);
+    toolError(/Tool \S+ not found$/.test(message) ? new ApiError("tool_not_found", message) : new ApiError("invalid_request", message), tc.requestId);
   for (const tool of tools) {
     server.registerTool(
       tool.name,
@@ -76,10 +76,10 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
         } catch (err) {
           if (err instanceof ApiError) return toolError(err, tc.requestId);
           if (err instanceof z.ZodError) {
-            return toolError(new ApiError(400, "invalid_request", err.issues[0]?.message ?? "invalid arguments", { details: err.issues }), tc.requestId);
+            return toolError(new ApiError("invalid_request", err.issues[0]?.message ?? "invalid arguments", { details: err.issues }), tc.requestId);
           }
           log(err);
-          return toolError(new ApiError(500, "internal_error", "internal error; quote the request_id when reporting it"), tc.requestId);
+          return toolError(new ApiError("internal_error", "internal error; quote the request_id when reporting it"), tc.requestId);
         }
       },
     );

@@ -8,7 +8,8 @@ import type { ZodRawShape, ZodType } from "zod";
 import { feeScheduleDocument } from "../domain/fee-schedule";
 import type { TreasuryAction } from "../domain/fees";
 import { relayScope } from "../services/relay-service";
-import { ApiError } from "../http/errors";
+import { ApiError, statusOf } from "../http/errors";
+import { isErrorCode } from "../lib/errors";
 import { chainAsPosition } from "../chain/chain-gateway";
 import type { Credential } from "../http/credential";
 import { treasuryCreateSchemaDocument } from "../routes/treasuries";
@@ -117,8 +118,8 @@ export function buildTools(
           const r = await run();
           return { status: r.status, headers: {}, body: JSON.stringify(r.body) };
         } catch (err) {
-          if (err instanceof ApiError && err.status < 500) {
-            return { status: err.status, headers: err.headers, body: JSON.stringify({ error: err.code, message: err.message, ...err.fields }) };
+          if (err instanceof ApiError && statusOf(err) < 500) {
+            return { status: statusOf(err), headers: err.headers, body: JSON.stringify({ error: err.code, message: err.message, ...err.fields }) };
           }
           throw err;
         }
@@ -126,7 +127,8 @@ export function buildTools(
     );
     const parsed = JSON.parse(outcome.body) as Record<string, unknown>;
     if (outcome.status >= 400) {
-      throw new ApiError(outcome.status, String(parsed.error), String(parsed.message), Object.fromEntries(Object.entries(parsed).filter(([k]) => k !== "error" && k !== "message")));
+      // a stored refusal: its code is one of the table's (it was made from one)
+      throw new ApiError(isErrorCode(parsed.error) ? parsed.error : "internal_error", String(parsed.message), Object.fromEntries(Object.entries(parsed).filter(([k]) => k !== "error" && k !== "message")));
     }
     return { ...parsed, http_status: outcome.status, idempotent_replayed: outcome.replayed };
   };
@@ -254,7 +256,7 @@ export function buildTools(
       run: async (args, tc) => {
         const credential = await tc.credential();
         const body = EstimateRequest.parse(args);
-        if (body.action === "convert" && !body.target) throw new ApiError(400, "invalid_request", "target (btc or eth) is required when action is convert");
+        if (body.action === "convert" && !body.target) throw new ApiError("invalid_request", "target (btc or eth) is required when action is convert");
         const treasury = await services.actions.treasury(credential.treasuryId);
         const chain = chainAsPosition(await services.actions.chainPosition(treasury));
         return services.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chain);

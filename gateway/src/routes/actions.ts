@@ -137,7 +137,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     handler: async ({ body, res }) => {
       const credential = requireCredential(res);
       if (body.action === "convert" && !body.target) {
-        throw new ApiError(400, "invalid_request", "target (btc or eth) is required when action is convert", {
+        throw new ApiError("invalid_request", "target (btc or eth) is required when action is convert", {
           details: [{ location: "body", field: "target", message: "required for convert" }],
         });
       }

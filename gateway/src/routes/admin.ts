@@ -15,10 +15,10 @@ import type { RouteKit } from "./kit";
 export function adminGuard(ctx: Runtime): RequestHandler {
   return (req, _res, next) => {
     const token = ctx.config.adminToken;
-    if (!token) return next(new ApiError(404, "not_found", `no route for ${req.method} ${req.path}`));
+    if (!token) return next(new ApiError("not_found", `no route for ${req.method} ${req.path}`));
     const header = req.header("authorization") ?? "";
     const presented = header.startsWith("Bearer ") ? header.slice(7) : "";
-    if (!presented || !safeEqual(presented, token)) return next(new ApiError(401, "unauthorized", "admin token missing or invalid"));
+    if (!presented || !safeEqual(presented, token)) return next(new ApiError("unauthorized", "admin token missing or invalid"));
     next();
   };
 }
@@ -83,7 +83,7 @@ export function adminRoutes(kit: RouteKit, ctx: ServiceContext<"accessRequests" 
     responses: { 200: anyBody },
     handler: async ({ params }) => {
       if (!await ctx.stores.outbox.markDelivered(params.id, ctx.clock.now().toISOString())) {
-        throw new ApiError(404, "not_found", `no pending message ${params.id}`);
+        throw new ApiError("not_found", `no pending message ${params.id}`);
       }
       return { status: 200, body: { id: params.id, delivered: true } };
     },

@@ -29,7 +29,7 @@ export function mcpRoutes(
     },
     handler: ({ req }) => {
       if ((req.header("accept") ?? "").includes("text/event-stream")) {
-        throw new ApiError(405, "method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
+        throw new ApiError("method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
       }
       return {
         status: 200,

@@ -6,7 +6,7 @@
  */
 import { getAddress } from "viem";
 import { EMPTY_HOLDINGS } from "../domain/portfolio";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { AccessOutcome, AccessRequestRecord, AccessRequestStatus } from "../store/access-request-store";
 import type { Chain } from "../store/treasury-store";
@@ -65,7 +65,7 @@ export class AccessRequestService {
 
   async get(id: string): Promise<AccessRequestRecord> {
     const r = await this.ctx.stores.accessRequests.get(id);
-    if (!r) throw new ApiError(404, "access_request_not_found", `access request ${id} does not exist`);
+    if (!r) throw new TreasuryError("access_request_not_found", `access request ${id} does not exist`);
     return r;
   }
 
@@ -109,7 +109,7 @@ export class AccessRequestService {
     const r = await this.get(id);
     const now = this.ctx.clock.now().toISOString();
     if (!await this.ctx.stores.accessRequests.transition(id, "received", "in_review", { reviewer }, now)) {
-      throw new ApiError(409, "invalid_transition", `access request is ${r.status}; only a received request can move to in_review`);
+      throw new TreasuryError("invalid_transition", `access request is ${r.status}; only a received request can move to in_review`);
     }
     return this.adminView(await this.get(id));
   }
@@ -125,13 +125,13 @@ export class AccessRequestService {
     const result = await this.ctx.tx.transaction(async () => {
       const r = await this.get(id);
       if (r.status !== "in_review") {
-        throw new ApiError(409, "invalid_transition", `access request is ${r.status}; only an in_review request can be closed`);
+        throw new TreasuryError("invalid_transition", `access request is ${r.status}; only an in_review request can be closed`);
       }
       let boundTreasury: string | null = null;
       let keyText: string | null = null;
       if (outcome === "approved") {
         if (treasuryId) {
-          if (!await this.ctx.stores.treasuries.get(treasuryId)) throw new ApiError(404, "treasury_not_found", `treasury ${treasuryId} does not exist`);
+          if (!await this.ctx.stores.treasuries.get(treasuryId)) throw new TreasuryError("treasury_not_found", `treasury ${treasuryId} does not exist`);
           boundTreasury = treasuryId;
         } else if (r.walletAddress) {
           boundTreasury = newId("trs");

@@ -21,7 +21,7 @@ import { positionOf } from "../domain/portfolio";
 import { healthScore, ltvPct, simulate } from "../domain/position";
 import { PRESETS } from "../domain/presets";
 import { applyToLedger, LedgerError, type ActionParams, type LedgerResult } from "../domain/sandbox-ledger";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import { newId, type IdPrefix } from "../lib/ids";
 import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
 import type { TreasuryRecord } from "../store/treasury-store";
@@ -101,7 +101,7 @@ export class ActionService {
     try {
       await this.sandbox.fund(t.chain, AAVE_MARKETS[t.chain].usdc, t.walletAddress, usdcNeeded);
     } catch (err) {
-      throw new ApiError(503, "chain_unavailable", `the sandbox could not fund ${t.walletAddress} on ${t.chain}: ${(err as Error).message}`);
+      throw new TreasuryError("chain_unavailable", `the sandbox could not fund ${t.walletAddress} on ${t.chain}: ${(err as Error).message}`);
     }
   }
 
@@ -120,7 +120,7 @@ export class ActionService {
 
   async treasury(id: string): Promise<TreasuryRecord> {
     const t = await this.ctx.stores.treasuries.get(id);
-    if (!t) throw new ApiError(404, "treasury_not_found", `treasury ${id} does not exist`);
+    if (!t) throw new TreasuryError("treasury_not_found", `treasury ${id} does not exist`);
     return t;
   }
 
@@ -139,7 +139,7 @@ export class ActionService {
       const now = this.ctx.clock.now();
       await this.guard(await this.treasury(treasuryId), request, now, chain);
       if (!await this.ctx.stores.slots.claim(treasuryId, holder, now)) {
-        throw new ApiError(409, "conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
+        throw new TreasuryError("conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
       }
     });
     return () => this.ctx.stores.slots.release(treasuryId, holder);
@@ -147,13 +147,11 @@ export class ActionService {
 
   private async guard(treasury: TreasuryRecord, request: ActionRequest, now: Date, chain: ChainPosition | null): Promise<Plan> {
     if (request.action === "deposit" && request.amountMicro < MIN_DEPOSIT_MICRO) {
-      throw new ApiError(400, "invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
+      throw new TreasuryError("invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
     }
     const pending = await this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
     if (pending) {
-      throw new ApiError(
-        409,
-        "conflicting_operation",
+      throw new TreasuryError("conflicting_operation",
         `envelope ${pending.txId} (${pending.action}) is awaiting signature until ${pending.expiresAt}; relay it or let it expire before a new action`,
         { pending_tx_id: pending.txId, pending_action: pending.action, pending_expires_at: pending.expiresAt },
       );
@@ -247,7 +245,7 @@ export class ActionService {
       }
       const r = await this.sandbox.sendAs(t.chain, t.walletAddress, s).catch((err: unknown) => ({ status: "error" as const, error: (err as Error).message }));
       if (r.status !== "success") {
-        throw new ApiError(422, "sandbox_execution_failed", `the ${s.kind} step (${s.summary.description}) did not execute on the local fork; the steps before it did: nothing was recorded`, {
+        throw new TreasuryError("sandbox_execution_failed", `the ${s.kind} step (${s.summary.description}) did not execute on the local fork; the steps before it did: nothing was recorded`, {
           executed_steps: steps,
           failed_step: { kind: s.kind, ...("hash" in r ? { tx_hash: r.hash } : { error: r.error }) },
         });
@@ -270,9 +268,9 @@ export class ActionService {
       const sim = simulate(position, request.action, request.amountMicro, preset, tier);
       if (sim.breach) throw safetyRailError(sim, preset);
       const usdcNeeded = request.action === "repay" ? minBig(request.amountMicro, chain.debtMicro) : request.action === "borrow" ? 0n : request.amountMicro;
-      if (request.action === "repay" && chain.debtMicro === 0n) throw new ApiError(400, "no_debt", "the wallet has no USDC debt on Aave to repay");
+      if (request.action === "repay" && chain.debtMicro === 0n) throw new TreasuryError("no_debt", "the wallet has no USDC debt on Aave to repay");
       if (chain.holdings.walletUsdc < usdcNeeded) {
-        throw new ApiError(400, "insufficient_balance", `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`);
+        throw new TreasuryError("insufficient_balance", `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`);
       }
       return { request, fee: sim.fee, ledger: null, ltvBefore: sim.ltvBefore, ltvAfter: sim.ltvAfter, healthAfter: sim.healthAfter, debtAfterMicro: sim.after.debtMicro };
     }
@@ -285,7 +283,7 @@ export class ActionService {
     try {
       ledger = applyToLedger(treasury.holdings, request.action, request.amountMicro, fee.feeMicro, request.params);
     } catch (err) {
-      if (err instanceof LedgerError) throw new ApiError(400, err.code, err.message);
+      if (err instanceof LedgerError) throw new TreasuryError(err.code, err.message);
       throw err;
     }
     const after = positionOf(ledger.holdings);

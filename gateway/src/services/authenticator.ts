@@ -5,7 +5,7 @@
  * plugs in here (issue 4).
  */
 import type { Request, Response } from "express";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { Credential } from "../http/credential";
 import type { ServiceContext } from "./context";
 import { lookupBearer } from "./credentials";
@@ -16,13 +16,13 @@ export function bearerAuthenticator(ctx: ServiceContext<"apiKeys">): Authenticat
   return async (req, res) => {
     const found = await lookupBearer(ctx, req.header("authorization"));
     if (found.kind === "none") {
-      throw new ApiError(401, "unauthorized", "missing credential: send Authorization: Bearer <API key> (or pay per request with X-PAYMENT when x402 is enabled)", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
+      throw new TreasuryError("unauthorized", "missing credential: send Authorization: Bearer <API key> (or pay per request with X-PAYMENT when x402 is enabled)", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
     }
     if (found.kind === "invalid") {
-      throw new ApiError(401, "unauthorized", `invalid credential: ${found.reason}`, {}, { "WWW-Authenticate": 'Bearer realm="treasury", error="invalid_token"' });
+      throw new TreasuryError("unauthorized", `invalid credential: ${found.reason}`, {}, { "WWW-Authenticate": 'Bearer realm="treasury", error="invalid_token"' });
     }
     if (!found.key.treasuryId) {
-      throw new ApiError(403, "key_not_bound", "this API key is not bound to a treasury yet; the reviewer binds live keys during onboarding");
+      throw new TreasuryError("key_not_bound", "this API key is not bound to a treasury yet; the reviewer binds live keys during onboarding");
     }
     const credential: Credential = { kind: "bearer", scope: `key:${found.key.id}`, treasuryId: found.key.treasuryId, subject: found.key.id };
     res.locals.credential = credential;

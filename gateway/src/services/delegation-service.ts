@@ -19,7 +19,7 @@ import { delegationState } from "../domain/delegation";
 import type { DelegationState } from "../domain/policy";
 import { PRESETS } from "../domain/presets";
 import { usdcToNumber } from "../domain/money";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
@@ -65,9 +65,9 @@ export class DelegationService {
   }
 
   async register(t: TreasuryRecord, module: `0x${string}`, protectBelowHealth: number | undefined, proof: SignedProof) {
-    if (t.executionMode !== "managed") throw new ApiError(409, "not_managed", "delegation applies to managed treasuries only");
-    if (!this.automation) throw new ApiError(503, "automation_unconfigured", "the service has no automation address configured (AUTOMATION_ADDRESS)");
-    if (!this.chain.connected(t.chain)) throw new ApiError(503, "chain_unavailable", `no RPC configured for ${t.chain}`);
+    if (t.executionMode !== "managed") throw new TreasuryError("not_managed", "delegation applies to managed treasuries only");
+    if (!this.automation) throw new TreasuryError("automation_unconfigured", "the service has no automation address configured (AUTOMATION_ADDRESS)");
+    if (!this.chain.connected(t.chain)) throw new TreasuryError("chain_unavailable", `no RPC configured for ${t.chain}`);
     const c = this.chain.client(t.chain);
     const want = this.requirements(t);
     let got;
@@ -77,10 +77,10 @@ export class DelegationService {
       );
       got = { safe: getAddress(safe as string), pool: getAddress(pool as string), automation: getAddress(automation as string), park: Number(park) };
     } catch {
-      throw new ApiError(400, "invalid_module", `${module} is not a ProtectionModule on ${t.chain}`);
+      throw new TreasuryError("invalid_module", `${module} is not a ProtectionModule on ${t.chain}`);
     }
     const mismatch = (field: string, expected: unknown, received: unknown) =>
-      new ApiError(400, "invalid_module", `the module's ${field} is ${String(received)}, expected ${String(expected)}`, { field, expected, received });
+      new TreasuryError("invalid_module", `the module's ${field} is ${String(received)}, expected ${String(expected)}`, { field, expected, received });
     if (got.safe !== getAddress(want.safe)) throw mismatch("safe", want.safe, got.safe);
     if (got.pool !== want.pool) throw mismatch("pool", want.pool, got.pool);
     if (got.automation !== getAddress(this.automation)) throw mismatch("automation", this.automation, got.automation);
@@ -94,7 +94,7 @@ export class DelegationService {
     const at = this.ctx.clock.now().toISOString();
     await this.ctx.tx.transaction(async () => {
       if (!await this.statements!.spendNonce(t.walletAddress, proof.nonce, "attach_delegation")) {
-        throw new ApiError(400, "invalid_safe_proof", "this nonce was already used by this Safe; sign a statement with a fresh nonce");
+        throw new TreasuryError("invalid_safe_proof", "this nonce was already used by this Safe; sign a statement with a fresh nonce");
       }
       await this.ctx.stores.delegations.attachProven({
         treasuryId: t.id,

@@ -1,6 +1,6 @@
 /** The Idempotency-Key guard (spec 8) against a real SQLite store: claim, replay, 422, 409, what is remembered. */
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../http/errors";
+import { ApiError, statusOf } from "../http/errors";
 import { openDatabase } from "../store/db";
 import { IDEMPOTENCY_RETENTION_MS, IdempotencyStore } from "../store/idempotency-store";
 import { LEASE_MS } from "../store/lease";
@@ -40,7 +40,7 @@ describe("fingerprints", () => {
         throw new Error("accepted");
       } catch (e) {
         expect(e).toBeInstanceOf(ApiError);
-        expect((e as ApiError).status).toBe(400);
+        expect(statusOf(e as ApiError)).toBe(400);
         expect((e as ApiError).code).toBe("invalid_request");
         expect((e as ApiError).message).toBe("an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)");
         expect((e as ApiError).fields.details).toEqual([{ location: "header", field: "Idempotency-Key", message: why }]);
@@ -66,11 +66,11 @@ describe("idempotent", () => {
     const store = await fresh();
     await idempotent(store, call("key-00000002", "one"), ok());
     const mismatch = await apiError(idempotent(store, call("key-00000002", "two"), ok()));
-    expect([mismatch.status, mismatch.code, mismatch.message]).toEqual([422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key"]);
+    expect([statusOf(mismatch), mismatch.code, mismatch.message]).toEqual([422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key"]);
     let release!: () => void;
     const slow = idempotent(store, call("key-00000003"), () => new Promise((r) => (release = () => r({ status: 200, headers: {}, body: "{}" }))));
     const busy = await apiError(idempotent(store, call("key-00000003"), ok()));
-    expect([busy.status, busy.code, busy.headers]).toEqual([409, "idempotency_in_progress", { "Retry-After": "1" }]);
+    expect([statusOf(busy), busy.code, busy.headers]).toEqual([409, "idempotency_in_progress", { "Retry-After": "1" }]);
     expect(busy.message).toBe("a request with this Idempotency-Key is still being processed; retry shortly");
     release();
     await slow;

@@ -7,7 +7,7 @@
  * free the key.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import { LEASE_MS } from "../store/lease";
 
@@ -37,7 +37,7 @@ export function requestFingerprint(operation: string, body: unknown): string {
 
 export function checkIdempotencyKey(key: string | undefined): string {
   if (key === undefined || key.length < 8 || key.length > 120) {
-    throw new ApiError(400, "invalid_request", "an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)", {
+    throw new TreasuryError("invalid_request", "an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)", {
       details: [{ location: "header", field: "Idempotency-Key", message: key === undefined ? "required" : "must be 8 to 120 characters" }],
     });
   }
@@ -65,10 +65,10 @@ export async function idempotent(
   const holder = `req_${randomUUID()}`;
   const claim = await store.claim(call.scope, key, call.fingerprint, call.now, holder);
   if (claim.kind === "mismatch") {
-    throw new ApiError(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
+    throw new TreasuryError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
   }
   if (claim.kind === "in_progress") {
-    throw new ApiError(409, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly", {}, { "Retry-After": "1" });
+    throw new TreasuryError("idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly", {}, { "Retry-After": "1" });
   }
   if (claim.kind === "replay") return { ...claim.response, replayed: true };
   const clock = call.clock ?? (() => new Date());

@@ -9,7 +9,7 @@ import { DEMO_HOLDINGS, positionOf } from "../domain/portfolio";
 import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "../domain/position";
 import { PRESETS, type Preset } from "../domain/presets";
 import type { TreasuryRecord } from "../store/treasury-store";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { ServiceContext } from "./context";
 import type { Subject } from "./subject";
 
@@ -22,21 +22,19 @@ export interface PreviewInput {
 /** Resolve `amount` and its alias `amount_usdc`: either, or both when equal. */
 export function resolveAmount(amount: number | undefined, amountUsdc: number | undefined): Micro {
   if (amount !== undefined && amountUsdc !== undefined && parseUsdc(amount) !== parseUsdc(amountUsdc)) {
-    throw new ApiError(400, "invalid_request", "amount and amount_usdc are aliases; when both are sent they must be equal", {
+    throw new TreasuryError("invalid_request", "amount and amount_usdc are aliases; when both are sent they must be equal", {
       details: [{ location: "body", field: "amount_usdc", message: "differs from amount" }],
     });
   }
   const value = amountUsdc ?? amount;
-  if (value === undefined) throw new ApiError(400, "invalid_request", "amount_usdc (or its alias amount) is required");
+  if (value === undefined) throw new TreasuryError("invalid_request", "amount_usdc (or its alias amount) is required");
   return parseUsdc(value);
 }
 
 /** The 403 safety-rail error of spec 2.2. */
-export function safetyRailError(sim: Simulation, preset: Preset): ApiError {
+export function safetyRailError(sim: Simulation, preset: Preset): TreasuryError {
   const safe = sim.breach!.safeAmountMicro;
-  return new ApiError(
-    403,
-    "ltv_limit_exceeded",
+  return new TreasuryError("ltv_limit_exceeded",
     `${sim.action} of ${usdcToNumber(sim.amountMicro)} USDC would take LTV from ${sim.ltvBefore}% to ${sim.ltvAfter}%, above the ${preset.ceiling}% ceiling; ` +
       `the largest amount that stays within it is ${usdcToNumber(safe)} USDC`,
     {
@@ -83,7 +81,7 @@ export class PreviewService {
     try {
       sim = simulate(position, input.action, input.amountMicro, preset, tier);
     } catch (err) {
-      if (err instanceof PositionError) throw new ApiError(400, err.code, err.message);
+      if (err instanceof PositionError) throw new TreasuryError(err.code, err.message);
       throw err;
     }
     if (sim.breach) throw safetyRailError(sim, preset);

@@ -12,7 +12,7 @@ import { verifySignedTransaction, type VerifiedTransaction } from "../chain/sign
 import { usdcToNumber } from "../domain/money";
 import { positionOf } from "../domain/portfolio";
 import { ltvPct } from "../domain/position";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
 import { mainStep, type ActionService } from "./action-service";
 import type { ServiceContext } from "./context";
@@ -57,7 +57,7 @@ export class RelayService {
     let step = await this.ctx.stores.envelopes.step(txId);
     if (!step) {
       const envelope = await this.ctx.stores.envelopes.get(txId);
-      if (!envelope) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
+      if (!envelope) throw new TreasuryError("envelope_not_found", `no unsigned transaction ${txId}`);
       return this.relayEnvelope(envelope, signed);
     }
     const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
@@ -76,7 +76,7 @@ export class RelayService {
     const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
     const next = steps.find((s) => s.status !== "relayed");
     if (next && next.txId !== txId) {
-      throw new ApiError(409, "step_out_of_order", `relay step ${next.seq} (${next.kind}, ${next.txId}) first${next.status === "broadcasting" ? "; it is being broadcast" : ""}`, { next_tx_id: next.txId });
+      throw new TreasuryError("step_out_of_order", `relay step ${next.seq} (${next.kind}, ${next.txId}) first${next.status === "broadcasting" ? "; it is being broadcast" : ""}`, { next_tx_id: next.txId });
     }
     const verified = await verifySignedTransaction(signed, {
       to: step.to,
@@ -95,14 +95,14 @@ export class RelayService {
     const claimed = await this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
     if (!claimed) {
       const fresh = (await this.ctx.stores.envelopes.step(txId))!;
-      throw fresh.status === "relayed" ? this.alreadyRelayed(fresh) : fresh.status === "broadcasting" ? this.inFlight(fresh) : new ApiError(409, "step_out_of_order", "an earlier step of this envelope is not relayed yet");
+      throw fresh.status === "relayed" ? this.alreadyRelayed(fresh) : fresh.status === "broadcasting" ? this.inFlight(fresh) : new TreasuryError("step_out_of_order", "an earlier step of this envelope is not relayed yet");
     }
     try {
       await this.actions.chain.send(chain, signed);
     } catch (err) {
       // refused by the node: if it never reached the node, the step awaits a new signature
       if (!(await this.actions.chain.known(chain, verified.hash).catch(() => true))) {
-        await this.ctx.stores.envelopes.unclaimStep(txId, verified.hash, `refused by the node: ${err instanceof ApiError ? err.message : String(err)}`, this.ctx.clock.now().toISOString());
+        await this.ctx.stores.envelopes.unclaimStep(txId, verified.hash, `refused by the node: ${err instanceof TreasuryError ? err.message : String(err)}`, this.ctx.clock.now().toISOString());
         throw err;
       }
     }
@@ -114,7 +114,7 @@ export class RelayService {
     const now = this.ctx.clock.now();
     if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
       if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
-      throw new ApiError(410, "envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
+      throw new TreasuryError("envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
     }
   }
 
@@ -143,9 +143,7 @@ export class RelayService {
     const verified = await verifySignedTransaction(signed, { to: main.to, data: main.data, value: main.value, chainId: envelope.chainId, signer: treasury.walletAddress });
     if (!this.actions.chainBacked(treasury)) return { status: 200, body: await this.recordSimulated(main.txId, signed, verified, { provide: others, envelopeTxId: envelope.txId }) };
     if (!(await this.actions.sandboxed(treasury))) {
-      throw new ApiError(
-        409,
-        "prerequisite_steps_required",
+      throw new TreasuryError("prerequisite_steps_required",
         `this envelope needs ${others.length} more signed step(s) besides its unsigned_transaction on ${treasury.chain}: relay each step of \`steps\` in seq order under its own tx_id (${others.map((s) => `${s.seq} ${s.kind}`).join(", ")})`,
         { prerequisite_steps: others.map((s) => ({ tx_id: s.txId, seq: s.seq, kind: s.kind, to: s.to, data: s.data, value: s.value, description: (s.summary as { description?: string }).description ?? null })) },
       );
@@ -161,7 +159,7 @@ export class RelayService {
     const pending = { object: "provided_step", provided_by: "sandbox", method: "anvil_setStorageAt", effect: "claimed; being provided" };
     await this.ctx.tx.transaction(async () => {
       for (const s of before) {
-        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, pending, at))) throw new ApiError(409, "step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} is being relayed by another request; retry`);
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, pending, at))) throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} is being relayed by another request; retry`);
       }
       const fresh = (await this.ctx.stores.envelopes.get(envelope.txId))!;
       await this.ctx.stores.envelopes.setParams(envelope.txId, { ...fresh.params, one_signature: true });
@@ -172,7 +170,7 @@ export class RelayService {
         await this.ctx.stores.envelopes.provideReceipt(s.txId, { ...provided, tx_id: s.txId, seq: s.seq, kind: s.kind });
       } catch (err) {
         for (const u of before) await this.ctx.stores.envelopes.unprovideStep(u.txId);
-        throw new ApiError(503, "chain_unavailable", `the sandbox could not provide step ${s.seq} (${s.kind}): ${(err as Error).message}`);
+        throw new TreasuryError("chain_unavailable", `the sandbox could not provide step ${s.seq} (${s.kind}): ${(err as Error).message}`);
       }
     }
     return this.relay(main.txId, signed);
@@ -185,7 +183,7 @@ export class RelayService {
       const envelope = await this.ctx.stores.envelopes.get(txId);
       if (envelope) step = mainStep(await this.ctx.stores.envelopes.steps(envelope.txId));
     }
-    if (!step) throw new ApiError(404, "envelope_not_found", `no unsigned transaction ${txId}`);
+    if (!step) throw new TreasuryError("envelope_not_found", `no unsigned transaction ${txId}`);
     if (step.status === "broadcasting") {
       await this.reconcileStep(step);
       step = (await this.ctx.stores.envelopes.step(txId))!;
@@ -264,7 +262,7 @@ export class RelayService {
     }
     if (mined.status !== "success") {
       await this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
-      throw new ApiError(422, "transaction_reverted", `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`, { tx_hash: hash });
+      throw new TreasuryError("transaction_reverted", `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`, { tx_hash: hash });
     }
     if (envelope.params.one_signature === true && step.kind === "pool_call") await this.provideTrailing(envelope, step);
     const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
@@ -335,7 +333,7 @@ export class RelayService {
       const at = this.ctx.clock.now();
       for (const s of one?.provide ?? []) {
         const provided = { object: "provided_step", provided_by: "sandbox", method: "simulation", effect: `${s.kind} applied with the action to the sandbox ledger`, tx_id: s.txId, seq: s.seq, kind: s.kind };
-        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, provided, at.toISOString()))) throw new ApiError(409, "step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} was relayed meanwhile; retry`);
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, provided, at.toISOString()))) throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} was relayed meanwhile; retry`);
       }
       const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
       const last = steps.every((s) => s.txId === txId || s.status === "relayed");
@@ -411,20 +409,20 @@ export class RelayService {
     };
   }
 
-  private alreadyRelayed(step: StepRecord): ApiError {
-    return new ApiError(409, "already_relayed", `${step.txId} was already relayed as ${step.txHash}`, { tx_hash: step.txHash, receipt: step.receipt });
+  private alreadyRelayed(step: StepRecord): TreasuryError {
+    return new TreasuryError("already_relayed", `${step.txId} was already relayed as ${step.txHash}`, { tx_hash: step.txHash, receipt: step.receipt });
   }
 
-  private inFlight(step: StepRecord): ApiError {
-    return new ApiError(409, "step_in_flight", `${step.txId} is being broadcast as ${step.txHash}; no other signature of it is sent. Poll GET /api/v1/relay/${step.txId}`, {
+  private inFlight(step: StepRecord): TreasuryError {
+    return new TreasuryError("step_in_flight", `${step.txId} is being broadcast as ${step.txHash}; no other signature of it is sent. Poll GET /api/v1/relay/${step.txId}`, {
       tx_hash: step.txHash,
       status_url: this.ctx.links.url(`/api/v1/relay/${step.txId}`),
     });
   }
 }
 
-function nonceNotNext(received: number, expected: number, signer: string, chain: string): ApiError {
-  return new ApiError(409, "nonce_not_next", `the transaction's nonce is ${received}; ${signer}'s next nonce on ${chain} is ${expected}. Sign it with nonce ${expected}`, {
+function nonceNotNext(received: number, expected: number, signer: string, chain: string): TreasuryError {
+  return new TreasuryError("nonce_not_next", `the transaction's nonce is ${received}; ${signer}'s next nonce on ${chain} is ${expected}. Sign it with nonce ${expected}`, {
     expected_nonce: expected,
     received_nonce: received,
   });

@@ -12,7 +12,7 @@
 import { getAddress, isAddressEqual, recoverAddress, type Hex } from "viem";
 import { EIP1271_ABI, EIP1271_MAGIC_VALUE } from "../../../contracts-abi/protection-module";
 import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement, type StatementChain } from "../domain/statements";
-import { ApiError } from "../http/errors";
+import { TreasuryError, type ErrorCode } from "../lib/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { ServiceContext } from "./context";
 
@@ -24,7 +24,10 @@ export interface SignedProof {
 
 export type ProofMethod = "eip712_ecdsa" | "eip1271";
 
-const invalid = (code: string, reason: string) => new ApiError(400, code, reason, { reason });
+const invalid = (code: StatementErrorCode, reason: string) => new TreasuryError(code, reason, { reason });
+
+/** the refusal a failed proof answers with: of a treasury's owner, or of a Safe's */
+export type StatementErrorCode = Extract<ErrorCode, "invalid_ownership_proof" | "invalid_safe_proof">;
 
 export class StatementVerifier {
   constructor(
@@ -33,7 +36,7 @@ export class StatementVerifier {
   ) {}
 
   /** checks time, nonce shape and freshness, and the signature; throws a typed 400 (code `code`) */
-  async verify(code: string, o: { chain: StatementChain; signer: `0x${string}`; statement: Statement; proof: SignedProof; contractOnly?: boolean }): Promise<ProofMethod> {
+  async verify(code: StatementErrorCode, o: { chain: StatementChain; signer: `0x${string}`; statement: Statement; proof: SignedProof; contractOnly?: boolean }): Promise<ProofMethod> {
     const time = statementTimeProblem(o.proof.issued_at, this.ctx.clock.now());
     if (time) throw invalid(code, time);
     if (!STATEMENT_NONCE_PATTERN.test(o.proof.nonce)) throw invalid(code, "nonce must be 16 to 128 characters of [A-Za-z0-9._:-]");
@@ -49,7 +52,7 @@ export class StatementVerifier {
     }
     const client = this.chain.client(o.chain);
     const code_ = await client.getCode({ address: o.signer }).catch(() => {
-      throw new ApiError(503, "chain_unavailable", `could not read ${o.signer} on ${o.chain}`);
+      throw new TreasuryError("chain_unavailable", `could not read ${o.signer} on ${o.chain}`);
     });
     if (!code_ || code_ === "0x") throw invalid(code, `the signature does not recover to ${o.signer} (and ${o.signer} is not a contract wallet on ${o.chain})`);
     const answer = await client

@@ -4,7 +4,7 @@
  */
 import { DEMO_HOLDINGS, type Holdings } from "../domain/portfolio";
 import { PRESETS, type Preset } from "../domain/presets";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 
@@ -21,14 +21,12 @@ export async function resolveSubject(ctx: ServiceContext<"treasuries">, address:
     return { environment: "public_demo", address: "demo", holdings: DEMO_HOLDINGS, preset: PRESETS.balanced, treasury: null };
   }
   if (!/^0x[0-9a-fA-F]{40}$/.test(address)) {
-    throw new ApiError(400, "invalid_request", "address must be 'demo' or a 0x-prefixed 20-byte address");
+    throw new TreasuryError("invalid_request", "address must be 'demo' or a 0x-prefixed 20-byte address");
   }
   // only a treasury the wallet stands behind (a signed ownership proof, or its own x402 payment) answers for its address
   const treasury = await ctx.stores.treasuries.findOwnedByWallet(address);
   if (!treasury) {
-    throw new ApiError(
-      404,
-      "treasury_not_found",
+    throw new TreasuryError("treasury_not_found",
       `no proven treasury is registered for ${address}; register one with POST /api/v1/treasuries and an ownership_proof (a registration without one is reachable only with its API key)`,
     );
   }

@@ -9,7 +9,7 @@ import { chainHealthScore, type ChainPosition } from "../chain/chain-gateway";
 import { formatDecimal } from "../domain/money";
 import { PRESETS, policyOf, type PresetName } from "../domain/presets";
 import { usdcToNumber } from "../domain/money";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/statements";
 import type { Chain, ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
@@ -74,7 +74,7 @@ export class TreasuryService {
     }
     const { treasury, key } = await this.ctx.tx.transaction(async () => {
       if (proofRecord && !await this.statements!.spendNonce(wallet, String(proofRecord.nonce), "register_treasury")) {
-        throw new ApiError(400, "invalid_ownership_proof", "this nonce was already used by this wallet; sign a statement with a fresh nonce");
+        throw new TreasuryError("invalid_ownership_proof", "this nonce was already used by this wallet; sign a statement with a fresh nonce");
       }
       const treasury = await this.insertTreasury({
         walletAddress: wallet,
@@ -101,7 +101,7 @@ export class TreasuryService {
     const now = this.ctx.clock.now();
     const active = await this.ctx.stores.apiKeys.countActiveSandbox(now.toISOString());
     if (active >= this.ctx.config.sandboxKeyCapacity) {
-      throw new ApiError(503, "sandbox_unavailable", "sandbox key capacity is exhausted; retry later", {}, { "Retry-After": "3600" });
+      throw new TreasuryError("sandbox_unavailable", "sandbox key capacity is exhausted; retry later", {}, { "Retry-After": "3600" });
     }
     return await this.ctx.tx.transaction(async () => {
       const treasury = await this.insertTreasury({
@@ -128,7 +128,7 @@ export class TreasuryService {
 
   async get(id: string): Promise<TreasuryRecord> {
     const t = await this.ctx.stores.treasuries.get(id);
-    if (!t) throw new ApiError(404, "treasury_not_found", `treasury ${id} does not exist`);
+    if (!t) throw new TreasuryError("treasury_not_found", `treasury ${id} does not exist`);
     return t;
   }
 

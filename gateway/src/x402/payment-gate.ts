@@ -32,7 +32,7 @@ import { getAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
 import { settleResponseHeader, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
 import { EMPTY_HOLDINGS } from "../domain/portfolio";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { Credential } from "../http/credential";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../services/context";
@@ -235,7 +235,7 @@ export function createPaymentGate(
       try {
         verified = await facilitator.verify(payment, requirements);
       } catch (err) {
-        throw new ApiError(503, "payment_facilitator_unavailable", `the x402 facilitator did not answer: ${err instanceof Error ? err.message : String(err)}`);
+        throw new TreasuryError("payment_facilitator_unavailable", `the x402 facilitator did not answer: ${err instanceof Error ? err.message : String(err)}`);
       }
       // an authorization used on chain may be this service's own payment, settled by a request that died before
       // answering: with a valid signature and this service's record of it, the lock below decides (take over, or refuse)
