@@ -19,6 +19,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { createPaymentHeader } from "x402/client";
 import { freePort } from "../fixtures/anvil";
+import { closedLoop } from "./closed-loop";
 import { devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -53,9 +54,6 @@ async function child(args: string[], env: Record<string, string>, ready: RegExp 
   });
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
 
 async function until(url: string): Promise<void> {
   for (const deadline = Date.now() + 60_000; ; ) {
@@ -118,25 +116,12 @@ async function paid(chain: Awaited<ReturnType<typeof startBaseSepolia>>, gateway
   // the payer's first paid call creates its treasury: once, before the load
   await fetch(`${gateways[0]}/api/v1/health`, { headers: { "x-payment": await sign() } }).then((r) => r.arrayBuffer());
   const headers = await Promise.all(Array.from({ length: count }, sign));
-  const latencies: number[] = [];
-  let failures = 0;
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < headers.length) {
-        const i = next++;
-        const t0 = performance.now();
-        const res = await fetch(`${gateways[i % gateways.length]}/api/v1/health`, { headers: { "x-payment": headers[i]! } });
-        await res.arrayBuffer();
-        latencies.push(performance.now() - t0);
-        if (res.status !== 200) failures++;
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { count, concurrency, rps: count / elapsed, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), failures };
+  // round-robin over the instances
+  return closedLoop(headers, concurrency, async (header, i) => {
+    const res = await fetch(`${gateways[i % gateways.length]}/api/v1/health`, { headers: { "x-payment": header } });
+    await res.arrayBuffer();
+    return res.status === 200;
+  });
 }
 
 /** bearer reads: one autocannon client per instance at once, connections split between them */

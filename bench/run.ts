@@ -12,6 +12,7 @@ import express from "express";
 import { pino } from "pino";
 import { loadConfig } from "../gateway/src/config";
 import { startGateway } from "../gateway/src/server";
+import { closedLoop, percentile } from "./closed-loop";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -198,9 +199,6 @@ async function benchWalletLoop() {
   }
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
 
 async function benchX402() {
   const { startBaseSepolia, devAccount } = await import("../fixtures/base-sepolia");
@@ -235,25 +233,7 @@ async function benchX402() {
     const v2Payload = () => v2.createPaymentPayload(requiredV2);
 
     /** `count` paid GET /api/v1/health at `concurrency`, each with its own proof, sent by `send` */
-    const run = async (proofs: unknown[], send: (proof: unknown) => Promise<boolean>) => {
-      const latencies: number[] = [];
-      let failures = 0;
-      let next = 0;
-      const started = performance.now();
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (next < proofs.length) {
-            const proof = proofs[next++];
-            const t0 = performance.now();
-            if (!(await send(proof))) failures++;
-            latencies.push(performance.now() - t0);
-          }
-        }),
-      );
-      const elapsed = (performance.now() - started) / 1000;
-      latencies.sort((a, b) => a - b);
-      return { count, concurrency, rps: count / elapsed, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), failures };
-    };
+    const run = (proofs: unknown[], send: (proof: unknown) => Promise<boolean>) => closedLoop(proofs, concurrency, send);
     const rest = (header: string) => async (proof: unknown) => {
       const res = await fetch(`${gw.url}/api/v1/health`, { headers: { [header]: proof as string } });
       await res.arrayBuffer();

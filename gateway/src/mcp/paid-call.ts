@@ -18,7 +18,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Request } from "express";
-import { PAYMENT_HEADERS } from "../x402/payment-match";
+import { fromHeaderJson, PAYMENT_HEADERS, toHeaderJson } from "../x402/payment-match";
 
 /** the MCP `_meta` keys of the x402 MCP transport */
 export const MCP_PAYMENT_META = "x402/payment";
@@ -41,15 +41,6 @@ export interface RestCall {
   idempotencyKey?: string;
 }
 
-const decodeHeader = (value: string | null): Record<string, unknown> | undefined => {
-  if (!value) return undefined;
-  try {
-    return JSON.parse(Buffer.from(value, "base64").toString("utf8")) as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
-};
-
 /** the address the MCP request came in on: this process's own server */
 function selfUrl(req: Request): string {
   const host = req.socket.localAddress ?? "127.0.0.1";
@@ -64,7 +55,7 @@ function selfUrl(req: Request): string {
 export async function paidToolCall(req: Request, call: RestCall, payment: unknown, requestId: string): Promise<CallToolResult> {
   const version = (payment as { x402Version?: unknown } | null)?.x402Version === 1 ? 1 : 2;
   const headers: Record<string, string> = {
-    [PAYMENT_HEADERS[version].payment]: Buffer.from(JSON.stringify(payment ?? null), "utf8").toString("base64"),
+    [PAYMENT_HEADERS[version].payment]: toHeaderJson(payment ?? null),
     [INTERNAL_DISPATCH_HEADER]: TOKEN,
     "x-request-id": requestId,
   };
@@ -80,7 +71,7 @@ export async function paidToolCall(req: Request, call: RestCall, payment: unknow
   }
   if (res.status === 402) {
     // the x402 MCP transport's refusal: the PaymentRequired object (v2), with the typed-error fields beside it
-    const required = decodeHeader(res.headers.get(PAYMENT_HEADERS[2].required)) ?? {};
+    const required = fromHeaderJson(res.headers.get(PAYMENT_HEADERS[2].required)) ?? {};
     const { x402Version: _v1, accepts: _a1, ...typed } = body;
     const structured = { ...required, ...typed, error: body.error ?? required.error, http_status: 402 };
     return { isError: true, structuredContent: structured, content: [{ type: "text", text: JSON.stringify(structured) }] };
@@ -89,7 +80,7 @@ export async function paidToolCall(req: Request, call: RestCall, payment: unknow
     const structured = { ...body, http_status: res.status };
     return { isError: true, structuredContent: structured, content: [{ type: "text", text: JSON.stringify(structured) }] };
   }
-  const settlement = decodeHeader(res.headers.get(PAYMENT_HEADERS[version].response));
+  const settlement = fromHeaderJson(res.headers.get(PAYMENT_HEADERS[version].response));
   const structured = { ...body, http_status: res.status, idempotent_replayed: res.headers.get("idempotent-replayed") === "true" };
   return {
     structuredContent: structured,

@@ -37,7 +37,7 @@ import type { Credential } from "../http/credential";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../services/context";
 import { facilitatorClient } from "./facilitator-client";
-import { PAYMENT_HEADERS, PAYMENT_IDENTIFIER, paymentIdentifierDeclaration, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
+import { PAYMENT_HEADERS, PAYMENT_IDENTIFIER, toHeaderJson as headerJson, paymentIdentifierDeclaration, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
 import { BAZAAR, type BazaarCatalog } from "./bazaar";
 import type { PriceList, RoutePrice } from "./prices";
 
@@ -81,8 +81,6 @@ export function wwwAuthenticate(): string {
 
 const withBazaar = (ext: unknown) => (ext ? { [BAZAAR]: ext } : {});
 
-/** base64 of JSON, as x402 version 2 carries objects in headers */
-export const headerJson = (value: unknown): string => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
 
 export function createPaymentGate(

@@ -18,8 +18,10 @@ import {
   decodePaymentSignatureHeader,
   PAYMENT_HEADERS,
   paymentMismatch,
+  fromHeaderJson,
   paymentIdentifier,
   paymentIdentifierDeclaration,
+  toHeaderJson,
   paymentOf,
   PAYMENT_IDENTIFIER,
   signedPayer,
@@ -221,5 +223,14 @@ describe("the payment-identifier extension", () => {
         required: ["required"],
       },
     });
+  });
+});
+
+describe("x402 version 2's header encoding", () => {
+  it("round-trips an object through base64 JSON and reads nothing else as one", () => {
+    const value = { x402Version: 2, accepts: [{ amount: "1000" }], note: "é" };
+    expect(toHeaderJson(value)).toBe(Buffer.from(JSON.stringify(value)).toString("base64"));
+    expect(fromHeaderJson(toHeaderJson(value))).toEqual(value);
+    for (const other of [null, undefined, "", "not base64 json", toHeaderJson(null), toHeaderJson("text"), toHeaderJson(7)]) expect(fromHeaderJson(other), String(other)).toBeUndefined();
   });
 });

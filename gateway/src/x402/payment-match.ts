@@ -91,6 +91,19 @@ export function decodePaymentSignatureHeader(header: string): DecodedPaymentV2 |
   }
 }
 
+/** x402 version 2 carries objects in headers as base64 of their JSON */
+export const toHeaderJson = (value: unknown): string => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
+
+/** the object a version 2 header carries, or undefined when it is absent or not base64 JSON of an object */
+export function fromHeaderJson(value: string | null | undefined): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(value!, "base64").toString("utf8"));
+    return parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** the proof a request carries: v2's PAYMENT-SIGNATURE if sent, else v1's X-PAYMENT; undefined when neither */
 export function paymentOf(header: (name: string) => string | undefined): { version: X402Version; header: string; decoded: DecodedPayment | undefined } | undefined {
   const v2 = header(PAYMENT_HEADERS[2].payment);
