@@ -21,8 +21,8 @@ import { discoveryRoutes } from "./routes/discovery";
 import { createKit } from "./routes/kit";
 import { publicRoutes } from "./routes/public";
 import { treasuryRoutes } from "./routes/treasuries";
-import { isInternalDispatch } from "./mcp/paid-call";
-import { buildTools } from "./mcp/tools";
+import { clientAddress, isInternalDispatch } from "./mcp/rest-twin";
+import { toolsOf, type ToolDefinition } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
 import { x402Routes } from "./routes/x402";
 import { X402_ASSET } from "./x402/asset";
@@ -75,6 +75,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       counters: ctx.stores.rateLimits,
       protocolPaths: ["/api/mcp"],
       internal: isInternalDispatch,
+      addressOf: clientAddress,
       // only a verified identity picks a bucket: a valid API key, or a payment whose signature checks out
       credentialOf: async (req) => {
         const bearer = await credentialIdentity(keys, req);
@@ -84,7 +85,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       },
     }),
   );
-  app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"], counters: ctx.stores.rateLimits }));
+  app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"], counters: ctx.stores.rateLimits, addressOf: clientAddress }));
   app.use(requireJsonBody);
   app.use(express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }));
   app.use(limitJsonDepth);
@@ -97,7 +98,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const kit = createKit(api, registry, table, {
     authenticate: services.authenticate,
     payments: services.payments,
-    priced: (method, path) => services.prices.for(method, path) !== undefined,
+    prices: services.prices,
     catalog: services.catalog,
     idempotency: ctx.stores.idempotency,
     renewReservations: (holder) => ctx.stores.slots.renew(holder, ctx.clock.now()),
@@ -116,12 +117,15 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
   x402Routes(kit, services.prices, services.catalog, services.payments, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
-  const tools = buildTools(scope(ctx, "fees", "idempotency", "treasuries"), services, status, (method, path) => table.successSchemas(method, path));
-  mcpRoutes(kit, scope(ctx), { tools, authenticate: services.authenticate, payments: services.payments, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
+  // the MCP tools: derived from the routes that declare one, once every route is registered
+  let tools: ToolDefinition[] | undefined;
+  const toolList = () => (tools ??= toolsOf(table.toolRoutes(), (method, path) => table.routeOf(method, path)));
+  mcpRoutes(kit, scope(ctx), { tools: toolList, payments: services.payments, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
   const admin = express.Router();
   adminRoutes(createKit(admin, registry, table), scope(ctx, "accessRequests", "outbox"), services.access);
 
+  toolList(); // a tool declaration error fails at start, not at the first call
   const openapi = buildOpenApiDocument(registry, ctx.links.base);
   app.get("/openapi.json", (_req, res) => {
     res.json(openapi);

@@ -50,6 +50,15 @@ export class RefusedError extends Error {
   }
 }
 
+/** one entry of the gateway's /x402/prices.json */
+interface GatewayPrice {
+  method: string;
+  path: string;
+  amount_usdc: string;
+  amount_atomic?: string;
+  tool?: string;
+}
+
 interface Envelope {
   tx_id: string;
   action: string;
@@ -76,14 +85,32 @@ export class SignerAgent {
     return this.account.address;
   }
 
+  private prices?: Promise<GatewayPrice[]>;
+  /** the gateway's price list (read once): each priced capability's route, amount and MCP tool */
+  private priceList(): Promise<GatewayPrice[]> {
+    this.prices ??= fetch(`${this.opts.gatewayUrl}/x402/prices.json`)
+      .then(async (r) => ((await r.json()) as { prices: GatewayPrice[] }).prices)
+      .catch((err: unknown) => {
+        this.prices = undefined;
+        throw err;
+      });
+    return this.prices;
+  }
+
+  /** the route of a capability, found by its MCP tool name in the gateway's declaration (never restated here) */
+  private async routeOf(tool: string): Promise<{ method: string; path: string }> {
+    const price = (await this.priceList()).find((p) => p.tool === tool);
+    if (!price) throw new RefusedError("gateway", `the gateway declares no priced capability ${tool}`);
+    return price;
+  }
+
   /** a fetch that authenticates: the bearer key, or x402 within the policy's price cap and daily budget */
   private async authedFetch(method: string, path: string): Promise<typeof fetch> {
     if (this.opts.bearer) {
       const bearer = this.opts.bearer;
       return (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${bearer}` } });
     }
-    const prices = (await (await fetch(`${this.opts.gatewayUrl}/x402/prices.json`)).json()) as { prices: { method: string; path: string; amount_usdc: string }[] };
-    const price = prices.prices.find((p) => p.method === method && p.path === path);
+    const price = (await this.priceList()).find((p) => p.method === method && p.path === path);
     if (!price) throw new RefusedError("x402", `the gateway has no x402 price for ${method} ${path}`);
     const amount = BigInt((price as { amount_atomic?: string }).amount_atomic ?? parseDecimal(price.amount_usdc, 6));
     const shown = formatDecimal(amount, 6);
@@ -108,10 +135,10 @@ export class SignerAgent {
 
   /** ask the gateway for an action (returns the envelope, or throws with its typed error) */
   async request(action: AgentAction, amountUsdc: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
-    const path = { deposit: "/api/v1/deposits", convert: "/api/v1/convert", borrow: "/api/v1/borrow", repay: "/api/v1/repay" }[action];
-    const f = await this.authedFetch("POST", path);
+    const { method, path } = await this.routeOf(`prepare_${action}`);
+    const f = await this.authedFetch(method, path);
     const res = await f(`${this.opts.gatewayUrl}${path}`, {
-      method: "POST",
+      method,
       headers: { "content-type": "application/json", "idempotency-key": `agent-${randomUUID()}` },
       body: JSON.stringify({ amount_usdc: amountUsdc, ...extra }),
     });

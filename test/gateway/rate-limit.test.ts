@@ -52,3 +52,31 @@ describe("rate limits (spec 8)", () => {
     expect(r.headers.get("x-ratelimit-reset")).not.toBeNull();
   });
 });
+
+describe("an MCP tool call is limited like its REST twin", () => {
+  /** a plain JSON-RPC tools/call over HTTP (what any MCP client sends) */
+  const toolCall = (url: string, name: string, args: Record<string, unknown>) =>
+    call(url, "POST", "/api/mcp", {
+      body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } },
+      headers: { accept: "application/json, text/event-stream" },
+    });
+
+  it("free treasuries made through MCP count against the client's address, shared with REST (no way around the per-hour limit)", async () => {
+    const limited = await startTestGateway({ CREDENTIALS_PER_HOUR: "2", RATE_LIMIT_WRITE_PER_MIN: "100", RATE_LIMIT_READ_PER_MIN: "100" });
+    try {
+      const wallet = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
+      const first = await toolCall(limited.url, "create_sandbox_treasury", { wallet_address: wallet(1) });
+      expect(first.body.result.isError, JSON.stringify(first.body)).toBeUndefined();
+      expect(first.body.result.structuredContent).toMatchObject({ object: "treasury", http_status: 200 });
+      expect((await call(limited.url, "POST", "/api/v1/treasuries", { body: { wallet_address: wallet(2) } })).status).toBe(200);
+      // the hour's two are spent, by either surface
+      const third = await toolCall(limited.url, "create_sandbox_treasury", { wallet_address: wallet(3) });
+      expect(third.body.result).toMatchObject({ isError: true, structuredContent: { error: "rate_limited", http_status: 429 } });
+      expect((await call(limited.url, "POST", "/api/v1/treasuries", { body: { wallet_address: wallet(4) } })).status).toBe(429);
+      const made = (await limited.ctx.db.get("SELECT COUNT(*) AS n FROM treasuries")) as { n: number };
+      expect(Number(made.n)).toBe(2);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -33,6 +33,20 @@ describe("the 402 challenge and the price list", () => {
     const prices = (await call(base, "GET", "/x402/prices.json")).body;
     v.check("GET", "/x402/prices.json", 200, prices);
     expect(prices).toMatchObject({ x402_version: 1, network: "base-sepolia", asset: stack.chain.usdc, pay_to: stack.payTo });
+    // each priced route declares its price (and the MCP tool it serves) once, on its route
+    expect(prices.prices.map((p: any) => `${p.method} ${p.path} ${p.amount_atomic} ${p.tool ?? "-"}`).sort()).toEqual(
+      [
+        "POST /api/v1/deposits 50000 prepare_deposit",
+        "POST /api/v1/convert 50100 prepare_convert",
+        "POST /api/v1/borrow 50200 prepare_borrow",
+        "POST /api/v1/repay 50300 prepare_repay",
+        "POST /api/v1/estimate 10000 estimate_action",
+        "GET /api/v1/health 1000 get_health",
+        "GET /api/v1/treasury 1100 get_treasury_state",
+        "GET /api/v1/policy-state 1200 -",
+        "GET /api/v1/audit 1300 -",
+      ].sort(),
+    );
     const amounts = prices.prices.map((p: any) => p.amount_atomic);
     expect(new Set(amounts).size).toBe(amounts.length);
     for (const p of prices.prices) {

@@ -57,16 +57,23 @@ export interface RateLimitOptions {
    * that changes something through `res.locals.chargeWrite()` (the typed 429, or undefined).
    */
   protocolPaths?: string[];
-  /** a request this process sent to itself (a paid MCP tool call): counted only under a verified identity */
+  /**
+   * a request this process sent to itself (an MCP tool call served by its REST twin): a paid one is counted
+   * under its verified payer only; a keyed or public one not at all (the MCP request that carried it was
+   * counted, and its write taken through chargeWrite)
+   */
   internal?: (req: Request) => boolean;
+  /** the client's address (default req.ip): an internal request's is the MCP client's it was made for */
+  addressOf?: (req: Request) => string;
 }
 
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function rateLimits(opts: RateLimitOptions): RequestHandler {
+  const addressOf = opts.addressOf ?? ((req: Request) => req.ip ?? "unknown");
   const keyGenerator = async (req: Request) => {
     const credential = await opts.credentialOf(req);
-    return credential ? `cred:${credential}` : `ip:${ipKeyGenerator(req.ip ?? "unknown")}`;
+    return credential ? `cred:${credential}` : `ip:${ipKeyGenerator(addressOf(req))}`;
   };
   const common = {
     windowMs: opts.windowMs,
@@ -90,6 +97,7 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
   return (req, res, next) => {
     if (opts.internal?.(req)) {
       // the outer request was counted under its client; its internal twin only under a verified payer
+      if (req.header("authorization")) return next();
       void Promise.resolve(opts.credentialOf(req)).then((who) => (!who ? next() : READ_METHODS.has(req.method) ? read(req, res, next) : write(req, res, next)), next);
       return;
     }
@@ -112,7 +120,8 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
  * budget) are limited per client address, so one client cannot mint itself
  * unlimited budgets.
  */
-export function credentialCreationLimit(opts: { perHour: number; paths: string[]; counters: RateLimitStore }): RequestHandler {
+export function credentialCreationLimit(opts: { perHour: number; paths: string[]; counters: RateLimitStore; addressOf?: (req: Request) => string }): RequestHandler {
+  const addressOf = opts.addressOf ?? ((req: Request) => req.ip ?? "unknown");
   const limiter = rateLimit({
     store: new SharedCounter(opts.counters, "credentials:"),
     windowMs: 3_600_000,
@@ -120,7 +129,7 @@ export function credentialCreationLimit(opts: { perHour: number; paths: string[]
     standardHeaders: false,
     legacyHeaders: false,
     identifier: "credentials",
-    keyGenerator: (req: Request) => `ip:${ipKeyGenerator(req.ip ?? "unknown")}`,
+    keyGenerator: (req: Request) => `ip:${ipKeyGenerator(addressOf(req))}`,
     handler: (_req: Request, res: Parameters<RequestHandler>[1]) => {
       sendError(
         res,

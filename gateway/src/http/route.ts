@@ -11,6 +11,7 @@ import { z } from "../schemas/zod";
 import { checkIdempotencyKey, idempotent, requestFingerprint, whileLeased, type Outcome } from "../services/idempotency";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import type { BazaarCatalog } from "../x402/bazaar";
+import type { PriceList } from "../x402/prices";
 import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
 import { ApiError, errorBody, fromZodError, statusOf } from "./errors";
@@ -37,6 +38,32 @@ export interface ResponseSpec {
   headers?: Record<string, { description: string; schema: { type: "string" | "integer" } }>;
 }
 
+/** A route's x402 price (atomic USDC) and what it buys: declared on the route, collected into the price list. */
+export interface PriceSpec {
+  atomic: bigint;
+  description: string;
+}
+
+/**
+ * The MCP tool of a route: the same capability, served by this route (its
+ * input is the route's body or query schema, plus `idempotency_key` when the
+ * route takes an Idempotency-Key; its output schema is the route's documented
+ * answers; it is priced when the route is).
+ */
+export interface ToolSpec {
+  name: string;
+  title: string;
+  description: string;
+  /** changes nothing (default: GET routes) */
+  readOnly?: boolean;
+  /** the same call twice has the effect of one (default: read-only routes and routes with an Idempotency-Key) */
+  idempotent?: boolean;
+  /** reaches outside the service: a chain, a human reviewer (default false) */
+  openWorld?: boolean;
+  /** with a bearer key, the tool is served by this route (same method) instead: the treasury's own view */
+  withKey?: string;
+}
+
 /** none; bearer (API key only); bearer_or_x402 (spec 5: either credential; the route must have an x402 price); admin */
 export type Security = "none" | "bearer" | "bearer_or_x402" | "admin";
 
@@ -55,6 +82,10 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   extension?: boolean;
   /** hide from the public OpenAPI document (admin API) */
   internal?: boolean;
+  /** the x402 price (required with bearer_or_x402, refused without) */
+  price?: PriceSpec;
+  /** the MCP tool this route serves */
+  tool?: ToolSpec;
   /** `example`: a valid request body, shown in OpenAPI and in the route's x402 bazaar metadata */
   request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P>; example?: B };
   responses: Record<number, ResponseSpec>;
@@ -70,18 +101,35 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   handler: (ctx: HandlerContext<B, Q, P>) => Promise<HandlerResult> | HandlerResult;
 }
 
+/** the Idempotency-Key of a state-changing call: the REST header, and the `idempotency_key` argument of its MCP tool */
+export const IdempotencyKey = z
+  .string()
+  .min(8)
+  .max(120)
+  .regex(/^[!-~]([ -~]*[!-~])?$/)
+  .describe("unique per state-changing call (8 to 120 characters; printable ASCII, no space at either end: an HTTP header value); retrying with the same key and arguments returns the first result");
+
 export const toOpenApiPath = (expressPath: string) => expressPath.replace(/:([A-Za-z_]+)/g, "{$1}");
 
-/** Tracks which methods exist per path so unsupported ones answer 405. */
+/** Tracks which methods exist per path so unsupported ones answer 405, and the routes that serve an MCP tool. */
 export class RouteTable {
   private readonly methods = new Map<string, Set<string>>();
-  private readonly successes = new Map<string, ZodType[]>();
-  /** the schemas of a route's success answers (2xx), as its declaration documents them */
-  describe(method: string, path: string, schemas: ZodType[]): void {
-    this.successes.set(`${method.toUpperCase()} ${path}`, schemas);
+  private readonly tooled: RouteSpec<any, any, any>[] = [];
+  /** the declarations of the routes that serve an MCP tool, in registration order */
+  toolRoutes(): readonly RouteSpec<any, any, any>[] {
+    return this.tooled;
   }
-  successSchemas(method: string, path: string): ZodType[] {
-    return this.successes.get(`${method.toUpperCase()} ${path}`) ?? [];
+  addTool(spec: RouteSpec<any, any, any>): void {
+    if (this.tooled.some((t) => t.tool!.name === spec.tool!.name)) throw new Error(`MCP tool ${spec.tool!.name} is declared twice`);
+    this.tooled.push(spec);
+  }
+  private readonly specs = new Map<string, RouteSpec<any, any, any>>();
+  /** a registered route's declaration */
+  routeOf(method: string, path: string): RouteSpec<any, any, any> | undefined {
+    return this.specs.get(`${method.toUpperCase()} ${path}`);
+  }
+  declare(spec: RouteSpec<any, any, any>): void {
+    this.specs.set(`${spec.method.toUpperCase()} ${spec.path}`, spec);
   }
   add(path: string, method: string): void {
     const set = this.methods.get(path) ?? new Set<string>();
@@ -155,8 +203,8 @@ export interface RouteHooks {
   authenticate?: (req: Request, res: Response) => Promise<void> | void;
   /** the x402 credential: challenge without a credential, pay-per-request with X-PAYMENT */
   payments?: PaymentGate;
-  /** is there an x402 price for this route? (a bearer_or_x402 route without one is a declaration error) */
-  priced?: (method: string, path: string) => boolean;
+  /** the price list each priced route's declared price is entered in */
+  prices?: PriceList;
   idempotency?: IdempotencyStore;
   /** the x402 bazaar catalogue: every priced route is entered with its schemas */
   catalog?: BazaarCatalog;
@@ -199,13 +247,16 @@ export function registerRoute<B, Q, P>(
   spec: RouteSpec<B, Q, P>,
   hooks: RouteHooks = {},
 ): void {
-  table.add(spec.path, spec.method);
-  table.describe(spec.method, spec.path, Object.entries(spec.responses).flatMap(([status, r]) => (/^2\d\d$/.test(status) && r.schema ? [r.schema] : [])));
-  if (!spec.internal) registry.registerPath(openApiConfig(spec));
-  if (spec.security === "bearer_or_x402" && hooks.payments?.enabled && hooks.priced && !hooks.priced(spec.method.toUpperCase(), spec.path)) {
-    throw new Error(`${spec.method.toUpperCase()} ${spec.path} accepts x402 but has no price: add it to the price list or declare it bearer-only`);
-  }
+  // a declaration that contradicts itself is refused before anything of it is registered
+  const route = `${spec.method.toUpperCase()} ${spec.path}`;
+  if (spec.security === "bearer_or_x402" && !spec.price) throw new Error(`${route} accepts x402 but declares no price: add one, or declare it bearer-only`);
+  if (spec.price && spec.security !== "bearer_or_x402") throw new Error(`${route} declares a price but does not accept x402 (security bearer_or_x402)`);
   if (spec.idempotencyKey && !hooks.idempotency) throw new Error(`${spec.path} needs the idempotency store`);
+  if (spec.price) hooks.prices?.add({ method: spec.method.toUpperCase() as "GET" | "POST", path: spec.path, ...spec.price, ...(spec.tool ? { tool: spec.tool.name } : {}) });
+  if (spec.tool) table.addTool(spec);
+  table.add(spec.path, spec.method);
+  table.declare(spec);
+  if (!spec.internal) registry.registerPath(openApiConfig(spec));
   if (spec.security === "bearer_or_x402" && hooks.catalog) {
     hooks.catalog.add({
       method: spec.method.toUpperCase() as "GET" | "POST",
@@ -470,7 +521,7 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
   }
   const headers = spec.idempotencyKey
     ? z.object({
-        "Idempotency-Key": z.string().min(8).max(120).regex(/^[!-~]([ -~]*[!-~])?$/).openapi({ description: "unique per state-changing call (8 to 120 characters; printable ASCII, no space at either end: an HTTP header value)" }),
+        "Idempotency-Key": IdempotencyKey,
       })
     : undefined;
   const config: RouteConfig = {

@@ -1,13 +1,14 @@
 /**
  * The MCP server (official @modelcontextprotocol/sdk): one McpServer and one
- * stateless Streamable HTTP transport per request, JSON responses. Tool
- * failures come back as MCP tool errors carrying the REST error body
- * (`error`, `message`, context fields such as `safe_amount`) and its HTTP
- * status in `structuredContent`; so do arguments the input schema refuses
- * (`invalid_request`) and an unknown tool (`tool_not_found`).
+ * stateless Streamable HTTP transport per request, JSON responses. Every tool
+ * is served by its REST twin (rest-twin.ts). Tool failures come back as MCP
+ * tool errors carrying the REST error body (`error`, `message`, context
+ * fields such as `safe_amount`) and its HTTP status in `structuredContent`;
+ * so do arguments the input schema refuses (`invalid_request`) and an unknown
+ * tool (`tool_not_found`).
  *
  * A tool whose REST twin has an x402 price can be paid instead of called with
- * a bearer key (paid-call.ts). Protocol traffic (initialize, notifications,
+ * a bearer key. Protocol traffic (initialize, notifications,
  * tools/list) and read-only tools are counted in the read window; each call
  * of a tool that changes something takes one write from the caller's write
  * budget (a paid call's is taken by its REST twin, under the payer).
@@ -16,18 +17,24 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Request, Response } from "express";
-import { z } from "../schemas/zod";
 import { ApiError, statusOf } from "../http/errors";
-import type { Credential } from "../http/credential";
 import type { PaymentGate } from "../x402/payment-gate";
-import { MCP_PAYMENT_META, paidToolCall } from "./paid-call";
-import type { ToolContext, ToolDefinition } from "./tools";
+import { callRestTwin, MCP_PAYMENT_META } from "./rest-twin";
+import type { ToolDefinition, TwinRoute } from "./tools";
 
 export const MCP_SERVER_NAME = "agent-treasury-gateway";
 
-function toolResult(value: unknown): CallToolResult {
-  const structured = (value && typeof value === "object" && !Array.isArray(value) ? value : { value }) as Record<string, unknown>;
-  return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: structured };
+/** what a tool call needs from the MCP request that carried it */
+export interface ToolContext {
+  requestId: string;
+  /** the MCP request's Authorization header (a bearer key decides, as on REST) */
+  bearer?: string;
+  /** the PaymentRequired of a priced route (absent when x402 is off: priced tools then need a key) */
+  paymentRequired?: (route: TwinRoute) => Record<string, unknown>;
+  /** serve the call by the REST route, with the request's key or the payment */
+  dispatch(route: TwinRoute, args: Record<string, unknown>, payment?: unknown): Promise<CallToolResult>;
+  /** take one write from the caller's write budget, or throw the typed 429 */
+  chargeWrite(): Promise<void>;
 }
 
 function toolError(err: ApiError, requestId: string): CallToolResult {
@@ -66,18 +73,15 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
       async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown> }) => {
         try {
           // a priced tool without a bearer key: paid with x402, or told how to pay
-          if (tool.paid && tc.paidCalls && !tc.hasBearer) {
+          if (tool.paid && tc.paymentRequired && !tc.bearer) {
             const payment = extra?._meta?.[MCP_PAYMENT_META];
-            if (payment === undefined) return paymentRequiredResult(tc.paidCalls.required(tool.paid), tc.requestId);
-            return await tc.paidCalls.call(tool.paid, args ?? {}, payment);
+            if (payment === undefined) return paymentRequiredResult(tc.paymentRequired(tool.paid), tc.requestId);
+            return await tc.dispatch(tool.paid, args ?? {}, payment);
           }
           if (!tool.annotations.readOnlyHint) await tc.chargeWrite();
-          return toolResult(await tool.run(args ?? {}, tc));
+          return await tc.dispatch(tc.bearer && tool.keyedTwin ? tool.keyedTwin : tool.twin, args ?? {});
         } catch (err) {
           if (err instanceof ApiError) return toolError(err, tc.requestId);
-          if (err instanceof z.ZodError) {
-            return toolError(new ApiError("invalid_request", err.issues[0]?.message ?? "invalid arguments", { details: err.issues }), tc.requestId);
-          }
           log(err);
           return toolError(new ApiError("internal_error", "internal error; quote the request_id when reporting it"), tc.requestId);
         }
@@ -103,7 +107,6 @@ function acceptJsonAndStream(req: Request): void {
 
 export interface McpDeps {
   tools: ToolDefinition[];
-  authenticate: (req: Request, res: Response) => Promise<void> | void;
   version: string;
   log: (err: unknown) => void;
   /** x402 for priced tools; absent or disabled: priced tools need a bearer key */
@@ -111,43 +114,17 @@ export interface McpDeps {
 }
 
 export async function handleMcpPost(req: Request, res: Response, deps: McpDeps): Promise<void> {
-  const { tools, authenticate, version, log, payments } = deps;
-  let resolved: { credential?: Credential; error?: ApiError } | undefined;
-  const resolve = async () => {
-    if (!resolved) {
-      try {
-        await authenticate(req, res);
-        resolved = { credential: res.locals.credential as Credential };
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        resolved = { error: err };
-      }
-    }
-    return resolved;
-  };
+  const { tools, version, log, payments } = deps;
+  const requestId = res.locals.requestId as string;
+  const bearer = req.header("authorization");
   const tc: ToolContext = {
-    requestId: res.locals.requestId as string,
-    credential: async () => {
-      const r = await resolve();
-      if (r.error) throw r.error;
-      return r.credential!;
+    requestId,
+    bearer,
+    paymentRequired: payments?.enabled ? (route) => payments.paymentRequired(route) : undefined,
+    dispatch: (route, args, payment) => {
+      const { idempotency_key: key, ...rest } = args;
+      return callRestTwin(req, { ...route, args: rest, idempotencyKey: typeof key === "string" ? key : undefined }, payment === undefined ? { bearer } : { payment }, requestId);
     },
-    optionalCredential: async () => {
-      if (!req.header("authorization")) return undefined;
-      const r = await resolve();
-      if (r.error) throw r.error;
-      return r.credential;
-    },
-    hasBearer: Boolean(req.header("authorization")),
-    paidCalls: payments?.enabled
-      ? {
-          required: (route) => payments.paymentRequired(route),
-          call: (route, args, payment) => {
-            const { idempotency_key: key, ...body } = args;
-            return paidToolCall(req, { ...route, body: route.method === "POST" ? body : undefined, idempotencyKey: typeof key === "string" ? key : undefined }, payment, res.locals.requestId as string);
-          },
-        }
-      : undefined,
     chargeWrite: async () => {
       const charge = res.locals.chargeWrite as (() => Promise<ApiError | undefined>) | undefined;
       const refused = await charge?.();

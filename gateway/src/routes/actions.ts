@@ -84,12 +84,25 @@ function actionRequest(action: TreasuryAction, body: ActionBody): ActionRequest 
 type ActionBody = { amount?: number; amount_usdc?: number; allocation?: { btc: number; eth: number }; target?: "btc" | "eth"; purpose?: string };
 
 export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
-  const action = (name: TreasuryAction, path: string, operationId: string, summary: string, body: ZodType<ActionBody>, example: ActionBody, extra: Record<number, { description: string; schema?: ZodType }> = {}) =>
+  /** one action capability: its route, x402 price and MCP tool (prepare_<action>) */
+  const action = (
+    name: TreasuryAction,
+    path: string,
+    operationId: string,
+    summary: string,
+    body: ZodType<ActionBody>,
+    example: ActionBody,
+    price: { atomic: bigint; description: string },
+    toolDescription: string,
+    extra: Record<number, { description: string; schema?: ZodType }> = {},
+  ) =>
     kit.route<ActionBody, unknown, unknown>({
       method: "post",
       path,
       operationId,
       summary,
+      price,
+      tool: { name: `prepare_${name}`, title: `Prepare a ${name}`, description: toolDescription },
       description:
         "Managed treasuries execute at once in simulation (200, receipt). Wallet-mode treasuries get 202 with an unsigned envelope of real Aave V3 calls; nothing changes until its steps are relayed. 409 while another envelope of the treasury awaits signature.",
       tags: ["Actions"],
@@ -112,12 +125,19 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       },
     });
 
-  action("deposit", "/api/v1/deposits", "createDeposit", "Deposit USDC (2% entry fee; minimum 100 USDC)", DepositRequest, { amount_usdc: 1000 });
-  action("convert", "/api/v1/convert", "createConversion", "Convert USDC into BTC or ETH exposure (2% of the amount)", ConvertRequest, { amount_usdc: 500, target: "eth" });
-  action("borrow", "/api/v1/borrow", "createBorrow", "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)", BorrowRequest, { amount_usdc: 500 }, {
-    403: { description: "safety rail (spec 2.2), or credential not bound to a treasury", schema: SafetyRailError },
-  });
-  action("repay", "/api/v1/repay", "createRepayment", "Repay USDC debt (free)", RepayRequest, { amount_usdc: 100 });
+  action("deposit", "/api/v1/deposits", "createDeposit", "Deposit USDC (2% entry fee; minimum 100 USDC)", DepositRequest, { amount_usdc: 1000 },
+    { atomic: 50_000n, description: "Prepare or execute a deposit" },
+    "Deposit USDC (minimum 100; 2% fee). Wallet-mode treasuries get an unsigned envelope of real Aave V3 calls to sign and relay; managed ones execute in simulation.");
+  action("convert", "/api/v1/convert", "createConversion", "Convert USDC into BTC or ETH exposure (2% of the amount)", ConvertRequest, { amount_usdc: 500, target: "eth" },
+    { atomic: 50_100n, description: "Prepare or execute a conversion to BTC or ETH" },
+    "Convert idle USDC into BTC or ETH collateral (2% fee). Wallet mode: fee, approval, Uniswap V3 swap, approval, Aave supply.");
+  action("borrow", "/api/v1/borrow", "createBorrow", "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)", BorrowRequest, { amount_usdc: 500 },
+    { atomic: 50_200n, description: "Prepare or execute a borrow" },
+    "Borrow USDC against BTC/ETH collateral (cycle fee). Refused with ltv_limit_exceeded and a safe_amount above the ceiling, before any envelope exists.",
+    { 403: { description: "safety rail (spec 2.2), or credential not bound to a treasury", schema: SafetyRailError } });
+  action("repay", "/api/v1/repay", "createRepayment", "Repay USDC debt (free)", RepayRequest, { amount_usdc: 100 },
+    { atomic: 50_300n, description: "Prepare or execute a repayment" },
+    "Repay USDC debt from idle USDC (free; at most the debt is repaid). Wallet mode: USDC approval, then Aave repay at the variable rate.");
 
   kit.route({
     method: "post",
@@ -126,6 +146,13 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     summary: "Estimate the fee and LTV effect of an action on the authenticated treasury",
     tags: ["Actions"],
     security: "bearer_or_x402",
+    price: { atomic: 10_000n, description: "Estimate the fee and LTV effect of an action" },
+    tool: {
+      name: "estimate_action",
+      title: "Estimate an action",
+      description: "Fee, net amount and LTV effect of a deposit, convert, borrow or repay on the authenticated treasury; changes nothing. Refused with ltv_limit_exceeded above the ceiling.",
+      readOnly: true,
+    },
     request: { body: EstimateRequest, example: { action: "deposit", amount_usdc: 1000 } },
     responses: {
       200: { description: "estimate (spec 2.3 and 4.6)", schema: EstimateResult },
@@ -154,6 +181,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     summary: "Health score, LTV and zones of the authenticated treasury",
     tags: ["Reads"],
     security: "bearer_or_x402",
+    price: { atomic: 1_000n, description: "Treasury health score, LTV and zones" },
+    tool: { name: "get_health", title: "Treasury health", description: "Health score, LTV, LTV zone and zone bounds of the authenticated treasury." },
     responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
     handler: async ({ res }) => {
       const id = requireCredential(res).treasuryId;
@@ -169,6 +198,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     summary: "State of the authenticated treasury",
     tags: ["Reads"],
     security: "bearer_or_x402",
+    price: { atomic: 1_100n, description: "Treasury state" },
+    tool: { name: "get_treasury_state", title: "Treasury state", description: "Holdings, value, debt, LTV, health and utilization of the authenticated treasury." },
     responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
     handler: async ({ res }) => {
       const id = requireCredential(res).treasuryId;
@@ -184,6 +215,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     summary: "Policy state of the authenticated treasury",
     tags: ["Reads"],
     security: "bearer_or_x402",
+    price: { atomic: 1_200n, description: "Treasury policy state" },
     responses: { 200: { description: "policy state (spec 2.12)", schema: PolicyState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
     handler: async ({ res }) => {
       const t = await deps.actions.treasury(requireCredential(res).treasuryId);
@@ -238,6 +270,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     description: "Extension of the spec: every execution with amount, fee, basis, tier, trigger and time (spec 1, rule 5).",
     tags: ["Reads"],
     security: "bearer_or_x402",
+    price: { atomic: 1_300n, description: "Treasury fee audit trail" },
     extension: true,
     responses: { 200: { description: "fee audit trail", schema: AuditList }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
     handler: async ({ res }) => {
@@ -250,6 +283,13 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     method: "post",
     path: "/api/v1/relay",
     operationId: "relayTransaction",
+    tool: {
+      name: "relay_signed_transaction",
+      title: "Relay a signed transaction",
+      description:
+        "Relay one signed step of an envelope (legacy, EIP-2930 or EIP-1559). Accepted only if the treasury's wallet signed exactly the step's to, data, value and chain id; steps go in order.",
+      openWorld: true,
+    },
     summary: "Relay a signed transaction: the envelope's unsigned_transaction under its tx_id, or one step of it",
     description:
       "One signature: sign the envelope's `unsigned_transaction` with the wallet's next nonce and relay it under the envelope's `tx_id`. In the sandbox (a local test chain) the envelope's other steps are provided without a signature (fee moved from the wallet to the fee recipient, approvals set, a swap filled at its quoted minimum) and listed in `provided_steps`; elsewhere 409 `prerequisite_steps_required` names them. Steps: accepted only if it is signed by the treasury's wallet and its to, data, value and chain id equal the step's. Steps are relayed in order; the action executes when the last one is relayed. For a chain-backed treasury the transaction's nonce must be the wallet's next one, the step is claimed (hash recorded) before it is broadcast, and a second signature of a claimed step is refused without being sent; a receipt that does not come in time answers 202 `broadcasting` (poll GET /api/v1/relay/{tx_id}, or relay the same bytes again). The same signed transaction relayed again, under any Idempotency-Key (a retry after a lost answer or a gateway crash), answers the step's receipt once it is mined, never a second execution. Sandbox treasuries are simulated. Idempotency-Keys are scoped to the transaction's signer, so callers cannot collide.",

@@ -32,6 +32,14 @@ export function agentRoutes(kit: RouteKit, access: AccessRequestService): void {
     path: "/api/v1/agents/apply",
     operationId: "submitAccessRequest",
     summary: "Request live access; a human reviews every request",
+    tool: {
+      name: "request_live_access",
+      title: "Request live access",
+      description:
+        "Ask for live (real-money) access. A human reviews every request (typically within 2 business days) and contacts the operator; poll the returned status_url.",
+      idempotent: false,
+      openWorld: true,
+    },
     tags,
     request: { body: AccessRequestBody },
     responses: { 200: { description: "access request (spec 2.11), status received", schema: AccessRequest }, 400: err("invalid body"), ...RATE_LIMITED },

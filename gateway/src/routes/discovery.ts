@@ -43,6 +43,11 @@ export function discoveryRoutes(kit: RouteKit, ctx: ServiceContext<"fees">): voi
     path: "/fees.json",
     operationId: "getFeeSchedule",
     summary: "Service fee schedule with the current ratchet tier",
+    tool: {
+      name: "get_fee_schedule",
+      title: "Fee schedule",
+      description: "Service fees: 2% on deposits and conversions, the cycle fee on borrows (2% at launch, ratcheting down with volume), 0 on every downward leg.",
+    },
     tags: ["Discovery"],
     responses: { 200: { description: "fee schedule (spec 2.16)", schema: FeeSchedule }, ...RATE_LIMITED },
     handler: async () => ({ status: 200, body: feeScheduleDocument(await ctx.stores.fees.ratchet(), url("/fees.json")) }),

@@ -1,10 +1,9 @@
 /** GET and POST /api/mcp (spec 4.2, 2.19). */
 import { ApiError } from "../http/errors";
 import { handleMcpPost, MCP_SERVER_NAME } from "../mcp/server";
-import type { ToolDefinition } from "../mcp/tools";
+import { restEquivalent, type ToolDefinition } from "../mcp/tools";
 import { JsonRpcRequest, JsonRpcResponse, McpDiscovery } from "../schemas/discovery";
 import { z } from "../schemas/zod";
-import type { Authenticator } from "../services/authenticator";
 import type { Runtime } from "../services/context";
 import type { PaymentGate } from "../x402/payment-gate";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
@@ -12,7 +11,7 @@ import { err, RATE_LIMITED, type RouteKit } from "./kit";
 export function mcpRoutes(
   kit: RouteKit,
   ctx: Runtime,
-  deps: { tools: ToolDefinition[]; authenticate: Authenticator; version: string; log: (err: unknown) => void; payments?: PaymentGate },
+  deps: { tools: () => ToolDefinition[]; version: string; log: (err: unknown) => void; payments?: PaymentGate },
 ): void {
   kit.route({
     method: "get",
@@ -42,7 +41,7 @@ export function mcpRoutes(
           transport: "streamable-http (stateless, JSON responses)",
           authentication:
             "treasury tools read `Authorization: Bearer <key>` from the HTTP request; without one, a priced tool (paid: true) is paid with x402 over MCP: its refusal carries the PaymentRequired in structuredContent, the payment goes in params._meta[\"x402/payment\"], the settlement comes back in result._meta[\"x402/payment-response\"]",
-          tools: deps.tools.map((t) => ({
+          tools: deps.tools().map((t) => ({
             name: t.name,
             title: t.title,
             description: t.description,
@@ -50,7 +49,7 @@ export function mcpRoutes(
             annotations: t.annotations,
             authenticated: t.authenticated,
             ...(t.paid ? { paid: true, x402_route: `${t.paid.method} ${t.paid.path}` } : {}),
-            rest_equivalent: t.rest,
+            rest_equivalent: restEquivalent(t),
           })),
         },
       };
@@ -74,7 +73,7 @@ export function mcpRoutes(
       ...RATE_LIMITED,
     },
     handler: async ({ req, res }) => {
-      await handleMcpPost(req, res, deps);
+      await handleMcpPost(req, res, { ...deps, tools: deps.tools() });
       return { status: 200, body: undefined };
     },
   });

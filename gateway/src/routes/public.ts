@@ -40,6 +40,12 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
     summary: "Native-USDC variable borrow APY of Aave V3 on three chains",
     description: "Read from each chain's Aave V3 Pool over its configured RPC. `environment` is `live` only when every entry was read from its chain within the cache window.",
     tags,
+    tool: {
+      name: "get_market_rates",
+      title: "Market borrow rates",
+      description: "Variable borrow APY of native USDC on Aave V3 (Ethereum, Arbitrum, Base), read from each Pool; each entry says whether it is live, cached or unavailable.",
+      openWorld: true,
+    },
     responses: { 200: { description: "market rates (spec 2.13)", schema: MarketRates }, ...RATE_LIMITED },
     handler: async () => ({ status: 200, body: await deps.marketRates.document() }),
   });
@@ -50,6 +56,7 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
     operationId: "getLiquidationDistance",
     summary: "Collateral price drop that would bring a position at an LTV to liquidation",
     tags,
+    tool: { name: "get_liquidation_distance", title: "Liquidation distance", description: "How far BTC/ETH prices can fall before a position at the given LTV (1 to 75, default 40) is liquidated." },
     request: { query: LiquidationDistanceQuery },
     responses: {
       200: { description: "liquidation distance (spec 2.14)", schema: LiquidationDistance },
@@ -84,6 +91,13 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
     operationId: "getPublicPolicyState",
     summary: "Policy state of the demo, or of the proven treasury of an address",
     tags,
+    tool: {
+      name: "get_policy_state",
+      title: "Policy state",
+      description:
+        "The policy state (LTV bands, protection authority, delegation, dormancy clock, gas caps): of the authenticated treasury when the request carries a key, else of the public demo or of `address`.",
+      withKey: "/api/v1/policy-state",
+    },
     request: { query: AddressQuery },
     responses: {
       200: { description: "policy state (spec 2.12)", schema: PolicyState },
@@ -100,6 +114,7 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
     operationId: "getGatewayStatus",
     summary: "Gateway status",
     tags,
+    tool: { name: "get_gateway_status", title: "Gateway status", description: "Whether the gateway is online and which assets it supports." },
     responses: { 200: { description: "gateway status (spec 2.17)", schema: GatewayStatus }, ...RATE_LIMITED },
     handler: async () => ({ status: 200, body: await deps.status() }),
   });
@@ -108,6 +123,13 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
     method: "post",
     path: "/api/v1/public/preview",
     operationId: "previewAction",
+    tool: {
+      name: "preview_action",
+      title: "Preview an action",
+      description:
+        "Fee, LTV before and after and health score of an action on the demo portfolio (or the sandbox treasury of `address`). Refused with ltv_limit_exceeded and a safe_amount when it would pass the ceiling.",
+      readOnly: true,
+    },
     summary: "Typed preview of an action: fee, LTV before and after, safety rail",
     description:
       "`amount` is the USDC value of the action (`amount_usdc` is an alias; both present must be equal). With `address`, the preview runs on the sandbox treasury registered for it; otherwise on the demo portfolio. `current_ltv` restates the debt against that collateral.",

@@ -33,6 +33,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
     operationId: "getTreasuryCreateSchema",
     summary: "Input schema, presets and the formulas behind the figures",
     tags: ["Treasuries"],
+    tool: { name: "get_treasury_schema", title: "Treasury presets and definitions", description: "Presets (LTV bands, ceilings, park targets) and the formulas behind every figure." },
     responses: { 200: { description: "treasury creation schema", schema: TreasuryCreateSchema }, ...RATE_LIMITED },
     handler: () => ({ status: 200, body: treasuryCreateSchemaDocument() }),
   });
@@ -42,6 +43,13 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
     path: "/api/v1/treasuries",
     operationId: "createTreasury",
     summary: "Register a sandbox treasury for a wallet",
+    tool: {
+      name: "create_sandbox_treasury",
+      title: "Create a sandbox treasury",
+      description:
+        "Register a sandbox treasury for a wallet (default: Base, balanced preset, wallet execution mode). Returns the treasury and its sandbox API key, shown once: send it as `Authorization: Bearer <key>` on later MCP requests.",
+      idempotent: false,
+    },
     description:
       "Returns the treasury and its sandbox API key; the key is shown only in this response. With ownership_proof (the wallet's signed statement) the treasury is `proven` and serves the wallet's x402 payments and public address views; without it, it is `unproven` and reachable only with its API key. Free credential creation is limited per client address (429).",
     tags: ["Treasuries"],

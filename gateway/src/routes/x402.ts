@@ -14,7 +14,7 @@ export const PriceListDocument = z
     networks: z.object({ "1": z.literal("base-sepolia"), "2": z.literal("eip155:84532") }).openapi({ description: "the network per version (v2: CAIP-2)" }),
     asset: z.string(),
     pay_to: z.string(),
-    prices: z.array(z.object({ method: z.string(), path: z.string(), amount_atomic: z.string(), amount_usdc: z.string(), display: z.string(), description: z.string() })),
+    prices: z.array(z.object({ method: z.string(), path: z.string(), amount_atomic: z.string(), amount_usdc: z.string(), display: z.string(), description: z.string(), tool: z.string().optional().openapi({ description: "the MCP tool this route serves (its name finds the capability's path)" }) })),
   })
   .passthrough()
   .openapi("X402PriceList");

@@ -96,11 +96,10 @@ export function createPaymentGate(
     network: X402_NETWORK as "base-sepolia",
     config: { description: p.description, mimeType: "application/json", maxTimeoutSeconds: cfg.maxTimeoutSeconds },
   });
-  const challengeMiddleware = paymentMiddleware(
-    payTo,
-    Object.fromEntries(opts.prices.prices.map((p) => [`${p.method} ${p.path}`, routeConfig(p)])),
-    opts.facilitator,
-  );
+  // built on first use: the price list is filled as the priced routes are registered
+  let challengeMiddleware: ReturnType<typeof paymentMiddleware> | undefined;
+  const challengeOf = () =>
+    (challengeMiddleware ??= paymentMiddleware(payTo, Object.fromEntries(opts.prices.prices.map((p) => [`${p.method} ${p.path}`, routeConfig(p)])), opts.facilitator));
 
   const priceOf = (route: { method: string; path: string }): RoutePrice => {
     const price = opts.prices.for(route.method, route.path);
@@ -206,7 +205,7 @@ export function createPaymentGate(
         });
       // HEAD is answered as the GET it stands for (no body is sent)
       const asRoute = req.method === "HEAD" ? Object.assign(Object.create(req) as Request, { method: "GET" }) : req;
-      await challengeMiddleware(asRoute, res, () => {
+      await challengeOf()(asRoute, res, () => {
         throw new Error(`no x402 price for ${req.method} ${req.path}`);
       });
     },

@@ -1,31 +1,29 @@
 /** The x402 price list: one amount per route, atomic units, the document served at /x402/prices.json. */
 import { describe, expect, it } from "vitest";
-import { DEFAULT_PRICES, PriceList } from "./prices";
+import { PriceList } from "./prices";
 
 describe("PriceList", () => {
+  const list = () =>
+    new PriceList([
+      { method: "POST", path: "/api/v1/deposits", atomic: 50_000n, description: "Deposit", tool: "prepare_deposit" },
+      { method: "GET", path: "/api/v1/treasury", atomic: 1_100n, description: "Treasury" },
+    ]);
+
   it("finds a route's price by method (any case) and path", () => {
-    const list = new PriceList();
-    expect(list.for("POST", "/api/v1/deposits")?.atomic).toBe(50_000n);
-    expect(list.for("get", "/api/v1/treasury")?.atomic).toBe(1_100n);
-    expect(list.for("GET", "/api/v1/deposits")).toBeUndefined();
-    expect(list.for("POST", "/api/v1/nothing")).toBeUndefined();
+    expect(list().for("POST", "/api/v1/deposits")?.atomic).toBe(50_000n);
+    expect(list().for("get", "/api/v1/treasury")?.atomic).toBe(1_100n);
+    expect(list().for("GET", "/api/v1/deposits")).toBeUndefined();
+    expect(list().for("POST", "/api/v1/nothing")).toBeUndefined();
   });
 
-  it("every default route has its own positive amount (the amount binds a proof to its route)", () => {
-    const amounts = DEFAULT_PRICES.map((p) => p.atomic);
-    expect(new Set(amounts).size).toBe(amounts.length);
-    expect(amounts.every((a) => a > 0n)).toBe(true);
-    expect(DEFAULT_PRICES.map((p) => `${p.method} ${p.path} ${p.atomic}`)).toEqual([
-      "POST /api/v1/deposits 50000",
-      "POST /api/v1/convert 50100",
-      "POST /api/v1/borrow 50200",
-      "POST /api/v1/repay 50300",
-      "POST /api/v1/estimate 10000",
-      "GET /api/v1/health 1000",
-      "GET /api/v1/treasury 1100",
-      "GET /api/v1/policy-state 1200",
-      "GET /api/v1/audit 1300",
-    ]);
+  it("is filled one route at a time, in the order the routes are declared", () => {
+    const l = new PriceList();
+    expect(l.prices).toEqual([]);
+    l.add({ method: "GET", path: "/b", atomic: 2n, description: "" });
+    l.add({ method: "GET", path: "/a", atomic: 1n, description: "" });
+    expect(l.prices.map((p) => p.path)).toEqual(["/b", "/a"]);
+    expect(() => l.add({ method: "GET", path: "/a", atomic: 3n, description: "" })).toThrow("x402 price of GET /a is declared twice");
+    expect(l.for("GET", "/a")?.atomic).toBe(1n);
   });
 
   it("refuses a zero or negative price, and two routes of one price", () => {
@@ -33,6 +31,8 @@ describe("PriceList", () => {
     expect(() => new PriceList([{ method: "GET", path: "/a", atomic: -1n, description: "" }])).toThrow(/must be positive/);
     expect(() => new PriceList([{ method: "GET", path: "/a", atomic: 5n, description: "" }, { method: "GET", path: "/b", atomic: 5n, description: "" }])).toThrow("x402 prices must be distinct per route (5 is used twice)");
     expect(new PriceList([{ method: "GET", path: "/a", atomic: 1n, description: "" }]).prices).toHaveLength(1);
+    // the same amount on the same route in another method is another route
+    expect(() => new PriceList([{ method: "GET", path: "/a", atomic: 5n, description: "" }, { method: "POST", path: "/a", atomic: 5n, description: "" }])).toThrow(/distinct per route/);
   });
 
   it("documents every price in atomic units and as USDC", () => {
@@ -51,5 +51,6 @@ describe("PriceList", () => {
       note: "Amounts are atomic USDC (6 decimals). Each route has its own amount; a payment made for one route is refused by another. Pay with x402 version 1 (X-PAYMENT) or version 2 (PAYMENT-SIGNATURE).",
       prices: [{ method: "GET", path: "/api/v1/health", amount_atomic: "1000", amount_usdc: "0.001", display: "$0.001", description: "Health" }],
     });
+    expect(list().document("n", "a", "p").prices.map((p) => p.tool)).toEqual(["prepare_deposit", undefined]);
   });
 });

@@ -1,6 +1,7 @@
 /**
- * x402 prices: one configuration, served at GET /x402/prices.json and used by
- * the payment gate and the x402-express challenge, so they cannot disagree.
+ * x402 prices: declared on each priced route, collected here, served at GET
+ * /x402/prices.json and used by the payment gate and the x402-express
+ * challenge, so they cannot disagree.
  * Amounts are atomic USDC (6 decimals). Every route has its own price: an
  * EIP-3009 authorization carries no route, so a distinct amount is what binds
  * a payment to the route and price it was made for.
@@ -14,31 +15,36 @@ export interface RoutePrice {
   path: string;
   atomic: bigint;
   description: string;
+  /** the MCP tool that is served by this route, if any (agents find a capability's path by it) */
+  tool?: string;
 }
 
-export const DEFAULT_PRICES: RoutePrice[] = [
-  { method: "POST", path: "/api/v1/deposits", atomic: 50_000n, description: "Prepare or execute a deposit" },
-  { method: "POST", path: "/api/v1/convert", atomic: 50_100n, description: "Prepare or execute a conversion to BTC or ETH" },
-  { method: "POST", path: "/api/v1/borrow", atomic: 50_200n, description: "Prepare or execute a borrow" },
-  { method: "POST", path: "/api/v1/repay", atomic: 50_300n, description: "Prepare or execute a repayment" },
-  { method: "POST", path: "/api/v1/estimate", atomic: 10_000n, description: "Estimate the fee and LTV effect of an action" },
-  { method: "GET", path: "/api/v1/health", atomic: 1_000n, description: "Treasury health score, LTV and zones" },
-  { method: "GET", path: "/api/v1/treasury", atomic: 1_100n, description: "Treasury state" },
-  { method: "GET", path: "/api/v1/policy-state", atomic: 1_200n, description: "Treasury policy state" },
-  { method: "GET", path: "/api/v1/audit", atomic: 1_300n, description: "Treasury fee audit trail" },
-];
-
+/**
+ * The price list, filled as the priced routes are registered (each route
+ * declares its own price beside its schemas: http/route.ts), read by the
+ * payment gate, the bazaar catalogue and /x402/prices.json.
+ */
 export class PriceList {
   private readonly byRoute = new Map<string, RoutePrice>();
+  private readonly amounts = new Map<bigint, string>();
 
-  constructor(readonly prices: RoutePrice[] = DEFAULT_PRICES) {
-    const amounts = new Set<bigint>();
-    for (const p of prices) {
-      if (p.atomic <= 0n) throw new Error(`x402 price of ${p.method} ${p.path} must be positive`);
-      if (amounts.has(p.atomic)) throw new Error(`x402 prices must be distinct per route (${p.atomic} is used twice)`);
-      amounts.add(p.atomic);
-      this.byRoute.set(`${p.method} ${p.path}`, p);
-    }
+  constructor(prices: RoutePrice[] = []) {
+    for (const p of prices) this.add(p);
+  }
+
+  /** a route's price: positive, and distinct from every other route's (the amount binds a proof to its route) */
+  add(p: RoutePrice): void {
+    const route = `${p.method} ${p.path}`;
+    if (p.atomic <= 0n) throw new Error(`x402 price of ${route} must be positive`);
+    const other = this.amounts.get(p.atomic);
+    if (other !== undefined && other !== route) throw new Error(`x402 prices must be distinct per route (${p.atomic} is used twice)`);
+    if (this.byRoute.has(route)) throw new Error(`x402 price of ${route} is declared twice`);
+    this.amounts.set(p.atomic, route);
+    this.byRoute.set(route, p);
+  }
+
+  get prices(): RoutePrice[] {
+    return [...this.byRoute.values()];
   }
 
   for(method: string, path: string): RoutePrice | undefined {
@@ -66,6 +72,7 @@ export class PriceList {
         amount_usdc: formatDecimal(p.atomic, 6),
         display: `$${formatDecimal(p.atomic, 6)}`,
         description: p.description,
+        ...(p.tool ? { tool: p.tool } : {}),
       })),
     };
   }
