@@ -1,208 +1,137 @@
 /**
- * npm run bench: load the gateway with autocannon and print requests/s and
- * latency percentiles next to a bare Express hello-world measured in the same
- * run (ratios = gateway / baseline). BENCH_SECONDS and BENCH_CONNECTIONS tune it.
+ * npm run bench: every server in its own process, started as production
+ * starts it (bench/processes.ts), loaded from this process (bench/http-load.ts,
+ * latency in microseconds), with a bare Express hello-world and, for the paid
+ * path, x402-express's own middleware measured in the same run; ratios are
+ * against those. Prints a table and writes bench/results/<time>.json (and
+ * latest.json; --quick writes quick-latest.json).
+ *
+ *   --quick     under a minute: 1 s per route, the paid path at one concurrency, no fork, no instances
+ *   --routes-only  only the HTTP routes against the baseline
+ *   --profile   only the HTTP routes, each on a fresh gateway under node --cpu-prof: the top self-time
+ *               functions of the measured load in the JSON and bench/results/profiles/
+ *   BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_PAID_REQUESTS tune it; BENCH_ONLY (a regular expression)
+ *   keeps only the HTTP routes whose name matches.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { AddressInfo } from "node:net";
-import autocannon from "autocannon";
-import express from "express";
-import { pino } from "pino";
-import { loadConfig } from "../gateway/src/config";
-import { startGateway } from "../gateway/src/server";
-import { closedLoop, percentile } from "./closed-loop";
+import { freePort } from "../fixtures/anvil";
+import { load, percentileOf, type LoadFigures, type Target } from "./http-load";
+import { benchServer, cpuPerRequest, ROOT, startFacilitatorProcess, startGatewayProcess, startProcess, urlOf, type ServerProcess } from "./processes";
+import { hotSpots, type HotSpot } from "./profile";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const QUICK = process.argv.includes("--quick");
+const PROFILE = process.argv.includes("--profile");
+const ROUTES_ONLY = PROFILE || process.argv.includes("--routes-only");
+const SECONDS = QUICK ? 1 : Number(process.env.BENCH_SECONDS ?? 5);
+const WARMUP = QUICK ? 0.3 : 1;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const PAID_CONCURRENCY = QUICK ? [4] : [4, 16, 64];
+const RESULTS = path.join(ROOT, "bench", "results");
 
-interface Figures {
-  name: string;
-  rps: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  non2xx: number;
+interface Row extends LoadFigures {
+  rps_ratio: number;
+  p50_ratio: number;
+  p99_ratio: number;
+  goal?: string;
+  profile?: { busy_pct: number; spots: HotSpot[] };
 }
 
-/** a gateway on a free port with its own database and rate limits out of the way */
-async function benchGateway(env: Record<string, string> = {}) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-bench-"));
-  const config = loadConfig({ PORT: "0", DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MIN: "100000000", RATE_LIMIT_WRITE_PER_MIN: "100000000", CREDENTIALS_PER_HOUR: "100000000", LOG_LEVEL: "silent", ...env });
-  const gw = await startGateway({ config, logger: pino({ level: "silent" }), });
-  return Object.assign(gw, { dataDir });
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-"));
+const servers: ServerProcess[] = [];
+const keep = <T extends ServerProcess>(s: T): T => (servers.push(s), s);
+const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
+const against = (r: LoadFigures, base: LoadFigures, goal?: string): Row => ({
+  ...r,
+  rps: Number(r.rps.toFixed(1)),
+  rps_ratio: ratio(r.rps, base.rps),
+  p50_ratio: ratio(r.p50_us, base.p50_us),
+  p99_ratio: ratio(r.p99_us, base.p99_us),
+  ...(goal ? { goal } : {}),
+});
+
+async function json(url: string, init?: RequestInit): Promise<any> {
+  const r = await fetch(url, init);
+  return r.json();
 }
 
-async function load(name: string, opts: autocannon.Options): Promise<Figures> {
-  const result = await autocannon({ duration: SECONDS, connections: CONNECTIONS, ...opts });
-  return {
-    name,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p90: result.latency.p90,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-  };
-}
+/** the HTTP routes against the bare Express baseline, each gateway route with its goal */
+async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: { start: number; end: number } }> {
+  const baseline = keep(await startProcess(benchServer("baseline.ts"), {}, /"url"/, path.join(dir, "baseline.log")));
+  const baseUrl = urlOf(baseline.line);
+  const opts = { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP };
+  const base = await load("express hello-world (baseline, own process)", { url: `${baseUrl}/` }, opts);
 
-async function main(): Promise<void> {
-  const baseline = express();
-  baseline.get("/", (_req, res) => {
-    res.json({ hello: "world" });
-  });
-  const bare = baseline.listen(0, "127.0.0.1");
-  await new Promise((r) => bare.once("listening", r));
-  const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
-
-  const gw = await benchGateway();
-
-  let counter = 0;
-  const rows: Figures[] = [];
-  rows.push(await load("express hello-world (baseline)", { url: bareUrl }));
-  rows.push(await load("GET /api/v1/public/gateway-status", { url: `${gw.url}/api/v1/public/gateway-status` }));
-  rows.push(
-    await load("POST /api/v1/public/preview", {
-      url: `${gw.url}/api/v1/public/preview`,
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ action: "borrow", amount: 1000, current_ltv: 40 }),
-    }),
-  );
-  rows.push(
-    await load("POST /api/v1/treasuries", {
-      url: `${gw.url}/api/v1/treasuries`,
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      setupClient: (client) => {
-        client.setBody(JSON.stringify({ wallet_address: `0x${(++counter).toString(16).padStart(40, "0")}` }));
+  let wallet = 0;
+  const targets: { name: string; goal: string; target: (url: string) => Promise<Target> }[] = [
+    { name: "GET /api/v1/public/gateway-status", goal: "rps >= 0.8x", target: async (u) => ({ url: `${u}/api/v1/public/gateway-status` }) },
+    { name: "GET /fees.json", goal: "rps >= 0.8x", target: async (u) => ({ url: `${u}/fees.json` }) },
+    { name: "GET /api/v1/public/liquidation-distance", goal: "rps >= 0.8x", target: async (u) => ({ url: `${u}/api/v1/public/liquidation-distance?ltv=55` }) },
+    {
+      name: "POST /api/v1/public/preview",
+      goal: "rps >= 0.7x",
+      target: async (u) => ({ url: `${u}/api/v1/public/preview`, body: () => JSON.stringify({ action: "borrow", amount: 1000, current_ltv: 40 }) }),
+    },
+    {
+      name: "POST /api/v1/deposits (bearer, executes, audit + idempotency)",
+      goal: "rps >= 0.5x",
+      target: async (u) => {
+        // one managed sandbox treasury per connection: the treasury's conflict slot is the business rule, not the load
+        const keys = await Promise.all(Array.from({ length: CONNECTIONS }, async () => (await json(`${u}/api/v1/sandbox/keys`, { method: "POST" })).key as string));
+        let n = 0;
+        const run = Date.now();
+        return {
+          url: `${u}/api/v1/deposits`,
+          body: () => JSON.stringify({ amount_usdc: 100 }),
+          headersOf: (i) => ({ authorization: `Bearer ${keys[i % keys.length]}`, "idempotency-key": `bench-${run}-${n++}` }),
+        };
       },
-    }),
-  );
+    },
+    {
+      name: "POST /api/v1/treasuries",
+      goal: "rps >= 0.5x",
+      target: async (u) => ({ url: `${u}/api/v1/treasuries`, body: () => JSON.stringify({ wallet_address: `0x${(++wallet).toString(16).padStart(40, "0")}` }) }),
+    },
+    { name: "GET /api/v1/health unpaid (402 challenge)", goal: "", target: async (u) => ({ url: `${u}/api/v1/health`, ok: (s) => s === 402 }) },
+  ];
 
-  await gw.close();
-
-  // x402: the unpaid 402 path, and the paid path (verify, handler, settle) on a local Base Sepolia
-  const x402 = await benchX402();
-  rows.push(x402.unpaid);
-
-  const base = rows[0]!;
-  console.log(`\n${SECONDS}s per target, ${CONNECTIONS} connections, node ${process.version}, ${os.cpus().length} cores\n`);
-  console.log(["target".padEnd(36), "req/s".padStart(9), "p50 ms".padStart(7), "p90 ms".padStart(7), "p99 ms".padStart(7), "non2xx".padStart(7), "rps ratio".padStart(10), "p50 ratio".padStart(10)].join(" "));
-  for (const r of rows) {
-    console.log(
-      [
-        r.name.padEnd(36),
-        r.rps.toFixed(0).padStart(9),
-        String(r.p50).padStart(7),
-        String(r.p90).padStart(7),
-        String(r.p99).padStart(7),
-        String(r.non2xx).padStart(7),
-        (r.rps / base.rps).toFixed(2).padStart(10),
-        (base.p50 > 0 ? r.p50 / base.p50 : NaN).toFixed(2).padStart(10),
-      ].join(" "),
-    );
-  }
-  console.log(`\npaid x402 paths (GET /api/v1/health: verify, handler, settle on Anvil; ${x402.paid.count} requests each, concurrency ${x402.paid.concurrency}; ratios against v1):`);
-  for (const [name, r] of [["v1 X-PAYMENT", x402.paid], ["v2 PAYMENT-SIGNATURE", x402.paidV2], ["MCP tools/call get_health (v2 in _meta)", x402.paidMcp]] as const) {
-    console.log(
-      `  ${name.padEnd(40)} ${r.rps.toFixed(1).padStart(6)} req/s, p50 ${r.p50.toFixed(1)} ms, p90 ${r.p90.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, failures ${r.failures}; rps ${(r.rps / x402.paid.rps).toFixed(2)}, p50 ${(r.p50 / x402.paid.p50).toFixed(2)}`,
-    );
-  }
-  const loop = await benchWalletLoop();
-  console.log(`\nrelay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay.count} relays): ${loop.relay.rps.toFixed(1)} relays/s, p50 ${loop.relay.p50.toFixed(1)} ms, p90 ${loop.relay.p90.toFixed(1)} ms, p99 ${loop.relay.p99.toFixed(1)} ms`);
-  console.log(`agent full loop (x402 payment, envelope, policy, preflight, sign, relay x3, read back; deposit of 100 USDC, ${loop.full.count} runs): p50 ${loop.full.p50.toFixed(0)} ms, p90 ${loop.full.p90.toFixed(0)} ms, max ${loop.full.max.toFixed(0)} ms`);
-  bare.close();
-
-  // one versus three instances on one PostgreSQL, every server in its own process (bench/instances.ts)
-  const { benchInstances } = await import("./instances");
-  const layouts = await benchInstances([1, 3]);
-  const one = layouts[0]!;
-  console.log(`\ninstances on one embedded PostgreSQL (each gateway, the facilitator and PostgreSQL in their own processes; load round-robin; ${os.cpus().length} cores):`);
-  console.log(["instances".padEnd(10), "paid req/s".padStart(11), "paid p50".padStart(9), "paid p99".padStart(9), "fail".padStart(5), "bearer req/s".padStart(13), "bearer p99".padStart(11), "paid ratio".padStart(11), "bearer ratio".padStart(13)].join(" "));
-  for (const l of layouts) {
-    console.log(
-      [
-        String(l.instances).padEnd(10),
-        l.paid.rps.toFixed(1).padStart(11),
-        l.paid.p50.toFixed(0).padStart(9),
-        l.paid.p99.toFixed(0).padStart(9),
-        String(l.paid.failures).padStart(5),
-        l.bearer.rps.toFixed(0).padStart(13),
-        String(l.bearer.p99).padStart(11),
-        (l.paid.rps / one.paid.rps).toFixed(2).padStart(11),
-        (l.bearer.rps / one.bearer.rps).toFixed(2).padStart(13),
-      ].join(" "),
-    );
-  }
-  console.log(`  paid: ${one.paid.count} requests at concurrency ${one.paid.concurrency}, one facilitator settling each on the local chain`);
-}
-
-async function benchWalletLoop() {
-  const { startBaseFork } = await import("../fixtures/base-fork");
-  const { startBaseSepolia, devAccount } = await import("../fixtures/base-sepolia");
-  const { startFacilitator } = await import("../gateway/src/x402/facilitator/main");
-  const { SignerAgent } = await import("../signer-agent/src/agent");
-  const { AuditLog } = await import("../signer-agent/src/audit-log");
-  const { defaultPolicy } = await import("../signer-agent/src/policy");
-  const { createWalletClient, createPublicClient, http, parseAbi, publicActions } = await import("viem");
-  const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
-  const { base } = await import("viem/chains");
-
-  const [fork, sepolia] = await Promise.all([startBaseFork(), startBaseSepolia()]);
-  const facilitator = await startFacilitator({ rpcUrl: sepolia.rpcUrl, privateKey: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d", port: 0 });
-  const feeRecipient = devAccount(4).address;
-  const gw = await benchGateway({ BASE_RPC_URL: fork.rpcUrl, X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address, FEE_RECIPIENT: feeRecipient });
-  const dataDir = gw.dataDir;
-  try {
-    const privateKey = generatePrivateKey();
-    const account = privateKeyToAccount(privateKey);
-    await fork.fund(account.address, 1_000_000_000_000n);
-    await sepolia.fund(account.address, 100_000_000n);
-    const policy = { ...defaultPolicy([feeRecipient]), x402_daily_budget_usdc: 1000 };
-    const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, x402RpcUrl: sepolia.rpcUrl, policy, audit: new AuditLog(path.join(dataDir, "audit.jsonl")) });
-
-    const full: number[] = [];
-    const runs = Number(process.env.BENCH_LOOP_RUNS ?? 10);
-    for (let i = 0; i < runs; i++) {
-      const t0 = performance.now();
-      await agent.run("deposit", 100);
-      full.push(performance.now() - t0);
-    }
-    // relays: borrow envelopes (borrow + fee transfer), signed ahead, relayed and timed one by one
-    const relays: number[] = [];
-    const rounds = Number(process.env.BENCH_RELAY_ROUNDS ?? 15);
-    const started = performance.now();
-    let relayTime = 0;
-    for (let i = 0; i < rounds; i++) {
-      const envelope = await agent.request("borrow", 1);
-      for (const step of envelope.steps) {
-        const signed = await agent.signStep(step);
-        const t0 = performance.now();
-        await agent.relay(step.tx_id, signed);
-        const dt = performance.now() - t0;
-        relays.push(dt);
-        relayTime += dt;
+  const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
+  if (only) targets.splice(0, targets.length, ...targets.filter((t) => only.test(t.name)));
+  const rows: Row[] = [against(base, base)];
+  let rss: { start: number; end: number } | undefined;
+  if (PROFILE) {
+    fs.mkdirSync(path.join(RESULTS, "profiles"), { recursive: true });
+    for (const t of targets) {
+      const profDir = fs.mkdtempSync(path.join(dir, "prof-"));
+      const gw = await startGatewayProcess(dir, {}, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
+      const target = await t.target(gw.url);
+      // the profile counts the measured load only: start-up, set-up and warm-up are left out
+      const skipMs = performance.now() - gw.spawnedAt + WARMUP * 1000;
+      const r = against(await load(t.name, target, opts), base, t.goal || undefined);
+      await gw.stop();
+      const file = fs.readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"));
+      if (file) {
+        r.profile = hotSpots(path.join(profDir, file), skipMs);
+        fs.writeFileSync(path.join(RESULTS, "profiles", `${t.name.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_|_$/g, "")}.json`), JSON.stringify(r.profile, null, 2));
       }
+      rows.push(r);
     }
-    void started;
-    relays.sort((a, b) => a - b);
-    full.sort((a, b) => a - b);
-    return {
-      relay: { count: relays.length, rps: relays.length / (relayTime / 1000), p50: percentile(relays, 50), p90: percentile(relays, 90), p99: percentile(relays, 99) },
-      full: { count: full.length, p50: percentile(full, 50), p90: percentile(full, 90), max: full[full.length - 1]! },
-    };
-  } finally {
-    await gw.close();
-    await facilitator.close();
-    await Promise.all([fork.stop(), sepolia.stop()]);
+  } else {
+    const gw = keep(await startGatewayProcess(dir, {}));
+    const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${gw.proc.pid}/status`, "utf8"))?.[1] ?? NaN);
+    const start = rssOf();
+    for (const t of targets) rows.push(against(await load(t.name, await t.target(gw.url), opts), base, t.goal || undefined));
+    rss = { start, end: rssOf() };
+    await gw.stop();
   }
+  await baseline.stop();
+  return { baseline: base, rows, rss_kb: rss };
 }
 
-
-async function benchX402() {
+/** the paid path: the gateway (v1, v2, MCP) and x402-express's own middleware, same facilitator, same route and price */
+async function paid() {
   const { startBaseSepolia, devAccount } = await import("../fixtures/base-sepolia");
-  const { startFacilitator } = await import("../gateway/src/x402/facilitator/main");
   const { createPaymentHeader } = await import("x402/client");
   const { x402Client } = await import("@x402/core/client");
   const { registerExactEvmScheme } = await import("@x402/evm/exact/client");
@@ -211,55 +140,220 @@ async function benchX402() {
   const { baseSepolia } = await import("viem/chains");
 
   const chain = await startBaseSepolia();
-  const facilitator = await startFacilitator({
-    rpcUrl: chain.rpcUrl,
-    privateKey: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
-    port: 0,
-  });
-  const gw = await benchGateway({ X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address });
   try {
-    const unpaid = await load("GET /api/v1/health unpaid (402)", { url: `${gw.url}/api/v1/health` });
+    const facilitator = keep(await startFacilitatorProcess(dir, chain.rpcUrl, await freePort()));
+    const payTo = devAccount(2).address;
+    const gw = keep(await startGatewayProcess(dir, { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }));
+    const price = ((await json(`${gw.url}/x402/prices.json`)).prices as { method: string; path: string; amount_atomic: string }[]).find((p) => p.path === "/api/v1/health")!.amount_atomic;
+    const stock = keep(await startProcess(benchServer("stock-x402.ts"), { STOCK_FACILITATOR_URL: facilitator.url, STOCK_PAY_TO: payTo, STOCK_PRICE_ATOMIC: price }, /"url"/, path.join(dir, "stock.log")));
+    const stockUrl = urlOf(stock.line);
 
-    const count = Number(process.env.BENCH_PAID_REQUESTS ?? 200);
-    const concurrency = 4;
     const account = privateKeyToAccount(generatePrivateKey());
-    await chain.fund(account.address, 3_000_000_000n);
+    await chain.fund(account.address, 10_000_000_000n);
     const wallet = createWalletClient({ account, chain: baseSepolia, transport: http(chain.rpcUrl) });
-    const first = await fetch(`${gw.url}/api/v1/health`);
-    const challenge = (await first.json()) as { accepts: Parameters<typeof createPaymentHeader>[2][] };
-    const requiredV2 = JSON.parse(Buffer.from(first.headers.get("payment-required")!, "base64").toString());
+    const challengeOf = async (url: string) => {
+      const r = await fetch(url);
+      return { v1: ((await r.json()) as { accepts: Parameters<typeof createPaymentHeader>[2][] }).accepts[0]!, v2: r.headers.get("payment-required") };
+    };
+    const gwChallenge = await challengeOf(`${gw.url}/api/v1/health`);
+    const stockChallenge = await challengeOf(`${stockUrl}/api/v1/health`);
     const v2 = new x402Client();
     registerExactEvmScheme(v2, { signer: account });
-    const v2Payload = () => v2.createPaymentPayload(requiredV2);
+    const requiredV2 = JSON.parse(Buffer.from(gwChallenge.v2!, "base64").toString());
+    // the payer's first paid call creates its treasury: once, before the load
+    await fetch(`${gw.url}/api/v1/health`, { headers: { "x-payment": await createPaymentHeader(wallet as never, 1, gwChallenge.v1) } }).then((r) => r.arrayBuffer());
 
-    /** `count` paid GET /api/v1/health at `concurrency`, each with its own proof, sent by `send` */
-    const run = (proofs: unknown[], send: (proof: unknown) => Promise<boolean>) => closedLoop(proofs, concurrency, send);
-    const rest = (header: string) => async (proof: unknown) => {
-      const res = await fetch(`${gw.url}/api/v1/health`, { headers: { [header]: proof as string } });
-      await res.arrayBuffer();
-      return res.status === 200;
-    };
-    const paid = await run(await Promise.all(Array.from({ length: count }, () => createPaymentHeader(wallet as never, 1, challenge.accepts[0]!))), rest("x-payment"));
-    const paidV2 = await run(
-      await Promise.all(Array.from({ length: count }, async () => Buffer.from(JSON.stringify(await v2Payload())).toString("base64"))),
-      rest("payment-signature"),
-    );
-    // the paid MCP tool call: get_health with the payment in params._meta["x402/payment"], served by its REST twin
-    const paidMcp = await run(await Promise.all(Array.from({ length: count }, () => v2Payload())), async (payment) => {
-      const res = await fetch(`${gw.url}/api/mcp`, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_health", arguments: {}, _meta: { "x402/payment": payment } } }),
-      });
-      const body = (await res.json()) as { result?: { isError?: boolean; _meta?: Record<string, unknown> } };
-      return res.status === 200 && body.result?.isError !== true && body.result?._meta?.["x402/payment-response"] !== undefined;
-    });
-    return { unpaid, paid, paidV2, paidMcp };
+    const rows: (LoadFigures & { server: string; version: string; cpu_ms_per_request?: Record<string, number>; machine_busy_pct?: number })[] = [];
+    const pids = (server: ServerProcess) => ({ server: server.proc.pid, facilitator: facilitator.proc.pid, anvil: (chain as unknown as { process?: { pid?: number } }).process?.pid });
+    for (const c of PAID_CONCURRENCY) {
+      const count = QUICK ? 40 : Math.max(Number(process.env.BENCH_PAID_REQUESTS ?? 200), c * 6);
+      const v1For = async (challenge: typeof gwChallenge.v1) => Promise.all(Array.from({ length: count }, () => createPaymentHeader(wallet as never, 1, challenge)));
+      const stockProofs = await v1For(stockChallenge.v1);
+      rows.push({ server: "x402-express (stock)", version: "v1", ...(await cpuPerRequest(pids(stock), () => load(`stock x402-express c=${c}`, { url: `${stockUrl}/api/v1/health`, headersOf: (i) => ({ "x-payment": stockProofs[i]! }) }, { connections: c, count }))) });
+      const gwProofs = await v1For(gwChallenge.v1);
+      rows.push({ server: "gateway", version: "v1", ...(await cpuPerRequest(pids(gw), () => load(`gateway v1 c=${c}`, { url: `${gw.url}/api/v1/health`, headersOf: (i) => ({ "x-payment": gwProofs[i]! }) }, { connections: c, count }))) });
+      const v2Proofs = await Promise.all(Array.from({ length: count }, async () => Buffer.from(JSON.stringify(await v2.createPaymentPayload(requiredV2))).toString("base64")));
+      rows.push({ server: "gateway", version: "v2", ...(await load(`gateway v2 c=${c}`, { url: `${gw.url}/api/v1/health`, headersOf: (i) => ({ "payment-signature": v2Proofs[i]! }) }, { connections: c, count })) });
+      if (c === PAID_CONCURRENCY[0]) {
+        const mcpPayments = await Promise.all(Array.from({ length: count }, () => v2.createPaymentPayload(requiredV2)));
+        rows.push({
+          server: "gateway",
+          version: "v2 over MCP",
+          ...(await load(
+            `gateway MCP tools/call get_health c=${c}`,
+            {
+              url: `${gw.url}/api/mcp`,
+              headers: { accept: "application/json, text/event-stream" },
+              body: (i) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_health", arguments: {}, _meta: { "x402/payment": mcpPayments[i] } } }),
+              ok: (s, b) => s === 200 && b.includes("x402/payment-response") && !b.includes('"isError":true'),
+            },
+            { connections: c, count },
+          )),
+        });
+      }
+    }
+    for (const s of [stock, gw, facilitator]) await s.stop();
+    return rows;
   } finally {
-    await gw.close();
-    await facilitator.close();
     await chain.stop();
   }
 }
 
-void main();
+/** relay verify + persist (no chain: the sandbox ledger), many treasuries at once */
+async function relayNoBroadcast(): Promise<LoadFigures & { profile?: { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[] } }> {
+  const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
+  const profDir = fs.mkdtempSync(path.join(dir, "prof-"));
+  const gw = keep(await startGatewayProcess(dir, {}, PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []));
+  const n = QUICK ? 60 : 600;
+  const prepared = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const account = privateKeyToAccount(generatePrivateKey());
+      const t = await json(`${gw.url}/api/v1/treasuries`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ wallet_address: account.address }) });
+      const env = await json(`${gw.url}/api/v1/deposits`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${t.api_key}`, "idempotency-key": `bench-relay-${account.address}` }, body: JSON.stringify({ amount_usdc: 1000 }) });
+      const step = env.steps[0];
+      const u = step.unsigned_transaction;
+      const signed = await account.signTransaction({ type: "eip1559", chainId: u.chain_id, nonce: 0, to: u.to, data: u.data, value: BigInt(u.value), gas: 300_000n, maxFeePerGas: 1_000_000_000n, maxPriorityFeePerGas: 1_000_000n });
+      return JSON.stringify({ tx_id: step.tx_id, signed_transaction: signed });
+    }),
+  );
+  const skipMs = performance.now() - gw.spawnedAt;
+  const r = await load("POST /api/v1/relay (verify + persist, no broadcast)", { url: `${gw.url}/api/v1/relay`, body: (i) => prepared[i]!, headersOf: (i) => ({ "idempotency-key": `bench-relay-step-${i}` }) }, { connections: CONNECTIONS, count: n });
+  await gw.stop();
+  const file = fs.readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"));
+  if (!file) return r;
+  const profile = hotSpots(path.join(profDir, file), skipMs);
+  fs.writeFileSync(path.join(RESULTS, "profiles", "POST_api_v1_relay.json"), JSON.stringify(profile, null, 2));
+  return { ...r, profile };
+}
+
+/** the wallet loop on the offline Base fork: relay with broadcast and receipt, and the signer agent's full loop */
+async function walletLoop() {
+  const { startBaseFork } = await import("../fixtures/base-fork");
+  const { startBaseSepolia, devAccount } = await import("../fixtures/base-sepolia");
+  const { SignerAgent } = await import("../signer-agent/src/agent");
+  const { AuditLog } = await import("../signer-agent/src/audit-log");
+  const { defaultPolicy } = await import("../signer-agent/src/policy");
+  const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
+
+  const [fork, sepolia] = await Promise.all([startBaseFork(), startBaseSepolia()]);
+  try {
+    const facilitator = keep(await startFacilitatorProcess(dir, sepolia.rpcUrl, await freePort()));
+    const feeRecipient = devAccount(4).address;
+    const gw = keep(await startGatewayProcess(dir, { BASE_RPC_URL: fork.rpcUrl, X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address, FEE_RECIPIENT: feeRecipient }));
+    const privateKey = generatePrivateKey();
+    const account = privateKeyToAccount(privateKey);
+    await fork.fund(account.address, 1_000_000_000_000n);
+    await sepolia.fund(account.address, 100_000_000n);
+    const policy = { ...defaultPolicy([feeRecipient]), x402_daily_budget_usdc: 1000 };
+    const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, x402RpcUrl: sepolia.rpcUrl, policy, audit: new AuditLog(path.join(dir, "audit.jsonl")) });
+    const full: number[] = [];
+    for (let i = 0; i < Number(process.env.BENCH_LOOP_RUNS ?? 10); i++) {
+      const t0 = performance.now();
+      await agent.run("deposit", 100);
+      full.push(performance.now() - t0);
+    }
+    const relays: number[] = [];
+    for (let i = 0; i < Number(process.env.BENCH_RELAY_ROUNDS ?? 15); i++) {
+      const envelope = await agent.request("borrow", 1);
+      for (const step of envelope.steps) {
+        const signed = await agent.signStep(step);
+        const t0 = performance.now();
+        await agent.relay(step.tx_id, signed);
+        relays.push(performance.now() - t0);
+      }
+    }
+    relays.sort((a, b) => a - b);
+    full.sort((a, b) => a - b);
+    for (const s of [gw, facilitator]) await s.stop();
+    const total = relays.reduce((a, b) => a + b, 0) / 1000;
+    return {
+      relay_broadcast: { count: relays.length, per_second_sequential: Number((relays.length / total).toFixed(1)), p50_ms: Number(percentileOf(relays, 50).toFixed(1)), p99_ms: Number(percentileOf(relays, 99).toFixed(1)) },
+      agent_loop: { runs: full.length, p50_ms: Math.round(percentileOf(full, 50)), p90_ms: Math.round(percentileOf(full, 90)), max_ms: Math.round(full[full.length - 1]!) },
+    };
+  } finally {
+    await Promise.all([fork.stop(), sepolia.stop()]);
+  }
+}
+
+const fmt = (n: number, w: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "n/a").padStart(w);
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const result: Record<string, unknown> = {
+    started_at: started.toISOString(),
+    mode: [QUICK ? "quick" : "full", PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : ""].filter(Boolean).join(" "),
+    node: process.version,
+    cores: os.cpus().length,
+    seconds_per_route: SECONDS,
+    connections: CONNECTIONS,
+    how: "each server in its own process (gateway and facilitator from the stack bundles, log level info, logs to a file); load from the bench process; latency in microseconds",
+  };
+  const http = await routes();
+  result.routes = http.rows;
+  result.gateway_rss_kb = http.rss_kb;
+  console.log(`\n${SECONDS}s per route after ${WARMUP}s warm-up, ${CONNECTIONS} connections, node ${process.version}, ${os.cpus().length} cores; ratios against the bare Express baseline (p50/p99 ratio: latency, lower is better)\n`);
+  console.log(["route".padEnd(62), "req/s".padStart(8), "p50 us".padStart(8), "p99 us".padStart(8), "fail".padStart(5), "rps x".padStart(7), "p50 x".padStart(7), "p99 x".padStart(7), "goal".padStart(12)].join(" "));
+  for (const r of http.rows) {
+    console.log([r.name.padEnd(62), fmt(r.rps, 8), fmt(r.p50_us, 8), fmt(r.p99_us, 8), fmt(r.failures, 5), fmt(r.rps_ratio, 7, 2), fmt(r.p50_ratio, 7, 2), fmt(r.p99_ratio, 7, 2), (r.goal ?? "").padStart(12)].join(" "));
+    if (r.profile) for (const s of r.profile.spots.slice(0, 6)) console.log(`      ${String(s.self_pct).padStart(5)}%  ${s.fn}  ${s.where}`);
+  }
+  if (http.rss_kb) console.log(`gateway RSS: ${Math.round(http.rss_kb.start / 1024)} MB before the routes, ${Math.round(http.rss_kb.end / 1024)} MB after`);
+
+  if (PROFILE) {
+    const relay = await relayNoBroadcast();
+    result.relay_no_broadcast = relay;
+    console.log(`${relay.name}: ${relay.rps.toFixed(0)} relays/s`);
+    for (const s of relay.profile?.spots.slice(0, 8) ?? []) console.log(`      ${String(s.self_pct).padStart(5)}%  ${s.fn}  ${s.where}`);
+  }
+  if (ROUTES_ONLY) return write(result, started); // the profiles are of the HTTP routes (and the relay)
+
+  const paidRows = await paid();
+  result.paid = paidRows;
+  console.log(`\npaid GET /api/v1/health (verify, handler, settle on a local Base Sepolia; each request its own EIP-3009 proof; same facilitator process):`);
+  console.log(["server".padEnd(22), "x402".padEnd(12), "clients".padStart(7), "req/s".padStart(8), "p50 ms".padStart(8), "p99 ms".padStart(8), "fail".padStart(5), "p50 vs stock".padStart(13), "rps vs stock".padStart(13), "  CPU ms per request (server, facilitator, anvil, load generator); machine busy"].join(" "));
+  for (const r of paidRows) {
+    const stock = paidRows.find((s) => s.server.startsWith("x402-express") && s.connections === r.connections)!;
+    const cpu = r.cpu_ms_per_request ? `  ${Object.values(r.cpu_ms_per_request).map((v) => v.toFixed(1)).join(" / ")}; ${r.machine_busy_pct}%` : "";
+    console.log([r.server.padEnd(22), r.version.padEnd(12), fmt(r.connections, 7), fmt(r.rps, 8, 1), fmt(r.p50_us / 1000, 8, 1), fmt(r.p99_us / 1000, 8, 1), fmt(r.failures, 5), fmt(r.p50_us / stock.p50_us, 13, 2), fmt(r.rps / stock.rps, 13, 2)].join(" ") + cpu);
+  }
+
+  const relay = await relayNoBroadcast();
+  result.relay_no_broadcast = relay;
+  console.log(`\n${relay.name}: ${relay.rps.toFixed(0)} relays/s (goal >= 2000), p50 ${(relay.p50_us / 1000).toFixed(2)} ms, p99 ${(relay.p99_us / 1000).toFixed(2)} ms, ${relay.requests} relays at ${relay.connections} connections, failures ${relay.failures}`);
+
+  if (!QUICK) {
+    const loop = await walletLoop();
+    result.wallet_loop = loop;
+    console.log(`relay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay_broadcast.count} relays): ${loop.relay_broadcast.per_second_sequential} relays/s (goal >= 200), p50 ${loop.relay_broadcast.p50_ms} ms, p99 ${loop.relay_broadcast.p99_ms} ms`);
+    console.log(`signer agent full loop (x402 payment, envelope, policy, preflight, sign, relay, read back; deposit of 100 USDC, ${loop.agent_loop.runs} runs): p50 ${loop.agent_loop.p50_ms} ms (goal <= 100), p90 ${loop.agent_loop.p90_ms} ms, max ${loop.agent_loop.max_ms} ms`);
+
+    const { benchInstances } = await import("./instances");
+    const layouts = await benchInstances([1, 3]);
+    result.instances = layouts;
+    console.log(`\ninstances on one embedded PostgreSQL (each in its own process; paid and bearer load round-robin):`);
+    for (const l of layouts) console.log(`  ${l.instances} instance(s): paid ${l.paid.rps.toFixed(1)} req/s (p50 ${l.paid.p50.toFixed(0)} ms, ${l.paid.failures} failures), bearer ${l.bearer.rps.toFixed(0)} req/s (p99 ${l.bearer.p99} ms)`);
+  }
+
+  write(result, started);
+}
+
+function write(result: Record<string, unknown>, started: Date): void {
+  fs.mkdirSync(RESULTS, { recursive: true });
+  const text = `${JSON.stringify(result, null, 2)}\n`;
+  if (QUICK) fs.writeFileSync(path.join(RESULTS, "quick-latest.json"), text);
+  else {
+    fs.writeFileSync(path.join(RESULTS, `${started.toISOString().replace(/[:.]/g, "-")}.json`), text);
+    fs.writeFileSync(path.join(RESULTS, PROFILE ? "profile-latest.json" : ROUTES_ONLY ? "routes-latest.json" : "latest.json"), text);
+  }
+  console.log(`\nresults: bench/results/${QUICK ? "quick-latest" : PROFILE ? "profile-latest" : ROUTES_ONLY ? "routes-latest" : "latest"}.json (${((Date.now() - started.getTime()) / 1000).toFixed(0)} s)`);
+}
+
+main()
+  .catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    for (const s of servers) await s.stop().catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });

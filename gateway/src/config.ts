@@ -42,6 +42,8 @@ const envSchema = z.object({
     .pipe(z.string().regex(/^postgres(ql)?:\/\//, "DATABASE_URL must be a postgres:// URL").optional()),
   PUBLIC_BASE_URL: optionalUrl,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional().default("info"),
+  LOG_BUFFER_BYTES: z.coerce.number().int().min(0).max(1_048_576).optional().default(4096),
+  RETENTION_SWEEP_MS: z.coerce.number().int().min(0).optional().default(60_000),
   ADMIN_TOKEN: z
     .string()
     .optional()
@@ -112,6 +114,10 @@ export interface Config {
   /** base URL used in links (discovery files, status_url); defaults to http://host:port */
   publicBaseUrl: string | undefined;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** log lines are written in batches of this many bytes (flushed every second and on shutdown); 0: each line at once */
+  logBufferBytes: number;
+  /** how often expired idempotency records, rate-limit windows and old settled payments are swept (0: never) */
+  retentionSweepMs: number;
   /** bearer token of the admin (reviewer) API; the admin API is off when unset */
   adminToken: string | undefined;
   rateLimit: { readPerWindow: number; writePerWindow: number; windowMs: number };
@@ -175,6 +181,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     database: e.DATABASE_URL ? { url: e.DATABASE_URL } : { file: path.join(path.resolve(e.DATA_DIR), "gateway.sqlite") },
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     logLevel: e.LOG_LEVEL,
+    logBufferBytes: e.LOG_BUFFER_BYTES,
+    retentionSweepMs: e.RETENTION_SWEEP_MS,
     adminToken: e.ADMIN_TOKEN,
     rateLimit: { readPerWindow: e.RATE_LIMIT_READ_PER_MIN, writePerWindow: e.RATE_LIMIT_WRITE_PER_MIN, windowMs: e.RATE_LIMIT_WINDOW_MS },
     trustProxy: e.TRUST_PROXY === "false" ? false : e.TRUST_PROXY === "true" ? true : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,

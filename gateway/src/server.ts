@@ -8,6 +8,7 @@ import { systemClock, type Clock } from "./lib/clock";
 import { createStores, linksFor, type AppContext } from "./services/context";
 import { describeLocation, openDatabase, type DatabaseLocation } from "./store/db";
 import { SecretBox } from "./lib/secrets";
+import { startSweeper } from "./store/retention";
 
 export interface RunningGateway {
   url: string;
@@ -37,6 +38,13 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
   const gateway = createApp(ctx, opts.logger);
   server.on("request", gateway.app);
   server.keepAliveTimeout = 5_000;
+  const stopSweeper =
+    opts.config.retentionSweepMs > 0
+      ? startSweeper(ctx.stores, clock, opts.config.retentionSweepMs, (r) => {
+          if (r instanceof Error) opts.logger.warn({ err: r }, "retention sweep failed");
+          else if (r.idempotency + r.rate_limit_windows + r.payments > 0) opts.logger.info({ swept: r }, "expired records swept");
+        })
+      : async () => undefined;
 
   let closed = false;
   return {
@@ -52,6 +60,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
       });
+      await stopSweeper();
       await db.close();
     },
   };

@@ -4,7 +4,8 @@
  * id, to, data and value compared with the step's; each mismatch has its own
  * typed 400. Pure: no chain access.
  */
-import { keccak256, parseTransaction, recoverTransactionAddress, type TransactionSerialized } from "viem";
+import { keccak256, parseTransaction, type TransactionSerialized } from "viem";
+import { recoverTransactionSigner } from "./transaction-signer";
 import { TreasuryError, type ErrorCode } from "../lib/errors";
 
 export interface VerifiedTransaction {
@@ -21,7 +22,7 @@ export async function verifySignedTransaction(
   let signer: `0x${string}`;
   try {
     parsed = parseTransaction(signed as TransactionSerialized);
-    signer = await recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
+    signer = await recoverTransactionSigner(signed);
   } catch (err) {
     const reason = err instanceof Error ? ((err as { shortMessage?: string }).shortMessage ?? err.message).split("\n")[0] : String(err);
     throw new TreasuryError("invalid_signed_transaction", `signed_transaction is not a signed legacy, EIP-2930 or EIP-1559 transaction: ${reason}`);

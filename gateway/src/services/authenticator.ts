@@ -8,13 +8,13 @@ import type { Request, Response } from "express";
 import { TreasuryError } from "../lib/errors";
 import type { Credential } from "../http/credential";
 import type { ServiceContext } from "./context";
-import { lookupBearer } from "./credentials";
+import { lookupRequestBearer } from "./credentials";
 
 export type Authenticator = (req: Request, res: Response) => Promise<void> | void;
 
 export function bearerAuthenticator(ctx: ServiceContext<"apiKeys">): Authenticator {
   return async (req, res) => {
-    const found = await lookupBearer(ctx, req.header("authorization"));
+    const found = await lookupRequestBearer(ctx, req);
     if (found.kind === "none") {
       throw new TreasuryError("unauthorized", "missing credential: send Authorization: Bearer <API key> (or pay per request with X-PAYMENT when x402 is enabled)", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
     }

@@ -26,8 +26,22 @@ export async function lookupBearer(ctx: ServiceContext<"apiKeys">, authorization
   return { kind: "valid", key };
 }
 
+const perRequest = new WeakMap<Request, Promise<BearerLookup>>();
+/**
+ * The bearer lookup of one request, made once: the rate limiter (which counts by credential) and the
+ * authenticator both ask, and the request's Authorization header does not change between them.
+ */
+export function lookupRequestBearer(ctx: ServiceContext<"apiKeys">, req: Request): Promise<BearerLookup> {
+  let found = perRequest.get(req);
+  if (!found) {
+    found = lookupBearer(ctx, req.header("authorization"));
+    perRequest.set(req, found);
+  }
+  return found;
+}
+
 /** rate-limit identity of a request: its valid credential, if any */
 export async function credentialIdentity(ctx: ServiceContext<"apiKeys">, req: Request): Promise<string | undefined> {
-  const found = await lookupBearer(ctx, req.header("authorization"));
+  const found = await lookupRequestBearer(ctx, req);
   return found.kind === "valid" ? `key:${found.key.id}` : undefined;
 }

@@ -7,7 +7,8 @@
  * action is recorded when the envelope's last step is relayed.
  */
 import { createHash } from "node:crypto";
-import { parseTransaction, recoverTransactionAddress, type TransactionSerialized } from "viem";
+import { parseTransaction, type TransactionSerialized } from "viem";
+import { recoverTransactionSigner } from "../chain/transaction-signer";
 import { verifySignedTransaction, type VerifiedTransaction } from "../chain/signed-transaction";
 import { usdcToNumber } from "../domain/money";
 import { positionOf } from "../domain/portfolio";
@@ -24,7 +25,7 @@ import type { ServiceContext } from "./context";
  */
 export async function relayScope(txId: string, signed: string): Promise<string> {
   try {
-    const signer = await recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
+    const signer = await recoverTransactionSigner(signed as `0x${string}`);
     return `relay:${signer.toLowerCase()}`;
   } catch {
     return `relay:unsigned:${createHash("sha256").update(`${txId}\n${signed}`).digest("hex")}`;

@@ -82,6 +82,15 @@ export class PaymentStore {
     await this.db.run("UPDATE x402_payments SET outcome_status = ?, lease_holder = NULL, lease_expires_at = NULL WHERE payer = ? AND nonce = ?", status, payer.toLowerCase(), nonce.toLowerCase());
   }
 
+  /**
+   * Forget settled payments settled before `cutoff`: long after their authorization's validBefore, when
+   * the chain itself refuses the spent nonce. A lock that never reached an outcome (a crash to reconcile)
+   * is kept whatever its age.
+   */
+  async purgeSettledBefore(cutoff: Date): Promise<number> {
+    return (await this.db.run("DELETE FROM x402_payments WHERE state = 'settled' AND settled_at < ?", cutoff.toISOString())).changes;
+  }
+
   async count(): Promise<number> {
     return (await this.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM x402_payments WHERE state = 'settled'"))!.n;
   }

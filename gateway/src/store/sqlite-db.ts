@@ -94,13 +94,13 @@ class SqliteDb implements Db {
   transaction<T>(fn: () => Promise<T>): Promise<T> {
     if (this.inTransaction.getStore()) return fn(); // nested: joins the outer transaction
     return this.exclusive(async () => {
-      this.raw.prepare("BEGIN IMMEDIATE").run();
+      this.statement("BEGIN IMMEDIATE").run();
       try {
         const result = await this.inTransaction.run(true, fn);
-        this.raw.prepare("COMMIT").run();
+        this.statement("COMMIT").run();
         return result;
       } catch (err) {
-        if (this.raw.inTransaction) this.raw.prepare("ROLLBACK").run();
+        if (this.raw.inTransaction) this.statement("ROLLBACK").run();
         throw err;
       }
     });

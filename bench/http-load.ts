@@ -1,0 +1,114 @@
+/**
+ * The load generator: `connections` keep-alive connections, each sending its
+ * next request when the last answer is read (closed loop), for a duration or
+ * over a list of prepared requests (an x402 proof is spent once). Latency is
+ * timed with the monotonic clock in microseconds, so a ratio of two p50s is
+ * always a number. It runs in the bench process; every server it loads runs
+ * in its own (bench/processes.ts).
+ */
+import http from "node:http";
+
+export interface Target {
+  url: string;
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+  /** the body of the i-th request (POST) */
+  body?: (i: number) => string;
+  /** extra headers of the i-th request (an Idempotency-Key...) */
+  headersOf?: (i: number) => Record<string, string>;
+  /** the expected status (default: any 2xx) */
+  ok?: (status: number, body: string) => boolean;
+}
+
+export interface LoadFigures {
+  name: string;
+  requests: number;
+  connections: number;
+  seconds: number;
+  rps: number;
+  p50_us: number;
+  p90_us: number;
+  p99_us: number;
+  /** answers that were not the expected one */
+  failures: number;
+}
+
+export const percentileOf = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+function send(agent: http.Agent, t: Target, i: number): Promise<{ status: number; body: string }> {
+  const body = t.body?.(i);
+  const headers: Record<string, string> = { ...t.headers, ...t.headersOf?.(i) };
+  if (body !== undefined) {
+    headers["content-type"] ??= "application/json";
+    headers["content-length"] = String(Buffer.byteLength(body));
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request(t.url, { method: t.method ?? (body === undefined ? "GET" : "POST"), headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Load `t` with `connections` closed loops: for `seconds` (after `warmupSeconds` not counted), or, with
+ * `count`, until `count` requests were sent (request i gets index i: its own body or proof).
+ */
+export async function load(name: string, t: Target, opts: { connections: number; seconds?: number; warmupSeconds?: number; count?: number }): Promise<LoadFigures> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
+  let next = 0;
+  const run = async (until: () => boolean, record: boolean, latencies: number[], failures: { n: number }) => {
+    await Promise.all(
+      Array.from({ length: opts.connections }, async () => {
+        while (until()) {
+          const i = next++;
+          const t0 = process.hrtime.bigint();
+          try {
+            const r = await send(agent, t, i);
+            const dt = Number(process.hrtime.bigint() - t0) / 1000;
+            if (record) latencies.push(dt);
+            if (!(t.ok ? t.ok(r.status, r.body) : r.status >= 200 && r.status < 300) && record) failures.n++;
+          } catch {
+            if (record) failures.n++;
+          }
+        }
+      }),
+    );
+  };
+  try {
+    if (opts.warmupSeconds && opts.count === undefined) {
+      const end = performance.now() + opts.warmupSeconds * 1000;
+      await run(() => performance.now() < end, false, [], { n: 0 });
+    }
+    const latencies: number[] = [];
+    const failures = { n: 0 };
+    const started = performance.now();
+    if (opts.count !== undefined) {
+      const total = opts.count;
+      next = 0;
+      await run(() => next < total, true, latencies, failures);
+    } else {
+      const end = started + (opts.seconds ?? 5) * 1000;
+      await run(() => performance.now() < end, true, latencies, failures);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    return {
+      name,
+      requests: latencies.length,
+      connections: opts.connections,
+      seconds: Number(seconds.toFixed(3)),
+      rps: latencies.length / seconds,
+      p50_us: Math.round(percentileOf(latencies, 50)),
+      p90_us: Math.round(percentileOf(latencies, 90)),
+      p99_us: Math.round(percentileOf(latencies, 99)),
+      failures: failures.n,
+    };
+  } finally {
+    agent.destroy();
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Where the time goes: the top self-time functions of a V8 CPU profile
+ * (node --cpu-prof), grouped by function and file, with their share of the
+ * profile's busy (non-idle) time.
+ */
+import fs from "node:fs";
+import path from "node:path";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+}
+
+export interface HotSpot {
+  fn: string;
+  where: string;
+  self_pct: number;
+}
+
+const shortUrl = (url: string) => {
+  const p = url.replace(/^file:\/\//, "");
+  const nm = p.lastIndexOf("node_modules/");
+  if (nm >= 0) return p.slice(nm + "node_modules/".length);
+  return p.includes("/.cache/treasury-stack/") ? `bundle:${path.basename(p)}` : path.relative(process.cwd(), p) || p;
+};
+
+/** the top self-time functions, counting only the samples taken `skipMs` after the process started (its start-up left out) */
+export function hotSpots(file: string, skipMs = 0, top = 12): { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[] } {
+  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+  const hits = new Map<number, number>();
+  let at = 0;
+  let counted = 0;
+  profile.samples.forEach((s, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    if (at < skipMs * 1000) return;
+    counted++;
+    hits.set(s, (hits.get(s) ?? 0) + 1);
+  });
+  const byFn = new Map<string, number>();
+  let busy = 0;
+  for (const n of profile.nodes) {
+    const h = hits.get(n.id) ?? 0;
+    if (!h) continue;
+    const name = n.callFrame.functionName || "(anonymous)";
+    if (name === "(idle)") continue;
+    busy += h;
+    const key = `${name}\t${n.callFrame.url ? `${shortUrl(n.callFrame.url)}:${n.callFrame.lineNumber + 1}` : ""}`;
+    byFn.set(key, (byFn.get(key) ?? 0) + h);
+  }
+  const spots = [...byFn.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([k, h]) => {
+      const [fn, where] = k.split("\t");
+      return { fn: fn!, where: where!, self_pct: Number(((100 * h) / busy).toFixed(1)) };
+    });
+  // inclusive time (self + callees) of named functions, each counted once per stack (recursion not twice)
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const inclusive = new Map<string, number>();
+  for (const [id, h] of hits) {
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const n = byId.get(cur)!;
+      if (!n.callFrame.url || n.callFrame.functionName === "" || n.callFrame.functionName === "(idle)") continue;
+      const key = `${n.callFrame.functionName}\t${shortUrl(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + h);
+    }
+  }
+  const toSpots = (m: Map<string, number>, n: number) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, h]) => {
+        const [fn, where] = k.split("\t");
+        return { fn: fn!, where: where!, self_pct: Number(((100 * h) / busy).toFixed(1)) };
+      });
+  return { busy_pct: Number(((100 * busy) / counted).toFixed(1)), spots, inclusive: toSpots(inclusive, 40) };
+}

@@ -1,0 +1,44 @@
+/**
+ * Records that only matter for a while are swept, so tables do not grow with
+ * traffic: idempotency records past their retention (24 h), rate-limit windows
+ * that ended, settled x402 payments a week after settlement (the chain refuses
+ * their nonces by then; locks awaiting reconciliation are never swept). Every
+ * instance sweeps (each DELETE is idempotent); the first sweep runs at start.
+ */
+import type { Clock } from "../lib/clock";
+import type { IdempotencyStore } from "./idempotency-store";
+import type { PaymentStore } from "./payment-store";
+import type { RateLimitStore } from "./rate-limit-store";
+
+export const PAYMENT_RETENTION_MS = 7 * 86_400_000;
+
+export interface Swept {
+  idempotency: number;
+  rate_limit_windows: number;
+  payments: number;
+}
+
+export async function sweepExpired(stores: { idempotency: IdempotencyStore; rateLimits: RateLimitStore; payments: PaymentStore }, now: Date): Promise<Swept> {
+  return {
+    idempotency: await stores.idempotency.purgeExpired(now),
+    rate_limit_windows: await stores.rateLimits.purgeExpired(now.getTime()),
+    payments: await stores.payments.purgeSettledBefore(new Date(now.getTime() - PAYMENT_RETENTION_MS)),
+  };
+}
+
+/** sweep now and every `everyMs`; the stop waits for a sweep in progress */
+export function startSweeper(stores: Parameters<typeof sweepExpired>[0], clock: Clock, everyMs: number, log: (swept: Swept | Error) => void): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  const sweep = () => {
+    running ??= sweepExpired(stores, clock.now())
+      .then(log, (err: unknown) => log(err instanceof Error ? err : new Error(String(err))))
+      .finally(() => (running = undefined));
+  };
+  sweep();
+  const timer = setInterval(sweep, everyMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
