@@ -26,10 +26,10 @@ export interface ServerProcess {
  * Start `node <args>` with its output in `logFile`; ready when a line of the log matches `ready`.
  * `nodeFlags` go before the script (e.g. --cpu-prof).
  */
-export async function startProcess(args: string[], env: Record<string, string>, ready: RegExp, logFile: string, nodeFlags: string[] = []): Promise<ServerProcess> {
+export async function startProcess(args: string[], env: Record<string, string>, ready: RegExp, logFile: string, nodeFlags: string[] = [], opts: { stdin?: "pipe" } = {}): Promise<ServerProcess> {
   const fd = fs.openSync(logFile, "w");
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, [...nodeFlags, ...args], { cwd: ROOT, env: { ...process.env, NODE_ENV: "production", ...env }, stdio: ["ignore", fd, fd] });
+  const proc = spawn(process.execPath, [...nodeFlags, ...args], { cwd: ROOT, env: { ...process.env, NODE_ENV: "production", ...env }, stdio: [opts.stdin ?? "ignore", fd, fd] });
   fs.closeSync(fd);
   let exited: number | null | undefined;
   const gone = new Promise<void>((resolve) => proc.once("exit", (code) => ((exited = code), resolve())));

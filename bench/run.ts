@@ -8,6 +8,7 @@
  *
  *   --quick     under a minute: 1 s per route, the paid path at one concurrency, no fork, no instances
  *   --routes-only  only the HTTP routes against the baseline
+ *   --tables    only the routes on an empty and on a full store, SQLite and PostgreSQL (bench/tables.ts)
  *   --profile   only the HTTP routes, each on a fresh gateway under node --cpu-prof: the top self-time
  *               functions of the measured load in the JSON and bench/results/profiles/
  *   BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_PAID_REQUESTS tune it; BENCH_ONLY (a regular expression)
@@ -24,6 +25,7 @@ import { hotSpots, type HotSpot } from "./profile";
 const QUICK = process.argv.includes("--quick");
 const PROFILE = process.argv.includes("--profile");
 const ROUTES_ONLY = PROFILE || process.argv.includes("--routes-only");
+const TABLES_ONLY = process.argv.includes("--tables");
 const SECONDS = QUICK ? 1 : Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = QUICK ? 0.3 : 1;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -275,6 +277,42 @@ async function walletLoop() {
   }
 }
 
+/** RSS of one gateway under a mixed load for `seconds` (public reads, previews, treasury registrations, deposits), sampled every 5 s */
+async function soak(seconds: number) {
+  const gw = keep(await startGatewayProcess(dir, {}));
+  const rss = () => Math.round(Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${gw.proc.pid}/status`, "utf8"))?.[1] ?? NaN) / 1024);
+  const keys = [(await json(`${gw.url}/api/v1/sandbox/keys`, { method: "POST" })).key as string];
+  const samples: { at_s: number; rss_mb: number }[] = [{ at_s: 0, rss_mb: rss() }];
+  const t0 = performance.now();
+  const timer = setInterval(() => samples.push({ at_s: Math.round((performance.now() - t0) / 1000), rss_mb: rss() }), 5000);
+  let n = 0;
+  const opts = { connections: 3, seconds };
+  const loads = await Promise.all([
+    load("soak gateway-status", { url: `${gw.url}/api/v1/public/gateway-status` }, opts),
+    load("soak preview", { url: `${gw.url}/api/v1/public/preview`, body: () => JSON.stringify({ action: "deposit", amount: 1000 }) }, opts),
+    load("soak treasuries", { url: `${gw.url}/api/v1/treasuries`, body: () => JSON.stringify({ wallet_address: `0x${(0xb0000000 + n++).toString(16).padStart(40, "0")}` }) }, opts),
+    // one treasury's actions are serialized by its conflict slot: one connection
+    load("soak deposits", { url: `${gw.url}/api/v1/deposits`, body: () => JSON.stringify({ amount_usdc: 100 }), headersOf: (i) => ({ authorization: `Bearer ${keys[0]}`, "idempotency-key": `soak-${i}-${n++}` }) }, { ...opts, connections: 1 }),
+  ]);
+  clearInterval(timer);
+  samples.push({ at_s: Math.round((performance.now() - t0) / 1000), rss_mb: rss() });
+  await gw.stop();
+  return { seconds, requests: loads.reduce((a, l) => a + l.requests, 0), failures: loads.reduce((a, l) => a + l.failures, 0), samples };
+}
+
+/** the routes on an empty store and on a full one (bench/tables.ts), SQLite and PostgreSQL */
+async function tables(result: Record<string, unknown>): Promise<void> {
+  const { benchTables, TABLE_ROWS } = await import("./tables");
+  const figures = await benchTables(dir, { connections: CONNECTIONS, seconds: Math.min(SECONDS, 3), warmupSeconds: WARMUP });
+  result.tables = figures;
+  console.log(`
+cost as the work grows: ${TABLE_ROWS.treasuries.toLocaleString("en")} treasuries, ${TABLE_ROWS.fee_audit.toLocaleString("en")} fee-audit rows, ${TABLE_ROWS.idempotency_keys.toLocaleString("en")} idempotency records (p50 full / p50 empty: 1.00 = no growth):`);
+  for (const f of figures) {
+    console.log(`  ${f.store} (seeded in ${f.seed_seconds} s)`);
+    for (const r of f.routes) console.log(`    ${r.name.padEnd(40)} empty p50 ${fmt(r.empty.p50_us, 7)} us, ${fmt(r.empty.rps, 6)} req/s; full p50 ${fmt(r.full.p50_us, 7)} us, ${fmt(r.full.rps, 6)} req/s; growth ${r.p50_growth.toFixed(2)}`);
+  }
+}
+
 const fmt = (n: number, w: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "n/a").padStart(w);
 
 async function main(): Promise<void> {
@@ -288,6 +326,10 @@ async function main(): Promise<void> {
     connections: CONNECTIONS,
     how: "each server in its own process (gateway and facilitator from the stack bundles, log level info, logs to a file); load from the bench process; latency in microseconds",
   };
+  if (TABLES_ONLY) {
+    await tables(result);
+    return write(result, started);
+  }
   const http = await routes();
   result.routes = http.rows;
   result.gateway_rss_kb = http.rss_kb;
@@ -327,6 +369,13 @@ async function main(): Promise<void> {
     console.log(`relay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay_broadcast.count} relays): ${loop.relay_broadcast.per_second_sequential} relays/s (goal >= 200), p50 ${loop.relay_broadcast.p50_ms} ms, p99 ${loop.relay_broadcast.p99_ms} ms`);
     console.log(`signer agent full loop (x402 payment, envelope, policy, preflight, sign, relay, read back; deposit of 100 USDC, ${loop.agent_loop.runs} runs): p50 ${loop.agent_loop.p50_ms} ms (goal <= 100), p90 ${loop.agent_loop.p90_ms} ms, max ${loop.agent_loop.max_ms} ms`);
 
+    await tables(result);
+
+    const memory = await soak(Number(process.env.BENCH_SOAK_SECONDS ?? 60));
+    result.memory = memory;
+    const mid = memory.samples.find((x) => x.at_s >= 20) ?? memory.samples[0]!;
+    console.log(`\nmemory: one gateway under a ${memory.seconds} s mixed load (${memory.requests} requests, ${memory.failures} failures): RSS ${memory.samples.map((x) => `${x.at_s}s ${x.rss_mb} MB`).join(", ")}; from 20 s to the end ${mid.rss_mb} -> ${memory.samples.at(-1)!.rss_mb} MB`);
+
     const { benchInstances } = await import("./instances");
     const layouts = await benchInstances([1, 3]);
     result.instances = layouts;
@@ -343,9 +392,9 @@ function write(result: Record<string, unknown>, started: Date): void {
   if (QUICK) fs.writeFileSync(path.join(RESULTS, "quick-latest.json"), text);
   else {
     fs.writeFileSync(path.join(RESULTS, `${started.toISOString().replace(/[:.]/g, "-")}.json`), text);
-    fs.writeFileSync(path.join(RESULTS, PROFILE ? "profile-latest.json" : ROUTES_ONLY ? "routes-latest.json" : "latest.json"), text);
+    fs.writeFileSync(path.join(RESULTS, PROFILE ? "profile-latest.json" : ROUTES_ONLY ? "routes-latest.json" : TABLES_ONLY ? "tables-latest.json" : "latest.json"), text);
   }
-  console.log(`\nresults: bench/results/${QUICK ? "quick-latest" : PROFILE ? "profile-latest" : ROUTES_ONLY ? "routes-latest" : "latest"}.json (${((Date.now() - started.getTime()) / 1000).toFixed(0)} s)`);
+  console.log(`\nresults: bench/results/${QUICK ? "quick-latest" : PROFILE ? "profile-latest" : ROUTES_ONLY ? "routes-latest" : TABLES_ONLY ? "tables-latest" : "latest"}.json (${((Date.now() - started.getTime()) / 1000).toFixed(0)} s)`);
 }
 
 main()

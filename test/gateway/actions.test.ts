@@ -79,6 +79,24 @@ describe("managed mode: immediate simulated execution with the receipts of 2.4",
       ["repay", 0, "api_request", false],
     ]);
     expect(audit.body.data[0].execution_ref).toBe(deposit.body.deposit_id);
+    expect(audit.body).toMatchObject({ has_more: false, next_cursor: null });
+
+    // a page at a time: the same entries in the same order, however it is cut
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: any = await api.get(`/api/v1/audit?limit=3${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(3);
+      seen.push(...page.body.data.map((e: any) => e.id));
+      cursor = page.body.next_cursor;
+      expect(page.body.has_more).toBe(cursor !== null);
+    } while (cursor);
+    expect(seen).toEqual(audit.body.data.map((e: any) => e.id));
+    for (const bad of ["limit=0", "limit=501", "limit=x", "cursor=bm90LWEtY3Vyc29y", "cursor=12-", "cursor=1-2-3"]) {
+      const r = await api.get(`/api/v1/audit?${bad}`);
+      expect([r.status, r.body.error], bad).toEqual([400, "invalid_request"]);
+    }
   });
 
   it("refuses a borrow above the ceiling with the safety rail, and the safe_amount retry passes", async () => {

@@ -5,7 +5,7 @@
  * typed 400. Pure: no chain access.
  */
 import { keccak256, parseTransaction, type TransactionSerialized } from "viem";
-import { recoverTransactionSigner } from "./transaction-signer";
+import { recoverTransactionSigner } from "../lib/recover-signer";
 import { TreasuryError, type ErrorCode } from "../lib/errors";
 
 export interface VerifiedTransaction {

@@ -7,6 +7,7 @@ import { SafetyRailError } from "../schemas/common";
 import {
   ActionReceipt,
   AuditList,
+  AuditQuery,
   BorrowRequest,
   ConvertRequest,
   DepositRequest,
@@ -262,7 +263,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     }),
   });
 
-  kit.route({
+  kit.route<unknown, z.infer<typeof AuditQuery>, unknown>({
     method: "get",
     path: "/api/v1/audit",
     operationId: "getFeeAudit",
@@ -272,10 +273,11 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     security: "bearer_or_x402",
     price: { atomic: 1_300n, description: "Treasury fee audit trail" },
     extension: true,
-    responses: { 200: { description: "fee audit trail", schema: AuditList }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
-    handler: async ({ res }) => {
+    request: { query: AuditQuery },
+    responses: { 200: { description: "a page of the fee audit trail, oldest first (`limit` entries, default 100)", schema: AuditList }, 400: err("invalid limit or cursor"), 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    handler: async ({ res, query }) => {
       const treasuryId = requireCredential(res).treasuryId;
-      return { status: 200, body: await deps.treasuries.auditView(treasuryId) };
+      return { status: 200, body: await deps.treasuries.auditView(treasuryId, query) };
     },
   });
 

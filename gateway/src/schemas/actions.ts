@@ -1,4 +1,4 @@
-import { AMOUNT_ALIAS_RULES, schemaRules, usdcAmount, X_RULES } from "./common";
+import { AMOUNT_ALIAS_RULES, queryNumber, schemaRules, usdcAmount, X_RULES } from "./common";
 import { z } from "./zod";
 
 /** deposits start at 100 USDC (spec 8); every action is at most 100,000 */
@@ -201,6 +201,20 @@ export const TreasuryState = z
   .passthrough()
   .openapi("TreasuryState", { description: "spec 2.8: the reference shape and the machine-readable sample shape together" });
 
+export const AUDIT_PAGE = { default: 100, max: 500 } as const;
+
+export const AuditQuery = z.object({
+  limit: queryNumber()
+    .pipe(z.number().int().min(1).max(AUDIT_PAGE.max))
+    .optional()
+    .openapi({ param: { name: "limit", in: "query" }, type: "integer", minimum: 1, maximum: AUDIT_PAGE.max, default: AUDIT_PAGE.default, description: "entries per page" }),
+  cursor: z
+    .string()
+    .regex(/^\d{1,13}-\d{1,15}$/)
+    .optional()
+    .openapi({ param: { name: "cursor", in: "query" }, description: "the `next_cursor` of the previous page (a position in the trail: time in Unix milliseconds, then insertion number)" }),
+});
+
 export const AuditList = z
   .object({
     object: z.literal("list"),
@@ -220,5 +234,7 @@ export const AuditList = z
         created_at: Timestamp,
       }),
     ),
+    has_more: z.boolean().openapi({ description: "more entries follow: ask again with cursor = next_cursor" }),
+    next_cursor: z.string().nullable(),
   })
   .openapi("FeeAuditTrail", { description: "extension: the fee audit trail of the authenticated treasury (spec 1, rule 5)" });

@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { parseTransaction, type TransactionSerialized } from "viem";
-import { recoverTransactionSigner } from "../chain/transaction-signer";
+import { recoverTransactionSigner } from "../lib/recover-signer";
 import { verifySignedTransaction, type VerifiedTransaction } from "../chain/signed-transaction";
 import { usdcToNumber } from "../domain/money";
 import { positionOf } from "../domain/portfolio";

@@ -9,7 +9,8 @@
  * Every failure is a typed 400 with the reason; nothing is written until the
  * caller spends the nonce inside its own transaction (`spendNonce`).
  */
-import { getAddress, isAddressEqual, recoverAddress, type Hex } from "viem";
+import { getAddress, isAddressEqual, type Hex } from "viem";
+import { recoverHashSigner } from "../lib/recover-signer";
 import { EIP1271_ABI, EIP1271_MAGIC_VALUE } from "../../../contracts-abi/protection-module";
 import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement, type StatementChain } from "../domain/statements";
 import { TreasuryError, type ErrorCode } from "../lib/errors";
@@ -43,7 +44,7 @@ export class StatementVerifier {
     if (await this.nonceUsed(o.signer, o.proof.nonce)) throw invalid(code, "this nonce was already used by this wallet; sign a statement with a fresh nonce");
     const hash = statementHash(o.statement);
     if (!o.contractOnly) {
-      const recovered = await recoverAddress({ hash, signature: o.proof.signature as Hex }).catch(() => undefined);
+      const recovered = await recoverHashSigner(hash, o.proof.signature as Hex).catch(() => undefined);
       if (recovered && isAddressEqual(recovered, o.signer)) return "eip712_ecdsa";
     }
     // not the EOA's signature: a contract wallet may still vouch for it (EIP-1271)

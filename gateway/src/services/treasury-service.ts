@@ -13,6 +13,8 @@ import { TreasuryError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/statements";
 import type { Chain, ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
+import type { AuditPosition } from "../store/fee-store";
+import { AUDIT_PAGE } from "../schemas/actions";
 import type { SignedProof, StatementVerifier } from "./statement-verifier";
 import { issueApiKey } from "./api-keys";
 import type { ServiceContext } from "./context";
@@ -223,11 +225,16 @@ export class TreasuryService {
   }
 
   /** the fee audit trail (extension) */
-  async auditView(treasuryId: string) {
+  /** a page of the fee audit trail, oldest first; the cursor is the position after which the page starts */
+  async auditView(treasuryId: string, page: { limit?: number; cursor?: string } = {}) {
+    const after = page.cursor === undefined ? undefined : auditPositionOf(page.cursor);
+    const { entries, next } = await this.ctx.stores.fees.pageForTreasury(treasuryId, page.limit ?? AUDIT_PAGE.default, after);
     return {
       object: "list" as const,
       treasury_id: treasuryId,
-      data: (await this.ctx.stores.fees.forTreasury(treasuryId)).map((e) => ({
+      has_more: next !== undefined,
+      next_cursor: next ? auditCursor(next) : null,
+      data: entries.map((e) => ({
         id: e.id,
         action: e.action,
         amount_usdc: usdcToNumber(e.amountMicro),
@@ -307,4 +314,12 @@ function chainFigures(chain: ChainPosition) {
     usdc_balance: usdcToNumber(chain.holdings.walletUsdc),
     liquidation_threshold_pct: chain.liquidationThresholdBps / 100,
   };
+}
+
+/** the cursor of an audit position: "<time in Unix milliseconds>-<insertion number>"; any such pair is a place in the order */
+const auditCursor = (p: AuditPosition): string => `${Date.parse(p.createdAt)}-${p.position}`;
+
+function auditPositionOf(cursor: string): AuditPosition {
+  const [ms, position] = cursor.split("-");
+  return { createdAt: new Date(Number(ms)).toISOString(), position: Number(position) };
 }

@@ -7,6 +7,12 @@ import type { Action } from "../domain/fees";
 import type { Micro } from "../domain/money";
 import type { Db } from "./db";
 
+/** where a page of the audit trail ends: an entry's time and insertion number */
+export interface AuditPosition {
+  createdAt: string;
+  position: number;
+}
+
 export interface FeeAuditEntry {
   id: string;
   treasuryId: string;
@@ -89,8 +95,28 @@ export class FeeStore {
     return full;
   }
 
+  /** the whole trail of a treasury (checks and tools; the API serves it a page at a time) */
   async forTreasury(treasuryId: string): Promise<FeeAuditEntry[]> {
     return (await this.db.all("SELECT * FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid", treasuryId) as Row[]).map(fromRow);
+  }
+
+  /**
+   * A page of a treasury's audit trail in the order it was written: at most `limit` entries after the
+   * `after` position (an entry's time and insertion number), one index range scan whatever the trail's
+   * length; `next` is the position to continue from when more follow.
+   */
+  async pageForTreasury(treasuryId: string, limit: number, after?: AuditPosition): Promise<{ entries: FeeAuditEntry[]; next?: AuditPosition }> {
+    const rows = (
+      after
+        ? await this.db.all(
+            "SELECT *, rowid AS position FROM fee_audit WHERE treasury_id = ? AND (created_at > ? OR (created_at = ? AND rowid > ?)) ORDER BY created_at, rowid LIMIT ?",
+            treasuryId, after.createdAt, after.createdAt, after.position, limit + 1,
+          )
+        : await this.db.all("SELECT *, rowid AS position FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid LIMIT ?", treasuryId, limit + 1)
+    ) as (Row & { position: number | string })[];
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { entries: page.map(fromRow), next: rows.length > limit && last ? { createdAt: last.created_at, position: Number(last.position) } : undefined };
   }
 
   /**

@@ -351,4 +351,10 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: "fee_audit_page_order",
+    // SQLite's fee_audit_treasury index (treasury_id, created_at) already orders ties by the implicit rowid
+    sql: `SELECT 1;`,
+  },
 ];

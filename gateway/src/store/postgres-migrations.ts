@@ -288,4 +288,12 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       ALTER TABLE protection_actions ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY;
     `,
   },
+  {
+    version: 7,
+    name: "fee_audit_page_order",
+    sql: `
+      -- a page of a treasury's audit trail (ORDER BY created_at, rowid LIMIT n) is one index range, even among equal times
+      CREATE INDEX fee_audit_treasury_order ON fee_audit (treasury_id, created_at, rowid);
+    `,
+  },
 ];

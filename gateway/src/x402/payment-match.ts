@@ -14,7 +14,8 @@
  * must also be this route's requirements (amount, asset, payTo), and its
  * `resource`, when sent, this route's URL.
  */
-import { getAddress, recoverTypedDataAddress } from "viem";
+import { getAddress, hashTypedData } from "viem";
+import { recoverHashSigner } from "../lib/recover-signer";
 import { exact } from "x402/schemes";
 import { evm, type PaymentPayload } from "x402/types";
 
@@ -159,14 +160,14 @@ export async function signedPayer(decoded: DecodedPayment | undefined, asset: { 
   if (!decoded || !signature) return undefined;
   const a = decoded.authorization;
   try {
-    const signer = await recoverTypedDataAddress({
+    const hash = hashTypedData({
       domain: { name: asset.name, version: asset.version, chainId: X402_CHAIN_ID, verifyingContract: getAddress(asset.address) },
       // the EIP-3009 typed data as x402 declares it
       types: evm.authorizationTypes,
       primaryType: evm.authorizationPrimaryType,
       message: { from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce },
-      signature,
     });
+    const signer = await recoverHashSigner(hash, signature);
     return signer.toLowerCase() === a.from.toLowerCase() ? signer.toLowerCase() : undefined;
   } catch {
     return undefined;

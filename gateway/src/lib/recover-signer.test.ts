@@ -1,8 +1,8 @@
-/** The native recovery agrees with viem's on every transaction type, and refuses what viem refuses. */
-import { recoverTransactionAddress, type Hex, type TransactionSerialized } from "viem";
+/** The native recovery agrees with viem's on every transaction type and on signed hashes, and refuses what viem refuses. */
+import { hashTypedData, keccak256, recoverAddress, recoverTransactionAddress, toHex, type Hex, type TransactionSerialized } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { nativeRecovery, recoverTransactionSigner } from "./transaction-signer";
+import { nativeRecovery, recoverHashSigner, recoverTransactionSigner } from "./recover-signer";
 
 const viemSigner = (signed: Hex) => recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
 
@@ -40,5 +40,29 @@ describe("recoverTransactionSigner", () => {
     expect(other).not.toBe(account.address);
     expect(other).toBe(await viemSigner(tampered));
     await expect(recoverTransactionSigner("0x02c0" as Hex)).rejects.toThrow();
+  });
+
+  it("recovers the signer of a hash and of EIP-712 typed data as viem does (v 27/28), and hands other forms to viem", async () => {
+    for (let i = 0; i < 12; i++) {
+      const account = privateKeyToAccount(generatePrivateKey());
+      const hash = keccak256(toHex(`message ${i}`));
+      const signature = await account.sign({ hash });
+      expect(await recoverHashSigner(hash, signature)).toBe(account.address);
+      const typed = {
+        domain: { name: "USDC", version: "2", chainId: 84532, verifyingContract: account.address },
+        types: { Ping: [{ name: "n", type: "uint256" }] },
+        primaryType: "Ping" as const,
+        message: { n: BigInt(i) },
+      };
+      const typedSignature = await account.signTypedData(typed);
+      expect(await recoverHashSigner(hashTypedData(typed), typedSignature)).toBe(account.address);
+      // the same signature with v as 0/1 (yParity)
+      const v = parseInt(typedSignature.slice(-2), 16);
+      expect(await recoverHashSigner(hashTypedData(typed), `${typedSignature.slice(0, -2)}${(v - 27).toString(16).padStart(2, "0")}` as Hex)).toBe(account.address);
+      // a changed hash: another signer, the one viem finds
+      const other = keccak256(toHex(`other ${i}`));
+      expect(await recoverHashSigner(other, signature)).toBe(await recoverAddress({ hash: other, signature }));
+    }
+    await expect(recoverHashSigner(keccak256("0x01"), `0x${"00".repeat(65)}` as Hex)).rejects.toThrow();
   });
 });

@@ -1,14 +1,15 @@
 /**
- * The signer of a signed transaction, recovered with libsecp256k1 (the
- * `secp256k1` package's native binding, about 75 us a recovery on this
- * machine) instead of viem's pure-JavaScript curve (about 3 ms: two thirds of
- * a relay's time, bench/README.md). Same rules as viem's
- * `recoverTransactionAddress` (the unsigned serialization's keccak, the
- * signature's y parity or EIP-155 v), checked against it in
- * transaction-signer.test.ts; without the native binding it is viem's.
+ * Signers recovered with libsecp256k1 (the `secp256k1` package's native
+ * binding, about 75 us a recovery on this machine) instead of viem's
+ * pure-JavaScript curve (about 3 ms: two thirds of a relay's time,
+ * bench/README.md): of a signed transaction (the rules of viem's
+ * `recoverTransactionAddress`: the unsigned serialization's keccak, the
+ * signature's y parity or EIP-155 v) and of a hash (`recoverAddress`: a
+ * 65-byte r, s, v signature; any other form goes to viem). Checked against
+ * viem in recover-signer.test.ts; without the native binding it is viem's.
  */
 import { createRequire } from "node:module";
-import { concat, getAddress, hexToBytes, keccak256, pad, parseTransaction, recoverTransactionAddress, serializeTransaction, type Address, type Hex, type TransactionSerialized } from "viem";
+import { concat, getAddress, hexToBytes, keccak256, pad, parseTransaction, recoverAddress, recoverTransactionAddress, serializeTransaction, type Address, type Hex, type TransactionSerialized } from "viem";
 
 interface NativeSecp256k1 {
   ecdsaRecover(signature: Uint8Array, recid: number, message: Uint8Array, compressed: boolean): Uint8Array;
@@ -36,6 +37,16 @@ function recoveryBit(tx: { yParity?: number; v?: bigint }): number {
   throw new Error(`invalid signature v ${v}`);
 }
 
+const addressOf = (publicKey: Uint8Array): Address => getAddress(`0x${keccak256(publicKey.subarray(1)).slice(-40)}`);
+
+/** the signer of `hash` (32 bytes) under a 65-byte r, s, v signature (v 27/28 or 0/1); other forms as viem recovers them */
+export async function recoverHashSigner(hash: Hex, signature: Hex): Promise<Address> {
+  const bytes = /^0x[0-9a-fA-F]{130}$/.test(signature) ? hexToBytes(signature) : undefined;
+  const v = bytes?.[64];
+  if (!native || !bytes || (v !== 0 && v !== 1 && v !== 27 && v !== 28)) return recoverAddress({ hash, signature });
+  return addressOf(native.ecdsaRecover(bytes.subarray(0, 64), v >= 27 ? v - 27 : v, hexToBytes(hash), false));
+}
+
 export async function recoverTransactionSigner(signed: Hex): Promise<Address> {
   if (!native) return recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
   const tx = parseTransaction(signed as TransactionSerialized);
@@ -43,6 +54,5 @@ export async function recoverTransactionSigner(signed: Hex): Promise<Address> {
   const unsigned = serializeTransaction({ ...tx, r: undefined, s: undefined, v: undefined, yParity: undefined, sidecars: undefined } as Parameters<typeof serializeTransaction>[0]);
   const hash = keccak256(unsigned, "bytes");
   const signature = hexToBytes(concat([pad(tx.r, { size: 32 }), pad(tx.s, { size: 32 })]));
-  const publicKey = native.ecdsaRecover(signature, recoveryBit(tx), hash, false);
-  return getAddress(`0x${keccak256(publicKey.subarray(1)).slice(-40)}`);
+  return addressOf(native.ecdsaRecover(signature, recoveryBit(tx), hash, false));
 }
