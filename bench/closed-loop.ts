@@ -2,7 +2,7 @@
  * A closed-loop load: `items.length` requests, `concurrency` at a time, each
  * sent by `send` (true = the answer was the expected one). For paths where
  * every request needs its own prepared input (an x402 proof is spent once),
- * which autocannon's repeated request cannot give.
+ * which a load of one repeated request cannot give.
  */
 export interface LoopFigures {
   count: number;

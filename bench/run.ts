@@ -380,7 +380,7 @@ async function main(): Promise<void> {
     const layouts = await benchInstances([1, 3]);
     result.instances = layouts;
     console.log(`\ninstances on one embedded PostgreSQL (each in its own process; paid and bearer load round-robin):`);
-    for (const l of layouts) console.log(`  ${l.instances} instance(s): paid ${l.paid.rps.toFixed(1)} req/s (p50 ${l.paid.p50.toFixed(0)} ms, ${l.paid.failures} failures), bearer ${l.bearer.rps.toFixed(0)} req/s (p99 ${l.bearer.p99} ms)`);
+    for (const l of layouts) console.log(`  ${l.instances} instance(s): paid ${l.paid.rps.toFixed(1)} req/s (p50 ${l.paid.p50.toFixed(0)} ms, ${l.paid.failures} failures), bearer ${l.bearer.rps.toFixed(0)} req/s (p99 ${l.bearer.p99.toFixed(1)} ms)`);
   }
 
   write(result, started);

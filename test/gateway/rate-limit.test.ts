@@ -80,3 +80,46 @@ describe("an MCP tool call is limited like its REST twin", () => {
     }
   });
 });
+
+describe("the shared counter takes a client's budget in blocks", () => {
+  it("grants exactly the limit on one instance, with one write per block, and the count it reports is exact", async () => {
+    const { SharedCounter, blockSizeOf } = await import("../../gateway/src/http/rate-limit");
+    const store = gw.ctx.stores.rateLimits;
+    let writes = 0;
+    const counted = Object.assign(Object.create(Object.getPrototypeOf(store)), store, { hit: (...a: Parameters<typeof store.hit>) => (writes++, store.hit(...a)) });
+    const counter = new SharedCounter(counted, "blocks-one:", 100);
+    counter.init({ windowMs: 60_000 } as never);
+    expect(blockSizeOf(100)).toBe(10);
+    const totals: number[] = [];
+    for (let i = 0; i < 101; i++) totals.push((await counter.increment("client")).totalHits);
+    expect(totals.slice(0, 100)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(totals[100]).toBeGreaterThan(100); // refused
+    expect(writes).toBe(11); // ten blocks of ten, then the refused lease
+  });
+
+  it("two instances on one store never grant more than the limit together, and strand at most a block", async () => {
+    const { SharedCounter } = await import("../../gateway/src/http/rate-limit");
+    const a = new SharedCounter(gw.ctx.stores.rateLimits, "blocks-two:", 100);
+    const b = new SharedCounter(gw.ctx.stores.rateLimits, "blocks-two:", 100);
+    for (const c of [a, b]) c.init({ windowMs: 60_000 } as never);
+    let granted = 0;
+    // interleaved, and concurrent within each round
+    for (let i = 0; i < 80; i++) {
+      const [x, y] = await Promise.all([a.increment("client"), b.increment("client")]);
+      granted += (x.totalHits <= 100 ? 1 : 0) + (y.totalHits <= 100 ? 1 : 0);
+    }
+    expect(granted).toBeLessThanOrEqual(100);
+    expect(granted).toBeGreaterThanOrEqual(90);
+  });
+
+  it("a limit under 20 writes every hit (blocks of one), so small limits stay exact across instances", async () => {
+    const { SharedCounter, blockSizeOf } = await import("../../gateway/src/http/rate-limit");
+    expect(blockSizeOf(19)).toBe(1);
+    const a = new SharedCounter(gw.ctx.stores.rateLimits, "blocks-small:", 5);
+    const b = new SharedCounter(gw.ctx.stores.rateLimits, "blocks-small:", 5);
+    for (const c of [a, b]) c.init({ windowMs: 60_000 } as never);
+    const totals = [];
+    for (let i = 0; i < 3; i++) totals.push((await a.increment("k")).totalHits, (await b.increment("k")).totalHits);
+    expect(totals).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});

@@ -3,18 +3,41 @@
  * else) in separate windows, counted per credential when the request carries
  * a valid one, else per client address. Built on express-rate-limit; its
  * legacy headers are the spec's X-RateLimit-Remaining and X-RateLimit-Reset.
- * The counters live in the shared store (one atomic upsert per hit), so N
- * instances count one client's requests once, not N times.
+ * The counters live in the shared store, so N instances count one client's
+ * requests once, not N times. An instance takes a client's budget from the
+ * shared count in blocks (a tenth of the limit, at most 64; one atomic upsert
+ * a block) and spends a block locally: together the instances never grant
+ * more than the limit; a client spread over N instances may be refused up to
+ * (N - 1) blocks early, never late. A limit under 20 has blocks of one: every
+ * hit is written.
  */
 
+/** a block of a key's budget this instance took from the shared count: hits granted before it, hits used of it, hits left */
+interface Block {
+  before: number;
+  used: number;
+  left: number;
+  resetAt: number;
+}
+
+const MAX_LOCAL_BLOCKS = 10_000;
+
+/** the block size of a limit: a tenth of it, 1 to 64 */
+export const blockSizeOf = (limit: number): number => Math.max(1, Math.min(64, Math.floor(limit / 10)));
+
 /** express-rate-limit's store interface over the shared store; one per limiter (its own key prefix) */
-class SharedCounter implements Store {
+export class SharedCounter implements Store {
   private windowMs = 60_000;
   readonly localKeys = false;
+  private readonly blocks = new Map<string, Block>();
+  private readonly blockSize: number;
   constructor(
     private readonly store: RateLimitStore,
     readonly prefix: string,
-  ) {}
+    private readonly limit: number,
+  ) {
+    this.blockSize = blockSizeOf(limit);
+  }
   init(options: Options): void {
     this.windowMs = options.windowMs;
   }
@@ -23,14 +46,44 @@ class SharedCounter implements Store {
     return hit && { totalHits: hit.hits, resetTime: new Date(hit.resetAt) };
   }
   async increment(key: string): Promise<ClientRateLimitInfo> {
-    const hit = await this.store.hit(this.prefix + key, this.windowMs, Date.now());
-    return { totalHits: hit.hits, resetTime: new Date(hit.resetAt) };
+    const now = Date.now();
+    const block = this.blocks.get(key);
+    if (block && block.resetAt > now && block.left > 0) {
+      block.left--;
+      block.used++;
+      return { totalHits: block.before + block.used, resetTime: new Date(block.resetAt) };
+    }
+    const hit = await this.store.hit(this.prefix + key, this.windowMs, now, this.blockSize);
+    const before = hit.hits - this.blockSize;
+    const granted = Math.max(0, Math.min(this.blockSize, this.limit - before));
+    if (granted === 0) {
+      this.blocks.delete(key);
+      return { totalHits: before + 1, resetTime: new Date(hit.resetAt) }; // over the limit: refused
+    }
+    if (this.blocks.size >= MAX_LOCAL_BLOCKS) this.forgetEnded(now);
+    this.blocks.set(key, { before, used: 1, left: granted - 1, resetAt: hit.resetAt });
+    return { totalHits: before + 1, resetTime: new Date(hit.resetAt) };
   }
   async decrement(key: string): Promise<void> {
+    const block = this.blocks.get(key);
+    if (block && block.used > 0) {
+      block.used--;
+      block.left++;
+      return;
+    }
     await this.store.decrement(this.prefix + key);
   }
   async resetKey(key: string): Promise<void> {
+    this.blocks.delete(key);
     await this.store.reset(this.prefix + key);
+  }
+  /** bounded memory: drop the blocks of ended windows, and the oldest if that is not enough */
+  private forgetEnded(now: number): void {
+    for (const [k, b] of this.blocks) if (b.resetAt <= now) this.blocks.delete(k);
+    for (const k of this.blocks.keys()) {
+      if (this.blocks.size < MAX_LOCAL_BLOCKS / 2) break;
+      this.blocks.delete(k);
+    }
   }
 }
 import type { Request, RequestHandler } from "express";
@@ -89,8 +142,8 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
       );
     },
   };
-  const read = rateLimit({ ...common, limit: opts.readPerWindow, identifier: "read", store: new SharedCounter(opts.counters, "read:") });
-  const writeCounter = new SharedCounter(opts.counters, "write:");
+  const read = rateLimit({ ...common, limit: opts.readPerWindow, identifier: "read", store: new SharedCounter(opts.counters, "read:", opts.readPerWindow) });
+  const writeCounter = new SharedCounter(opts.counters, "write:", opts.writePerWindow);
   const write = rateLimit({ ...common, limit: opts.writePerWindow, identifier: "write", store: writeCounter });
   writeCounter.init({ windowMs: opts.windowMs } as Options);
   const protocol = new Set(opts.protocolPaths ?? []);
@@ -123,7 +176,7 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
 export function credentialCreationLimit(opts: { perHour: number; paths: string[]; counters: RateLimitStore; addressOf?: (req: Request) => string }): RequestHandler {
   const addressOf = opts.addressOf ?? ((req: Request) => req.ip ?? "unknown");
   const limiter = rateLimit({
-    store: new SharedCounter(opts.counters, "credentials:"),
+    store: new SharedCounter(opts.counters, "credentials:", opts.perHour),
     windowMs: 3_600_000,
     limit: opts.perHour,
     standardHeaders: false,

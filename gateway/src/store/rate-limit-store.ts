@@ -7,15 +7,15 @@ import type { Db } from "./db";
 export class RateLimitStore {
   constructor(private readonly db: Db) {}
 
-  /** count one hit of `key`; a window that ended starts again at 1 */
-  async hit(key: string, windowMs: number, nowMs: number): Promise<{ hits: number; resetAt: number }> {
+  /** count `by` hits of `key` (default one); a window that ended starts again at `by` */
+  async hit(key: string, windowMs: number, nowMs: number, by = 1): Promise<{ hits: number; resetAt: number }> {
     const row = await this.db.get<{ hits: number; reset_at: number }>(
-      `INSERT INTO rate_limit_hits (key, hits, reset_at) VALUES (?, 1, ?)
+      `INSERT INTO rate_limit_hits (key, hits, reset_at) VALUES (?, ?, ?)
        ON CONFLICT (key) DO UPDATE SET
-         hits = CASE WHEN rate_limit_hits.reset_at <= ? THEN 1 ELSE rate_limit_hits.hits + 1 END,
+         hits = CASE WHEN rate_limit_hits.reset_at <= ? THEN excluded.hits ELSE rate_limit_hits.hits + excluded.hits END,
          reset_at = CASE WHEN rate_limit_hits.reset_at <= ? THEN excluded.reset_at ELSE rate_limit_hits.reset_at END
        RETURNING hits, reset_at`,
-      key, nowMs + windowMs, nowMs, nowMs,
+      key, by, nowMs + windowMs, nowMs, nowMs,
     );
     return { hits: Number(row!.hits), resetAt: Number(row!.reset_at) };
   }
