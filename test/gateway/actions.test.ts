@@ -81,6 +81,18 @@ describe("managed mode: immediate simulated execution with the receipts of 2.4",
     expect(audit.body.data[0].execution_ref).toBe(deposit.body.deposit_id);
     expect(audit.body).toMatchObject({ has_more: false, next_cursor: null });
 
+    // each receipt can be read again by its id (extension), by its own treasury only
+    for (const [r, id] of [[deposit, deposit.body.deposit_id], [repay, repay.body.repayment_id]] as const) {
+      const again = await api.get(`/api/v1/receipts/${id}`);
+      expect(again.status).toBe(200);
+      const { chain_execution: _how, ...recorded } = r.body;
+      expect(again.body).toEqual(recorded);
+    }
+    const stranger = checked(await sandboxTenant(gw.url));
+    expect((await stranger.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body.error).toBe("not_found");
+    expect((await api.get(`/api/v1/receipts/dep_${"0".repeat(32)}`)).status).toBe(404);
+    expect((await api.get("/api/v1/receipts/trs_1")).status).toBe(400);
+
     // a page at a time: the same entries in the same order, however it is cut
     const seen: string[] = [];
     let cursor: string | null = null;

@@ -36,6 +36,10 @@ import type { DelegationService } from "../services/delegation-service";
 import { z } from "../schemas/zod";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
 
+export const ReceiptIdParams = z.object({
+  id: z.string().regex(/^(dep|cnv|brw|rep|exe)_[0-9a-f]{32}$/, "must be a receipt id (dep_, cnv_, brw_, rep_ or exe_ and 32 hex digits)"),
+});
+
 export const DelegationRequest = z
   .strictObject({
     module: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
@@ -278,6 +282,31 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     handler: async ({ res, query }) => {
       const treasuryId = requireCredential(res).treasuryId;
       return { status: 200, body: await deps.treasuries.auditView(treasuryId, query) };
+    },
+  });
+
+  kit.route<unknown, unknown, { id: string }>({
+    method: "get",
+    path: "/api/v1/receipts/:id",
+    operationId: "getReceipt",
+    summary: "A receipt of the authenticated treasury, by its id (extension)",
+    description:
+      "Extension of the spec: the receipt an executed action answered (deposit_id, conversion_id, borrow_id or repayment_id of a managed action; the execution of a relayed envelope), as recorded when it executed, read again; the answer's `chain_execution` (how that request ran) is not part of it. Another treasury's receipt is not found.",
+    tags: ["Reads"],
+    security: "bearer",
+    extension: true,
+    request: { params: ReceiptIdParams },
+    responses: {
+      200: { description: "the receipt as recorded when the action executed", schema: ActionReceipt },
+      400: err("not a receipt id"),
+      401: err("missing or invalid credential"),
+      404: err("no receipt of this treasury has this id"),
+      ...RATE_LIMITED,
+    },
+    handler: async ({ res, params }) => {
+      const receipt = await deps.treasuries.receipt(requireCredential(res).treasuryId, params.id);
+      if (!receipt) throw new ApiError("not_found", `no receipt ${params.id} for this treasury`);
+      return { status: 200, body: receipt };
     },
   });
 

@@ -54,7 +54,7 @@ export function createServices(ctx: AppContext): Services {
   const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
   const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
   return {
-    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
+    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
     preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain)),
     policy: new PolicyService(scope(ctx, "fees"), (t) => delegation.state(t)),

@@ -31,7 +31,7 @@ export interface CreateTreasuryInput {
 
 export class TreasuryService {
   constructor(
-    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "fees" | "treasuries">,
+    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "treasuries">,
     /** the position as Aave reports it, for a chain-backed treasury; null for a sandbox one */
     private readonly chainPosition: (t: TreasuryRecord) => Promise<ChainPosition | null> = async () => null,
     private readonly statements?: StatementVerifier,
@@ -225,6 +225,11 @@ export class TreasuryService {
   }
 
   /** the fee audit trail (extension) */
+  /** the receipt of one of the treasury's executions, or undefined */
+  receipt(treasuryId: string, id: string): Promise<Record<string, unknown> | undefined> {
+    return this.ctx.stores.executions.receipt(treasuryId, id);
+  }
+
   /** a page of the fee audit trail, oldest first; the cursor is the position after which the page starts */
   async auditView(treasuryId: string, page: { limit?: number; cursor?: string } = {}) {
     const after = page.cursor === undefined ? undefined : auditPositionOf(page.cursor);

@@ -21,6 +21,12 @@ export class ExecutionStore {
     await this.db.run("INSERT INTO executions (id, treasury_id, action, amount_micro, fee_micro, origin, envelope_tx_id, receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", e.id, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.origin, e.envelopeTxId, JSON.stringify(e.receipt), e.createdAt);
   }
 
+  /** the receipt of one of a treasury's executions (another treasury's is not found) */
+  async receipt(treasuryId: string, id: string): Promise<Record<string, unknown> | undefined> {
+    const row = await this.db.get<{ receipt: string }>("SELECT receipt FROM executions WHERE id = ? AND treasury_id = ?", id, treasuryId);
+    return row ? (JSON.parse(row.receipt) as Record<string, unknown>) : undefined;
+  }
+
   async count(treasuryId: string): Promise<number> {
     return ((await this.db.get("SELECT COUNT(*) AS n FROM executions WHERE treasury_id = ?", treasuryId)) as { n: number }).n;
   }
