@@ -77,6 +77,19 @@ describe("one declaration per capability", () => {
     expect(z.object(tool!.inputSchema).safeParse({ amount_usdc: 1, idempotency_key: "short" }).success).toBe(false);
   });
 
+  it("a path parameter is a tool argument, and may not share its name with a body or query field", () => {
+    const h = harness();
+    const Params = z.object({ id: z.string().regex(/^pos_\d+$/) });
+    h.kit.route({ ...positions, path: "/api/v1/positions/:id", request: { params: Params, query: PositionsQuery } } as RouteSpec<any, any, any>);
+    const [tool] = h.tools();
+    expect(Object.keys(tool!.inputSchema).sort()).toEqual(["id", "min_usdc"]);
+    expect(z.object(tool!.inputSchema).safeParse({ id: "pos_1" }).success).toBe(true);
+    expect(z.object(tool!.inputSchema).safeParse({ id: "x" }).success).toBe(false);
+    const clash = harness();
+    clash.kit.route({ ...positions, path: "/api/v1/positions/:min_usdc", price: { atomic: 2n, description: "c" }, request: { params: z.object({ min_usdc: z.string() }), query: PositionsQuery } } as RouteSpec<any, any, any>);
+    expect(() => clash.tools()).toThrow("the MCP tool's argument min_usdc is both a path parameter and a query field");
+  });
+
   it("refuses a declaration that contradicts itself", () => {
     const h = harness();
     expect(() => h.kit.route({ ...positions, price: undefined })).toThrow("GET /api/v1/positions accepts x402 but declares no price");

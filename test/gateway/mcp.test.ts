@@ -63,6 +63,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
         "get_liquidation_distance",
         "get_market_rates",
         "get_policy_state",
+        "get_receipt",
         "get_treasury_schema",
         "get_treasury_state",
         "prepare_borrow",
@@ -132,6 +133,26 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });
     expect(unknown.structuredContent).toMatchObject({ error: "tool_not_found", http_status: 404 });
     await client.close();
+  });
+
+  it("get_receipt takes the route's path parameter as an argument and answers what REST answers; another treasury's is not found", async () => {
+    const t = await sandboxTenant(gw.url);
+    const rest = authed(gw.url, t.key);
+    const deposit = await rest.post("/api/v1/deposits", { amount_usdc: 1000 });
+    expect(deposit.status).toBe(200);
+    const client = await connect(t.key);
+    const tool = (await client.listTools()).tools.find((x) => x.name === "get_receipt")!;
+    expect(tool.inputSchema.required).toEqual(["id"]);
+    const read = await callTool(client, "get_receipt", { id: deposit.body.deposit_id });
+    expect(read.isError).toBe(false);
+    expect(stable(read.body)).toEqual(stable((await rest.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body));
+    expect(read.body.deposit_id).toBe(deposit.body.deposit_id);
+    // the path parameter is validated as on REST, and encoded: it cannot reach another path
+    expect((await callTool(client, "get_receipt", { id: "../treasury" })).body).toMatchObject({ error: "invalid_request" });
+    await client.close();
+    const other = await connect((await sandboxTenant(gw.url)).key);
+    expect((await callTool(other, "get_receipt", { id: deposit.body.deposit_id })).body).toMatchObject({ error: "not_found", http_status: 404 });
+    await other.close();
   });
 
   it("creates a sandbox treasury, then runs the treasury tools with the key from the Authorization header", async () => {
@@ -232,7 +253,7 @@ describe("plain JSON-RPC and discovery", () => {
     expect(r.status).toBe(200);
     expect(r.body.jsonrpc).toBe("2.0");
     expect(r.body.id).toBe(7);
-    expect(r.body.result.tools.length).toBe(17);
+    expect(r.body.result.tools.length).toBe(18);
     v.check("POST", "/api/mcp", 200, r.body);
   });
 
@@ -240,7 +261,7 @@ describe("plain JSON-RPC and discovery", () => {
     const r = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", id: null, method: "tools/list" } });
     expect(r.status).toBe(200);
     expect(r.body.id).toBeNull();
-    expect(r.body.result.tools.length).toBe(17);
+    expect(r.body.result.tools.length).toBe(18);
     expect(Number(r.headers.get("content-length") ?? r.text.length)).toBe(Buffer.byteLength(r.text));
     v.check("POST", "/api/mcp", 200, r.body);
     const n = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", method: "notifications/initialized" } });

@@ -47,8 +47,9 @@ export function clientAddress(req: Request): string {
 
 export interface RestCall {
   method: "GET" | "POST";
+  /** the route's express path: its `:name` parameters are taken from `args` */
   path: string;
-  /** POST: the JSON body; GET: the query */
+  /** the path parameters, then POST: the JSON body; GET: the query */
   args: Record<string, unknown>;
   idempotencyKey?: string;
 }
@@ -92,7 +93,13 @@ export async function callRestTwin(req: Request, call: RestCall, auth: { bearer?
   if (call.idempotencyKey !== undefined) headers["idempotency-key"] = call.idempotencyKey;
   const post = call.method === "POST";
   if (post) headers["content-type"] = "application/json";
-  const res = await fetch(`${selfUrl(req)}${call.path}${post ? "" : queryOf(call.args)}`, { method: call.method, headers, body: post ? JSON.stringify(call.args) : undefined });
+  const args = { ...call.args };
+  const path = call.path.replace(/:([A-Za-z_]+)/g, (_m, name: string) => {
+    const value = args[name];
+    delete args[name];
+    return encodeURIComponent(String(value ?? ""));
+  });
+  const res = await fetch(`${selfUrl(req)}${path}${post ? "" : queryOf(args)}`, { method: call.method, headers, body: post ? JSON.stringify(args) : undefined });
   const text = await res.text();
   let parsed: unknown;
   try {

@@ -1,7 +1,8 @@
 /**
  * The MCP tools, derived from the route declarations that name one
- * (`tool` in http/route.ts): the input schema is the route's body or query
- * schema (plus `idempotency_key` where the route takes an Idempotency-Key),
+ * (`tool` in http/route.ts): the input schema is the route's path parameters
+ * and body or query schema (plus `idempotency_key` where the route takes an
+ * Idempotency-Key),
  * the output schema the route's documented answers, the annotations its
  * method and flags, the price its x402 price. A tool call is served by the
  * route itself (mcp/rest-twin.ts), so no rule exists twice.
@@ -91,13 +92,21 @@ export function toolOf(spec: RouteSpec<any, any, any>, keyed?: RouteSpec<any, an
   const method = spec.method.toUpperCase() as "GET" | "POST";
   const input = method === "POST" ? spec.request?.body : spec.request?.query;
   if (input !== undefined && !(input instanceof z.ZodObject)) throw new Error(`${method} ${spec.path}: an MCP tool needs an object ${method === "POST" ? "body" : "query"} schema`);
+  // path parameters (`:id`) are arguments too; the call puts them back in the path
+  const params = spec.request?.params;
+  if (params !== undefined && !(params instanceof z.ZodObject)) throw new Error(`${method} ${spec.path}: an MCP tool needs an object params schema`);
+  const paramShape = ((params as z.ZodObject | undefined)?.shape ?? {}) as ZodRawShape;
+  const inputShape = ((input as z.ZodObject | undefined)?.shape ?? {}) as ZodRawShape;
+  const clash = Object.keys(paramShape).find((k) => k in inputShape || k === "idempotency_key");
+  if (clash) throw new Error(`${method} ${spec.path}: the MCP tool's argument ${clash} is both a path parameter and a ${method === "POST" ? "body" : "query"} field`);
   const readOnly = t.readOnly ?? method === "GET";
   return {
     name: t.name,
     title: t.title,
     description: t.description,
     inputSchema: {
-      ...Object.fromEntries(Object.entries((input as z.ZodObject | undefined)?.shape ?? {}).map(([k, f]) => [k, method === "GET" ? argumentOf(f as ZodType) : f])),
+      ...paramShape,
+      ...Object.fromEntries(Object.entries(inputShape).map(([k, f]) => [k, method === "GET" ? argumentOf(f as ZodType) : f])),
       ...(spec.idempotencyKey ? { idempotency_key: IdempotencyKey } : {}),
     },
     annotations: {

@@ -289,6 +289,11 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     method: "get",
     path: "/api/v1/receipts/:id",
     operationId: "getReceipt",
+    tool: {
+      name: "get_receipt",
+      title: "A receipt",
+      description: "A receipt of the authenticated treasury read again by its id (deposit_id, conversion_id, borrow_id, repayment_id, or a relayed envelope's execution id).",
+    },
     summary: "A receipt of the authenticated treasury, by its id (extension)",
     description:
       "Extension of the spec: the receipt an executed action answered (deposit_id, conversion_id, borrow_id or repayment_id of a managed action; the execution of a relayed envelope), as recorded when it executed, read again; the answer's `chain_execution` (how that request ran) is not part of it. Another treasury's receipt is not found.",
