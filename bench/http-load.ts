@@ -10,6 +10,8 @@ import http from "node:http";
 
 export interface Target {
   url: string;
+  /** the URL of the i-th request, when requests go to several servers (default `url`) */
+  urlOf?: (i: number) => string;
   method?: "GET" | "POST";
   headers?: Record<string, string>;
   /** the body of the i-th request (POST) */
@@ -43,7 +45,7 @@ function send(agent: http.Agent, t: Target, i: number): Promise<{ status: number
     headers["content-length"] = String(Buffer.byteLength(body));
   }
   return new Promise((resolve, reject) => {
-    const req = http.request(t.url, { method: t.method ?? (body === undefined ? "GET" : "POST"), headers, agent }, (res) => {
+    const req = http.request(t.urlOf?.(i) ?? t.url, { method: t.method ?? (body === undefined ? "GET" : "POST"), headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));

@@ -18,7 +18,6 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { createPaymentHeader } from "x402/client";
 import { freePort } from "../fixtures/anvil";
-import { closedLoop } from "./closed-loop";
 import { load } from "./http-load";
 import { startFacilitatorProcess, startGatewayProcess, startProcess, urlOf, type ServerProcess } from "./processes";
 import { devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
@@ -77,11 +76,8 @@ async function paid(chain: Awaited<ReturnType<typeof startBaseSepolia>>, gateway
   await fetch(`${gateways[0]}/api/v1/health`, { headers: { "x-payment": await sign() } }).then((r) => r.arrayBuffer());
   const headers = await Promise.all(Array.from({ length: count }, sign));
   // round-robin over the instances
-  return closedLoop(headers, concurrency, async (header, i) => {
-    const res = await fetch(`${gateways[i % gateways.length]}/api/v1/health`, { headers: { "x-payment": header } });
-    await res.arrayBuffer();
-    return res.status === 200;
-  });
+  const r = await load("paid round-robin", { url: `${gateways[0]}/api/v1/health`, urlOf: (i) => `${gateways[i % gateways.length]}/api/v1/health`, headersOf: (i) => ({ "x-payment": headers[i]! }) }, { connections: concurrency, count });
+  return { count, concurrency, rps: r.rps, p50: r.p50_us / 1000, p90: r.p90_us / 1000, p99: r.p99_us / 1000, failures: r.failures };
 }
 
 /** bearer reads: one load per instance at once, connections split between them */

@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { stackEntries } from "../scripts/stack-build.mjs";
 
@@ -118,6 +119,6 @@ export async function cpuPerRequest<T extends { requests: number; seconds: numbe
   return {
     ...r,
     cpu_ms_per_request: Object.fromEntries(Object.entries(used).map(([k, s]) => [k, Number(((1000 * s) / Math.max(1, r.requests)).toFixed(2))])),
-    machine_busy_pct: Number(((100 * total) / (r.seconds * (await import("node:os")).cpus().length)).toFixed(0)),
+    machine_busy_pct: Number(((100 * total) / (r.seconds * os.cpus().length)).toFixed(0)),
   };
 }
