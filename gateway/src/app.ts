@@ -24,6 +24,7 @@ import { treasuryRoutes } from "./routes/treasuries";
 import { clientAddress, isInternalDispatch } from "./mcp/rest-twin";
 import { toolsOf, type ToolDefinition } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
+import { safeTransactionRoutes } from "./routes/safe-transactions";
 import { x402Routes } from "./routes/x402";
 import { X402_ASSET } from "./x402/asset";
 import { hasPayment, X402_NETWORK } from "./x402/payment-gate";
@@ -115,6 +116,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   treasuryRoutes(kit, scope(ctx), services.treasuries);
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
+  safeTransactionRoutes(kit, services.safeTransactions);
   x402Routes(kit, services.prices, services.catalog, services.payments, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
   // the MCP tools: derived from the routes that declare one, once every route is registered
   let tools: ToolDefinition[] | undefined;

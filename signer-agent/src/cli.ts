@@ -7,7 +7,7 @@
  *   signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth] [--bearer sk_...]
  *   signer-agent serve [--port 4030]               loopback signing endpoint (SIGNER_SERVE_TOKEN)
  *   signer-agent where [gateway|rpc|x402-rpc|facilitator]   a URL of the running local stack (its file), else the default
- *   signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve [--protect-below 1.4]|revoke|status>
+ *   signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve [--protect-below 1.4]|revoke|queue|sign [stx_id]|status>
  *                                                   the operator's managed treasury on a Safe (SIGNER_DIR defaults to .data/operator)
  *
  * Environment: SIGNER_DIR (./.data/agent), SIGNER_KEYSTORE, SIGNER_PASSPHRASE (else a prompt),
@@ -135,12 +135,31 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
       out(`delegation revoked: module ${state.module} disabled (${hash}); already-submitted actions may still settle`);
       return 0;
     }
+    case "queue": {
+      // the managed actions waiting for the Safe's owners
+      const { data } = await gateway("GET", "/api/v1/safe-transactions");
+      for (const q of data) out(`${q.id} ${q.action} ${q.amount_usdc} USDC (fee ${q.fee_usdc}) ${q.status}: ${q.signatures.length} of ${q.confirmations_required ?? "?"} signed; ${q.calls.length} calls; hash ${q.safe_tx_hash}`);
+      if (data.length === 0) out("no Safe transaction awaits the owners");
+      return 0;
+    }
+    case "sign": {
+      // sign every open one (or the one named), each checked first against the Safe itself (Operator.signQueued)
+      const { data } = await gateway("GET", "/api/v1/safe-transactions");
+      const chosen = (data as { id: string; status: string }[]).filter((q) => q.status === "awaiting_signatures" && (!arg || q.id === arg));
+      if (chosen.length === 0) out(arg ? `no open Safe transaction ${arg}` : "no Safe transaction awaits the owners");
+      for (const q of chosen) {
+        const signature = await operator.signQueued(q as never);
+        const signed = await gateway("POST", `/api/v1/safe-transactions/${q.id}/signatures`, { signature });
+        out(`signed ${q.id} (${signed.action} ${signed.amount_usdc} USDC): ${signed.signatures.length} of ${signed.confirmations_required} owners; the service executes it once the threshold is reached`);
+      }
+      return 0;
+    }
     case "status":
       out(JSON.stringify(await gateway("GET", "/api/v1/delegation"), null, 2));
       out(JSON.stringify(await gateway("GET", "/api/v1/health"), null, 2));
       return 0;
     default:
-      out("usage: signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve|revoke|status>");
+      out("usage: signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve|revoke|queue|sign [stx_id]|status>");
       return 2;
   }
 }

@@ -9,12 +9,14 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Safe from "@safe-global/protocol-kit";
-import { createPublicClient, createWalletClient, encodeFunctionData, http, parseAbi, publicActions, type Hex } from "viem";
+import { createPublicClient, createWalletClient, decodeFunctionData, encodeFunctionData, getAddress, hexToBigInt, http, parseAbi, publicActions, sliceHex, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { MULTI_SEND_ABI, SAFE_ABI, multiSendCallOnly } from "../../contracts-abi/safe";
+import { swapRouter02 } from "../../contracts-abi/uniswap";
 import { randomBytes } from "node:crypto";
 import { delegationStatement, registrationStatement, safeMessageFor, statementHash, type Statement } from "../../gateway/src/domain/statements";
 
@@ -28,6 +30,36 @@ export function protectionModuleArtifact(): { abi: readonly unknown[]; bytecode:
 }
 
 export { PROTECTION_MODULE_ABI } from "../../contracts-abi/protection-module";
+
+/** a Safe transaction as the gateway's queue lists it (the fields the operator checks and signs) */
+export interface QueuedSafeTransaction {
+  id: string;
+  safe: `0x${string}`;
+  safe_tx_hash: Hex;
+  safe_tx: { to: `0x${string}`; value: string; data: Hex; operation: 0 | 1; safeTxGas: string; baseGas: string; gasPrice: string; gasToken: `0x${string}`; refundReceiver: `0x${string}`; nonce: string };
+  calls: { to: `0x${string}`; value: string; data: Hex }[];
+}
+
+/** the calls a Safe transaction makes: the one call, or MultiSendCallOnly's packed batch (delegatecall) */
+export function decodeBatch(t: QueuedSafeTransaction["safe_tx"]): { to: `0x${string}`; value: bigint; data: Hex }[] {
+  if (t.operation === 0) return [{ to: t.to, value: BigInt(t.value), data: t.data }];
+  if (getAddress(t.to) !== multiSendCallOnly(base.id)) throw new Error(`a delegatecall to ${t.to}, not Safe's MultiSendCallOnly`);
+  const { args } = decodeFunctionData({ abi: MULTI_SEND_ABI, data: t.data });
+  const packed = args[0];
+  const calls: { to: `0x${string}`; value: bigint; data: Hex }[] = [];
+  // each: operation (1 byte), to (20), value (32), data length (32), data
+  for (let at = 0; at < (packed.length - 2) / 2; ) {
+    const operation = Number(hexToBigInt(sliceHex(packed, at, at + 1)));
+    if (operation !== 0) throw new Error("a delegatecall inside the batch");
+    const to = getAddress(sliceHex(packed, at + 1, at + 21));
+    const value = hexToBigInt(sliceHex(packed, at + 21, at + 53));
+    const length = Number(hexToBigInt(sliceHex(packed, at + 53, at + 85)));
+    const data = length === 0 ? "0x" : sliceHex(packed, at + 85, at + 85 + length);
+    calls.push({ to, value, data });
+    at += 85 + length;
+  }
+  return calls;
+}
 
 /** gas limit of the operator's Safe transactions (supply, borrow, module set-up: well under 1.5M on Base) */
 const SAFE_TX_GAS_LIMIT = 3_000_000n;
@@ -176,6 +208,37 @@ export class Operator {
       }),
     );
     return { signature, nonce, issued_at };
+  }
+
+  /**
+   * Sign one Safe transaction of the gateway's queue (GET
+   * /api/v1/safe-transactions) as an owner, after checking it independently:
+   * the hash is the one the Safe itself computes (getTransactionHash on
+   * chain) from the listed fields, the batch decodes to exactly the listed
+   * calls, and every call goes to a contract of the Aave market (its tokens,
+   * its Pool) or the swap router, from this Safe. Returns the signature of the
+   * hash (ECDSA, v 27/28: what eth_signTypedData_v4 of the SafeTx gives).
+   */
+  async signQueued(q: QueuedSafeTransaction): Promise<Hex> {
+    const safe = this.safeAddress!;
+    if (getAddress(q.safe) !== getAddress(safe)) throw new Error(`the Safe transaction is for ${q.safe}, not this operator's Safe ${safe}`);
+    const t = q.safe_tx;
+    const onChain = await this.publicClient.readContract({
+      address: safe,
+      abi: SAFE_ABI,
+      functionName: "getTransactionHash",
+      args: [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver, BigInt(t.nonce)],
+    });
+    if (onChain.toLowerCase() !== q.safe_tx_hash.toLowerCase()) throw new Error(`the listed hash ${q.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
+    const decoded = decodeBatch(t);
+    if (decoded.length !== q.calls.length || decoded.some((c, i) => getAddress(c.to) !== getAddress(q.calls[i]!.to) || c.data.toLowerCase() !== q.calls[i]!.data.toLowerCase() || c.value !== BigInt(q.calls[i]!.value))) {
+      throw new Error("the Safe transaction's batch is not the calls it lists");
+    }
+    const m = AAVE_MARKETS.base;
+    const known = new Set([m.pool, m.usdc, m.weth, m.btc, swapRouter02(m.chainId)].map((a) => getAddress(a)));
+    for (const c of decoded) if (!known.has(getAddress(c.to))) throw new Error(`a call goes to ${c.to}, not a contract of the Aave market or the swap router`);
+    if (BigInt(t.gasPrice) !== 0n || BigInt(t.baseGas) !== 0n) throw new Error("the Safe transaction would refund gas from the Safe");
+    return this.account.sign({ hash: q.safe_tx_hash });
   }
 
   async moduleEnabled(module: `0x${string}`): Promise<boolean> {

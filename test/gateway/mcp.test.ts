@@ -66,6 +66,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
         "get_receipt",
         "get_treasury_schema",
         "get_treasury_state",
+        "list_safe_transactions",
         "prepare_borrow",
         "prepare_convert",
         "prepare_deposit",
@@ -253,7 +254,7 @@ describe("plain JSON-RPC and discovery", () => {
     expect(r.status).toBe(200);
     expect(r.body.jsonrpc).toBe("2.0");
     expect(r.body.id).toBe(7);
-    expect(r.body.result.tools.length).toBe(18);
+    expect(r.body.result.tools.length).toBe(19);
     v.check("POST", "/api/mcp", 200, r.body);
   });
 
@@ -261,7 +262,7 @@ describe("plain JSON-RPC and discovery", () => {
     const r = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", id: null, method: "tools/list" } });
     expect(r.status).toBe(200);
     expect(r.body.id).toBeNull();
-    expect(r.body.result.tools.length).toBe(18);
+    expect(r.body.result.tools.length).toBe(19);
     expect(Number(r.headers.get("content-length") ?? r.text.length)).toBe(Buffer.byteLength(r.text));
     v.check("POST", "/api/mcp", 200, r.body);
     const n = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", method: "notifications/initialized" } });

@@ -59,13 +59,13 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     // the treasury's state is the Safe's on-chain position
     const state = await api.get("/api/v1/treasury");
     expect(state.body).toMatchObject({ environment: "chain", ltv: 50, health_score: 1.65, borrowed_usd: 15000 });
-    // managed actions answer at once with a 200 receipt computed on that position; the rail uses Aave's figures
-    const estimate = await api.post("/api/v1/borrow", { amount_usdc: 100 });
-    expect(estimate.status).toBe(200);
-    expect(estimate.body).toMatchObject({ object: "action_receipt", action: "borrow", current_ltv: 50, status: "approved", fee_usdc: 2 });
+    // the rail uses Aave's figures; an allowed action answers its 200 receipt and waits for the Safe's owners (safe-transactions.test.ts)
     const rail = await api.post("/api/v1/borrow", { amount_usdc: 5000 });
     expect(rail.status).toBe(403);
     expect(rail.body).toMatchObject({ error: "ltv_limit_exceeded", current_ltv: 50, safe_amount: 3000 });
+    const proposed = await api.post("/api/v1/borrow", { amount_usdc: 100 });
+    expect(proposed.status).toBe(200);
+    expect(proposed.body).toMatchObject({ object: "action_receipt", action: "borrow", current_ltv: 50, status: "approved", fee_usdc: 2, safe_transaction: { status: "awaiting_signatures" } });
     expect((await api.get("/api/v1/policy-state")).body.delegation.state).toBe("not_granted");
 
     const module = await operator.deployModule(automation.address, 2500);

@@ -31,6 +31,7 @@ export const ERROR_CODES = [
   "key_not_bound",
   "host_not_allowed",
   "origin_not_allowed",
+  "not_an_owner",
   // the rules
   "ltv_limit_exceeded",
   // what is not there
@@ -53,6 +54,8 @@ export const ERROR_CODES = [
   "idempotency_key_reused",
   "payment_in_progress",
   "payment_identifier_reused",
+  "safe_transaction_not_open",
+  "safe_nonce_used",
   // the chain said no
   "transaction_would_revert",
   "transaction_reverted",

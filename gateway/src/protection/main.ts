@@ -1,5 +1,6 @@
 /**
- * The protection engine as its own process (it holds the automation key; the
+ * The protection engine and the executor of operators' signed Safe
+ * transactions, as their own process (it holds the automation key; the
  * gateway holds none): DATABASE_URL or DATA_DIR (the gateway's store), BASE_RPC_URL /
  * ARBITRUM_RPC_URL, AUTOMATION_PRIVATE_KEY, PROTECTION_INTERVAL_MS (default 2000).
  */
@@ -11,6 +12,7 @@ import { SecretBox } from "../lib/secrets";
 import { createStores, linksFor, scope } from "../services/context";
 import { openDatabase } from "../store/db";
 import { ProtectionEngine } from "./engine";
+import { SafeExecutor } from "./safe-executor";
 
 const key = process.env.AUTOMATION_PRIVATE_KEY as Hex | undefined;
 if (!key) {
@@ -20,12 +22,14 @@ if (!key) {
 const config = loadConfig();
 const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
 const db = await openDatabase(config.database);
-const ctx = scope({ config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") }, "delegations", "treasuries", "apiKeys", "fees", "executions", "protectionClaims");
+const ctx = scope({ config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") }, "delegations", "treasuries", "apiKeys", "fees", "executions", "protectionClaims", "envelopes", "safeTransactions", "slots");
 const engine = new ProtectionEngine(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
+const executor = new SafeExecutor(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
 logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");
 const timer = setInterval(async () => {
   for (const r of await engine.tick()) if (r.outcome !== "healthy" && r.outcome !== "not_active") logger.info(r, "protection");
+  for (const r of await executor.tick()) if (r.outcome !== "awaiting_signatures") logger.info(r, "safe transaction");
 }, interval);
 const stop = () => {
   clearInterval(timer);

@@ -54,7 +54,7 @@ export const ActionReceipt = z
     fee_usdc: z.number(),
     ltv_before: z.number(),
     ltv_after: z.number(),
-    status: z.enum(["processing", "approved", "completed"]),
+    status: z.enum(["processing", "approved", "completed", "failed"]).openapi({ description: "processing, approved (borrow) or completed as the spec shows them; a managed action on a Safe moves from processing/approved to completed (with tx_hash) or failed (with failure) when its Safe transaction executes" }),
     created_at: Timestamp,
     deposit_id: z.string().regex(/^dep_/).optional(),
     net_amount: z.number().optional(),

@@ -1,13 +1,18 @@
 /**
  * Treasury actions (spec 4.5): deposit, convert, borrow, repay.
  *
- * - managed mode: executes at once in simulation, 200 with the receipt of 2.4;
+ * - managed mode: 200 with the receipt of 2.4. On an operator's Safe the
+ *   action becomes a Safe transaction for its owners to sign, executed by the
+ *   service once signed (status processing -> completed | failed); a sandbox
+ *   wallet on the local fork runs its steps at once; a simulated treasury
+ *   applies them to its ledger;
  * - wallet mode: 202 with an unsigned envelope (2.5) of real Aave V3 calls;
  *   nothing changes until every step of it is relayed (relay-service.ts).
  *
  * Rules: the safety rail refuses a borrow above the ceiling (403) before any
- * envelope exists; a treasury with an envelope awaiting signature refuses a
- * new action (409 conflicting_operation) until it is relayed or expires.
+ * envelope exists; a treasury with an envelope awaiting signature (or a Safe
+ * transaction awaiting its owners) refuses a new action (409
+ * conflicting_operation) until it is relayed, executed or expired.
  */
 import { planSteps } from "../chain/envelope-plan";
 import { ChainGateway, chainAsPosition, chainHealthScore, type ChainPosition } from "../chain/chain-gateway";
@@ -28,6 +33,9 @@ import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 import { ExecutionRecorder } from "./execution-recorder";
 import { safetyRailError } from "./preview-service";
+import { SAFE_TX_TTL_MS } from "./safe-transaction-service";
+import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { safeTxFor, safeTxHash } from "../chain/safe-transaction";
 
 export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
 export const MIN_DEPOSIT_MICRO = 100n * MICRO_PER_USDC;
@@ -60,7 +68,7 @@ export class ActionService {
   readonly recorder: ExecutionRecorder;
 
   constructor(
-    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "slots" | "treasuries">,
+    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "safeTransactions" | "slots" | "treasuries">,
     private readonly nonces: NonceHints = new NonceHints({}, 1),
     readonly chain: ChainGateway = new ChainGateway({}, 1),
     readonly sandbox: SandboxChain = new SandboxChain(chain, "off", []),
@@ -79,7 +87,7 @@ export class ActionService {
 
   /** a contract wallet (a Safe): run by its owners, never funded or impersonated by the sandbox */
   private readonly contracts = new Map<string, Promise<boolean>>();
-  private isContract(t: TreasuryRecord): Promise<boolean> {
+  isContract(t: TreasuryRecord): Promise<boolean> {
     const id = `${t.chain}:${t.walletAddress.toLowerCase()}`;
     let known = this.contracts.get(id);
     if (!known) {
@@ -156,6 +164,13 @@ export class ActionService {
         { pending_tx_id: pending.txId, pending_action: pending.action, pending_expires_at: pending.expiresAt },
       );
     }
+    const queued = await this.ctx.stores.safeTransactions.openFor(treasury.id, now.toISOString());
+    if (queued) {
+      throw new TreasuryError("conflicting_operation",
+        `Safe transaction ${queued.id} (${queued.action}) is ${queued.status === "executing" ? "executing" : `awaiting the Safe owners' signatures until ${queued.expiresAt}`}; a new action waits for it`,
+        { pending_safe_transaction_id: queued.id, pending_action: queued.action, pending_status: queued.status },
+      );
+    }
     return this.plan(treasury, request, chain);
   }
 
@@ -180,6 +195,8 @@ export class ActionService {
     const nonce = before.executionMode === "wallet" ? await this.nonces.next(before.chain, before.walletAddress) : null;
     // a managed sandbox treasury on the local chain: its steps run on the fork, sent as the wallet (impersonated)
     const onChain = before.executionMode === "managed" && chain && (await this.sandboxed(before)) ? await this.runOnSandbox(before, planned) : null;
+    // an operator's Safe: the action becomes a Safe transaction its owners sign (at the Safe's nonce now)
+    const safeNonce = before.executionMode === "managed" && chain && !onChain && (await this.isContract(before)) ? await this.safeNonce(before) : null;
     return await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
       const treasury = await this.treasury(treasuryId);
@@ -190,7 +207,8 @@ export class ActionService {
           return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: false, chain: treasury.chain, how: "sandbox: each step sent from the wallet with anvil_impersonateAccount on the local fork", steps: onChain.steps, block_number: Number(onChain.after.blockNumber) } } };
         }
         const plan = await this.guard(treasury, request, now, chain);
-        // managed upward legs are computed on the position, not executed on chain: never settled volume
+        if (safeNonce !== null) return { status: 200 as const, body: await this.proposeOnSafe(treasury, plan, trigger, now, safeNonce) };
+        // an operator's wallet that is not a contract: computed on the position, not executed on chain, never settled volume
         const receipt = await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now);
         return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: true, how: chain ? `computed on the wallet's Aave position on ${treasury.chain}; nothing was sent (the service holds no key of this wallet)` : "applied to the sandbox ledger; nothing was sent" } } };
       }
@@ -200,6 +218,79 @@ export class ActionService {
       if (answer.status === 202 && chain && (await this.sandboxed(before))) await this.prepareSandboxEnvelope(before, String(answer.body.tx_id));
       return answer;
     });
+  }
+
+  private async safeNonce(t: TreasuryRecord): Promise<bigint> {
+    try {
+      return await this.chain.client(t.chain).readContract({ address: t.walletAddress, abi: SAFE_ABI, functionName: "nonce" });
+    } catch (err) {
+      throw new TreasuryError("chain_unavailable", `could not read the Safe ${t.walletAddress}'s nonce on ${t.chain}: ${(err as Error).message.split("\n")[0]}`);
+    }
+  }
+
+  /**
+   * A managed action on an operator's Safe (issue 15): the action's calls as
+   * one Safe transaction at the Safe's current nonce, for its owners to sign
+   * (services/safe-transaction-service.ts), executed by the service's
+   * executor once signed. Its receipt is recorded now, with the spec's
+   * status (`processing`, a borrow `approved`, a repay `processing` too: it has
+   * not happened yet); its fee is audited only when it executes.
+   */
+  private async proposeOnSafe(t: TreasuryRecord, plan: Plan, trigger: string, now: Date, nonce: bigint): Promise<Record<string, unknown>> {
+    const { request, fee } = plan;
+    const planned = planSteps({ action: request.action, chain: t.chain, wallet: t.walletAddress, amountMicro: request.amountMicro, feeMicro: fee.feeMicro, feeRecipient: this.ctx.config.feeRecipient, target: request.params.target });
+    const chainId = AAVE_MARKETS[t.chain].chainId;
+    const safeTx = safeTxFor(chainId, planned, nonce);
+    const hash = safeTxHash(chainId, t.walletAddress, safeTx);
+    const id = newId("stx");
+    const pending = { id, safe_tx_hash: hash, status: "awaiting_signatures", url: this.ctx.links.url(`/api/v1/safe-transactions/${id}`) };
+    const expiresAt = new Date(now.getTime() + SAFE_TX_TTL_MS).toISOString();
+    const { executionId, receipt } = await this.recorder.recordReceipt({
+      treasury: t,
+      action: request.action,
+      amountMicro: request.amountMicro,
+      fee,
+      origin: "managed",
+      envelopeTxId: null,
+      trigger,
+      settled: false,
+      executionId: newId(ID_PREFIX[request.action]),
+      receipt: (eid) => ({ ...this.receipt(eid, plan, now.toISOString()), status: request.action === "borrow" ? "approved" : "processing", safe_transaction: pending }),
+      at: now,
+    });
+    await this.ctx.stores.safeTransactions.insert({
+      id,
+      treasuryId: t.id,
+      executionId,
+      chain: t.chain,
+      safe: t.walletAddress,
+      action: request.action,
+      amountMicro: request.amountMicro,
+      feeMicro: fee.feeMicro,
+      request: { params: request.params as Record<string, unknown>, feeBps: Number(fee.feeBps), feeBasis: fee.basis, trigger },
+      safeTx,
+      safeTxHash: hash,
+      calls: planned.map((p) => ({ kind: p.kind, to: p.to, value: p.value, data: p.data, summary: p.summary as unknown as Record<string, unknown> })),
+      signatures: [],
+      status: "awaiting_signatures",
+      holder: null,
+      leaseExpiresAt: null,
+      sent: null,
+      txHash: null,
+      failure: null,
+      createdAt: now.toISOString(),
+      expiresAt,
+      updatedAt: now.toISOString(),
+    });
+    return {
+      ...receipt,
+      chain_execution: {
+        simulated: false,
+        chain: t.chain,
+        how: `a Safe transaction of ${planned.length} call${planned.length === 1 ? "" : "s"} for the Safe's owners to sign until ${expiresAt}; the service executes it once the Safe's threshold signed, after checking the safety rail again against the position at that moment`,
+        safe_transaction: pending,
+      },
+    };
   }
 
   /**

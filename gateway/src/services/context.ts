@@ -19,6 +19,7 @@ import { OutboxStore } from "../store/outbox-store";
 import { PaymentStore } from "../store/payment-store";
 import { ProtectionClaimStore } from "../store/protection-claim-store";
 import { RateLimitStore } from "../store/rate-limit-store";
+import { SafeTransactionStore } from "../store/safe-transaction-store";
 import { SignedNonceStore } from "../store/signed-nonce-store";
 import { SlotStore } from "../store/slot-store";
 import { TreasuryStore } from "../store/treasury-store";
@@ -38,6 +39,7 @@ export interface Stores {
   signedNonces: SignedNonceStore;
   rateLimits: RateLimitStore;
   protectionClaims: ProtectionClaimStore;
+  safeTransactions: SafeTransactionStore;
 }
 
 export type StoreName = keyof Stores;
@@ -58,6 +60,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     signedNonces: new SignedNonceStore(db),
     rateLimits: new RateLimitStore(db),
     protectionClaims: new ProtectionClaimStore(db),
+    safeTransactions: new SafeTransactionStore(db),
   };
 }
 

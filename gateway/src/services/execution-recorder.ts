@@ -46,8 +46,18 @@ export class ExecutionRecorder {
 
   /** record inside the caller's transaction; returns the execution id and receipt */
   async record(f: ExecutionFacts): Promise<{ executionId: string; receipt: Record<string, unknown> | undefined }> {
+    const { executionId, receipt } = await this.recordReceipt(f);
+    await this.audit(f, executionId);
+    return { executionId, receipt };
+  }
+
+  /**
+   * The execution row alone, for an action that has not executed yet (a
+   * managed action waiting for its Safe's owners): its fee is audited only
+   * when it executes (audit), never for one that does not.
+   */
+  async recordReceipt(f: ExecutionFacts): Promise<{ executionId: string; receipt: Record<string, unknown> | undefined }> {
     const executionId = f.executionId ?? newId("exe");
-    const createdAt = f.at.toISOString();
     const receipt = f.receipt?.(executionId);
     if (receipt && f.origin !== "protection") {
       await this.ctx.stores.executions.insert({
@@ -59,9 +69,14 @@ export class ExecutionRecorder {
         origin: f.origin,
         envelopeTxId: f.envelopeTxId,
         receipt,
-        createdAt,
+        createdAt: f.at.toISOString(),
       });
     }
+    return { executionId, receipt };
+  }
+
+  /** the fee audit entry of an execution (fee 0 for downward legs), in the caller's transaction */
+  async audit(f: ExecutionFacts, executionId: string): Promise<void> {
     const environment = await this.environmentOf(f.treasury);
     await this.ctx.stores.fees.record({
       id: newId("fee"),
@@ -73,10 +88,9 @@ export class ExecutionRecorder {
       feeBasis: f.fee.basis,
       trigger: f.trigger,
       executionRef: executionId,
-      createdAt,
+      createdAt: f.at.toISOString(),
       environment,
       countsTowardVolume: environment === "live" && f.settled,
     });
-    return { executionId, receipt };
   }
 }

@@ -27,6 +27,11 @@ export class ExecutionStore {
     return row ? (JSON.parse(row.receipt) as Record<string, unknown>) : undefined;
   }
 
+  /** the receipt of an execution that completed later (a Safe transaction executed or failed) */
+  async updateReceipt(id: string, receipt: Record<string, unknown>): Promise<void> {
+    await this.db.run("UPDATE executions SET receipt = ? WHERE id = ?", JSON.stringify(receipt), id);
+  }
+
   async count(treasuryId: string): Promise<number> {
     return ((await this.db.get("SELECT COUNT(*) AS n FROM executions WHERE treasury_id = ?", treasuryId)) as { n: number }).n;
   }

@@ -357,4 +357,37 @@ export const MIGRATIONS: Migration[] = [
     // SQLite's fee_audit_treasury index (treasury_id, created_at) already orders ties by the implicit rowid
     sql: `SELECT 1;`,
   },
+  {
+    version: 8,
+    name: "safe_transactions",
+    sql: `
+      -- a managed action on an operator's Safe: a Safe transaction its owners sign, the service executes (issue 15)
+      CREATE TABLE safe_transactions (
+        id TEXT PRIMARY KEY,
+        treasury_id TEXT NOT NULL REFERENCES treasuries(id),
+        execution_id TEXT NOT NULL,
+        chain TEXT NOT NULL,
+        safe TEXT NOT NULL,
+        action TEXT NOT NULL,
+        amount_micro TEXT NOT NULL,
+        fee_micro TEXT NOT NULL,
+        request TEXT NOT NULL,
+        safe_tx TEXT NOT NULL,
+        safe_tx_hash TEXT NOT NULL,
+        calls TEXT NOT NULL,
+        signatures TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('awaiting_signatures','executing','executed','failed','expired')),
+        holder TEXT,
+        lease_expires_at TEXT,
+        sent TEXT,
+        tx_hash TEXT,
+        failure TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX safe_transactions_treasury ON safe_transactions (treasury_id, created_at);
+      CREATE INDEX safe_transactions_open ON safe_transactions (status) WHERE status IN ('awaiting_signatures','executing');
+    `,
+  },
 ];

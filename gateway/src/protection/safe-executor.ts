@@ -1,0 +1,247 @@
+/**
+ * The executor of operators' Safe transactions (issue 15): a managed action
+ * on a Safe, proposed by the gateway (services/action-service.ts) and signed
+ * by the Safe's owners (services/safe-transaction-service.ts), is executed
+ * here with `execTransaction`, sent and paid for by the service's automation
+ * key (this process holds it; the gateway holds none). The automation key is
+ * never an owner: without the owners' signatures the Safe refuses it.
+ *
+ * - once: a Safe transaction is claimed (store/safe-transaction-store.ts, a
+ *   lease) before anything is sent, and the signed transaction (hash and raw
+ *   bytes) is written on the claim before it is sent. An executor that takes
+ *   over a lapsed claim re-sends those bytes and reads their receipt; the
+ *   Safe's nonce makes a second execution impossible on chain anyway;
+ * - the safety rail again at execution: the action is re-planned against the
+ *   Safe's position at that moment (the ceiling for a borrow, the balances for
+ *   the rest); refused, it fails with the rail's error and nothing is sent;
+ * - then it is simulated (eth_call); a revert fails it with the decoded reason;
+ * - executed: the receipt moves to `completed` with the transaction hash and
+ *   the position read back from the chain, and the fee is audited (settled)
+ *   in the same database transaction; failed: the receipt moves to `failed`
+ *   with the reason and no fee is audited (none was taken).
+ */
+import { encodeFunctionData, keccak256, parseEventLogs, type Hex, type TransactionReceipt } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { ChainGateway, chainHealthScore, describeRevert } from "../chain/chain-gateway";
+import { packSignatures } from "../chain/safe-transaction";
+import type { ActionParams } from "../domain/sandbox-ledger";
+import { ltvPct } from "../domain/position";
+import { usdcToNumber } from "../domain/money";
+import { TreasuryError } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { ActionService } from "../services/action-service";
+import type { ServiceContext } from "../services/context";
+import { ExecutionRecorder } from "../services/execution-recorder";
+import { SafeTransactionService, type SafeState } from "../services/safe-transaction-service";
+import type { SafeTransactionRecord } from "../store/safe-transaction-store";
+
+export interface SafeExecution {
+  id: string;
+  treasuryId: string;
+  outcome: "executed" | "failed" | "expired" | "awaiting_signatures" | "in_progress" | "waiting";
+  detail?: string;
+  txHash?: Hex;
+}
+
+/** gas limit of one execTransaction (an action's batch is well under 1M on Base; unused gas is not paid) */
+const EXEC_GAS_LIMIT = 3_000_000n;
+const RECEIPT_TIMEOUT_MS = 60_000;
+
+class LostClaim extends Error {
+  constructor() {
+    super("the claim on this Safe transaction passed to another executor");
+  }
+}
+
+type Ctx = ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "safeTransactions" | "slots" | "treasuries">;
+
+export class SafeExecutor {
+  private readonly chain: ChainGateway;
+  private readonly actions: ActionService;
+  private readonly safes: SafeTransactionService;
+  private readonly recorder: ExecutionRecorder;
+  private readonly automation;
+  private readonly holder = newId("eng");
+  private running = false;
+
+  constructor(
+    private readonly ctx: Ctx,
+    opts: { rpcUrls: { base?: string; arbitrum?: string }; automationKey: Hex },
+  ) {
+    this.chain = new ChainGateway(opts.rpcUrls, 10_000);
+    this.actions = new ActionService(ctx, undefined, this.chain);
+    this.safes = new SafeTransactionService(ctx, this.chain);
+    this.recorder = new ExecutionRecorder(ctx);
+    this.automation = privateKeyToAccount(opts.automationKey);
+  }
+
+  get address(): `0x${string}` {
+    return this.automation.address;
+  }
+
+  /** one pass: expire what waited too long, execute what its owners signed */
+  async tick(): Promise<SafeExecution[]> {
+    if (this.running) return [];
+    this.running = true;
+    try {
+      const results: SafeExecution[] = [];
+      for (const r of await this.ctx.stores.safeTransactions.expiredOpen(this.ctx.clock.now().toISOString())) results.push(await this.expire(r));
+      for (const r of await this.ctx.stores.safeTransactions.executable(this.ctx.clock.now().toISOString())) {
+        if (!this.chain.connected(r.chain)) continue;
+        try {
+          results.push(await this.consider(r));
+        } catch (err) {
+          if (err instanceof LostClaim) results.push({ id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: err.message });
+          // the claim stays with what was sent on it; a later pass (or another executor once the lease lapses) settles it
+          else results.push({ id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: err instanceof Error ? err.message.split("\n")[0] : String(err) });
+        }
+      }
+      return results;
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async consider(r: SafeTransactionRecord): Promise<SafeExecution> {
+    let state: SafeState | undefined;
+    if (r.status === "awaiting_signatures") {
+      // everything that costs nothing is checked before the claim
+      state = await this.safes.safeState(r.chain, r.safe);
+      const valid = r.signatures.filter((s) => state!.owners.includes(s.owner));
+      if (valid.length < state.threshold) return { id: r.id, treasuryId: r.treasuryId, outcome: "awaiting_signatures", detail: `${valid.length} of ${state.threshold} owners signed` };
+      if (BigInt(r.safeTx.nonce) > state.nonce) return { id: r.id, treasuryId: r.treasuryId, outcome: "waiting", detail: `the Safe's nonce is ${state.nonce}; this transaction has ${r.safeTx.nonce}` };
+    }
+    const claimed = await this.ctx.stores.safeTransactions.claim(r.id, this.holder, this.ctx.clock.now());
+    if (!claimed) return { id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: "another executor holds it" };
+    if (claimed.sent) return this.settle(claimed, await this.landed(claimed, claimed.sent));
+    return this.execute(claimed, state ?? (await this.safes.safeState(r.chain, r.safe)));
+  }
+
+  private async execute(r: SafeTransactionRecord, state: SafeState): Promise<SafeExecution> {
+    if (BigInt(r.safeTx.nonce) < state.nonce) {
+      return this.fail(r, "safe_nonce_used", `the Safe's nonce is ${state.nonce}: another Safe transaction used nonce ${r.safeTx.nonce} (nothing of this one was executed by the service)`);
+    }
+    // the safety rail again, against the position at this moment
+    const treasury = await this.actions.treasury(r.treasuryId);
+    const position = await this.chain.position(r.chain, r.safe);
+    try {
+      await this.actions.plan(treasury, { action: r.action, amountMicro: r.amountMicro, params: r.request.params as ActionParams }, position);
+    } catch (err) {
+      if (err instanceof TreasuryError) return this.fail(r, err.code, `checked again at execution: ${err.message}`);
+      throw err;
+    }
+    const owners = r.signatures.filter((s) => state.owners.includes(s.owner));
+    const t = r.safeTx;
+    const data = encodeFunctionData({
+      abi: SAFE_ABI,
+      functionName: "execTransaction",
+      args: [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver, packSignatures(owners)],
+    });
+    const client = this.chain.client(r.chain);
+    try {
+      await client.call({ account: this.automation.address, to: r.safe, data, gas: EXEC_GAS_LIMIT });
+    } catch (err) {
+      return this.fail(r, "transaction_would_revert", `the Safe transaction would revert: ${describeRevert(err)}`);
+    }
+    const fees = await client.estimateFeesPerGas();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
+      const raw = await this.automation.signTransaction({ type: "eip1559", chainId: AAVE_MARKETS[r.chain].chainId, nonce, to: r.safe, value: 0n, gas: EXEC_GAS_LIMIT, data, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas });
+      const sent = { hash: keccak256(raw), raw, nonce };
+      if (!(await this.ctx.stores.safeTransactions.recordSent(r.id, this.holder, sent, this.ctx.clock.now()))) throw new LostClaim();
+      const receipt = await this.landed(r, sent);
+      if (receipt) return this.settle(r, receipt);
+    }
+    throw new Error("the automation key's nonce was taken three times in a row");
+  }
+
+  /** send signed bytes (again: the node dedupes them) and wait for their receipt; null when their nonce went to another transaction */
+  private async landed(r: SafeTransactionRecord, sent: { hash: Hex; raw: Hex; nonce: number }): Promise<TransactionReceipt | null> {
+    const client = this.chain.client(r.chain);
+    await client.sendRawTransaction({ serializedTransaction: sent.raw }).catch(() => undefined);
+    const deadline = Date.now() + RECEIPT_TIMEOUT_MS;
+    for (;;) {
+      const receipt = await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null);
+      if (receipt) return receipt;
+      const used = await client.getTransactionCount({ address: this.automation.address, blockTag: "latest" });
+      if (used > sent.nonce && !(await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null))) return null;
+      if (Date.now() > deadline) throw new Error(`transaction ${sent.hash} not mined within ${RECEIPT_TIMEOUT_MS} ms; it is on the claim and will be settled on a later pass`);
+      await new Promise((done) => setTimeout(done, 100));
+    }
+  }
+
+  /** the end of a sent execution, from its receipt (null: its nonce went elsewhere, and the Safe transaction did not execute) */
+  private async settle(r: SafeTransactionRecord, receipt: TransactionReceipt | null): Promise<SafeExecution> {
+    if (!receipt) {
+      const state = await this.safes.safeState(r.chain, r.safe);
+      if (state.nonce > BigInt(r.safeTx.nonce)) return this.fail(r, "safe_nonce_used", `the Safe's nonce moved past ${r.safeTx.nonce} without this execution`);
+      await this.ctx.stores.safeTransactions.release(r.id, this.holder, this.ctx.clock.now().toISOString());
+      return { id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: "the automation transaction was replaced before it was mined; tried again on the next pass" };
+    }
+    const events = parseEventLogs({ abi: SAFE_ABI, logs: receipt.logs.filter((l) => l.address.toLowerCase() === r.safe.toLowerCase()) });
+    const ok = receipt.status === "success" && events.some((e) => e.eventName === "ExecutionSuccess" && e.args.txHash.toLowerCase() === r.safeTxHash.toLowerCase());
+    if (!ok) {
+      const how = receipt.status === "success" ? "the Safe reported ExecutionFailure (a call of the batch failed)" : "the transaction reverted (GS013: a call of the batch failed)";
+      return this.fail(r, "transaction_reverted", `${how} in ${receipt.transactionHash}`, receipt.transactionHash);
+    }
+    const after = await this.chain.position(r.chain, r.safe);
+    const now = this.ctx.clock.now();
+    const treasury = await this.actions.treasury(r.treasuryId);
+    await this.ctx.tx.transaction(async () => {
+      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash }, now.toISOString()))) throw new LostClaim();
+      await this.updateReceipt(r, {
+        status: "completed",
+        tx_hash: receipt.transactionHash,
+        block_number: Number(receipt.blockNumber),
+        ltv_after: ltvPct(after),
+        health_score_after: chainHealthScore(after),
+        ...(r.action === "repay" ? { remaining_borrow: usdcToNumber(after.debtMicro) } : {}),
+        completed_at: now.toISOString(),
+        safe_transaction: { id: r.id, safe_tx_hash: r.safeTxHash, status: "executed", url: this.ctx.links.url(`/api/v1/safe-transactions/${r.id}`) },
+      });
+      await this.recorder.audit(
+        {
+          treasury,
+          action: r.action,
+          amountMicro: r.amountMicro,
+          fee: { feeMicro: r.feeMicro, feeBps: BigInt(r.request.feeBps), basis: r.request.feeBasis as never },
+          origin: "managed",
+          envelopeTxId: null,
+          trigger: r.request.trigger,
+          settled: true,
+          at: now,
+        },
+        r.executionId,
+      );
+    });
+    return { id: r.id, treasuryId: r.treasuryId, outcome: "executed", txHash: receipt.transactionHash };
+  }
+
+  private async fail(r: SafeTransactionRecord, error: string, message: string, txHash?: Hex): Promise<SafeExecution> {
+    const now = this.ctx.clock.now().toISOString();
+    await this.ctx.tx.transaction(async () => {
+      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash }, now))) throw new LostClaim();
+      await this.updateReceipt(r, { status: "failed", failure: { error, message }, ...(txHash ? { tx_hash: txHash } : {}), failed_at: now, safe_transaction: { id: r.id, safe_tx_hash: r.safeTxHash, status: "failed", url: this.ctx.links.url(`/api/v1/safe-transactions/${r.id}`) } });
+    });
+    return { id: r.id, treasuryId: r.treasuryId, outcome: "failed", detail: `${error}: ${message}`, txHash };
+  }
+
+  /** a Safe transaction nobody signed in time: expired, its receipt failed (nothing was executed, no fee) */
+  private async expire(r: SafeTransactionRecord): Promise<SafeExecution> {
+    const now = this.ctx.clock.now().toISOString();
+    const message = `the Safe's owners did not sign it before ${r.expiresAt}; the service will not execute it`;
+    const done = await this.ctx.tx.transaction(async () => {
+      if (!(await this.ctx.stores.safeTransactions.markExpired(r.id, now))) return false;
+      await this.updateReceipt(r, { status: "failed", failure: { error: "safe_transaction_not_open", message }, failed_at: now, safe_transaction: { id: r.id, safe_tx_hash: r.safeTxHash, status: "expired", url: this.ctx.links.url(`/api/v1/safe-transactions/${r.id}`) } });
+      return true;
+    });
+    return { id: r.id, treasuryId: r.treasuryId, outcome: done ? "expired" : "in_progress", detail: message };
+  }
+
+  private async updateReceipt(r: SafeTransactionRecord, changes: Record<string, unknown>): Promise<void> {
+    const receipt = await this.ctx.stores.executions.receipt(r.treasuryId, r.executionId);
+    if (receipt) await this.ctx.stores.executions.updateReceipt(r.executionId, { ...receipt, ...changes });
+  }
+}

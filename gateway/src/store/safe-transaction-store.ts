@@ -1,0 +1,212 @@
+/**
+ * The queue of Safe transactions of managed actions (issue 15): proposed with
+ * the action's receipt, signed by the Safe's owners, executed once by the
+ * service's executor.
+ *
+ * awaiting_signatures -> executing (claimed by one executor, a lease) ->
+ * executed | failed; awaiting_signatures -> expired (its time passed, never
+ * executed by the service). The executor writes the transaction it signs
+ * (hash and raw bytes) on the record before sending it, so an executor that
+ * takes over an expired claim re-sends those bytes and reads their receipt,
+ * never signing a second execution; the Safe's own nonce makes a second
+ * execution of the same Safe transaction impossible on chain as well.
+ */
+import type { Address, Hex } from "viem";
+import type { SafeTx } from "../chain/safe-transaction";
+import type { Db } from "./db";
+import { leaseUntil } from "./lease";
+
+export type SafeTxStatus = "awaiting_signatures" | "executing" | "executed" | "failed" | "expired";
+
+export interface SafeCall {
+  kind: string;
+  to: Address;
+  value: string;
+  data: Hex;
+  summary: Record<string, unknown>;
+}
+
+export interface OwnerSignature {
+  owner: Address;
+  signature: Hex;
+  submitted_at: string;
+}
+
+export interface SafeTransactionRecord {
+  id: string;
+  treasuryId: string;
+  /** the receipt this execution completes (deposit_id, conversion_id, borrow_id, repayment_id) */
+  executionId: string;
+  chain: "base" | "arbitrum";
+  safe: Address;
+  action: "deposit" | "convert" | "borrow" | "repay";
+  amountMicro: bigint;
+  feeMicro: bigint;
+  /** the request as checked at proposal (params, fee bps and basis, trigger), checked again at execution */
+  request: { params: Record<string, unknown>; feeBps: number; feeBasis: string; trigger: string };
+  safeTx: SafeTx;
+  safeTxHash: Hex;
+  calls: SafeCall[];
+  signatures: OwnerSignature[];
+  status: SafeTxStatus;
+  holder: string | null;
+  leaseExpiresAt: string | null;
+  /** the executor's transaction, written before it is sent */
+  sent: { hash: Hex; raw: Hex; nonce: number } | null;
+  txHash: Hex | null;
+  failure: { error: string; message: string } | null;
+  createdAt: string;
+  expiresAt: string;
+  updatedAt: string;
+}
+
+interface Row {
+  id: string;
+  treasury_id: string;
+  execution_id: string;
+  chain: "base" | "arbitrum";
+  safe: Address;
+  action: SafeTransactionRecord["action"];
+  amount_micro: string;
+  fee_micro: string;
+  request: string;
+  safe_tx: string;
+  safe_tx_hash: Hex;
+  calls: string;
+  signatures: string;
+  status: SafeTxStatus;
+  holder: string | null;
+  lease_expires_at: string | null;
+  sent: string | null;
+  tx_hash: Hex | null;
+  failure: string | null;
+  created_at: string;
+  expires_at: string;
+  updated_at: string;
+}
+
+const fromRow = (r: Row): SafeTransactionRecord => ({
+  id: r.id,
+  treasuryId: r.treasury_id,
+  executionId: r.execution_id,
+  chain: r.chain,
+  safe: r.safe,
+  action: r.action,
+  amountMicro: BigInt(r.amount_micro),
+  feeMicro: BigInt(r.fee_micro),
+  request: JSON.parse(r.request),
+  safeTx: JSON.parse(r.safe_tx),
+  safeTxHash: r.safe_tx_hash,
+  calls: JSON.parse(r.calls),
+  signatures: JSON.parse(r.signatures),
+  status: r.status,
+  holder: r.holder,
+  leaseExpiresAt: r.lease_expires_at,
+  sent: r.sent ? JSON.parse(r.sent) : null,
+  txHash: r.tx_hash,
+  failure: r.failure ? JSON.parse(r.failure) : null,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  updatedAt: r.updated_at,
+});
+
+export class SafeTransactionStore {
+  constructor(private readonly db: Db) {}
+
+  async insert(t: SafeTransactionRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO safe_transactions (id, treasury_id, execution_id, chain, safe, action, amount_micro, fee_micro, request, safe_tx, safe_tx_hash, calls, signatures, status, created_at, expires_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      t.id, t.treasuryId, t.executionId, t.chain, t.safe, t.action, t.amountMicro.toString(), t.feeMicro.toString(), JSON.stringify(t.request), JSON.stringify(t.safeTx), t.safeTxHash, JSON.stringify(t.calls), JSON.stringify(t.signatures), t.status, t.createdAt, t.expiresAt, t.updatedAt,
+    );
+  }
+
+  async get(id: string): Promise<SafeTransactionRecord | undefined> {
+    const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE id = ?", id);
+    return r ? fromRow(r) : undefined;
+  }
+
+  /** a treasury's Safe transactions, newest first; `open` only those awaiting signatures or executing */
+  async list(treasuryId: string, opts: { open?: boolean; limit?: number } = {}): Promise<SafeTransactionRecord[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT * FROM safe_transactions WHERE treasury_id = ? ${opts.open ? "AND status IN ('awaiting_signatures','executing')" : ""} ORDER BY created_at DESC, id DESC LIMIT ?`,
+      treasuryId, opts.limit ?? 100,
+    );
+    return rows.map(fromRow);
+  }
+
+  /** the treasury's open Safe transaction (one at a time: a new action waits for it), if any, not expired at `now` */
+  async openFor(treasuryId: string, now: string): Promise<SafeTransactionRecord | undefined> {
+    const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE treasury_id = ? AND (status = 'executing' OR (status = 'awaiting_signatures' AND expires_at > ?)) ORDER BY created_at DESC LIMIT 1", treasuryId, now);
+    return r ? fromRow(r) : undefined;
+  }
+
+  /** an owner's signature, added while the transaction awaits signatures (one per owner: a second one replaces nothing) */
+  async addSignature(id: string, s: OwnerSignature, now: string): Promise<"added" | "already_signed" | "not_open"> {
+    return this.db.transaction(async () => {
+      const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE id = ?", id);
+      if (!r || r.status !== "awaiting_signatures" || r.expires_at <= now) return "not_open";
+      const signatures = JSON.parse(r.signatures) as OwnerSignature[];
+      if (signatures.some((x) => x.owner.toLowerCase() === s.owner.toLowerCase())) return "already_signed";
+      await this.db.run("UPDATE safe_transactions SET signatures = ?, updated_at = ? WHERE id = ? AND status = 'awaiting_signatures'", JSON.stringify([...signatures, s]), now, id);
+      return "added";
+    });
+  }
+
+  /** awaiting signatures whose time passed, still marked open */
+  async expiredOpen(now: string): Promise<SafeTransactionRecord[]> {
+    return (await this.db.all<Row>("SELECT * FROM safe_transactions WHERE status = 'awaiting_signatures' AND expires_at <= ? ORDER BY created_at LIMIT 50", now)).map(fromRow);
+  }
+
+  /** expired: the service will not execute it (in the caller's transaction, with its receipt) */
+  async markExpired(id: string, now: string): Promise<boolean> {
+    return (await this.db.run("UPDATE safe_transactions SET status = 'expired', updated_at = ? WHERE id = ? AND status = 'awaiting_signatures' AND expires_at <= ?", now, id, now)).changes === 1;
+  }
+
+  /** candidates for the executor: signed by at least `minSignatures` owners, or an executing claim whose lease lapsed */
+  async executable(now: string): Promise<SafeTransactionRecord[]> {
+    const rows = await this.db.all<Row>(
+      "SELECT * FROM safe_transactions WHERE (status = 'awaiting_signatures' AND signatures <> '[]' AND expires_at > ?) OR (status = 'executing' AND lease_expires_at <= ?) ORDER BY created_at LIMIT 50",
+      now, now,
+    );
+    return rows.map(fromRow);
+  }
+
+  /**
+   * Claim one for `holder`: an open one, or an executing one whose lease
+   * lapsed (taken over: its `sent` bytes are reconciled first). Null when
+   * another executor holds it or it is no longer open.
+   */
+  async claim(id: string, holder: string, now: Date): Promise<SafeTransactionRecord | null> {
+    return this.db.transaction(async () => {
+      const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE id = ?", id);
+      const iso = now.toISOString();
+      if (!r) return null;
+      const open = r.status === "awaiting_signatures" && r.expires_at > iso;
+      const lapsed = r.status === "executing" && r.lease_expires_at !== null && r.lease_expires_at <= iso;
+      if (!open && !lapsed) return null;
+      await this.db.run("UPDATE safe_transactions SET status = 'executing', holder = ?, lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = ?", holder, leaseUntil(now), iso, id, r.status);
+      return fromRow({ ...r, status: "executing", holder, lease_expires_at: leaseUntil(now) });
+    });
+  }
+
+  /** the executor's signed transaction, written before it is sent (fenced by holder) */
+  async recordSent(id: string, holder: string, sent: { hash: Hex; raw: Hex; nonce: number }, now: Date): Promise<boolean> {
+    return (await this.db.run("UPDATE safe_transactions SET sent = ?, lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'executing' AND holder = ?", JSON.stringify(sent), leaseUntil(now), now.toISOString(), id, holder)).changes === 1;
+  }
+
+  /** the end of a claim: executed (with its transaction hash) or failed (with its reason), fenced by holder */
+  async finish(id: string, holder: string, end: { status: "executed"; txHash: Hex } | { status: "failed"; failure: { error: string; message: string }; txHash?: Hex }, now: string): Promise<boolean> {
+    return (
+      (await this.db.run(
+        "UPDATE safe_transactions SET status = ?, tx_hash = ?, failure = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND status = 'executing' AND holder = ?",
+        end.status, end.txHash ?? null, end.status === "failed" ? JSON.stringify(end.failure) : null, now, id, holder,
+      )).changes === 1
+    );
+  }
+
+  /** give a claim back untouched (nothing was sent): open again for its signatures */
+  async release(id: string, holder: string, now: string): Promise<void> {
+    await this.db.run("UPDATE safe_transactions SET status = 'awaiting_signatures', holder = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND status = 'executing' AND holder = ? AND sent IS NULL", now, id, holder);
+  }
+}
