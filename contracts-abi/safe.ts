@@ -1,10 +1,10 @@
 /**
- * The parts of a Safe (1.4.1) the service uses for the operator's queue of
- * Safe transactions, and the canonical MultiSendCallOnly that batches an
- * action's calls, from Safe's own deployment registry (never a literal).
+ * The parts of a Safe (1.4.1) the service uses: the operator's queue of Safe
+ * transactions, delegation changes (enableModule, disableModule) and the
+ * MultiSend batch. ABIs only (the console's browser bundle imports them);
+ * addresses are in safe-deployments.ts.
  */
-import { getMultiSendCallOnlyDeployment } from "@safe-global/safe-deployments";
-import { getAddress, parseAbi } from "viem";
+import { parseAbi } from "viem";
 
 export const SAFE_ABI = parseAbi([
   "function nonce() view returns (uint256)",
@@ -12,16 +12,11 @@ export const SAFE_ABI = parseAbi([
   "function getThreshold() view returns (uint256)",
   "function getTransactionHash(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, uint256 _nonce) view returns (bytes32)",
   "function execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures) payable returns (bool success)",
+  "function getModulesPaginated(address start, uint256 pageSize) view returns (address[] array, address next)",
+  "function enableModule(address module)",
+  "function disableModule(address prevModule, address module)",
   "event ExecutionSuccess(bytes32 indexed txHash, uint256 payment)",
   "event ExecutionFailure(bytes32 indexed txHash, uint256 payment)",
 ]);
 
 export const MULTI_SEND_ABI = parseAbi(["function multiSend(bytes transactions) payable"]);
-
-/** Safe's MultiSendCallOnly 1.4.1 on a chain (by chain id): calls only, never a delegatecall inside the batch */
-export function multiSendCallOnly(chainId: number): `0x${string}` {
-  const d = getMultiSendCallOnlyDeployment({ version: "1.4.1", network: String(chainId) });
-  const address = d?.networkAddresses[String(chainId)];
-  if (!address) throw new Error(`Safe's MultiSendCallOnly 1.4.1 is not deployed on chain ${chainId}`);
-  return getAddress(Array.isArray(address) ? address[0]! : address);
-}

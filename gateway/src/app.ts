@@ -7,6 +7,7 @@ import express, { type Express } from "express";
 import type { Logger } from "pino";
 import { requireJsonBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
+import { consoleRouter } from "./console/serve";
 import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
 import { buildOpenApiDocument } from "./http/openapi";
 import { hostGuard } from "./http/host-guard";
@@ -25,6 +26,7 @@ import { clientAddress, isInternalDispatch } from "./mcp/rest-twin";
 import { toolsOf, type ToolDefinition } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
 import { safeTransactionRoutes } from "./routes/safe-transactions";
+import { consoleRoutes } from "./routes/console";
 import { x402Routes } from "./routes/x402";
 import { X402_ASSET } from "./x402/asset";
 import { hasPayment, X402_NETWORK } from "./x402/payment-gate";
@@ -91,6 +93,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   app.use(limitJsonDepth);
 
   app.use(docsRouter());
+  app.use(consoleRouter());
 
   const registry = new OpenAPIRegistry();
   const table = new RouteTable();
@@ -117,6 +120,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
   safeTransactionRoutes(kit, services.safeTransactions);
+  consoleRoutes(kit, scope(ctx, "positionSamples"), services.consoleSessions);
   x402Routes(kit, services.prices, services.catalog, services.payments, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
   // the MCP tools: derived from the routes that declare one, once every route is registered
   let tools: ToolDefinition[] | undefined;

@@ -11,7 +11,8 @@
  * the whole transaction otherwise) and never pays anyone for gas.
  */
 import { concat, encodeFunctionData, encodePacked, getAddress, hashMessage, hashTypedData, hexToBytes, size, type Address, type Hex } from "viem";
-import { MULTI_SEND_ABI, multiSendCallOnly } from "../../../contracts-abi/safe";
+import { MULTI_SEND_ABI } from "../../../contracts-abi/safe";
+import { multiSendCallOnly } from "../../../contracts-abi/safe-deployments";
 import { recoverHashSigner } from "../lib/recover-signer";
 import type { PlannedStep } from "./envelope-plan";
 
@@ -74,6 +75,17 @@ export function safeTxTypedData(chainId: number, safe: Address, tx: SafeTx) {
       refundReceiver: tx.refundReceiver,
       nonce: BigInt(tx.nonce),
     },
+  };
+}
+
+/** the same typed data as JSON for a wallet's eth_signTypedData_v4 (EIP712Domain listed, numbers as decimal strings) */
+export function safeTxTypedDataJson(chainId: number, safe: Address, tx: SafeTx) {
+  const typed = safeTxTypedData(chainId, safe, tx);
+  return {
+    domain: typed.domain,
+    types: { EIP712Domain: [{ name: "chainId", type: "uint256" }, { name: "verifyingContract", type: "address" }], ...typed.types },
+    primaryType: typed.primaryType,
+    message: tx,
   };
 }
 

@@ -2,7 +2,7 @@
  * No credential in any log line, in any position: every object the gateway
  * logs passes through `scrubLogObject` (a pino child formatter, see app.ts).
  *
- * - API keys (sk_test_..., sk_live_...) are masked wherever they appear: a
+ * - API keys (sk_test_..., sk_live_..., console sessions sk_console_...) are masked wherever they appear: a
  *   header of any name, the query string, an error message;
  * - configured secrets (the admin token) are masked literally;
  * - credential headers (Authorization, X-Payment, X-Api-Key, cookies, admin
@@ -10,7 +10,7 @@
  * - query parameters whose name says secret (key, token, secret, password,
  *   auth, signature, payment) have their values replaced.
  */
-const API_KEY = /sk_(test|live)_[A-Za-z0-9_-]+/g;
+const API_KEY = /sk_(test|live|console)_[A-Za-z0-9_-]+/g;
 const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization", "x-payment", "payment-signature", "x-api-key", "api-key", "cookie", "set-cookie", "x-admin-token", "x-treasury-internal-dispatch"]);
 const SECRET_PARAM = /key|token|secret|password|auth|signature|payment/i;
 const REDACTED = "[redacted]";

@@ -7,9 +7,10 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEq
 import fs from "node:fs";
 import path from "node:path";
 
-export type KeyKind = "sandbox" | "live";
+/** console: an operator's console session (a Safe owner signed in), bound to the Safe's treasury, short-lived */
+export type KeyKind = "sandbox" | "live" | "console";
 
-export const KEY_PREFIX: Record<KeyKind, string> = { sandbox: "sk_test_", live: "sk_live_" };
+export const KEY_PREFIX: Record<KeyKind, string> = { sandbox: "sk_test_", live: "sk_live_", console: "sk_console_" };
 
 export function generateApiKey(kind: KeyKind): string {
   return `${KEY_PREFIX[kind]}${randomBytes(32).toString("base64url")}`;

@@ -105,7 +105,7 @@ export class ProtectionEngine {
   private readonly holder = newId("eng");
 
   constructor(
-    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "protectionClaims" | "treasuries">,
+    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "positionSamples" | "protectionClaims" | "treasuries">,
     private readonly opts: {
       rpcUrls: { base?: string; arbitrum?: string };
       automationKey: Hex;
@@ -165,6 +165,8 @@ export class ProtectionEngine {
     const threshold = d.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore;
     const position = await this.chain.position(t.chain, d.safe);
     const health = chainHealthScore(position);
+    // the position over time (the console's chart): one sample a minute, or at once when the LTV moved
+    await this.ctx.stores.positionSamples.sample(d.treasuryId, { at: this.ctx.clock.now().toISOString(), ltv: ltvPct(position), healthScore: health, collateralMicro: position.collateralMicro, debtMicro: position.debtMicro });
     const open = await this.ctx.stores.protectionClaims.get(d.treasuryId);
     let plan: Plan | TickResult | undefined;
     if (!open) {

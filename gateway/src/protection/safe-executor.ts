@@ -55,7 +55,7 @@ class LostClaim extends Error {
   }
 }
 
-type Ctx = ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "safeTransactions" | "slots" | "treasuries">;
+type Ctx = ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "positionSamples" | "safeTransactions" | "slots" | "treasuries">;
 
 export class SafeExecutor {
   private readonly chain: ChainGateway;
@@ -216,6 +216,7 @@ export class SafeExecutor {
         r.executionId,
       );
     });
+    await this.ctx.stores.positionSamples.sample(r.treasuryId, { at: now.toISOString(), ltv: ltvPct(after), healthScore: chainHealthScore(after), collateralMicro: after.collateralMicro, debtMicro: after.debtMicro });
     return { id: r.id, treasuryId: r.treasuryId, outcome: "executed", txHash: receipt.transactionHash };
   }
 

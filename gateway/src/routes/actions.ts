@@ -63,6 +63,25 @@ export const DelegationDocument = z
   .passthrough()
   .openapi("Delegation");
 
+const DelegationChangeQuery = z.object({
+  change: z.enum(["approve", "revoke"]).openapi({ param: { name: "change", in: "query" }, description: "approve: enableModule; revoke: disableModule" }),
+});
+
+const DelegationChange = z
+  .object({
+    object: z.literal("delegation_change"),
+    change: z.enum(["approve", "revoke"]),
+    treasury_id: z.string(),
+    safe: z.string(),
+    module: z.string(),
+    chain_id: z.number().int(),
+    safe_tx: z.record(z.string(), z.unknown()),
+    safe_tx_hash: z.string(),
+    typed_data: z.record(z.string(), z.unknown()),
+    execute: z.object({ to: z.string(), function: z.string(), how: z.string() }),
+  })
+  .openapi("DelegationChange");
+
 export interface ActionDeps {
   actions: ActionService;
   relay: RelayService;
@@ -264,6 +283,31 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     handler: async ({ res, body }) => ({
       status: 200,
       body: await deps.delegation.register((await deps.actions.treasury(requireCredential(res).treasuryId)), body.module as `0x${string}`, body.protect_below_health_score, body.safe_proof),
+    }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/delegation/safe-transaction",
+    operationId: "prepareDelegationChange",
+    summary: "Approve or revoke delegation, prepared as a Safe transaction for the owners (extension)",
+    description:
+      "Extension of the spec: enableModule (approve) or disableModule (revoke) of the attached ProtectionModule as a Safe transaction at the Safe's current nonce: its fields, SafeTx hash and EIP-712 typed data. The owners sign it and an owner's wallet executes it; the service never does.",
+    tags: ["Managed"],
+    security: "bearer",
+    extension: true,
+    request: { query: DelegationChangeQuery },
+    responses: {
+      200: { description: "the Safe transaction to sign and execute", schema: DelegationChange },
+      400: err("invalid query"),
+      401: err("missing or invalid credential"),
+      409: err("no module attached, or already in the state asked for (invalid_transition)"),
+      503: err("no RPC for the Safe's chain"),
+      ...RATE_LIMITED,
+    },
+    handler: async ({ res, query }) => ({
+      status: 200,
+      body: await deps.delegation.changeTransaction(await deps.actions.treasury(requireCredential(res).treasuryId), (query as { change: "approve" | "revoke" }).change),
     }),
   });
 

@@ -17,6 +17,7 @@ import { FeeStore } from "../store/fee-store";
 import { IdempotencyStore } from "../store/idempotency-store";
 import { OutboxStore } from "../store/outbox-store";
 import { PaymentStore } from "../store/payment-store";
+import { PositionSampleStore } from "../store/position-sample-store";
 import { ProtectionClaimStore } from "../store/protection-claim-store";
 import { RateLimitStore } from "../store/rate-limit-store";
 import { SafeTransactionStore } from "../store/safe-transaction-store";
@@ -40,6 +41,7 @@ export interface Stores {
   rateLimits: RateLimitStore;
   protectionClaims: ProtectionClaimStore;
   safeTransactions: SafeTransactionStore;
+  positionSamples: PositionSampleStore;
 }
 
 export type StoreName = keyof Stores;
@@ -61,6 +63,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     rateLimits: new RateLimitStore(db),
     protectionClaims: new ProtectionClaimStore(db),
     safeTransactions: new SafeTransactionStore(db),
+    positionSamples: new PositionSampleStore(db),
   };
 }
 

@@ -11,7 +11,12 @@
  * acts only on proven delegations; the owner's view lists every protection
  * action taken on its Safe.
  */
-import { getAddress } from "viem";
+import { encodeFunctionData, getAddress } from "viem";
+import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { safeTxFor, safeTxHash, safeTxTypedDataJson } from "../chain/safe-transaction";
+
+/** the head of a Safe's module list */
+const SENTINEL_MODULES = "0x0000000000000000000000000000000000000001" as const;
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { PROTECTION_MODULE_ABI, SAFE_MODULE_ABI } from "../../../contracts-abi/protection-module";
@@ -129,6 +134,53 @@ export class DelegationService {
       hasFunds: account[0] > 0n,
       automationInFlight: pending > latest,
     });
+  }
+
+  /**
+   * Approve or revoke, prepared as the Safe transaction the owners sign and
+   * an owner's wallet executes (the service never does): enableModule of the
+   * attached module, or disableModule with the module before it in the Safe's
+   * list, at the Safe's current nonce.
+   */
+  async changeTransaction(t: TreasuryRecord, change: "approve" | "revoke") {
+    const d = await this.ctx.stores.delegations.get(t.id);
+    if (!d?.provenAt || !d.module) throw new TreasuryError("invalid_transition", "no module is attached to this treasury yet: deploy the ProtectionModule and POST /api/v1/delegation with the Safe's proof first (signer-agent operator approve does both)");
+    if (!this.chain.connected(t.chain)) throw new TreasuryError("chain_unavailable", `no RPC for ${t.chain}`);
+    const c = this.chain.client(t.chain);
+    const safe = getAddress(t.walletAddress);
+    const module = getAddress(d.module);
+    const [nonce, page] = await Promise.all([
+      c.readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" }),
+      c.readContract({ address: safe, abi: SAFE_ABI, functionName: "getModulesPaginated", args: [SENTINEL_MODULES, 50n] }),
+    ]).catch((err: unknown) => {
+      throw new TreasuryError("chain_unavailable", `could not read the Safe ${safe}: ${(err as Error).message.split("\n")[0]}`);
+    });
+    const modules = page[0].map((m) => getAddress(m));
+    const at = modules.indexOf(module);
+    if (change === "approve" && at >= 0) throw new TreasuryError("invalid_transition", `the module ${module} is already enabled on the Safe: delegation is approved`);
+    if (change === "revoke" && at < 0) throw new TreasuryError("invalid_transition", `the module ${module} is not enabled on the Safe: there is nothing to revoke`);
+    const data =
+      change === "approve"
+        ? encodeFunctionData({ abi: SAFE_ABI, functionName: "enableModule", args: [module] })
+        : encodeFunctionData({ abi: SAFE_ABI, functionName: "disableModule", args: [at === 0 ? SENTINEL_MODULES : modules[at - 1]!, module] });
+    const chainId = AAVE_MARKETS[t.chain].chainId;
+    const safeTx = safeTxFor(chainId, [{ to: safe, data, value: "0" }], nonce);
+    return {
+      object: "delegation_change",
+      change,
+      treasury_id: t.id,
+      safe,
+      module,
+      chain_id: chainId,
+      safe_tx: safeTx,
+      safe_tx_hash: safeTxHash(chainId, safe, safeTx),
+      typed_data: safeTxTypedDataJson(chainId, safe, safeTx),
+      execute: {
+        to: safe,
+        function: "execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures)",
+        how: "the Safe's owners sign typed_data (eth_signTypedData_v4); an owner's wallet sends execTransaction with safe_tx's fields and the signatures (65 bytes each, ascending by owner). The service never sends it: approving or revoking is the operator's own transaction",
+      },
+    };
   }
 
   async view(t: TreasuryRecord) {

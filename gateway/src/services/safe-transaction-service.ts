@@ -12,7 +12,7 @@ import { getAddress, type Address, type Hex } from "viem";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import type { ChainGateway } from "../chain/chain-gateway";
-import { safeSignatureOwner, safeTxTypedData } from "../chain/safe-transaction";
+import { safeSignatureOwner, safeTxTypedDataJson } from "../chain/safe-transaction";
 import { usdcToNumber } from "../domain/money";
 import { TreasuryError } from "../lib/errors";
 import type { SafeTransactionRecord } from "../store/safe-transaction-store";
@@ -93,7 +93,6 @@ export class SafeTransactionService {
   /** the API's view of one Safe transaction (the threshold when it was read) */
   view(r: SafeTransactionRecord, threshold?: number): Record<string, unknown> {
     const chainId = AAVE_MARKETS[r.chain].chainId;
-    const typed = safeTxTypedData(chainId, r.safe, r.safeTx);
     return {
       object: "safe_transaction",
       id: r.id,
@@ -109,13 +108,8 @@ export class SafeTransactionService {
       status: r.status === "awaiting_signatures" && r.expiresAt <= this.ctx.clock.now().toISOString() ? "expired" : r.status,
       safe_tx_hash: r.safeTxHash,
       safe_tx: r.safeTx,
-      // what an owner's wallet signs with eth_signTypedData_v4 (numbers as decimal strings)
-      typed_data: {
-        domain: typed.domain,
-        types: { EIP712Domain: [{ name: "chainId", type: "uint256" }, { name: "verifyingContract", type: "address" }], ...typed.types },
-        primaryType: typed.primaryType,
-        message: r.safeTx,
-      },
+      // what an owner's wallet signs with eth_signTypedData_v4
+      typed_data: safeTxTypedDataJson(chainId, r.safe, r.safeTx),
       calls: r.calls,
       signatures: r.signatures.map((s) => ({ owner: s.owner, submitted_at: s.submitted_at })),
       ...(threshold === undefined ? {} : { confirmations_required: threshold }),

@@ -21,6 +21,7 @@ import { MarketRatesService } from "./market-rates";
 import { PolicyService } from "./policy-service";
 import { PreviewService } from "./preview-service";
 import { RelayService } from "./relay-service";
+import { ConsoleSessionService } from "./console-sessions";
 import { SafeTransactionService } from "./safe-transaction-service";
 import { StatementVerifier } from "./statement-verifier";
 import { TreasuryService } from "./treasury-service";
@@ -35,6 +36,7 @@ export interface Services {
   relay: RelayService;
   delegation: DelegationService;
   safeTransactions: SafeTransactionService;
+  consoleSessions: ConsoleSessionService;
   authenticate: Authenticator;
   prices: PriceList;
   /** x402 bazaar metadata of the priced routes, filled as they are registered */
@@ -55,6 +57,7 @@ export function createServices(ctx: AppContext): Services {
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
   const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
   const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
+  const safeTransactions = new SafeTransactionService(scope(ctx, "safeTransactions"), chain);
   return {
     treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
@@ -64,7 +67,8 @@ export function createServices(ctx: AppContext): Services {
     actions,
     relay: new RelayService(scope(ctx, "envelopes"), actions),
     delegation,
-    safeTransactions: new SafeTransactionService(scope(ctx, "safeTransactions"), chain),
+    safeTransactions,
+    consoleSessions: new ConsoleSessionService(scope(ctx, "apiKeys", "signedNonces", "treasuries"), safeTransactions),
     authenticate: bearerAuthenticator(scope(ctx, "apiKeys")),
     prices,
     catalog,

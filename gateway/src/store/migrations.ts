@@ -359,7 +359,7 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 8,
-    name: "safe_transactions",
+    name: "safe_transactions_console",
     sql: `
       -- a managed action on an operator's Safe: a Safe transaction its owners sign, the service executes (issue 15)
       CREATE TABLE safe_transactions (
@@ -388,6 +388,34 @@ export const MIGRATIONS: Migration[] = [
       );
       CREATE INDEX safe_transactions_treasury ON safe_transactions (treasury_id, created_at);
       CREATE INDEX safe_transactions_open ON safe_transactions (status) WHERE status IN ('awaiting_signatures','executing');
+
+      -- a treasury's Aave position over time, sampled by the protection engine (the console's chart)
+      CREATE TABLE position_samples (
+        treasury_id TEXT NOT NULL REFERENCES treasuries(id),
+        at TEXT NOT NULL,
+        ltv REAL NOT NULL,
+        health_score REAL NOT NULL,
+        collateral_micro TEXT NOT NULL,
+        debt_micro TEXT NOT NULL,
+        PRIMARY KEY (treasury_id, at)
+      );
+      -- console sessions: an API key kind of its own (sk_console_), bound to the Safe's treasury, short-lived
+      CREATE TABLE api_keys_new (
+        id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('sandbox','live','console')),
+        last4 TEXT NOT NULL,
+        treasury_id TEXT REFERENCES treasuries(id),
+        access_request_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        revoked_at TEXT
+      );
+      INSERT INTO api_keys_new (id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at)
+        SELECT id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at FROM api_keys;
+      DROP TABLE api_keys;
+      ALTER TABLE api_keys_new RENAME TO api_keys;
+      CREATE INDEX api_keys_treasury ON api_keys (treasury_id);
     `,
   },
 ];

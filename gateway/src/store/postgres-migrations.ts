@@ -298,7 +298,7 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   },
   {
     version: 8,
-    name: "safe_transactions",
+    name: "safe_transactions_console",
     sql: `
       -- a managed action on an operator's Safe: a Safe transaction its owners sign, the service executes (issue 15)
       CREATE TABLE safe_transactions (
@@ -327,6 +327,20 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       );
       CREATE INDEX safe_transactions_treasury ON safe_transactions (treasury_id, created_at);
       CREATE INDEX safe_transactions_open ON safe_transactions (status) WHERE status IN ('awaiting_signatures','executing');
+
+      -- a treasury's Aave position over time, sampled by the protection engine (the console's chart)
+      CREATE TABLE position_samples (
+        treasury_id TEXT NOT NULL REFERENCES treasuries(id),
+        at TEXT NOT NULL,
+        ltv DOUBLE PRECISION NOT NULL,
+        health_score DOUBLE PRECISION NOT NULL,
+        collateral_micro TEXT NOT NULL,
+        debt_micro TEXT NOT NULL,
+        PRIMARY KEY (treasury_id, at)
+      );
+      -- console sessions: an API key kind of its own (sk_console_), bound to the Safe's treasury, short-lived
+      ALTER TABLE api_keys DROP CONSTRAINT api_keys_kind_check;
+      ALTER TABLE api_keys ADD CONSTRAINT api_keys_kind_check CHECK (kind IN ('sandbox','live','console'));
     `,
   },
 ];

@@ -2,27 +2,32 @@
  * Records that only matter for a while are swept, so tables do not grow with
  * traffic: idempotency records past their retention (24 h), rate-limit windows
  * that ended, settled x402 payments a week after settlement (the chain refuses
- * their nonces by then; locks awaiting reconciliation are never swept). Every
+ * their nonces by then; locks awaiting reconciliation are never swept),
+ * position samples after 30 days (the console's chart reads the recent ones). Every
  * instance sweeps (each DELETE is idempotent); the first sweep runs at start.
  */
 import type { Clock } from "../lib/clock";
 import type { IdempotencyStore } from "./idempotency-store";
 import type { PaymentStore } from "./payment-store";
+import type { PositionSampleStore } from "./position-sample-store";
 import type { RateLimitStore } from "./rate-limit-store";
 
 export const PAYMENT_RETENTION_MS = 7 * 86_400_000;
+export const SAMPLE_RETENTION_MS = 30 * 86_400_000;
 
 export interface Swept {
   idempotency: number;
   rate_limit_windows: number;
   payments: number;
+  position_samples: number;
 }
 
-export async function sweepExpired(stores: { idempotency: IdempotencyStore; rateLimits: RateLimitStore; payments: PaymentStore }, now: Date): Promise<Swept> {
+export async function sweepExpired(stores: { idempotency: IdempotencyStore; rateLimits: RateLimitStore; payments: PaymentStore; positionSamples: PositionSampleStore }, now: Date): Promise<Swept> {
   return {
     idempotency: await stores.idempotency.purgeExpired(now),
     rate_limit_windows: await stores.rateLimits.purgeExpired(now.getTime()),
     payments: await stores.payments.purgeSettledBefore(new Date(now.getTime() - PAYMENT_RETENTION_MS)),
+    position_samples: await stores.positionSamples.purgeOlderThan(new Date(now.getTime() - SAMPLE_RETENTION_MS).toISOString()),
   };
 }
 

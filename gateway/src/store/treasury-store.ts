@@ -92,6 +92,12 @@ export class TreasuryStore {
     return row ? fromRow(row) : undefined;
   }
 
+  /** the managed treasury registered for a Safe (a proven registration first, then the newest) */
+  async managedForWallet(address: string): Promise<TreasuryRecord | undefined> {
+    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND execution_mode = 'managed' ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address) as Row | undefined;
+    return row ? fromRow(row) : undefined;
+  }
+
   /** delete a treasury created for a request that did not go through (nothing refers to it yet) */
   async removeUnused(id: string): Promise<void> {
     await this.db.run("DELETE FROM treasury_slots WHERE treasury_id = ? AND EXISTS (SELECT 1 FROM treasuries WHERE id = ? AND origin = 'x402_payer')", id, id);

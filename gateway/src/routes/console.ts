@@ -1,0 +1,140 @@
+/**
+ * The console's API (extension, issue 15): an operator signs in with a Safe
+ * owner's wallet (EIP-4361 message, personal_sign) and gets a console
+ * session bound to the Safe's managed treasury; the position's history for
+ * the chart. The console page itself is served by console/serve.ts.
+ */
+import { z } from "../schemas/zod";
+import { requireCredential } from "../http/credential";
+import type { ConsoleSessionService } from "../services/console-sessions";
+import type { ServiceContext } from "../services/context";
+import { HISTORY_MAX_POINTS } from "../store/position-sample-store";
+import { usdcToNumber } from "../domain/money";
+import { err, RATE_LIMITED, type RouteKit } from "./kit";
+
+const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
+
+const SignInQuery = z.object({
+  owner: Address.openapi({ param: { name: "owner", in: "query" }, description: "the Safe owner's address (the wallet that signs)" }),
+  safe: Address.openapi({ param: { name: "safe", in: "query" }, description: "the Safe of a managed treasury" }),
+});
+
+const SignInStatement = z
+  .object({ object: z.literal("console_sign_in"), owner: z.string(), safe: z.string(), chain: z.string(), nonce: z.string(), issued_at: z.string(), message: z.string(), sign_with: z.string() })
+  .openapi("ConsoleSignInStatement");
+
+const SessionRequest = z
+  .strictObject({
+    owner: Address,
+    safe: Address,
+    nonce: z.string().min(1).max(128),
+    issued_at: z.string().min(1).max(64),
+    signature: z.string().regex(/^0x[0-9a-fA-F]{130}$/, "must be a 65-byte signature, 0x-prefixed hex"),
+  })
+  .openapi("ConsoleSessionRequest");
+
+const Session = z
+  .object({
+    object: z.literal("console_session"),
+    session_key: z.string().regex(/^sk_console_/),
+    expires_at: z.string(),
+    treasury_id: z.string(),
+    safe: z.string(),
+    owner: z.string(),
+    chain: z.string(),
+    owners: z.array(z.string()),
+    threshold: z.number().int(),
+  })
+  .openapi("ConsoleSession");
+
+const HistoryQuery = z.object({
+  since: z.string().datetime({ offset: true }).optional().openapi({ param: { name: "since", in: "query" }, description: "ISO 8601 time of the oldest sample wanted (default: 24 hours ago)" }),
+});
+
+const History = z
+  .object({
+    object: z.literal("position_history"),
+    treasury_id: z.string(),
+    points: z.array(z.object({ at: z.string(), ltv: z.number(), health_score: z.number(), collateral_usd: z.number(), debt_usdc: z.number() })),
+    note: z.string(),
+  })
+  .openapi("PositionHistory");
+
+export function consoleRoutes(kit: RouteKit, ctx: ServiceContext<"positionSamples">, sessions: ConsoleSessionService): void {
+  kit.route({
+    method: "get",
+    path: "/api/v1/console/sign-in",
+    operationId: "getConsoleSignIn",
+    summary: "The sign-in message a Safe owner signs to open the console (extension)",
+    description: "Extension of the spec: an EIP-4361 (Sign-In with Ethereum) message naming this service, the owner, the Safe, a fresh nonce and a 10-minute window, for personal_sign. The Safe must be the wallet of a managed treasury.",
+    tags: ["Managed"],
+    security: "none",
+    extension: true,
+    request: { query: SignInQuery },
+    responses: {
+      200: { description: "the message to sign", schema: SignInStatement },
+      400: err("invalid query"),
+      404: err("no managed treasury for this Safe"),
+      ...RATE_LIMITED,
+    },
+    handler: async ({ query }) => {
+      const q = query as { owner: `0x${string}`; safe: `0x${string}` };
+      return { status: 200, body: await sessions.statement(q.owner, q.safe), headers: { "Cache-Control": "no-store" } };
+    },
+  });
+
+  kit.route({
+    method: "post",
+    path: "/api/v1/console/sessions",
+    operationId: "createConsoleSession",
+    summary: "Sign in to the console with a Safe owner's signature (extension)",
+    description:
+      "Extension of the spec: the owner's personal_sign signature of the sign-in message (rebuilt by the service from these fields). Accepted when it recovers to `owner`, `owner` is an owner of the Safe on chain now, and the nonce is unused; the answer's `session_key` (sk_console_, shown once, stored hashed) is a bearer key of the Safe's managed treasury for 8 hours.",
+    tags: ["Managed"],
+    security: "none",
+    extension: true,
+    request: { body: SessionRequest },
+    responses: {
+      200: { description: "the console session", schema: Session },
+      400: err("invalid body"),
+      401: err("the signature, time or nonce is not acceptable (unauthorized, with the reason)"),
+      403: err("the signer is not an owner of the Safe (not_an_owner)"),
+      404: err("no managed treasury for this Safe"),
+      ...RATE_LIMITED,
+      503: err("the Safe's owners could not be read on its chain"),
+    },
+    handler: async ({ body }) => ({ status: 200, body: await sessions.signIn(body as never), headers: { "Cache-Control": "no-store" } }),
+  });
+
+  kit.route({
+    method: "get",
+    path: "/api/v1/health/history",
+    operationId: "getPositionHistory",
+    summary: "The treasury's LTV and health score over time (extension)",
+    description: `Extension of the spec: samples of the managed treasury's Aave position taken by the protection engine (one a minute, or at once when the LTV moved by half a point) and after each executed Safe transaction, oldest first, at most ${HISTORY_MAX_POINTS}; kept 30 days.`,
+    tags: ["Reads"],
+    security: "bearer",
+    extension: true,
+    request: { query: HistoryQuery },
+    responses: {
+      200: { description: "the samples", schema: History },
+      400: err("invalid query"),
+      401: err("missing or invalid credential"),
+      ...RATE_LIMITED,
+    },
+    handler: async ({ res, query }) => {
+      const treasuryId = requireCredential(res).treasuryId;
+      const since = (query as { since?: string }).since ?? new Date(ctx.clock.now().getTime() - 86_400_000).toISOString();
+      const points = await ctx.stores.positionSamples.history(treasuryId, new Date(since).toISOString());
+      return {
+        status: 200,
+        body: {
+          object: "position_history",
+          treasury_id: treasuryId,
+          points: points.map((p) => ({ at: p.at, ltv: p.ltv, health_score: p.healthScore, collateral_usd: usdcToNumber(p.collateralMicro), debt_usdc: usdcToNumber(p.debtMicro) })),
+          note: "sampled by the protection engine for treasuries with a proven delegation, and after executed Safe transactions",
+        },
+      };
+    },
+  });
+}
