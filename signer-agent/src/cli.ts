@@ -7,7 +7,7 @@
  *   signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth] [--bearer sk_...]
  *   signer-agent serve [--port 4030]               loopback signing endpoint (SIGNER_SERVE_TOKEN)
  *   signer-agent where [gateway|rpc|x402-rpc|facilitator]   a URL of the running local stack (its file), else the default
- *   signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve [--protect-below 1.4]|revoke|queue|sign [stx_id]|status>
+ *   signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve [--protect-below 1.4]|revoke|propose <action> <usdc>|queue|sign [stx_id] [--wait]|status>
  *                                                   the operator's managed treasury on a Safe (SIGNER_DIR defaults to .data/operator)
  *
  * Environment: SIGNER_DIR (./.data/agent), SIGNER_KEYSTORE, SIGNER_PASSPHRASE (else a prompt),
@@ -135,6 +135,21 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
       out(`delegation revoked: module ${state.module} disabled (${hash}); already-submitted actions may still settle`);
       return 0;
     }
+    case "propose": {
+      // a managed action through the Safe: the gateway answers its receipt and queues one Safe transaction for the owners
+      const [, action, amount] = rest;
+      if (!action || !["deposit", "convert", "borrow", "repay"].includes(action) || !amount) throw new Error("usage: signer-agent operator propose <deposit|convert|borrow|repay> <amount_usdc> [--target btc|eth]");
+      const path_ = action === "deposit" ? "/api/v1/deposits" : `/api/v1/${action}`;
+      const res = await fetch(`${cfg.gatewayUrl}${path_}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${state.api_key}`, "idempotency-key": `op-${Date.now()}-${Math.random().toString(36).slice(2)}` },
+        body: JSON.stringify({ amount_usdc: Number(amount), ...(flags.target ? { target: flags.target } : {}) }),
+      });
+      const receipt = (await res.json()) as Record<string, any>;
+      if (!res.ok) throw new Error(`${action}: ${res.status} ${receipt.error}: ${receipt.message}`);
+      out(`${action} ${amount} USDC: receipt ${receipt.deposit_id ?? receipt.conversion_id ?? receipt.borrow_id ?? receipt.repayment_id} ${receipt.status}; Safe transaction ${receipt.safe_transaction?.id ?? "(none)"} awaits the owners (signer-agent operator sign)`);
+      return 0;
+    }
     case "queue": {
       // the managed actions waiting for the Safe's owners
       const { data } = await gateway("GET", "/api/v1/safe-transactions");
@@ -151,6 +166,18 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
         const signature = await operator.signQueued(q as never);
         const signed = await gateway("POST", `/api/v1/safe-transactions/${q.id}/signatures`, { signature });
         out(`signed ${q.id} (${signed.action} ${signed.amount_usdc} USDC): ${signed.signatures.length} of ${signed.confirmations_required} owners; the service executes it once the threshold is reached`);
+        if (!flags.wait) continue;
+        // --wait: until the service's executor has executed it (or refused it), at most a minute
+        for (let i = 0; i < 600; i++) {
+          const now = await gateway("GET", `/api/v1/safe-transactions/${q.id}`);
+          if (now.status === "executed") {
+            out(`executed ${q.id} in ${now.tx_hash}; receipt ${now.receipt_id} completed`);
+            break;
+          }
+          if (now.status === "failed" || now.status === "expired") throw new Error(`${q.id} ${now.status}: ${now.failure?.error}: ${now.failure?.message}`);
+          if (i === 599) throw new Error(`${q.id} not executed within a minute (is the protection process running?)`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
       }
       return 0;
     }
@@ -159,7 +186,7 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
       out(JSON.stringify(await gateway("GET", "/api/v1/health"), null, 2));
       return 0;
     default:
-      out("usage: signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve|revoke|queue|sign [stx_id]|status>");
+      out("usage: signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve|revoke|propose <action> <usdc>|queue|sign [stx_id] [--wait]|status>");
       return 2;
   }
 }

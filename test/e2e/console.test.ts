@@ -199,6 +199,9 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     const label = await page.getAttribute("[data-testid=chart]", "aria-label");
     expect(label).toContain(`latest LTV ${after.ltv}`);
     expect(Number(await page.getAttribute("[data-testid=chart]", "data-points"))).toBeGreaterThanOrEqual(history.length);
+    const gas = (await api.get("/api/v1/delegation")).body.gas;
+    expect(gas.spent_this_month_usd).toBeGreaterThan(0);
+    await expect.poll(() => page.textContent("[data-testid=gas-month]")).toBe(`${gas.spent_this_month_usd} USD of ${gas.per_month_usd} USD this month; at most ${gas.per_action_usd} USD an action.`);
     await page.screenshot({ path: path.join(SHOTS, "operator-protected.png"), fullPage: true });
 
     // phone width: the same page, one column, nothing wider than the screen

@@ -100,6 +100,8 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's quick start
       const operator = run(operatorBlock);
       expect(operator.code, operator.out).toBe(0);
       expect(operator.out).toContain("delegation approved");
+      expect(operator.out).toMatch(/borrow 100 USDC: receipt brw_[0-9a-f]{32} approved; Safe transaction stx_/);
+      expect(operator.out).toMatch(/executed stx_[0-9a-f]{32} in 0x[0-9a-f]{64}; receipt brw_[0-9a-f]{32} completed/);
       expect(operator.out).toContain("delegation revoked");
 
       // the spec's sandbox flow on this stack, for brand-new wallets, in both modes, with only the spec's requests

@@ -1,10 +1,11 @@
 /**
  * Tables do not grow with traffic: expired idempotency records, ended rate-limit windows and payments
- * settled over a week ago are swept (gateway/src/store/retention.ts); what is still in force is kept,
+ * settled over a week ago, position samples after 30 days are swept (gateway/src/store/retention.ts); what is still in force is kept,
  * and a payment lock that never reached an outcome (a crash to reconcile) is kept whatever its age.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PAYMENT_RETENTION_MS, sweepExpired } from "../../gateway/src/store/retention";
+import { PAYMENT_RETENTION_MS, SAMPLE_RETENTION_MS, sweepExpired } from "../../gateway/src/store/retention";
+import { sandboxTenant } from "../helpers/treasury";
 import { IDEMPOTENCY_RETENTION_MS } from "../../gateway/src/store/idempotency-store";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
 
@@ -39,7 +40,7 @@ describe("retention sweep", () => {
 
     // a day and a second later: the old answer and the ended window go; the payment is kept (a week)
     const day = await sweepExpired(s, at(IDEMPOTENCY_RETENTION_MS + 1000));
-    expect(day).toEqual({ idempotency: 1, rate_limit_windows: 1, payments: 0 });
+    expect(day).toEqual({ idempotency: 1, rate_limit_windows: 1, payments: 0, position_samples: 0 });
     expect(await count("idempotency_keys")).toBe(before.idem + 1);
     expect(await count("rate_limit_hits")).toBe(before.rl + 1);
 
@@ -48,5 +49,20 @@ describe("retention sweep", () => {
     expect(week.payments).toBe(1);
     expect(await count("x402_payments")).toBe(before.pay + 1);
     expect(((await gw.ctx.db.get("SELECT state FROM x402_payments WHERE nonce = ?", "0x02")) as { state: string }).state).toBe("locked");
+  });
+
+  it("keeps position samples 30 days", async () => {
+    const s = gw.ctx.stores;
+    const { treasuryId } = await sandboxTenant(gw.url);
+    const t0 = new Date("2026-11-01T00:00:00.000Z");
+    const sample = (at: Date, ltv: number) => s.positionSamples.sample(treasuryId, { at: at.toISOString(), ltv, healthScore: 2, collateralMicro: 1n, debtMicro: 1n });
+    expect(await sample(t0, 40)).toBe(true);
+    // within a minute and the same LTV: not another row; a move of half a point is
+    expect(await sample(new Date(t0.getTime() + 30_000), 40.2)).toBe(false);
+    expect(await sample(new Date(t0.getTime() + 31_000), 41)).toBe(true);
+    expect(await sample(new Date(t0.getTime() + SAMPLE_RETENTION_MS), 41)).toBe(true);
+    const swept = await sweepExpired(s, new Date(t0.getTime() + SAMPLE_RETENTION_MS + 40_000));
+    expect(swept.position_samples).toBe(2);
+    expect((await s.positionSamples.history(treasuryId, t0.toISOString())).map((p) => p.ltv)).toEqual([41]);
   });
 });

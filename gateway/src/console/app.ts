@@ -229,8 +229,6 @@ async function operator(): Promise<void> {
   if (live.length > 300) live.shift();
   const protectAt = Number(delegation.protect_below_health_score);
   const parkAt = Number(policy.ltv_bands?.park_target ?? 25);
-  const month = new Date().toISOString().slice(0, 7);
-  const gasThisMonth = (delegation.protection_actions as any[]).filter((a) => String(a.created_at).startsWith(month)).reduce((n, a) => n + (Number(a.gas_usd) || 0), 0);
   const open = (queue.data as any[]).filter((q) => q.status === "awaiting_signatures" || q.status === "executing");
   const done = (queue.data as any[]).filter((q) => !open.includes(q)).slice(0, 10);
   const zones = health.ltv_zones;
@@ -254,7 +252,7 @@ async function operator(): Promise<void> {
     ${["active", "approved_pending_funds"].includes(delegation.state) ? `<button id="revoke">Revoke delegation (Safe transaction)</button>` : ""}</div>
     ${delegation.module ? "" : `<p class="muted">No module attached yet: <code>signer-agent operator approve</code> deploys the ProtectionModule and attaches it with the Safe's proof.</p>`}
     <h2>Gas caps (protection actions)</h2>
-    <p data-testid="gas-month">${gasThisMonth.toFixed(4)} USD of ${num(policy.gas_caps?.per_month_usd)} USD this month; at most ${num(policy.gas_caps?.per_action_usd)} USD an action.</p></section>
+    <p data-testid="gas-month">${num(delegation.gas?.spent_this_month_usd)} USD of ${num(delegation.gas?.per_month_usd)} USD this month; at most ${num(delegation.gas?.per_action_usd)} USD an action.</p></section>
   <section><h2>Safe transactions to sign (${open.length})</h2>
     ${open.map((q) => safeTxCard(q, s)).join("") || `<p data-testid="no-pending">Nothing awaits your signature.</p>`}
     ${done.length ? `<details><summary>Recent (${done.length})</summary>${done.map((q) => safeTxCard(q, s)).join("")}</details>` : ""}</section>

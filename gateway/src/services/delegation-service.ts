@@ -23,6 +23,7 @@ import { PROTECTION_MODULE_ABI, SAFE_MODULE_ABI } from "../../../contracts-abi/p
 import { delegationState } from "../domain/delegation";
 import type { DelegationState } from "../domain/policy";
 import { PRESETS } from "../domain/presets";
+import { GAS_CAPS } from "../domain/policy";
 import { usdcToNumber } from "../domain/money";
 import { TreasuryError } from "../lib/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
@@ -194,6 +195,8 @@ export class DelegationService {
       proven_at: d?.provenAt ?? null,
       protect_below_health_score: d?.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore,
       requirements: this.requirements(t),
+      // what the protection engine's gas caps allow, and what it spent on this Safe this calendar month (UTC)
+      gas: { ...GAS_CAPS, spent_this_month_usd: proven ? await this.ctx.stores.delegations.monthGasUsd(t.walletAddress, this.ctx.clock.now()) : 0 },
       // every action taken on the Safe (only its proven owner sees them)
       protection_actions: (proven ? await this.ctx.stores.delegations.actionsOnSafe(t.walletAddress) : []).map((a) => ({
         id: a.id,
