@@ -221,7 +221,7 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     await page.close();
   }, 180_000);
 
-  it("operator sign-in is refused for a wallet that is not an owner of the Safe", async () => {
+  it("operator sign-in is refused for a wallet that is not an owner of the Safe, and for a Safe registered without its proof", async () => {
     const operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
     await fork.fund(operator.account.address);
     const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
@@ -234,5 +234,11 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     await expect.poll(() => page.textContent("[data-testid=error]")).toContain("not_an_owner");
     expect(await page.locator("[data-testid=ltv]").count()).toBe(0);
     await page.close();
+    // a Safe registered by someone without the Safe's proof is never opened in the console, even to its owner
+    const other = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
+    await registerTreasury(gw.url, { wallet_address: other, execution_mode: "managed" });
+    const statement = await call(gw.url, "GET", `/api/v1/console/sign-in?owner=${operator.account.address}&safe=${other}`);
+    expect(statement.status).toBe(404);
+    expect(statement.body.error).toBe("treasury_not_found");
   }, 60_000);
 });

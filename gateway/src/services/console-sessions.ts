@@ -35,7 +35,7 @@ export class ConsoleSessionService {
 
   private async treasuryOf(safe: `0x${string}`) {
     const t = await this.ctx.stores.treasuries.managedForWallet(safe);
-    if (!t) throw new TreasuryError("treasury_not_found", `no managed treasury is registered for the Safe ${safe}`);
+    if (!t) throw new TreasuryError("treasury_not_found", `no managed treasury is registered for the Safe ${safe} with the Safe's own ownership proof (signer-agent operator register gives one)`);
     return t;
   }
 

@@ -92,9 +92,13 @@ export class TreasuryStore {
     return row ? fromRow(row) : undefined;
   }
 
-  /** the managed treasury registered for a Safe (a proven registration first, then the newest) */
+  /**
+   * The managed treasury a Safe itself registered (proven by the Safe's own
+   * signature), the newest. An unproven registration of someone else's Safe
+   * is never returned: its holder could queue actions for the owners to sign.
+   */
   async managedForWallet(address: string): Promise<TreasuryRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND execution_mode = 'managed' ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address) as Row | undefined;
+    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND execution_mode = 'managed' AND ownership = 'proven' ORDER BY created_at DESC, rowid DESC LIMIT 1", address) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
