@@ -12,11 +12,15 @@ export const SAFE_ABI = parseAbi([
   "function getThreshold() view returns (uint256)",
   "function getTransactionHash(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, uint256 _nonce) view returns (bytes32)",
   "function execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures) payable returns (bool success)",
+  "function simulateAndRevert(address targetContract, bytes calldataPayload)",
   "function getModulesPaginated(address start, uint256 pageSize) view returns (address[] array, address next)",
   "function enableModule(address module)",
   "function disableModule(address prevModule, address module)",
   "event ExecutionSuccess(bytes32 indexed txHash, uint256 payment)",
   "event ExecutionFailure(bytes32 indexed txHash, uint256 payment)",
 ]);
+
+/** Safe's SimulateTxAccessor: delegatecalled by simulateAndRevert, it runs one operation in the Safe's context and reports */
+export const SIMULATE_TX_ACCESSOR_ABI = parseAbi(["function simulate(address to, uint256 value, bytes data, uint8 operation) returns (uint256 estimate, bool success, bytes returnData)"]);
 
 export const MULTI_SEND_ABI = parseAbi(["function multiSend(bytes transactions) payable"]);

@@ -8,13 +8,14 @@
  * ceiling by the time it is signed fails with the rail's error and nothing is
  * sent; an unsigned one expires.
  */
-import { createPublicClient, http, parseAbi } from "viem";
+import { createPublicClient, createWalletClient, http, parseAbi, publicActions } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { SAFE_ABI } from "../../contracts-abi/safe";
-import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { forkManifest, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { devAccount } from "../../fixtures/base-sepolia";
 import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
@@ -173,6 +174,78 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect(done.ltv_after).toBeGreaterThan(50);
     expect((await api.get("/api/v1/audit")).body.data).toMatchObject([{ action: "borrow", fee_usdc: 2 }]);
   }, 90_000);
+
+  it("a convert: fee, approval, swap on Uniswap, approval, supply of the WETH, in one Safe transaction, completed", async () => {
+    const { operator, safe, api } = await operatorWithSafe();
+    await fork.fund(safe, 1_000_000_000n);
+    const convert = await api.post("/api/v1/convert", { amount_usdc: 200, target: "eth" });
+    expect(convert.status).toBe(200);
+    expect(convert.body).toMatchObject({ action: "convert", status: "processing", fee_usdc: 4 });
+    const stx = (await api.get("/api/v1/safe-transactions")).body.data[0];
+    expect(stx.calls.map((c: any) => c.kind)).toEqual(["fee_transfer", "approval", "swap", "approval", "pool_call"]);
+    await api.post(`/api/v1/safe-transactions/${stx.id}/signatures`, { signature: await operator.signQueued(stx) }, null);
+    const ran = mine(await executor.tick(), stx.id);
+    expect(ran, JSON.stringify(ran)).toMatchObject([{ outcome: "executed" }]);
+    expect((await api.get(`/api/v1/receipts/${convert.body.conversion_id}`)).body).toMatchObject({ status: "completed", tx_hash: ran[0]!.txHash });
+    // 196 USDC became WETH collateral on Aave, on the Safe's behalf
+    expect(await balance(m.usdc, safe)).toBe(800_000_000n);
+    expect((await api.get("/api/v1/treasury")).body.total_value_usd).toBeGreaterThan(150);
+  }, 60_000);
+
+  it("a Safe transaction that would revert on chain fails with the failing call and its decoded reason; nothing is sent", async () => {
+    const { operator, safe, api } = await operatorWithSafe();
+    await operator.fundWeth(10n * 10n ** 18n);
+    await operator.supplyAndBorrow(10n * 10n ** 18n, 1_000n * 10n ** 6n);
+    const borrow = await api.post("/api/v1/borrow", { amount_usdc: 100 });
+    const stx = (await api.get("/api/v1/safe-transactions")).body.data[0];
+    await api.post(`/api/v1/safe-transactions/${stx.id}/signatures`, { signature: await operator.signQueued(stx) }, null);
+    // the pool admin (the fixture's deployer) disables USDC borrowing after the owner signed: the rail still passes, Aave refuses
+    const admin = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl) }).extend(publicActions);
+    const configurator = forkManifest().aave.pool_configurator;
+    const setBorrowing = async (enabled: boolean) =>
+      admin.waitForTransactionReceipt({ hash: await admin.writeContract({ address: configurator, abi: parseAbi(["function setReserveBorrowing(address asset, bool enabled)"]), functionName: "setReserveBorrowing", args: [m.usdc, enabled] }) });
+    await setBorrowing(false);
+    try {
+      const nonceBefore = await client().readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" });
+      const ran = mine(await executor.tick(), stx.id);
+      expect(ran).toMatchObject([{ outcome: "failed" }]);
+      expect(ran[0]!.detail).toContain("call 1 of 2 (pool_call: Borrow 100 USDC");
+      expect(ran[0]!.detail).toContain("30 (BORROWING_NOT_ENABLED)");
+      expect(await client().readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" })).toBe(nonceBefore);
+      const receipt = (await api.get(`/api/v1/receipts/${borrow.body.borrow_id}`)).body;
+      expect(receipt).toMatchObject({ status: "failed", failure: { error: "transaction_would_revert" } });
+      expect(receipt.failure.message).toContain("BORROWING_NOT_ENABLED");
+      expect((await api.get("/api/v1/audit")).body.data).toHaveLength(0);
+    } finally {
+      await setBorrowing(true);
+    }
+  }, 60_000);
+
+  it("an executor that dies after signing its transaction, before sending it: another takes the lapsed claim over and sends those bytes, once", async () => {
+    const { operator, safe, api } = await operatorWithSafe();
+    await fork.fund(safe, 300_000_000n);
+    const deposit = await api.post("/api/v1/deposits", { amount_usdc: 100 });
+    const stx = (await api.get("/api/v1/safe-transactions")).body.data[0];
+    await api.post(`/api/v1/safe-transactions/${stx.id}/signatures`, { signature: await operator.signQueued(stx) }, null);
+    const dying = new SafeExecutor(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+    // the process dies between writing the signed transaction on its claim and sending it
+    (dying as any).landed = async () => {
+      throw new Error("killed");
+    };
+    expect(mine(await dying.tick(), stx.id)).toMatchObject([{ outcome: "in_progress" }]);
+    const claimed = await gw.ctx.stores.safeTransactions.get(stx.id);
+    expect(claimed).toMatchObject({ status: "executing" });
+    expect(claimed!.sent).not.toBeNull();
+    expect(await client().getTransaction({ hash: claimed!.sent!.hash }).catch(() => null)).toBeNull(); // never sent
+    // a live claim is left alone; once its lease lapsed, another executor sends the recorded bytes
+    expect(mine(await executor.tick(), stx.id)).toEqual([]);
+    await gw.ctx.db.run("UPDATE safe_transactions SET lease_expires_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), stx.id);
+    const ran = mine(await executor.tick(), stx.id);
+    expect(ran).toMatchObject([{ outcome: "executed", txHash: claimed!.sent!.hash }]);
+    expect((await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({ status: "completed", tx_hash: claimed!.sent!.hash });
+    expect(await balance(m.usdc, safe)).toBe(200_000_000n);
+    expect((await api.get("/api/v1/audit")).body.data).toHaveLength(1);
+  }, 60_000);
 
   it("an unsigned one expires: the receipt fails, nothing is executed, the treasury is free again", async () => {
     const { safe, api } = await operatorWithSafe();

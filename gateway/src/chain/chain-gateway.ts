@@ -39,6 +39,8 @@ export interface ChainPosition {
 const AAVE_ERRORS: Record<string, string> = {
   "26": "INVALID_AMOUNT",
   "27": "RESERVE_INACTIVE",
+  "28": "RESERVE_FROZEN",
+  "29": "RESERVE_PAUSED",
   "30": "BORROWING_NOT_ENABLED",
   "34": "COLLATERAL_CANNOT_COVER_NEW_BORROW",
   "35": "HEALTH_FACTOR_LOWER_THAN_LIQUIDATION_THRESHOLD",
@@ -54,18 +56,29 @@ export function describeRevert(err: unknown): string {
     const reason = reverted?.reason ?? (err.walk() as { reason?: string })?.reason;
     const data = (err.walk((e) => typeof (e as { data?: unknown }).data === "string") as { data?: Hex } | null)?.data;
     if (reason) return AAVE_ERRORS[reason] ? `${reason} (${AAVE_ERRORS[reason]})` : reason;
-    if (data && data.length > 2) {
-      try {
-        const decoded = decodeErrorResult({ abi: [{ type: "error", name: "Error", inputs: [{ type: "string", name: "message" }] }], data });
-        const msg = String(decoded.args?.[0] ?? "");
-        return AAVE_ERRORS[msg] ? `${msg} (${AAVE_ERRORS[msg]})` : msg;
-      } catch {
-        return `custom error ${data.slice(0, 10)}`;
-      }
-    }
+    if (data && data.length > 2) return describeRevertData(data);
     return err.shortMessage;
   }
   return err instanceof Error ? err.message.split("\n")[0]! : String(err);
+}
+
+/** the revert data an error carries (the innermost 0x string `data`), if any */
+export function revertDataOf(err: unknown): Hex | undefined {
+  if (!(err instanceof BaseError)) return undefined;
+  const found = err.walk((e) => typeof (e as { data?: unknown }).data === "string" && String((e as { data: string }).data).startsWith("0x")) as { data?: Hex } | null;
+  return found?.data;
+}
+
+/** revert data in words: Error(string) (Aave's codes named), or the custom error's selector */
+export function describeRevertData(data: Hex): string {
+  if (data === "0x") return "reverted without a reason";
+  try {
+    const decoded = decodeErrorResult({ abi: [{ type: "error", name: "Error", inputs: [{ type: "string", name: "message" }] }], data });
+    const msg = String(decoded.args?.[0] ?? "");
+    return AAVE_ERRORS[msg] ? `${msg} (${AAVE_ERRORS[msg]})` : msg;
+  } catch {
+    return `custom error ${data.slice(0, 10)}`;
+  }
 }
 
 /** Aave's health factor as the service's health score: 2 decimals rounded down, capped like the sandbox's */

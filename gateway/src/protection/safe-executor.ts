@@ -20,12 +20,13 @@
  *   in the same database transaction; failed: the receipt moves to `failed`
  *   with the reason and no fee is audited (none was taken).
  */
-import { encodeFunctionData, keccak256, parseEventLogs, type Hex, type TransactionReceipt } from "viem";
+import { decodeAbiParameters, encodeFunctionData, hexToBigInt, keccak256, parseEventLogs, size, sliceHex, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { SAFE_ABI, SIMULATE_TX_ACCESSOR_ABI } from "../../../contracts-abi/safe";
+import { simulateTxAccessor } from "../../../contracts-abi/safe-deployments";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
-import { ChainGateway, chainHealthScore, describeRevert } from "../chain/chain-gateway";
-import { packSignatures } from "../chain/safe-transaction";
+import { ChainGateway, chainHealthScore, describeRevert, describeRevertData, revertDataOf } from "../chain/chain-gateway";
+import { packSignatures, safeTxFor } from "../chain/safe-transaction";
 import type { ActionParams } from "../domain/sandbox-ledger";
 import { ltvPct } from "../domain/position";
 import { usdcToNumber } from "../domain/money";
@@ -143,7 +144,7 @@ export class SafeExecutor {
     try {
       await client.call({ account: this.automation.address, to: r.safe, data, gas: EXEC_GAS_LIMIT });
     } catch (err) {
-      return this.fail(r, "transaction_would_revert", `the Safe transaction would revert: ${describeRevert(err)}`);
+      return this.fail(r, "transaction_would_revert", `the Safe transaction would revert (${describeRevert(err)}): ${await this.failingStep(r)}`);
     }
     const fees = await client.estimateFeesPerGas();
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -155,6 +156,45 @@ export class SafeExecutor {
       if (receipt) return this.settle(r, receipt);
     }
     throw new Error("the automation key's nonce was taken three times in a row");
+  }
+
+  /**
+   * Which call of the batch fails, found with Safe's SimulateTxAccessor run
+   * in the Safe's own context (simulateAndRevert) on ever longer prefixes of
+   * the batch, and its reason. MultiSendCallOnly drops a failing call's
+   * revert data, so the reason is the call's own only when nothing ran before
+   * it (the first call): later calls depend on the earlier ones' effects.
+   */
+  private async failingStep(r: SafeTransactionRecord): Promise<string> {
+    const client = this.chain.client(r.chain);
+    const chainId = AAVE_MARKETS[r.chain].chainId;
+    const simulate = async (calls: SafeTransactionRecord["calls"]): Promise<{ success: boolean; returnData: Hex } | null> => {
+      const t = safeTxFor(chainId, calls.map((c) => ({ to: c.to, data: c.data, value: "0" as const })), 0n);
+      const payload = encodeFunctionData({ abi: SIMULATE_TX_ACCESSOR_ABI, functionName: "simulate", args: [t.to, BigInt(t.value), t.data, t.operation] });
+      try {
+        await client.call({ account: this.automation.address, to: r.safe, data: encodeFunctionData({ abi: SAFE_ABI, functionName: "simulateAndRevert", args: [simulateTxAccessor(chainId), payload] }) });
+        return null; // simulateAndRevert always reverts
+      } catch (err) {
+        const data = revertDataOf(err);
+        // simulateAndRevert: success (32 bytes), size (32 bytes), then simulate's own answer
+        if (!data || size(data) < 64 || hexToBigInt(sliceHex(data, 0, 32)) !== 1n) return null;
+        const [, success, returnData] = decodeAbiParameters([{ type: "uint256" }, { type: "bool" }, { type: "bytes" }], sliceHex(data, 64));
+        return { success, returnData };
+      }
+    };
+    try {
+      for (let k = 1; k <= r.calls.length; k++) {
+        const result = await simulate(r.calls.slice(0, k));
+        if (!result) return "the Safe's simulation gave no answer";
+        if (result.success) continue;
+        const call = r.calls[k - 1]!;
+        const what = `call ${k} of ${r.calls.length} (${call.kind}: ${String(call.summary.description ?? "")}) reverts`;
+        return k === 1 ? `${what}: ${describeRevertData(result.returnData)}` : `${what} after the ${k - 1} before it (MultiSendCallOnly does not return its reason)`;
+      }
+      return "every call succeeds alone in the Safe's simulation; the batch fails as a whole (gas or the Safe's own checks)";
+    } catch (err) {
+      return `the failing call could not be found: ${describeRevert(err)}`;
+    }
   }
 
   /** send signed bytes (again: the node dedupes them) and wait for their receipt; null when their nonce went to another transaction */
