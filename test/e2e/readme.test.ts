@@ -76,6 +76,9 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's quick start
       expect(JSON.parse(fs.readFileSync(stackFile, "utf8"))).toMatchObject({ gateway_url: `http://127.0.0.1:${gateway}`, fork_rpc_url: `http://127.0.0.1:${fork}` });
       // the printed paths are the real ones
       expect(out).toContain(`keystore ${path.join(dataDir, "operator", "keystore.json")}`);
+      // the console's URL, and it serves
+      expect(out).toContain(`console       http://127.0.0.1:${gateway}/console`);
+      expect((await fetch(`http://127.0.0.1:${gateway}/console`)).status).toBe(200);
 
       const tries = out.slice(out.indexOf("try, in a second terminal")).split("\n").filter((l) => /^ {2}SIGNER_PASSPHRASE=/.test(l));
       expect(tries.length).toBe(2);
