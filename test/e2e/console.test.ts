@@ -161,7 +161,8 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     expect(await page.textContent("[data-testid=ltv]")).toBe(`${state.ltv} %`);
     expect(await page.textContent("[data-testid=health]")).toBe(String(state.health_score));
     expect(await page.textContent("[data-testid=debt]")).toBe(`${state.borrowed_usd} USDC`);
-    expect(await page.textContent("[data-testid=collateral]")).toBe(`${state.total_value_usd} USD`);
+    expect(await page.textContent("[data-testid=collateral]")).toBe(`${state.collateral_value_usd} USD`);
+    expect(await page.textContent("[data-testid=total-value]")).toBe(`${state.total_value_usd} USD`);
     expect(await page.textContent("[data-testid=delegation-state]")).toBe("not_granted");
     await page.screenshot({ path: path.join(SHOTS, "operator-signed-in.png"), fullPage: true });
 

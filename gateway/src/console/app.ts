@@ -237,7 +237,8 @@ async function operator(): Promise<void> {
   <section class="wide"><div class="row"><h2>Safe <span class="mono" data-testid="safe">${esc(s.safe)}</span></h2>
     <span class="muted">signed in as owner <span class="mono">${esc(s.owner)}</span> until ${esc(s.expires_at)}</span><button id="signout">Sign out</button></div></section>
   <section><h2>Aave position</h2>
-    <dl><dt>Collateral</dt><dd data-testid="collateral">${num(treasury.total_value_usd)} USD</dd>
+    <dl><dt>Collateral on Aave</dt><dd data-testid="collateral">${num(treasury.collateral_value_usd)} USD</dd>
+    <dt>Total value</dt><dd data-testid="total-value">${num(treasury.total_value_usd)} USD</dd>
     <dt>Debt</dt><dd data-testid="debt">${num(treasury.borrowed_usd)} USDC</dd>
     <dt>LTV</dt><dd data-testid="ltv">${num(treasury.ltv)} %</dd>
     <dt>Zone</dt><dd data-testid="zone">${esc(health.ltv_zone)}</dd>
@@ -330,9 +331,10 @@ function safeTxCard(q: any, s: Session): string {
 function zoneBar(zones: any, ltv: number): string {
   if (!zones) return "";
   const max = Math.max(100, Number(zones.hard_ceiling) + 20);
-  const part = (name: string, z: { min: number; max: number }) => `<div style="width:${((z.max - z.min) / max) * 100}%" title="${esc(name)} ${z.min}-${z.max}%">${esc(name)} ${z.min}-${z.max}</div>`;
-  return `<div class="zones" aria-label="LTV zones">${part("safe", zones.safe)}${part("active", zones.active)}${part("ceiling", zones.ceiling)}<div style="flex:1">over ${esc(zones.hard_ceiling)}: refused</div>
-    <div class="marker" style="left:${(Math.min(ltv, max) / max) * 100}%"><span>LTV ${num(ltv)}</span></div></div>`;
+  const part = (name: string, z: { min: number; max: number }) => `<div style="width:${((z.max - z.min) / max) * 100}%" title="${esc(name)} ${z.min}-${z.max}%">${esc(name)}</div>`;
+  return `<div class="zones" aria-hidden="true">${part("safe", zones.safe)}${part("active", zones.active)}${part("ceiling", zones.ceiling)}<div style="flex:1">refused</div>
+    <div class="marker" style="left:${(Math.min(ltv, max) / max) * 100}%"><span>LTV ${num(ltv)}</span></div></div>
+    <p class="muted" data-testid="zones">LTV zones: safe ${num(zones.safe.min)}-${num(zones.safe.max)} %, active ${num(zones.active.min)}-${num(zones.active.max)} %, ceiling ${num(zones.ceiling.min)}-${num(zones.ceiling.max)} %; a borrow above ${num(zones.hard_ceiling)} % is refused.</p>`;
 }
 
 /** LTV (solid, left axis %) and health score (dashed, right axis) over time, the park line (LTV) and the protect line (health) */
