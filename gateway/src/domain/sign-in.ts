@@ -20,9 +20,6 @@ export interface SignInFacts {
   expiresAt: string;
 }
 
-/** how long a console session lasts (CONSOLE_SESSION_MS) */
-export const CONSOLE_SESSION_MS = Number(process.env.CONSOLE_SESSION_MS ?? 8 * 60 * 60 * 1000);
-
 export function signInMessage(f: SignInFacts): string {
   return [
     `${f.domain} wants you to sign in with your Ethereum account:`,

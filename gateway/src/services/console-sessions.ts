@@ -8,7 +8,7 @@
  */
 import { getAddress, hashMessage, isAddressEqual, type Hex } from "viem";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
-import { CONSOLE_SESSION_MS, signInMessage } from "../domain/sign-in";
+import { signInMessage } from "../domain/sign-in";
 import { STATEMENT_MAX_AGE_SECONDS, STATEMENT_NONCE_PATTERN, statementTimeProblem } from "../domain/statements";
 import { TreasuryError } from "../lib/errors";
 import { recoverHashSigner } from "../lib/recover-signer";
@@ -24,6 +24,9 @@ export interface SignInRequest {
   issued_at: string;
   signature: Hex;
 }
+
+/** how long a console session lasts (CONSOLE_SESSION_MS) */
+export const CONSOLE_SESSION_MS = Number(process.env.CONSOLE_SESSION_MS ?? 8 * 60 * 60 * 1000);
 
 const refuse = (reason: string) => new TreasuryError("unauthorized", `sign-in refused: ${reason}`, { reason });
 
