@@ -127,7 +127,11 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     const audit = (await api.get("/api/v1/audit")).body.data;
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ action: "deposit", fee_usdc: 10, fee_bearing: true });
-    expect((await api.get(`/api/v1/safe-transactions/${stxId}`)).body).toMatchObject({ status: "executed", tx_hash: txHash });
+    const executed = (await api.get(`/api/v1/safe-transactions/${stxId}`)).body;
+    expect(executed).toMatchObject({ status: "executed", tx_hash: txHash });
+    // what it cost the automation key, for the Safe's monthly gas budget
+    expect(executed.gas_usd).toBeGreaterThan(0);
+    expect(await gw.ctx.stores.safeTransactions.monthGasUsd(safe, new Date())).toBe(executed.gas_usd);
     // done: no more signatures, nothing open, and the next action may start
     expect((await api.post(`/api/v1/safe-transactions/${stxId}/signatures`, { signature }, null)).body.error).toBe("safe_transaction_not_open");
     expect((await api.get("/api/v1/safe-transactions")).body.data).toHaveLength(0);
@@ -245,6 +249,22 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect((await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({ status: "completed", tx_hash: claimed!.sent!.hash });
     expect(await balance(m.usdc, safe)).toBe(200_000_000n);
     expect((await api.get("/api/v1/audit")).body.data).toHaveLength(1);
+  }, 60_000);
+
+  it("a Safe whose monthly gas budget for executions is spent: the signed transaction fails, nothing sent, no fee", async () => {
+    const { operator, safe, api } = await operatorWithSafe();
+    await fork.fund(safe, 300_000_000n);
+    const deposit = await api.post("/api/v1/deposits", { amount_usdc: 100 });
+    const stx = (await api.get("/api/v1/safe-transactions")).body.data[0];
+    await api.post(`/api/v1/safe-transactions/${stx.id}/signatures`, { signature: await operator.signQueued(stx) }, null);
+    const frugal = new SafeExecutor(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey, gasUsdPerMonth: 0 });
+    const nonceBefore = await client().readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" });
+    const ran = mine(await frugal.tick(), stx.id);
+    expect(ran).toMatchObject([{ outcome: "failed" }]);
+    expect(ran[0]!.detail).toMatch(/^gas_budget_exhausted: executing it would cost about 0\.\d+ USD of gas/);
+    expect(await client().readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" })).toBe(nonceBefore);
+    expect((await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({ status: "failed", failure: { error: "gas_budget_exhausted" } });
+    expect((await api.get("/api/v1/audit")).body.data).toHaveLength(0);
   }, 60_000);
 
   it("an unsigned one expires: the receipt fails, nothing is executed, the treasury is free again", async () => {

@@ -58,6 +58,7 @@ export const HTTP_STATUS = {
   broadcast_rejected: 422,
   sandbox_execution_failed: 422,
   rate_limited: 429,
+  gas_budget_exhausted: 429,
   chain_unavailable: 503,
   sandbox_unavailable: 503,
   payment_facilitator_unavailable: 503,

@@ -63,6 +63,7 @@ export const ERROR_CODES = [
   "sandbox_execution_failed",
   // try again later
   "rate_limited",
+  "gas_budget_exhausted",
   "chain_unavailable",
   "sandbox_unavailable",
   "payment_facilitator_unavailable",

@@ -14,7 +14,12 @@
  * - the safety rail again at execution: the action is re-planned against the
  *   Safe's position at that moment (the ceiling for a borrow, the balances for
  *   the rest); refused, it fails with the rail's error and nothing is sent;
- * - then it is simulated (eth_call); a revert fails it with the decoded reason;
+ * - then it is simulated (eth_call); a revert fails it with the failing call
+ *   and its decoded reason;
+ * - gas budget: the automation key pays the execution, so its estimated cost
+ *   (gas x max fee x the oracle's ETH price) must fit the Safe's monthly
+ *   budget for executions (SAFE_EXEC_GAS_USD_PER_MONTH, default 5 USD, like
+ *   the protection caps); what each execution cost is recorded;
  * - executed: the receipt moves to `completed` with the transaction hash and
  *   the position read back from the chain, and the fee is audited (settled)
  *   in the same database transaction; failed: the receipt moves to `failed`
@@ -46,9 +51,17 @@ export interface SafeExecution {
   txHash?: Hex;
 }
 
+const ORACLE_ABI = [{ type: "function", name: "getAssetPrice", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] }] as const;
+
+/** what the automation key may spend executing one Safe's transactions in a calendar month (UTC) */
+export const SAFE_EXEC_GAS_USD_PER_MONTH = Number(process.env.SAFE_EXEC_GAS_USD_PER_MONTH ?? 5);
+
 /** gas limit of one execTransaction (an action's batch is well under 1M on Base; unused gas is not paid) */
 const EXEC_GAS_LIMIT = 3_000_000n;
 const RECEIPT_TIMEOUT_MS = 60_000;
+
+/** wei of ETH in USD at the oracle's price (8 decimals) */
+const usdOf = (wei: bigint, ethPrice: bigint): number => (Number(wei) / 1e18) * (Number(ethPrice) / 1e8);
 
 class LostClaim extends Error {
   constructor() {
@@ -69,7 +82,7 @@ export class SafeExecutor {
 
   constructor(
     private readonly ctx: Ctx,
-    opts: { rpcUrls: { base?: string; arbitrum?: string }; automationKey: Hex },
+    private readonly opts: { rpcUrls: { base?: string; arbitrum?: string }; automationKey: Hex; gasUsdPerMonth?: number },
   ) {
     this.chain = new ChainGateway(opts.rpcUrls, 10_000);
     this.actions = new ActionService(ctx, undefined, this.chain);
@@ -147,6 +160,15 @@ export class SafeExecutor {
       return this.fail(r, "transaction_would_revert", `the Safe transaction would revert (${describeRevert(err)}): ${await this.failingStep(r)}`);
     }
     const fees = await client.estimateFeesPerGas();
+    // the gas budget: the automation key pays, so the cost is checked before anything is signed
+    const gas = await client.estimateGas({ account: this.automation.address, to: r.safe, data }).catch(() => EXEC_GAS_LIMIT);
+    const ethPrice = await this.ethPrice(r.chain);
+    const costUsd = usdOf(gas * fees.maxFeePerGas, ethPrice);
+    const budget = this.opts.gasUsdPerMonth ?? SAFE_EXEC_GAS_USD_PER_MONTH;
+    const spent = await this.ctx.stores.safeTransactions.monthGasUsd(r.safe, this.ctx.clock.now());
+    if (spent + costUsd > budget) {
+      return this.fail(r, "gas_budget_exhausted", `executing it would cost about ${costUsd.toFixed(6)} USD of gas; ${spent.toFixed(6)} USD of this Safe's ${budget} USD monthly budget for executions is spent; nothing was sent`);
+    }
     for (let attempt = 0; attempt < 3; attempt++) {
       const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
       const raw = await this.automation.signTransaction({ type: "eip1559", chainId: AAVE_MARKETS[r.chain].chainId, nonce, to: r.safe, value: 0n, gas: EXEC_GAS_LIMIT, data, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas });
@@ -212,6 +234,11 @@ export class SafeExecutor {
     }
   }
 
+  private async ethPrice(chain: "base" | "arbitrum"): Promise<bigint> {
+    const m = AAVE_MARKETS[chain];
+    return this.chain.client(chain).readContract({ address: m.oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [m.weth] });
+  }
+
   /** the end of a sent execution, from its receipt (null: its nonce went elsewhere, and the Safe transaction did not execute) */
   private async settle(r: SafeTransactionRecord, receipt: TransactionReceipt | null): Promise<SafeExecution> {
     if (!receipt) {
@@ -220,17 +247,18 @@ export class SafeExecutor {
       await this.ctx.stores.safeTransactions.release(r.id, this.holder, this.ctx.clock.now().toISOString());
       return { id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: "the automation transaction was replaced before it was mined; tried again on the next pass" };
     }
+    const gasUsd = usdOf(receipt.gasUsed * receipt.effectiveGasPrice, await this.ethPrice(r.chain));
     const events = parseEventLogs({ abi: SAFE_ABI, logs: receipt.logs.filter((l) => l.address.toLowerCase() === r.safe.toLowerCase()) });
     const ok = receipt.status === "success" && events.some((e) => e.eventName === "ExecutionSuccess" && e.args.txHash.toLowerCase() === r.safeTxHash.toLowerCase());
     if (!ok) {
       const how = receipt.status === "success" ? "the Safe reported ExecutionFailure (a call of the batch failed)" : "the transaction reverted (GS013: a call of the batch failed)";
-      return this.fail(r, "transaction_reverted", `${how} in ${receipt.transactionHash}`, receipt.transactionHash);
+      return this.fail(r, "transaction_reverted", `${how} in ${receipt.transactionHash}`, receipt.transactionHash, gasUsd);
     }
     const after = await this.chain.position(r.chain, r.safe);
     const now = this.ctx.clock.now();
     const treasury = await this.actions.treasury(r.treasuryId);
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash }, now.toISOString()))) throw new LostClaim();
+      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash, gasUsd }, now.toISOString()))) throw new LostClaim();
       await this.updateReceipt(r, {
         status: "completed",
         tx_hash: receipt.transactionHash,
@@ -260,10 +288,10 @@ export class SafeExecutor {
     return { id: r.id, treasuryId: r.treasuryId, outcome: "executed", txHash: receipt.transactionHash };
   }
 
-  private async fail(r: SafeTransactionRecord, error: string, message: string, txHash?: Hex): Promise<SafeExecution> {
+  private async fail(r: SafeTransactionRecord, error: string, message: string, txHash?: Hex, gasUsd?: number): Promise<SafeExecution> {
     const now = this.ctx.clock.now().toISOString();
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash }, now))) throw new LostClaim();
+      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash, gasUsd }, now))) throw new LostClaim();
       await this.updateReceipt(r, { status: "failed", failure: { error, message }, ...(txHash ? { tx_hash: txHash } : {}), failed_at: now, safe_transaction: { id: r.id, safe_tx_hash: r.safeTxHash, status: "failed", url: this.ctx.links.url(`/api/v1/safe-transactions/${r.id}`) } });
     });
     return { id: r.id, treasuryId: r.treasuryId, outcome: "failed", detail: `${error}: ${message}`, txHash };

@@ -278,6 +278,7 @@ export class ActionService {
       sent: null,
       txHash: null,
       failure: null,
+      gasUsd: null,
       createdAt: now.toISOString(),
       expiresAt,
       updatedAt: now.toISOString(),

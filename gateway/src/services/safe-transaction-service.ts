@@ -115,6 +115,7 @@ export class SafeTransactionService {
       ...(threshold === undefined ? {} : { confirmations_required: threshold }),
       tx_hash: r.txHash,
       failure: r.failure,
+      gas_usd: r.gasUsd,
       created_at: r.createdAt,
       expires_at: r.expiresAt,
       updated_at: r.updatedAt,

@@ -418,4 +418,12 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX api_keys_treasury ON api_keys (treasury_id);
     `,
   },
+  {
+    version: 9,
+    name: "safe_execution_gas",
+    sql: `
+      -- what an executed (or reverted) Safe transaction cost the automation key, for the per-Safe monthly gas budget
+      ALTER TABLE safe_transactions ADD COLUMN gas_usd REAL;
+    `,
+  },
 ];

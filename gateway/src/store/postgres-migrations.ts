@@ -343,4 +343,12 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       ALTER TABLE api_keys ADD CONSTRAINT api_keys_kind_check CHECK (kind IN ('sandbox','live','console'));
     `,
   },
+  {
+    version: 9,
+    name: "safe_execution_gas",
+    sql: `
+      -- what an executed (or reverted) Safe transaction cost the automation key, for the per-Safe monthly gas budget
+      ALTER TABLE safe_transactions ADD COLUMN gas_usd DOUBLE PRECISION;
+    `,
+  },
 ];

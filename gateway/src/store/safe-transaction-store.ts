@@ -55,6 +55,8 @@ export interface SafeTransactionRecord {
   sent: { hash: Hex; raw: Hex; nonce: number } | null;
   txHash: Hex | null;
   failure: { error: string; message: string } | null;
+  /** what its execution cost the automation key (executed or reverted on chain), USD at the oracle's ETH price */
+  gasUsd: number | null;
   createdAt: string;
   expiresAt: string;
   updatedAt: string;
@@ -80,6 +82,7 @@ interface Row {
   sent: string | null;
   tx_hash: Hex | null;
   failure: string | null;
+  gas_usd: number | null;
   created_at: string;
   expires_at: string;
   updated_at: string;
@@ -105,6 +108,7 @@ const fromRow = (r: Row): SafeTransactionRecord => ({
   sent: r.sent ? JSON.parse(r.sent) : null,
   txHash: r.tx_hash,
   failure: r.failure ? JSON.parse(r.failure) : null,
+  gasUsd: r.gas_usd === null || r.gas_usd === undefined ? null : Number(r.gas_usd),
   createdAt: r.created_at,
   expiresAt: r.expires_at,
   updatedAt: r.updated_at,
@@ -195,14 +199,20 @@ export class SafeTransactionStore {
     return (await this.db.run("UPDATE safe_transactions SET sent = ?, lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'executing' AND holder = ?", JSON.stringify(sent), leaseUntil(now), now.toISOString(), id, holder)).changes === 1;
   }
 
-  /** the end of a claim: executed (with its transaction hash) or failed (with its reason), fenced by holder */
-  async finish(id: string, holder: string, end: { status: "executed"; txHash: Hex } | { status: "failed"; failure: { error: string; message: string }; txHash?: Hex }, now: string): Promise<boolean> {
+  /** the end of a claim: executed (with its transaction hash) or failed (with its reason), fenced by holder; the gas its transaction cost, if one was mined */
+  async finish(id: string, holder: string, end: ({ status: "executed"; txHash: Hex } | { status: "failed"; failure: { error: string; message: string }; txHash?: Hex }) & { gasUsd?: number }, now: string): Promise<boolean> {
     return (
       (await this.db.run(
-        "UPDATE safe_transactions SET status = ?, tx_hash = ?, failure = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND status = 'executing' AND holder = ?",
-        end.status, end.txHash ?? null, end.status === "failed" ? JSON.stringify(end.failure) : null, now, id, holder,
+        "UPDATE safe_transactions SET status = ?, tx_hash = ?, failure = ?, gas_usd = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND status = 'executing' AND holder = ?",
+        end.status, end.txHash ?? null, end.status === "failed" ? JSON.stringify(end.failure) : null, end.gasUsd ?? null, now, id, holder,
       )).changes === 1
     );
+  }
+
+  /** gas the automation key spent executing a Safe's transactions in the calendar month (UTC) of `at` */
+  async monthGasUsd(safe: string, at: Date): Promise<number> {
+    const row = await this.db.get<{ total: number | string }>("SELECT COALESCE(SUM(gas_usd), 0) AS total FROM safe_transactions WHERE lower(safe) = lower(?) AND gas_usd IS NOT NULL AND substr(updated_at, 1, 7) = ?", safe, at.toISOString().slice(0, 7));
+    return Number(row?.total ?? 0);
   }
 
   /** give a claim back untouched (nothing was sent): open again for its signatures */
