@@ -219,8 +219,13 @@ async function operator(): Promise<void> {
     ]);
     data = { treasury, health, policy, delegation, queue, audit, history };
   } catch (err) {
-    if (err instanceof ApiFailure && err.status === 401) sessionStorage.removeItem(SESSION);
-    app.innerHTML = "";
+    if (err instanceof ApiFailure && err.status === 401) {
+      // the session ended (expired or revoked): sign in again
+      sessionStorage.removeItem(SESSION);
+      await operator();
+    } else {
+      app.innerHTML = "";
+    }
     showError(app, err);
     return;
   }
