@@ -161,6 +161,29 @@ describe("managed mode: immediate simulated execution with the receipts of 2.4",
   });
 });
 
+describe("managed mode on the simulated ledger: one database transaction per action", () => {
+  it("concurrent actions of one treasury all apply, exactly, each audited once; a slot a paid request holds is a 409", async () => {
+    const t = await sandboxTenant(gw.url);
+    const api = authed(gw.url, t.key);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => api.post("/api/v1/convert", { amount_usdc: 100, target: "btc" })));
+    // each applies whole or not at all: a 200, or a 409 to retry (PostgreSQL may give up a contended serializable transaction)
+    expect(answers.every((a) => a.status === 200 || (a.status === 409 && a.body.error === "conflicting_operation")), JSON.stringify(answers.map((a) => a.body))).toBe(true);
+    const applied = answers.filter((a) => a.status === 200).length;
+    expect(applied).toBeGreaterThan(0);
+    expect((await api.get("/api/v1/treasury")).body.usdc_balance).toBe(5000 - 100 * applied);
+    expect((await api.get("/api/v1/audit")).body.data.filter((e: any) => e.action === "convert")).toHaveLength(applied);
+    // a paid request reserved the treasury (its slot) before settling: a bearer action waits for it
+    const now = new Date();
+    expect(await gw.ctx.stores.slots.claim(t.treasuryId, "paid-request-holder", now)).toBe(true);
+    const blocked = await api.post("/api/v1/convert", { amount_usdc: 100, target: "btc" });
+    expect(blocked.status).toBe(409);
+    expect(blocked.body.error).toBe("conflicting_operation");
+    await gw.ctx.stores.slots.release(t.treasuryId, "paid-request-holder");
+    expect((await api.post("/api/v1/convert", { amount_usdc: 100, target: "btc" })).status).toBe(200);
+    expect((await api.get("/api/v1/treasury")).body.usdc_balance).toBe(5000 - 100 * (applied + 1));
+  });
+});
+
 describe("wallet mode: real Aave V3 envelopes", () => {
   const wallet = privateKeyToAccount(generatePrivateKey());
 

@@ -62,6 +62,9 @@ export function mainStep(steps: StepRecord[]): StepRecord {
   return steps.find((s) => s.kind === "pool_call")!;
 }
 
+/** a sandbox key's managed treasury: a simulated ledger in the store, never chain-backed, never an x402 payer's */
+const onLedgerOnly = (t: TreasuryRecord): boolean => t.origin === "sandbox_key" && t.executionMode === "managed";
+
 const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
 
 export class ActionService {
@@ -141,6 +144,12 @@ export class ActionService {
    */
   async reserve(treasuryId: string, request: ActionRequest, holder: string): Promise<() => Promise<void>> {
     const t = await this.treasury(treasuryId);
+    if (onLedgerOnly(t)) {
+      // never paid, nothing outside the store: the checks now (a refusal answers before anything is written),
+      // then perform does them again and the action in one transaction, with no slot claimed around it
+      await this.guard(t, request, this.ctx.clock.now(), null);
+      return async () => {};
+    }
     await this.fundForAction(t, request);
     const chain = await this.chainPosition(t);
     await this.ctx.tx.transaction(async () => {
@@ -181,6 +190,8 @@ export class ActionService {
    */
   async perform(treasuryId: string, request: ActionRequest, trigger: string, holder?: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
     if (!holder || !await this.ctx.stores.slots.holds(treasuryId, holder)) {
+      const t = await this.treasury(treasuryId);
+      if (onLedgerOnly(t)) return this.performOnLedger(treasuryId, request, trigger);
       const own = `perform_${newId("tx").slice(3)}`;
       const release = await this.reserve(treasuryId, request, own);
       try {
@@ -217,6 +228,29 @@ export class ActionService {
     }).then(async (answer) => {
       if (answer.status === 202 && chain && (await this.sandboxed(before))) await this.prepareSandboxEnvelope(before, String(answer.body.tx_id));
       return answer;
+    });
+  }
+
+  /**
+   * A managed action of a sandbox key's treasury (onLedgerOnly) in one
+   * database transaction: the treasury's slot must be free, then the checks,
+   * the ledger, the receipt and its fee audit. The transaction itself
+   * excludes a concurrent action of the treasury (SQLite's write lock,
+   * PostgreSQL's serializable retry), so no slot is claimed and released
+   * around it: two write transactions fewer than the reserve path. Such a
+   * treasury is never a payer's (x402 payments resolve to proven or paid
+   * treasuries), so no settled payment can meet a refusal here.
+   */
+  private async performOnLedger(treasuryId: string, request: ActionRequest, trigger: string): Promise<{ status: 200; body: Record<string, unknown> }> {
+    return this.ctx.tx.transaction(async () => {
+      const now = this.ctx.clock.now();
+      if (!(await this.ctx.stores.slots.free(treasuryId, now))) {
+        throw new TreasuryError("conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
+      }
+      const treasury = await this.treasury(treasuryId);
+      const plan = await this.guard(treasury, request, now, null);
+      const receipt = await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now);
+      return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: true, how: "applied to the sandbox ledger; nothing was sent" } } };
     });
   }
 

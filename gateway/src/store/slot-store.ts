@@ -24,6 +24,11 @@ export class SlotStore {
     );
   }
 
+  /** nobody holds the treasury's slot at `now` (an expired holder does not count) */
+  async free(treasuryId: string, now: Date): Promise<boolean> {
+    return (await this.db.get("SELECT 1 FROM treasury_slots WHERE treasury_id = ? AND expires_at > ?", treasuryId, now.toISOString())) === undefined;
+  }
+
   async holds(treasuryId: string, holder: string): Promise<boolean> {
     return await this.db.get("SELECT 1 FROM treasury_slots WHERE treasury_id = ? AND holder = ?", treasuryId, holder) !== undefined;
   }
