@@ -6,6 +6,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { TreasuryError as ApiError, type ErrorCode, type TreasuryError } from "../lib/errors";
 import type { ZodError } from "zod";
+import { sendJson } from "./json-response";
 
 /** the HTTP status of every error code: the one place a code meets HTTP (MCP carries the same status as `http_status`) */
 export const HTTP_STATUS = {
@@ -93,7 +94,7 @@ export function errorBody(err: ApiError, requestId: string | undefined) {
 
 export function sendError(res: Parameters<RequestHandler>[1], err: ApiError): void {
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  res.status(statusOf(err)).json(errorBody(err, res.locals.requestId as string | undefined));
+  sendJson(res, statusOf(err), errorBody(err, res.locals.requestId as string | undefined));
 }
 
 /** body-parser errors carry `type` and `status`; map them to typed errors */

@@ -14,6 +14,7 @@ import type { BazaarCatalog } from "../x402/bazaar";
 import type { PriceList } from "../x402/prices";
 import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
+import { sendJson, sendJsonText } from "./json-response";
 import { ApiError, errorBody, fromZodError, statusOf } from "./errors";
 
 export type Method = "get" | "post";
@@ -231,7 +232,7 @@ async function outcomeOf(res: Response, run: () => Promise<HandlerResult>): Prom
 function sendOutcome(res: Response, outcome: Outcome, replayed: boolean): void {
   for (const [k, v] of Object.entries(outcome.headers)) res.setHeader(k, v);
   res.setHeader(IDEMPOTENCY_REPLAY_HEADER, replayed ? "true" : "false");
-  res.status(outcome.status).type("application/json").send(outcome.body);
+  sendJsonText(res, outcome.status, outcome.body);
 }
 
 /** a body that is still a promise is a handler that forgot an await: fail loudly, never serialize it as {} */
@@ -410,6 +411,8 @@ export function registerRoute<B, Q, P>(
     }
     const kept = ["content-type", "x-treasury-id", ...PAYMENT_RESPONSE_HEADER_NAMES];
     const charged = PAYMENT_RESPONSE_HEADER_NAMES.some((h) => res.getHeader(h) !== undefined);
+    // answered through sendJson (the routes, errors) or through res.send (x402-express's own answers)
+    sent ??= res.locals.sentJson as string | undefined;
     if (sent !== undefined && (charged || (res.statusCode >= 200 && res.statusCode < 300))) {
       const headers = Object.fromEntries(kept.flatMap((h) => (res.getHeader(h) === undefined ? [] : [[h, String(res.getHeader(h))]])));
       await store.complete(scope, id, { status: res.statusCode, headers, body: sent }, holder);
@@ -427,13 +430,13 @@ export function registerRoute<B, Q, P>(
     }
     if (result.status >= 400) {
       await claim.release();
-      res.status(result.status).json(result.body);
+      sendJson(res, result.status, result.body);
       return;
     }
     if (!(await claim.settle())) return;
     for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
     await claim.outcome(result.status);
-    res.status(result.status).json(result.body);
+    sendJson(res, result.status, result.body);
   };
 
   router[spec.method](spec.path, async (req, res, next) => {
@@ -469,7 +472,7 @@ export function registerRoute<B, Q, P>(
       const result = settledResult(await runReserved(req, res));
       if (res.headersSent) return;
       for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
-      res.status(result.status).json(result.body);
+      sendJson(res, result.status, result.body);
     } catch (err) {
       next(err);
     }
