@@ -12,3 +12,6 @@ export const AAVE_POOL_ABI = parseAbi([
   "function repayWithATokens(address asset, uint256 amount, uint256 interestRateMode) returns (uint256)",
   "function withdraw(address asset, uint256 amount, address to) returns (uint256)",
 ]);
+
+/** Aave's price oracle: an asset's price in the market's base currency (USD, 8 decimals) */
+export const AAVE_ORACLE_ABI = parseAbi(["function getAssetPrice(address asset) view returns (uint256)"]);

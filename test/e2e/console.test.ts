@@ -12,7 +12,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { createWalletClient, http, publicActions, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
@@ -22,13 +22,10 @@ import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
 import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { CHROMIUM, ENABLE_BROWSER as ENABLE, launchBrowser, requireBrowserOrSkip } from "../helpers/browser";
 import { authed, registerTreasury } from "../helpers/treasury";
 
-const CANDIDATES = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter((p): p is string => Boolean(p));
-const CHROMIUM = CANDIDATES.find((p) => fs.existsSync(p));
-const ENABLE = "sudo apt-get install -y chromium (or set CHROMIUM_PATH)";
-if (!CHROMIUM && process.env.REQUIRE_BROWSER === "1") throw new Error(`Chromium not found (looked at ${CANDIDATES.join(", ")}); .ci/run installs Debian's chromium`);
-if (!CHROMIUM) console.warn(`[console.test] SKIPPED: no Chromium on this machine. Enable it with: ${ENABLE}`);
+requireBrowserOrSkip("console.test");
 
 const SHOTS = path.resolve("test-results", "console", process.env.TEST_STORE ?? "sqlite");
 
@@ -48,10 +45,7 @@ beforeAll(async () => {
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
   engine = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
   executor = new SafeExecutor(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchBrowser();
 }, 90_000);
 afterAll(async () => {
   await browser?.close();

@@ -4,18 +4,13 @@
  * machine without Chromium skips this file and says how to enable it; CI
  * (REQUIRE_BROWSER=1, set by .ci/run) always runs it.
  */
-import fs from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 
-const CANDIDATES = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter((p): p is string => Boolean(p));
-const CHROMIUM = CANDIDATES.find((p) => fs.existsSync(p));
-const ENABLE = "sudo apt-get install -y chromium (or set CHROMIUM_PATH to a Chromium or Chrome binary)";
-if (!CHROMIUM) {
-  if (process.env.REQUIRE_BROWSER === "1") throw new Error(`Chromium not found (looked at ${CANDIDATES.join(", ")}); .ci/run installs Debian's chromium`);
-  console.warn(`[docs-page.test] SKIPPED: no Chromium on this machine (looked at ${CANDIDATES.join(", ")}). Enable it with: ${ENABLE}`);
-}
+import { CHROMIUM, ENABLE_BROWSER as ENABLE, launchBrowser, requireBrowserOrSkip } from "../helpers/browser";
+
+requireBrowserOrSkip("docs-page.test");
 
 let gw: TestGateway;
 let browser: Browser;
@@ -23,10 +18,7 @@ let browser: Browser;
 beforeAll(async () => {
   if (!CHROMIUM) return;
   gw = await startTestGateway();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchBrowser();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

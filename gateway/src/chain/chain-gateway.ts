@@ -13,7 +13,8 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
+import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
+import { SAFE_ABI } from "../../../contracts-abi/safe";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { HEALTH_SCORE_CAP } from "../domain/position";
@@ -81,6 +82,9 @@ export function describeRevertData(data: Hex): string {
   }
 }
 
+/** wei of ETH in USD at an oracle price of 8 decimals */
+export const usdOfWei = (wei: bigint, ethPrice: bigint): number => (Number(wei) / 1e18) * (Number(ethPrice) / 1e8);
+
 /** Aave's health factor as the service's health score: 2 decimals rounded down, capped like the sandbox's */
 export function chainHealthScore(p: { healthFactorWad: bigint; debtMicro: bigint }): number {
   if (p.debtMicro === 0n) return HEALTH_SCORE_CAP;
@@ -146,6 +150,21 @@ export class ChainGateway {
       };
     } catch (err) {
       throw new TreasuryError("chain_unavailable", `could not read the treasury's position on ${chain}: ${describeRevert(err)}`);
+    }
+  }
+
+  /** ETH's price from the market's Aave oracle (USD, 8 decimals): what gas costs the automation key */
+  ethPrice(chain: TreasuryChain): Promise<bigint> {
+    const m = AAVE_MARKETS[chain];
+    return this.client(chain).readContract({ address: m.oracle, abi: AAVE_ORACLE_ABI, functionName: "getAssetPrice", args: [m.weth] });
+  }
+
+  /** a Safe's nonce (the next Safe transaction's) */
+  async safeNonce(chain: TreasuryChain, safe: `0x${string}`): Promise<bigint> {
+    try {
+      return await this.client(chain).readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" });
+    } catch (err) {
+      throw new TreasuryError("chain_unavailable", `could not read the Safe ${safe}'s nonce on ${chain}: ${describeRevert(err)}`);
     }
   }
 

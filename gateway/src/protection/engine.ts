@@ -28,11 +28,11 @@
  */
 import { encodeFunctionData, keccak256, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
+import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
-import { ChainGateway, chainHealthScore } from "../chain/chain-gateway";
+import { ChainGateway, chainHealthScore, usdOfWei } from "../chain/chain-gateway";
 import { repaymentToPark } from "../domain/delegation";
 import { feeFor } from "../domain/fees";
 import { GAS_CAPS } from "../domain/policy";
@@ -48,7 +48,6 @@ import type { DelegationRecord } from "../store/delegation-store";
 import type { ProtectionClaim, SentTransaction } from "../store/protection-claim-store";
 import type { TreasuryRecord } from "../store/treasury-store";
 
-const ORACLE_ABI = [{ type: "function", name: "getAssetPrice", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] }] as const;
 
 export interface TickResult {
   treasuryId: string;
@@ -207,7 +206,7 @@ export class ProtectionEngine {
     const park = BigInt(PRESETS[t.preset].parkTarget * 100);
     const client = this.chain.client(chain);
     const [usdcPrice, ethPrice] = await Promise.all(
-      [m.usdc, m.weth].map((asset) => client.readContract({ address: m.oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [asset] })),
+      [m.usdc, m.weth].map((asset) => client.readContract({ address: m.oracle, abi: AAVE_ORACLE_ABI, functionName: "getAssetPrice", args: [asset] })),
     );
     const base = { collateralBase: position.collateralBase, debtBase: position.debtBase, usdcPriceBase: usdcPrice!, parkTargetBps: park };
     const fromWallet = repaymentToPark({ ...base, fromCollateral: false });
@@ -237,8 +236,7 @@ export class ProtectionEngine {
     for (const c of calls) {
       gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] }).catch(() => 400_000n) : 400_000n;
     }
-    const usd = (wei: bigint) => (Number(wei) / 1e18) * (Number(ethPrice) / 1e8);
-    const costUsd = usd(gas * fees.maxFeePerGas);
+    const costUsd = usdOfWei(gas * fees.maxFeePerGas, ethPrice!);
     const caps = this.caps();
     if (costUsd > caps.perActionUsd) return this.skip(d, health, ltvPct(position), `gas ${costUsd.toFixed(4)} USD is above the ${caps.perActionUsd} USD per-action cap`);
     const month = await this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
@@ -272,8 +270,7 @@ export class ProtectionEngine {
    */
   private async resume(run: Run): Promise<TickResult> {
     const { d, t, claim } = run;
-    const client = this.chain.client(t.chain);
-    const ethPrice = await client.readContract({ address: AAVE_MARKETS[t.chain].oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [AAVE_MARKETS[t.chain].weth] });
+    const ethPrice = await this.chain.ethPrice(t.chain);
     for (const sent of claim.sent) await this.landed(run, sent);
     const repaid = claim.sent.some((s) => s.call === "repay" && run.receipts.get(s.hash)?.status === "success");
     if (repaid) return this.finish(run, ethPrice);

@@ -30,7 +30,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { SAFE_ABI, SIMULATE_TX_ACCESSOR_ABI } from "../../../contracts-abi/safe";
 import { simulateTxAccessor } from "../../../contracts-abi/safe-deployments";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
-import { ChainGateway, chainHealthScore, describeRevert, describeRevertData, revertDataOf } from "../chain/chain-gateway";
+import { ChainGateway, chainHealthScore, describeRevert, describeRevertData, revertDataOf, usdOfWei } from "../chain/chain-gateway";
 import { packSignatures, safeTxFor } from "../chain/safe-transaction";
 import type { ActionParams } from "../domain/sandbox-ledger";
 import { ltvPct } from "../domain/position";
@@ -40,7 +40,7 @@ import { newId } from "../lib/ids";
 import { ActionService } from "../services/action-service";
 import type { ServiceContext } from "../services/context";
 import { ExecutionRecorder } from "../services/execution-recorder";
-import { SafeTransactionService, type SafeState } from "../services/safe-transaction-service";
+import { SafeTransactionService, safeTransactionRef, type SafeState } from "../services/safe-transaction-service";
 import type { SafeTransactionRecord } from "../store/safe-transaction-store";
 
 export interface SafeExecution {
@@ -51,17 +51,12 @@ export interface SafeExecution {
   txHash?: Hex;
 }
 
-const ORACLE_ABI = [{ type: "function", name: "getAssetPrice", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] }] as const;
-
 /** what the automation key may spend executing one Safe's transactions in a calendar month (UTC) */
 export const SAFE_EXEC_GAS_USD_PER_MONTH = Number(process.env.SAFE_EXEC_GAS_USD_PER_MONTH ?? 5);
 
 /** gas limit of one execTransaction (an action's batch is well under 1M on Base; unused gas is not paid) */
 const EXEC_GAS_LIMIT = 3_000_000n;
 const RECEIPT_TIMEOUT_MS = 60_000;
-
-/** wei of ETH in USD at the oracle's price (8 decimals) */
-const usdOf = (wei: bigint, ethPrice: bigint): number => (Number(wei) / 1e18) * (Number(ethPrice) / 1e8);
 
 class LostClaim extends Error {
   constructor() {
@@ -162,8 +157,8 @@ export class SafeExecutor {
     const fees = await client.estimateFeesPerGas();
     // the gas budget: the automation key pays, so the cost is checked before anything is signed
     const gas = await client.estimateGas({ account: this.automation.address, to: r.safe, data }).catch(() => EXEC_GAS_LIMIT);
-    const ethPrice = await this.ethPrice(r.chain);
-    const costUsd = usdOf(gas * fees.maxFeePerGas, ethPrice);
+    const ethPrice = await this.chain.ethPrice(r.chain);
+    const costUsd = usdOfWei(gas * fees.maxFeePerGas, ethPrice);
     const budget = this.opts.gasUsdPerMonth ?? SAFE_EXEC_GAS_USD_PER_MONTH;
     const spent = await this.ctx.stores.safeTransactions.monthGasUsd(r.safe, this.ctx.clock.now());
     if (spent + costUsd > budget) {
@@ -234,11 +229,6 @@ export class SafeExecutor {
     }
   }
 
-  private async ethPrice(chain: "base" | "arbitrum"): Promise<bigint> {
-    const m = AAVE_MARKETS[chain];
-    return this.chain.client(chain).readContract({ address: m.oracle, abi: ORACLE_ABI, functionName: "getAssetPrice", args: [m.weth] });
-  }
-
   /** the end of a sent execution, from its receipt (null: its nonce went elsewhere, and the Safe transaction did not execute) */
   private async settle(r: SafeTransactionRecord, receipt: TransactionReceipt | null): Promise<SafeExecution> {
     if (!receipt) {
@@ -247,7 +237,7 @@ export class SafeExecutor {
       await this.ctx.stores.safeTransactions.release(r.id, this.holder, this.ctx.clock.now().toISOString());
       return { id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: "the automation transaction was replaced before it was mined; tried again on the next pass" };
     }
-    const gasUsd = usdOf(receipt.gasUsed * receipt.effectiveGasPrice, await this.ethPrice(r.chain));
+    const gasUsd = usdOfWei(receipt.gasUsed * receipt.effectiveGasPrice, await this.chain.ethPrice(r.chain));
     const events = parseEventLogs({ abi: SAFE_ABI, logs: receipt.logs.filter((l) => l.address.toLowerCase() === r.safe.toLowerCase()) });
     const ok = receipt.status === "success" && events.some((e) => e.eventName === "ExecutionSuccess" && e.args.txHash.toLowerCase() === r.safeTxHash.toLowerCase());
     if (!ok) {
@@ -267,7 +257,7 @@ export class SafeExecutor {
         health_score_after: chainHealthScore(after),
         ...(r.action === "repay" ? { remaining_borrow: usdcToNumber(after.debtMicro) } : {}),
         completed_at: now.toISOString(),
-        safe_transaction: { id: r.id, safe_tx_hash: r.safeTxHash, status: "executed", url: this.ctx.links.url(`/api/v1/safe-transactions/${r.id}`) },
+        safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "executed"),
       });
       await this.recorder.audit(
         {
@@ -292,7 +282,7 @@ export class SafeExecutor {
     const now = this.ctx.clock.now().toISOString();
     await this.ctx.tx.transaction(async () => {
       if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash, gasUsd }, now))) throw new LostClaim();
-      await this.updateReceipt(r, { status: "failed", failure: { error, message }, ...(txHash ? { tx_hash: txHash } : {}), failed_at: now, safe_transaction: { id: r.id, safe_tx_hash: r.safeTxHash, status: "failed", url: this.ctx.links.url(`/api/v1/safe-transactions/${r.id}`) } });
+      await this.updateReceipt(r, { status: "failed", failure: { error, message }, ...(txHash ? { tx_hash: txHash } : {}), failed_at: now, safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "failed") });
     });
     return { id: r.id, treasuryId: r.treasuryId, outcome: "failed", detail: `${error}: ${message}`, txHash };
   }
@@ -303,7 +293,7 @@ export class SafeExecutor {
     const message = `the Safe's owners did not sign it before ${r.expiresAt}; the service will not execute it`;
     const done = await this.ctx.tx.transaction(async () => {
       if (!(await this.ctx.stores.safeTransactions.markExpired(r.id, now))) return false;
-      await this.updateReceipt(r, { status: "failed", failure: { error: "safe_transaction_not_open", message }, failed_at: now, safe_transaction: { id: r.id, safe_tx_hash: r.safeTxHash, status: "expired", url: this.ctx.links.url(`/api/v1/safe-transactions/${r.id}`) } });
+      await this.updateReceipt(r, { status: "failed", failure: { error: "safe_transaction_not_open", message }, failed_at: now, safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "expired") });
       return true;
     });
     return { id: r.id, treasuryId: r.treasuryId, outcome: done ? "expired" : "in_progress", detail: message };

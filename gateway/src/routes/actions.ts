@@ -59,6 +59,9 @@ export const DelegationDocument = z
     module: z.string().nullable(),
     requirements: z.record(z.string(), z.unknown()),
     protection_actions: z.array(z.record(z.string(), z.unknown())),
+    gas: z
+      .object({ per_action_usd: z.number(), per_month_usd: z.number(), applies_to: z.string(), spent_this_month_usd: z.number() })
+      .openapi({ description: "the protection engine's gas caps, and what it spent on this Safe this calendar month (UTC)" }),
   })
   .passthrough()
   .openapi("Delegation");

@@ -33,8 +33,7 @@ import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 import { ExecutionRecorder } from "./execution-recorder";
 import { safetyRailError } from "./preview-service";
-import { SAFE_TX_TTL_MS } from "./safe-transaction-service";
-import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { SAFE_TX_TTL_MS, safeTransactionRef } from "./safe-transaction-service";
 import { safeTxFor, safeTxHash } from "../chain/safe-transaction";
 
 export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
@@ -61,6 +60,9 @@ export interface Plan {
 export function mainStep(steps: StepRecord[]): StepRecord {
   return steps.find((s) => s.kind === "pool_call")!;
 }
+
+/** another action of the treasury holds its slot */
+const slotBusy = () => new TreasuryError("conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
 
 /** a sandbox key's managed treasury: a simulated ledger in the store, never chain-backed, never an x402 payer's */
 const onLedgerOnly = (t: TreasuryRecord): boolean => t.origin === "sandbox_key" && t.executionMode === "managed";
@@ -156,7 +158,7 @@ export class ActionService {
       const now = this.ctx.clock.now();
       await this.guard(await this.treasury(treasuryId), request, now, chain);
       if (!await this.ctx.stores.slots.claim(treasuryId, holder, now)) {
-        throw new TreasuryError("conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
+        throw slotBusy();
       }
     });
     return () => this.ctx.stores.slots.release(treasuryId, holder);
@@ -207,7 +209,7 @@ export class ActionService {
     // a managed sandbox treasury on the local chain: its steps run on the fork, sent as the wallet (impersonated)
     const onChain = before.executionMode === "managed" && chain && (await this.sandboxed(before)) ? await this.runOnSandbox(before, planned) : null;
     // an operator's Safe: the action becomes a Safe transaction its owners sign (at the Safe's nonce now)
-    const safeNonce = before.executionMode === "managed" && chain && !onChain && (await this.isContract(before)) ? await this.safeNonce(before) : null;
+    const safeNonce = before.executionMode === "managed" && chain && !onChain && (await this.isContract(before)) ? await this.chain.safeNonce(before.chain, before.walletAddress) : null;
     return await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
       const treasury = await this.treasury(treasuryId);
@@ -245,21 +247,13 @@ export class ActionService {
     return this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
       if (!(await this.ctx.stores.slots.free(treasuryId, now))) {
-        throw new TreasuryError("conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
+        throw slotBusy();
       }
       const treasury = await this.treasury(treasuryId);
       const plan = await this.guard(treasury, request, now, null);
       const receipt = await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now);
       return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: true, how: "applied to the sandbox ledger; nothing was sent" } } };
     });
-  }
-
-  private async safeNonce(t: TreasuryRecord): Promise<bigint> {
-    try {
-      return await this.chain.client(t.chain).readContract({ address: t.walletAddress, abi: SAFE_ABI, functionName: "nonce" });
-    } catch (err) {
-      throw new TreasuryError("chain_unavailable", `could not read the Safe ${t.walletAddress}'s nonce on ${t.chain}: ${(err as Error).message.split("\n")[0]}`);
-    }
   }
 
   /**
@@ -277,7 +271,7 @@ export class ActionService {
     const safeTx = safeTxFor(chainId, planned, nonce);
     const hash = safeTxHash(chainId, t.walletAddress, safeTx);
     const id = newId("stx");
-    const pending = { id, safe_tx_hash: hash, status: "awaiting_signatures", url: this.ctx.links.url(`/api/v1/safe-transactions/${id}`) };
+    const pending = safeTransactionRef(this.ctx.links, id, hash, "awaiting_signatures");
     const expiresAt = new Date(now.getTime() + SAFE_TX_TTL_MS).toISOString();
     const { executionId, receipt } = await this.recorder.recordReceipt({
       treasury: t,

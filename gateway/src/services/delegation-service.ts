@@ -151,7 +151,7 @@ export class DelegationService {
     const safe = getAddress(t.walletAddress);
     const module = getAddress(d.module);
     const [nonce, page] = await Promise.all([
-      c.readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" }),
+      this.chain.safeNonce(t.chain, safe),
       c.readContract({ address: safe, abi: SAFE_ABI, functionName: "getModulesPaginated", args: [SENTINEL_MODULES, 50n] }),
     ]).catch((err: unknown) => {
       throw new TreasuryError("chain_unavailable", `could not read the Safe ${safe}: ${(err as Error).message.split("\n")[0]}`);

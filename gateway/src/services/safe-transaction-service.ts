@@ -15,11 +15,16 @@ import type { ChainGateway } from "../chain/chain-gateway";
 import { safeSignatureOwner, safeTxTypedDataJson } from "../chain/safe-transaction";
 import { usdcToNumber } from "../domain/money";
 import { TreasuryError } from "../lib/errors";
-import type { SafeTransactionRecord } from "../store/safe-transaction-store";
-import type { ServiceContext } from "./context";
+import type { SafeTransactionRecord, SafeTxStatus } from "../store/safe-transaction-store";
+import type { Links, ServiceContext } from "./context";
 
 /** how long a proposed Safe transaction waits for its owners before the service stops executing it (SAFE_TX_TTL_MS) */
 export const SAFE_TX_TTL_MS = Number(process.env.SAFE_TX_TTL_MS ?? 24 * 60 * 60 * 1000);
+
+/** how a receipt names the Safe transaction that completes it */
+export function safeTransactionRef(links: Links, id: string, safeTxHash: Hex, status: SafeTxStatus) {
+  return { id, safe_tx_hash: safeTxHash, status, url: links.url(`/api/v1/safe-transactions/${id}`) };
+}
 
 export interface SafeState {
   owners: Address[];
@@ -40,7 +45,7 @@ export class SafeTransactionService {
       const [owners, threshold, nonce] = await Promise.all([
         c.readContract({ address: safe, abi: SAFE_ABI, functionName: "getOwners" }),
         c.readContract({ address: safe, abi: SAFE_ABI, functionName: "getThreshold" }),
-        c.readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" }),
+        this.chain.safeNonce(chain, safe),
       ]);
       return { owners: owners.map((o) => getAddress(o)), threshold: Number(threshold), nonce };
     } catch (err) {
