@@ -5,7 +5,7 @@
 import { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import express, { type Express } from "express";
 import type { Logger } from "pino";
-import { requireJsonBody } from "./http/content-type";
+import { jsonBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
 import { consoleRouter } from "./console/serve";
 import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
@@ -13,8 +13,8 @@ import { buildOpenApiDocument } from "./http/openapi";
 import { hostGuard } from "./http/host-guard";
 import { credentialCreationLimit, rateLimits } from "./http/rate-limit";
 import { scrubLogObject } from "./http/log-scrub";
-import { limitJsonDepth } from "./http/content-type";
-import { accessLog, requestId } from "./http/request-context";
+import { requestContext } from "./http/request-context";
+import { RouteDispatcher } from "./http/dispatcher";
 import { RouteTable } from "./http/route";
 import { adminGuard, adminRoutes } from "./routes/admin";
 import { agentRoutes } from "./routes/agents";
@@ -66,8 +66,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const status = () => gatewayStatusDocument({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one"), chains }, startedAt, SERVICE_VERSION);
 
   const keys = scope(ctx, "apiKeys");
-  app.use(requestId);
-  app.use(accessLog(logger));
+  app.use(requestContext(logger));
   app.use("/api/mcp", hostGuard({ publicBaseUrl: ctx.links.base, ...ctx.config.mcp }));
   app.use(
     rateLimits({
@@ -79,25 +78,20 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       internal: isInternalDispatch,
       addressOf: clientAddress,
       // only a verified identity picks a bucket: a valid API key, or a payment whose signature checks out
-      credentialOf: async (req) => {
-        const bearer = await credentialIdentity(keys, req);
-        if (bearer || req.header("authorization")) return bearer;
-        const payer = services.payments.enabled && hasPayment(req) ? await services.payments.verifiedPayer((n) => req.header(n)) : undefined;
-        return payer ? `payer:${payer}` : undefined;
+      credentialOf: (req) => {
+        if (req.headers.authorization) return credentialIdentity(keys, req);
+        if (!services.payments.enabled || !hasPayment(req)) return undefined; // nothing to look up: counted by address at once
+        return services.payments.verifiedPayer((n) => req.header(n)).then((payer) => (payer ? `payer:${payer}` : undefined));
       },
     }),
   );
   app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"], counters: ctx.stores.rateLimits, addressOf: clientAddress }));
-  app.use(requireJsonBody);
-  app.use(express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }));
-  app.use(limitJsonDepth);
+  app.use(jsonBody(express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] })));
 
-  app.use(docsRouter());
-  app.use(consoleRouter());
 
   const registry = new OpenAPIRegistry();
   const table = new RouteTable();
-  const api = express.Router();
+  const api = new RouteDispatcher();
   const kit = createKit(api, registry, table, {
     authenticate: services.authenticate,
     payments: services.payments,
@@ -105,6 +99,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
     catalog: services.catalog,
     idempotency: ctx.stores.idempotency,
     renewReservations: (holder) => ctx.stores.slots.renew(holder, ctx.clock.now()),
+    transaction: (fn) => ctx.tx.transaction(fn),
     now: () => ctx.clock.now(),
   });
 
@@ -127,21 +122,24 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const toolList = () => (tools ??= toolsOf(table.toolRoutes(), (method, path) => table.routeOf(method, path)));
   mcpRoutes(kit, scope(ctx), { tools: toolList, payments: services.payments, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
-  const admin = express.Router();
+  const admin = new RouteDispatcher();
   adminRoutes(createKit(admin, registry, table), scope(ctx, "accessRequests", "outbox"), services.access);
 
   toolList(); // a tool declaration error fails at start, not at the first call
   const openapi = buildOpenApiDocument(registry, ctx.links.base);
+  // the API first (its paths are found in one lookup), then the pages and the admin API, whose paths it never shares
+  app.use(api.handle);
   app.get("/openapi.json", (_req, res) => {
     res.json(openapi);
   });
   table.add("/openapi.json", "get");
   table.add("/docs", "get");
+  app.use(docsRouter());
+  app.use(consoleRouter());
 
   // the guard answers every /admin path first: 404 when the admin API is off, 401 without the token
   app.use("/admin", adminGuard(scope(ctx)));
-  app.use(admin);
-  app.use(api);
+  app.use(admin.handle);
 
   // a known path with a method it does not serve: 405 with Allow
   for (const [path, methods] of table.entries()) {

@@ -7,7 +7,8 @@ import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
-import { authed, registerTreasury, sandboxTenant, type Tenant } from "../helpers/treasury";
+import { countWriteTransactions } from "../helpers/store";
+import { authed, newIdempotencyKey, registerTreasury, sandboxTenant, type Tenant } from "../helpers/treasury";
 
 let gw: TestGateway;
 let v: ResponseValidator;
@@ -181,6 +182,58 @@ describe("managed mode on the simulated ledger: one database transaction per act
     await gw.ctx.stores.slots.release(t.treasuryId, "paid-request-holder");
     expect((await api.post("/api/v1/convert", { amount_usdc: 100, target: "btc" })).status).toBe(200);
     expect((await api.get("/api/v1/treasury")).body.usdc_balance).toBe(5000 - 100 * (applied + 1));
+  });
+});
+
+describe("a sandbox key's action is one write transaction with its Idempotency-Key", () => {
+  it("claims the key, acts and stores the answer in one transaction; the replay writes nothing", async () => {
+    const t = await sandboxTenant(gw.url);
+    const api = authed(gw.url, t.key);
+    const key = newIdempotencyKey();
+    let first: Awaited<ReturnType<typeof api.post>> | undefined;
+    // was three: the key's claim, the action, the key's completion
+    expect(await countWriteTransactions(gw.ctx.db, async () => void (first = await api.post("/api/v1/deposits", { amount_usdc: 100 }, key)))).toBe(1);
+    expect(first!.status).toBe(200);
+    let again: Awaited<ReturnType<typeof api.post>> | undefined;
+    expect(await countWriteTransactions(gw.ctx.db, async () => void (again = await api.post("/api/v1/deposits", { amount_usdc: 100 }, key)))).toBe(1);
+    expect(again!.headers.get("idempotent-replayed")).toBe("true");
+    expect(again!.text).toBe(first!.text);
+  });
+
+  it("a failure halfway leaves nothing behind: no claim, no ledger change, no audit entry; the same key then succeeds once", async () => {
+    const t = await sandboxTenant(gw.url);
+    const api = authed(gw.url, t.key);
+    const key = newIdempotencyKey();
+    const before = (await api.get("/api/v1/treasury")).body;
+    const fees = gw.ctx.stores.fees;
+    const record = fees.record;
+    // the fee audit is written after the ledger moved, inside the action's transaction
+    fees.record = async () => {
+      throw new Error("the disk went away");
+    };
+    try {
+      const failed = await api.post("/api/v1/deposits", { amount_usdc: 100 }, key);
+      expect(failed.status).toBe(500);
+      expect(failed.body.error).toBe("internal_error");
+    } finally {
+      fees.record = record;
+    }
+    expect((await api.get("/api/v1/treasury")).body).toEqual(before);
+    expect((await api.get("/api/v1/audit")).body.data).toHaveLength(0);
+    expect(Number(((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = ?", key)) as { n: number }).n)).toBe(0);
+    const retried = await api.post("/api/v1/deposits", { amount_usdc: 100 }, key);
+    expect(retried.status).toBe(200);
+    expect((await api.get("/api/v1/treasury")).body).not.toEqual(before);
+    expect((await api.get("/api/v1/audit")).body.data).toHaveLength(1);
+  });
+
+  it("a wallet-mode treasury's action keeps its claim, its lease and the separate completion (it leaves the store: an envelope to sign)", async () => {
+    const t = await registerTreasury(gw.url, { wallet_address: privateKeyToAccount(generatePrivateKey()).address, chain: "base" });
+    const api = authed(gw.url, t.key);
+    let r: Awaited<ReturnType<typeof api.post>> | undefined;
+    const writes = await countWriteTransactions(gw.ctx.db, async () => void (r = await api.post("/api/v1/deposits", { amount_usdc: 500 })));
+    expect(r!.status).toBe(202);
+    expect(writes).toBeGreaterThan(1);
   });
 });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../gateway/src/lib/clock";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
+import { countWriteTransactions } from "../helpers/store";
 import { authed, newIdempotencyKey, registerTreasury } from "../helpers/treasury";
 
 let gw: TestGateway;
@@ -113,6 +114,18 @@ describe("relay of a viem-signed EIP-1559 envelope", () => {
     // the same key with another transaction of the same signer is a different request
     const other = await relay(step.tx_id, await signViem(account, step, 1), key);
     expect(other.status).toBe(422);
+  });
+
+  it("a simulated treasury's relay is one write transaction with its Idempotency-Key (nothing leaves the store)", async () => {
+    const { account, api } = await walletTreasury();
+    const env = (await api.post("/api/v1/borrow", { amount_usdc: 100 })).body;
+    const step: Step = env.steps[0];
+    const signed = await signViem(account, step, 0);
+    let r: Awaited<ReturnType<typeof relay>> | undefined;
+    // was three: the key's claim, the step, the key's completion
+    expect(await countWriteTransactions(gw.ctx.db, async () => void (r = await relay(step.tx_id, signed)))).toBe(1);
+    expect(r!.status).toBe(200);
+    expect(r!.body).toMatchObject({ object: "relay_receipt", tx_id: step.tx_id, simulated: true, status: "confirmed" });
   });
 });
 

@@ -28,3 +28,33 @@ export async function freshDatabase(dataDir: string): Promise<DatabaseLocation> 
   url.pathname = `/${name}`;
   return { url: url.toString() };
 }
+
+/**
+ * The write transactions `fn` makes on `db` while nothing else runs on it: each top-level
+ * `transaction(...)` counts one, and so does each `run(...)` outside one (an autocommitted write).
+ * Reads (`get`, `all`) count nothing.
+ */
+export async function countWriteTransactions(db: { transaction: (...a: any[]) => Promise<any>; run: (...a: any[]) => Promise<any> }, fn: () => Promise<void>): Promise<number> {
+  const { transaction, run } = db;
+  let open = 0;
+  let writes = 0;
+  db.transaction = async (...a: any[]) => {
+    if (open++ === 0) writes++;
+    try {
+      return await transaction.apply(db, a);
+    } finally {
+      open--;
+    }
+  };
+  db.run = (...a: any[]) => {
+    if (open === 0) writes++;
+    return run.apply(db, a);
+  };
+  try {
+    await fn();
+  } finally {
+    db.transaction = transaction;
+    db.run = run;
+  }
+  return writes;
+}

@@ -8,29 +8,28 @@ import type { Logger } from "pino";
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
-export const requestId: RequestHandler = (req, res, next) => {
-  const incoming = req.header("x-request-id");
-  const id = incoming && INCOMING_ID.test(incoming) ? incoming : `req_${randomUUID().replace(/-/g, "")}`;
-  res.locals.requestId = id;
-  res.setHeader("X-Request-Id", id);
-  next();
-};
-
 /**
+ * The request's id (X-Request-Id: a well-formed incoming one is kept, else a fresh one; every error body
+ * carries it) and its access-log line: one middleware, one pass.
+ *
  * One line per request when its answer is sent (or its connection closes first): the request id, method,
  * URL, status, time taken, client address and user agent; every field passes the logger's scrubber. The
  * request's headers are not logged: serializing and scrubbing them for every request was a tenth of a
  * public GET's time (bench/README.md), and a header is where a credential travels.
  */
-export function accessLog(logger: Logger): RequestHandler {
+export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {
+    const incoming = req.headers["x-request-id"];
+    const id = typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : `req_${randomUUID().replace(/-/g, "")}`;
+    res.locals.requestId = id;
+    res.setHeader("X-Request-Id", id);
     const started = process.hrtime.bigint();
     let done = false;
     const log = (aborted: boolean) => {
       if (done) return;
       done = true;
       const fields = {
-        request_id: res.locals.requestId as string,
+        request_id: id,
         req: { method: req.method, url: req.originalUrl, remote_address: req.socket.remoteAddress, user_agent: req.headers["user-agent"] },
         res: { statusCode: res.statusCode },
         responseTime: Number((Number(process.hrtime.bigint() - started) / 1e6).toFixed(3)),

@@ -4,7 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutions/zod-to-openapi";
-import type { Request, Response, Router } from "express";
+import type { Request, Response } from "express";
+import type { RouteSink } from "./dispatcher";
 import type { ZodType } from "zod";
 import { ErrorResponse as ErrorResponseSchema } from "../schemas/common";
 import { z } from "../schemas/zod";
@@ -97,6 +98,14 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
    * the handler is done. The handler finds the holder in res.locals.slotHolder.
    */
   reserve?: (ctx: HandlerContext<B, Q, P>, holder: string) => Promise<() => Promise<void>>;
+  /**
+   * A bearer request whose whole effect is in the store (a sandbox key's ledger action): true makes its
+   * Idempotency-Key claim, the handler and the stored answer one database transaction, one write instead
+   * of three, with nothing to lease and nothing left half-done by a crash. The handler's own transaction
+   * makes every check, so `reserve` is not called. Never asked for a paid request (its settlement is
+   * outside the store).
+   */
+  storeOnly?: (ctx: HandlerContext<B, Q, P>) => Promise<boolean> | boolean;
   /** idempotency scope of a route without a credential (e.g. the relay: the transaction's signer) */
   idempotencyScope?: (ctx: HandlerContext<B, Q, P>) => Promise<string> | string;
   handler: (ctx: HandlerContext<B, Q, P>) => Promise<HandlerResult> | HandlerResult;
@@ -211,6 +220,8 @@ export interface RouteHooks {
   catalog?: BazaarCatalog;
   /** keep the reservations (treasury slots) of a live request's holder from expiring */
   renewReservations?: (holder: string) => Promise<unknown>;
+  /** one database transaction (a route's storeOnly requests run in one) */
+  transaction?: <T>(fn: () => Promise<T>) => Promise<T>;
   now?: () => Date;
 }
 
@@ -242,7 +253,7 @@ export function settledResult(result: HandlerResult): HandlerResult {
 }
 
 export function registerRoute<B, Q, P>(
-  router: Router,
+  router: RouteSink,
   registry: OpenAPIRegistry,
   table: RouteTable,
   spec: RouteSpec<B, Q, P>,
@@ -253,6 +264,7 @@ export function registerRoute<B, Q, P>(
   if (spec.security === "bearer_or_x402" && !spec.price) throw new Error(`${route} accepts x402 but declares no price: add one, or declare it bearer-only`);
   if (spec.price && spec.security !== "bearer_or_x402") throw new Error(`${route} declares a price but does not accept x402 (security bearer_or_x402)`);
   if (spec.idempotencyKey && !hooks.idempotency) throw new Error(`${spec.path} needs the idempotency store`);
+  if (spec.storeOnly && !(spec.idempotencyKey && hooks.transaction)) throw new Error(`${route} declares storeOnly: it needs an Idempotency-Key and the database's transactions`);
   if (spec.price) hooks.prices?.add({ method: spec.method.toUpperCase() as "GET" | "POST", path: spec.path, ...spec.price, ...(spec.tool ? { tool: spec.tool.name } : {}) });
   if (spec.tool) table.addTool(spec);
   table.add(spec.path, spec.method);
@@ -298,13 +310,24 @@ export function registerRoute<B, Q, P>(
     return "public";
   };
 
-  /** bearer (or no credential): the shared idempotency guard around reserve + handler */
+  /** the request's parsed context when the route says it is store-only; a request it cannot say that of (invalid, refused) takes the ordinary path, which answers it */
+  const storeOnlyContext = async (req: Request, res: Response): Promise<HandlerContext<B, Q, P> | undefined> => {
+    if (!spec.storeOnly) return undefined;
+    try {
+      const c = parsed(req, res);
+      return (await spec.storeOnly(c)) ? c : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+
+  /** bearer (or no credential): the shared idempotency guard around reserve + handler, or one transaction for a storeOnly request */
   const runIdempotent = async (req: Request, res: Response): Promise<void> => {
-    const outcome = await idempotent(
-      hooks.idempotency!,
-      { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now(), clock: now, renewAlso: () => hooks.renewReservations?.(holderOf(res)) ?? Promise.resolve() },
-      () => outcomeOf(res, () => runReserved(req, res)),
-    );
+    const call = { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now(), clock: now };
+    const atomic = await storeOnlyContext(req, res);
+    const outcome = atomic
+      ? await hooks.transaction!(() => idempotent(hooks.idempotency!, { ...call, leased: false }, () => outcomeOf(res, async () => spec.handler(atomic))))
+      : await idempotent(hooks.idempotency!, { ...call, renewAlso: () => hooks.renewReservations?.(holderOf(res)) ?? Promise.resolve() }, () => outcomeOf(res, () => runReserved(req, res)));
     sendOutcome(res, outcome, outcome.replayed);
   };
 

@@ -47,7 +47,22 @@ export async function recoverHashSigner(hash: Hex, signature: Hex): Promise<Addr
   return addressOf(native.ecdsaRecover(bytes.subarray(0, 64), v >= 27 ? v - 27 : v, hexToBytes(hash), false));
 }
 
-export async function recoverTransactionSigner(signed: Hex): Promise<Address> {
+/** the signers of the transactions seen last: a relay recovers its transaction's signer twice (its idempotency scope, then the checks), and a retry sends the same bytes */
+const recentSigners = new Map<string, Promise<Address>>();
+const RECENT_SIGNERS = 1024;
+
+/** the signer of a signed transaction (a pure function of its bytes, so the answers for the last 1,024 are kept) */
+export function recoverTransactionSigner(signed: Hex): Promise<Address> {
+  let signer = recentSigners.get(signed);
+  if (!signer) {
+    signer = recoverUncached(signed);
+    if (recentSigners.size >= RECENT_SIGNERS) recentSigners.delete(recentSigners.keys().next().value!);
+    recentSigners.set(signed, signer);
+  }
+  return signer;
+}
+
+async function recoverUncached(signed: Hex): Promise<Address> {
   if (!native) return recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
   const tx = parseTransaction(signed as TransactionSerialized);
   if (tx.r === undefined || tx.s === undefined) throw new Error("the transaction carries no signature");

@@ -146,6 +146,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         ...extra,
       },
       reserve: ({ body, res }, holder) => deps.actions.reserve(requireCredential(res).treasuryId, actionRequest(name, body), holder),
+      storeOnly: ({ res }) => deps.actions.storeOnly(requireCredential(res).treasuryId),
       handler: ({ body, res }) => {
         const credential = requireCredential(res);
         return deps.actions.perform(credential.treasuryId, actionRequest(name, body), credential.kind === "x402" ? "x402_payment" : "api_request", res.locals.slotHolder as string | undefined);
@@ -391,6 +392,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       ...RATE_LIMITED,
     },
     idempotencyScope: ({ body }) => relayScope(body.tx_id, body.signed_transaction),
+    storeOnly: ({ body }) => deps.relay.storeOnly(body.tx_id),
     handler: async ({ body }) => deps.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`),
   });
 

@@ -1,5 +1,5 @@
 import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
-import type { Router } from "express";
+import type { RouteSink } from "../http/dispatcher";
 import { registerRoute, type RouteHooks, type RouteSpec, type RouteTable } from "../http/route";
 import { ErrorResponse } from "../schemas/common";
 
@@ -8,7 +8,7 @@ export interface RouteKit {
   route<B, Q, P>(spec: RouteSpec<B, Q, P>): void;
 }
 
-export function createKit(router: Router, registry: OpenAPIRegistry, table: RouteTable, hooks: RouteHooks = {}): RouteKit {
+export function createKit(router: RouteSink, registry: OpenAPIRegistry, table: RouteTable, hooks: RouteHooks = {}): RouteKit {
   return { route: (spec) => registerRoute(router, registry, table, spec, hooks) };
 }
 

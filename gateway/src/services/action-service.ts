@@ -137,6 +137,11 @@ export class ActionService {
     return t;
   }
 
+  /** the treasury's actions change nothing but the store (a sandbox key's ledger): one transaction can hold a whole request */
+  async storeOnly(treasuryId: string): Promise<boolean> {
+    return onLedgerOnly(await this.treasury(treasuryId));
+  }
+
   /**
    * Every check perform() makes, and the treasury's conflict slot claimed for
    * `holder` in the same transaction: after this, no other action of the

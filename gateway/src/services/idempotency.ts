@@ -58,7 +58,8 @@ export async function whileLeased<T>(renew: () => Promise<unknown>, run: () => P
 
 export async function idempotent(
   store: IdempotencyStore,
-  call: { scope: string; key: string | undefined; fingerprint: string; now: Date; clock?: () => Date; renewAlso?: () => Promise<unknown> },
+  /** leased false: the call runs inside one database transaction with `run`, where no one else sees the claim until it is complete, so there is no lease to keep */
+  call: { scope: string; key: string | undefined; fingerprint: string; now: Date; clock?: () => Date; renewAlso?: () => Promise<unknown>; leased?: boolean },
   run: () => Promise<Outcome>,
 ): Promise<Outcome & { replayed: boolean }> {
   const key = checkIdempotencyKey(call.key);
@@ -74,7 +75,7 @@ export async function idempotent(
   const clock = call.clock ?? (() => new Date());
   let outcome: Outcome;
   try {
-    outcome = await whileLeased(() => Promise.all([store.renew(call.scope, key, holder, clock()), call.renewAlso?.()]), run);
+    outcome = call.leased === false ? await run() : await whileLeased(() => Promise.all([store.renew(call.scope, key, holder, clock()), call.renewAlso?.()]), run);
   } catch (err) {
     await store.release(call.scope, key, holder);
     throw err;

@@ -38,6 +38,12 @@ export class RelayService {
     private readonly actions: ActionService,
   ) {}
 
+  /** a relay under this tx_id changes nothing but the store: its treasury is simulated (no chain behind it) */
+  async storeOnly(txId: string): Promise<boolean> {
+    const envelope = await this.ctx.stores.envelopes.get((await this.ctx.stores.envelopes.step(txId))?.envelopeTxId ?? txId);
+    return envelope !== undefined && !this.actions.chainBacked(await this.actions.treasury(envelope.treasuryId));
+  }
+
   /**
    * Relay one signed step. Sandbox treasuries (no RPC): checked and recorded
    * in one transaction. Chain-backed ones, in this order:
