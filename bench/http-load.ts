@@ -60,7 +60,7 @@ function send(agent: http.Agent, t: Target, i: number): Promise<{ status: number
  * Load `t` with `connections` closed loops: for `seconds` (after `warmupSeconds` not counted), or, with
  * `count`, until `count` requests were sent (request i gets index i: its own body or proof).
  */
-export async function load(name: string, t: Target, opts: { connections: number; seconds?: number; warmupSeconds?: number; count?: number }): Promise<LoadFigures> {
+export async function load(name: string, t: Target, opts: { connections: number; seconds?: number; warmupSeconds?: number; count?: number; keep?: number[] }): Promise<LoadFigures> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
   let next = 0;
   const run = async (until: () => boolean, record: boolean, latencies: number[], failures: { n: number }) => {
@@ -98,19 +98,48 @@ export async function load(name: string, t: Target, opts: { connections: number;
       await run(() => performance.now() < end, true, latencies, failures);
     }
     const seconds = (performance.now() - started) / 1000;
-    latencies.sort((a, b) => a - b);
-    return {
-      name,
-      requests: latencies.length,
-      connections: opts.connections,
-      seconds: Number(seconds.toFixed(3)),
-      rps: latencies.length / seconds,
-      p50_us: Math.round(percentileOf(latencies, 50)),
-      p90_us: Math.round(percentileOf(latencies, 90)),
-      p99_us: Math.round(percentileOf(latencies, 99)),
-      failures: failures.n,
-    };
+    opts.keep?.push(...latencies);
+    return figuresOf(name, opts.connections, latencies, seconds, failures.n);
   } finally {
     agent.destroy();
   }
+}
+
+function figuresOf(name: string, connections: number, latencies: number[], seconds: number, failures: number): LoadFigures {
+  latencies.sort((a, b) => a - b);
+  return {
+    name,
+    requests: latencies.length,
+    connections,
+    seconds: Number(seconds.toFixed(3)),
+    rps: latencies.length / seconds,
+    p50_us: Math.round(percentileOf(latencies, 50)),
+    p90_us: Math.round(percentileOf(latencies, 90)),
+    p99_us: Math.round(percentileOf(latencies, 99)),
+    failures,
+  };
+}
+
+/**
+ * Two servers loaded in alternating slices over the same stretch of time (each warmed up once, then
+ * `slices` turns of `seconds / slices` each): on a machine whose speed drifts (this 2-core VM's moved
+ * a bare Express by 30-40% between runs a minute apart), both see the same drift, so their ratio holds
+ * where two runs one after the other would not. Returns the pooled figures of each.
+ */
+export async function interleaved(
+  a: { name: string; target: Target },
+  b: { name: string; target: Target },
+  opts: { connections: number; seconds: number; warmupSeconds?: number; slices: number },
+): Promise<[LoadFigures, LoadFigures]> {
+  const pooled = [a, b].map(() => ({ latencies: [] as number[], seconds: 0, failures: 0 }));
+  for (const s of [a, b]) await load(s.name, s.target, { connections: opts.connections, seconds: 0, warmupSeconds: opts.warmupSeconds });
+  for (let i = 0; i < opts.slices; i++) {
+    for (const [k, s] of [a, b].entries()) {
+      const r = await load(s.name, s.target, { connections: opts.connections, seconds: opts.seconds / opts.slices, keep: pooled[k]!.latencies });
+      pooled[k]!.seconds += r.seconds;
+      pooled[k]!.failures += r.failures;
+    }
+  }
+  const [pa, pb] = pooled.map((p, k) => figuresOf([a, b][k]!.name, opts.connections, p.latencies, p.seconds, p.failures));
+  return [pa!, pb!];
 }

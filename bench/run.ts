@@ -18,7 +18,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "../fixtures/anvil";
-import { load, percentileOf, type LoadFigures, type Target } from "./http-load";
+import { interleaved, load, percentileOf, type LoadFigures, type Target } from "./http-load";
 import { benchServer, cpuPerRequest, ROOT, startFacilitatorProcess, startGatewayProcess, startProcess, urlOf, type ServerProcess } from "./processes";
 import { hotSpots, type HotSpot } from "./profile";
 
@@ -29,10 +29,14 @@ const TABLES_ONLY = process.argv.includes("--tables");
 const SECONDS = QUICK ? 1 : Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = QUICK ? 0.3 : 1;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+/** each route and the baseline alternate in this many slices of SECONDS / SLICES (http-load.ts interleaved) */
+const SLICES = QUICK ? 2 : Number(process.env.BENCH_SLICES ?? 5);
 const PAID_CONCURRENCY = QUICK ? [4] : [4, 16, 64];
 const RESULTS = path.join(ROOT, "bench", "results");
 
 interface Row extends LoadFigures {
+  /** the baseline's throughput in this route's own slices */
+  baseline_rps?: number;
   rps_ratio: number;
   p50_ratio: number;
   p99_ratio: number;
@@ -63,7 +67,14 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
   const baseline = keep(await startProcess(benchServer("baseline.ts"), {}, /"url"/, path.join(dir, "baseline.log")));
   const baseUrl = urlOf(baseline.line);
   const opts = { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP };
-  const base = await load("express hello-world (baseline, own process)", { url: `${baseUrl}/` }, opts);
+  const baseName = "express hello-world (baseline, own process)";
+  const baseTarget = { url: `${baseUrl}/` };
+  /** a route and the baseline in alternating slices; the route's ratios are against the baseline of its own slices */
+  const paired = async (name: string, target: Target, goal: string | undefined, keepBase: LoadFigures[]): Promise<Row> => {
+    const [b, r] = await interleaved({ name: baseName, target: baseTarget }, { name, target }, { ...opts, slices: SLICES });
+    keepBase.push(b);
+    return { ...against(r, b, goal), baseline_rps: Number(b.rps.toFixed(1)) };
+  };
 
   let wallet = 0;
   const targets: { name: string; goal: string; target: (url: string) => Promise<Target> }[] = [
@@ -100,7 +111,8 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
 
   const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
   if (only) targets.splice(0, targets.length, ...targets.filter((t) => only.test(t.name)));
-  const rows: Row[] = [against(base, base)];
+  const rows: Row[] = [];
+  const bases: LoadFigures[] = [];
   let rss: { start: number; end: number } | undefined;
   if (PROFILE) {
     fs.mkdirSync(path.join(RESULTS, "profiles"), { recursive: true });
@@ -109,8 +121,8 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
       const gw = await startGatewayProcess(dir, {}, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
       const target = await t.target(gw.url);
       // the profile counts the measured load only: start-up, set-up and warm-up are left out
-      const skipMs = performance.now() - gw.spawnedAt + WARMUP * 1000;
-      const r = against(await load(t.name, target, opts), base, t.goal || undefined);
+      const skipMs = performance.now() - gw.spawnedAt + 2 * WARMUP * 1000; // the baseline's warm-up, then the gateway's
+      const r = await paired(t.name, target, t.goal || undefined, bases);
       await gw.stop();
       const file = fs.readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"));
       if (file) {
@@ -123,12 +135,16 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
     const gw = keep(await startGatewayProcess(dir, {}));
     const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${gw.proc.pid}/status`, "utf8"))?.[1] ?? NaN);
     const start = rssOf();
-    for (const t of targets) rows.push(against(await load(t.name, await t.target(gw.url), opts), base, t.goal || undefined));
+    for (const t of targets) rows.push(await paired(t.name, await t.target(gw.url), t.goal || undefined, bases));
     rss = { start, end: rssOf() };
     await gw.stop();
   }
   await baseline.stop();
-  return { baseline: base, rows, rss_kb: rss };
+  // the baseline's row: all its slices pooled (each route's ratios are against its own slices' baseline)
+  const pooled = { ...bases[0]!, requests: bases.reduce((a, b) => a + b.requests, 0), seconds: bases.reduce((a, b) => a + b.seconds, 0) };
+  pooled.rps = pooled.requests / pooled.seconds;
+  const base: LoadFigures = { ...pooled, p50_us: Math.round(bases.reduce((a, b) => a + b.p50_us, 0) / bases.length), p90_us: Math.round(bases.reduce((a, b) => a + b.p90_us, 0) / bases.length), p99_us: Math.round(bases.reduce((a, b) => a + b.p99_us, 0) / bases.length) };
+  return { baseline: base, rows: [against(base, base), ...rows], rss_kb: rss };
 }
 
 /** the paid path: the gateway (v1, v2, MCP) and x402-express's own middleware, same facilitator, same route and price */

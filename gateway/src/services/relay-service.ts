@@ -96,9 +96,16 @@ export class RelayService {
 
     const chain = treasury.chain;
     const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
-    const expectedNonce = await this.actions.chain.pendingNonce(chain, verified.signer);
+    // the nonce and the simulation are asked of the node together; the nonce's refusal comes first
+    const [expectedNonce, simulated] = await Promise.all([
+      this.actions.chain.pendingNonce(chain, verified.signer),
+      this.actions.chain.simulate(chain, { from: verified.signer, to: step.to, data: step.data, value: BigInt(step.value) }).then(
+        () => undefined,
+        (err: unknown) => ({ err }),
+      ),
+    ]);
     if (txNonce !== expectedNonce) throw nonceNotNext(txNonce, expectedNonce, verified.signer, chain);
-    await this.actions.chain.simulate(chain, { from: verified.signer, to: step.to, data: step.data, value: BigInt(step.value) });
+    if (simulated) throw simulated.err;
     const claimed = await this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
     if (!claimed) {
       const fresh = (await this.ctx.stores.envelopes.step(txId))!;
