@@ -9,6 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { Db, SqlValue } from "./db";
+import { SqliteCheckpointer } from "./sqlite-checkpointer";
 
 export function openSqlite(file: string): Db {
   const onDisk = file !== ":memory:";
@@ -25,8 +26,11 @@ export function openSqlite(file: string): Db {
   raw.pragma("synchronous = NORMAL");
   raw.pragma("foreign_keys = ON");
   raw.pragma("busy_timeout = 5000");
-  return new SqliteDb(raw);
+  return new SqliteDb(raw, onDisk ? file : undefined);
 }
+
+/** commits on the request thread (with SQLite's own checkpoints) before the checkpoint worker takes over: a short-lived database never starts one */
+export const COMMITS_BEFORE_CHECKPOINT_WORKER = 256;
 
 const bind = (params: SqlValue[]): unknown[] =>
   params.map((p) => (p === undefined ? null : typeof p === "boolean" ? (p ? 1 : 0) : p));
@@ -39,7 +43,25 @@ class SqliteDb implements Db {
   private queue: Promise<void> = Promise.resolve();
   private busy = false;
 
-  constructor(private readonly raw: Database.Database) {}
+  private commits = 0;
+  /** checkpoints in a worker thread once the database is busy (sqlite-checkpointer.ts); until then SQLite's own */
+  checkpointer: SqliteCheckpointer | undefined;
+
+  constructor(
+    private readonly raw: Database.Database,
+    private readonly file?: string,
+  ) {}
+
+  /** a write was committed: past COMMITS_BEFORE_CHECKPOINT_WORKER, the worker checkpoints and commits only append */
+  private committed(): void {
+    if (++this.commits !== COMMITS_BEFORE_CHECKPOINT_WORKER || !this.file) return;
+    try {
+      this.checkpointer = new SqliteCheckpointer(this.file);
+      this.raw.pragma("wal_autocheckpoint = 0");
+    } catch {
+      this.checkpointer = undefined; // no worker: SQLite's own checkpoints, as before
+    }
+  }
 
   private statement(sql: string): Database.Statement {
     let s = this.statements.get(sql);
@@ -81,7 +103,11 @@ class SqliteDb implements Db {
   }
 
   run(sql: string, ...params: SqlValue[]): Promise<{ changes: number }> {
-    return this.turn(() => ({ changes: this.statement(sql).run(...bind(params)).changes }));
+    return this.turn(() => {
+      const changes = this.statement(sql).run(...bind(params)).changes;
+      if (!this.raw.inTransaction) this.committed(); // autocommitted
+      return { changes };
+    });
   }
 
   exec(sql: string): Promise<void> {
@@ -98,6 +124,7 @@ class SqliteDb implements Db {
       try {
         const result = await this.inTransaction.run(true, fn);
         this.statement("COMMIT").run();
+        this.committed();
         return result;
       } catch (err) {
         if (this.raw.inTransaction) this.statement("ROLLBACK").run();
@@ -107,6 +134,7 @@ class SqliteDb implements Db {
   }
 
   async close(): Promise<void> {
+    await this.checkpointer?.stop();
     await this.exclusive(async () => {
       if (this.raw.open) this.raw.close();
     });
