@@ -10,6 +10,7 @@ import type { ZodType } from "zod";
 import { ErrorResponse as ErrorResponseSchema } from "../schemas/common";
 import { z } from "../schemas/zod";
 import { checkIdempotencyKey, idempotent, requestFingerprint, whileLeased, type Outcome } from "../services/idempotency";
+import { isContention } from "../store/db";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import type { BazaarCatalog } from "../x402/bazaar";
 import type { PriceList } from "../x402/prices";
@@ -326,7 +327,11 @@ export function registerRoute<B, Q, P>(
     const call = { scope: await scopeOf(req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now(), clock: now };
     const atomic = await storeOnlyContext(req, res);
     const outcome = atomic
-      ? await hooks.transaction!(() => idempotent(hooks.idempotency!, { ...call, leased: false }, () => outcomeOf(res, async () => spec.handler(atomic))))
+      ? await hooks.transaction!(() => idempotent(hooks.idempotency!, { ...call, leased: false }, () => outcomeOf(res, async () => spec.handler(atomic)))).catch((err: unknown) => {
+          // nothing was written: the store kept colliding with other requests (PostgreSQL, after its retries)
+          if (isContention(err)) throw new ApiError("conflicting_operation", "another request of this treasury was being applied at the same moment; retry (nothing was done)", {}, { "Retry-After": "1" });
+          throw err;
+        })
       : await idempotent(hooks.idempotency!, { ...call, renewAlso: () => hooks.renewReservations?.(holderOf(res)) ?? Promise.resolve() }, () => outcomeOf(res, () => runReserved(req, res)));
     sendOutcome(res, outcome, outcome.replayed);
   };

@@ -77,7 +77,8 @@ export async function idempotent(
   try {
     outcome = call.leased === false ? await run() : await whileLeased(() => Promise.all([store.renew(call.scope, key, holder, clock()), call.renewAlso?.()]), run);
   } catch (err) {
-    await store.release(call.scope, key, holder);
+    // inside the caller's transaction the claim goes with its rollback (and a failed PostgreSQL transaction takes no more statements)
+    if (call.leased !== false) await store.release(call.scope, key, holder);
     throw err;
   }
   // transient refusals (a conflicting operation, a rate limit) are not remembered: the same key may succeed later

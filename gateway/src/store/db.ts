@@ -13,6 +13,8 @@
  */
 import { MIGRATIONS, POSTGRES_MIGRATIONS, type Migration } from "./migrations";
 import { openPostgres } from "./postgres-db";
+/** the store gave up a transaction that kept colliding with others (PostgreSQL, after its retries) */
+export { isContention } from "./postgres-db";
 import { openSqlite } from "./sqlite-db";
 
 export type Dialect = "sqlite" | "postgres";

@@ -8,9 +8,10 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import type { Db, SqlValue, TransactionOptions } from "./db";
 
-/** SQLSTATEs that mean "run it again": serialization_failure, deadlock_detected */
-const RETRYABLE = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 20;
+
+/** SQLSTATEs that mean "run it again": serialization_failure, deadlock_detected */
+export const isContention = (err: unknown): boolean => ["40001", "40P01"].includes(String((err as { code?: unknown } | null)?.code));
 
 /** `?` placeholders become `$1..$n` (outside quoted literals) */
 export function numberPlaceholders(sql: string): string {
@@ -102,8 +103,7 @@ class PostgresDb implements Db {
         } catch {
           broken = true;
         }
-        const code = (err as { code?: string }).code;
-        if (!code || !RETRYABLE.has(code) || attempt >= MAX_ATTEMPTS) throw err;
+        if (!isContention(err) || attempt >= MAX_ATTEMPTS) throw err;
         // back off a little, with jitter, so contenders stop colliding
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 * attempt)));
       } finally {
