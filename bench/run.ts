@@ -140,6 +140,7 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
     await gw.stop();
   }
   await baseline.stop();
+  if (bases.length === 0) return { baseline: await load(baseName, baseTarget, opts), rows, rss_kb: rss };
   // the baseline's row: all its slices pooled (each route's ratios are against its own slices' baseline)
   const pooled = { ...bases[0]!, requests: bases.reduce((a, b) => a + b.requests, 0), seconds: bases.reduce((a, b) => a + b.seconds, 0) };
   pooled.rps = pooled.requests / pooled.seconds;
@@ -228,6 +229,7 @@ async function relayNoBroadcast(): Promise<LoadFigures & { profile?: { busy_pct:
       const account = privateKeyToAccount(generatePrivateKey());
       const t = await json(`${gw.url}/api/v1/treasuries`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ wallet_address: account.address }) });
       const env = await json(`${gw.url}/api/v1/deposits`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${t.api_key}`, "idempotency-key": `bench-relay-${account.address}` }, body: JSON.stringify({ amount_usdc: 1000 }) });
+      if (!Array.isArray(env.steps)) throw new Error(`the relay's deposit did not answer an envelope: ${JSON.stringify(env)}`);
       const step = env.steps[0];
       const u = step.unsigned_transaction;
       const signed = await account.signTransaction({ type: "eip1559", chainId: u.chain_id, nonce: 0, to: u.to, data: u.data, value: BigInt(u.value), gas: 300_000n, maxFeePerGas: 1_000_000_000n, maxPriorityFeePerGas: 1_000_000n });

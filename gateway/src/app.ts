@@ -86,7 +86,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
     }),
   );
   app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"], counters: ctx.stores.rateLimits, addressOf: clientAddress }));
-  app.use(jsonBody(express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] })));
+  app.use(jsonBody({ limitBytes: ctx.config.bodyLimitBytes, fallback: express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }) }));
 
 
   const registry = new OpenAPIRegistry();

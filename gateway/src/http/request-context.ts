@@ -24,10 +24,9 @@ export function requestContext(logger: Logger): RequestHandler {
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
     const started = process.hrtime.bigint();
-    let done = false;
-    const log = (aborted: boolean) => {
-      if (done) return;
-      done = true;
+    // a response emits close once, after finish when its answer was sent whole, alone when its connection went first
+    res.once("close", () => {
+      const aborted = !res.writableFinished;
       const fields = {
         request_id: id,
         req: { method: req.method, url: req.originalUrl, remote_address: req.socket.remoteAddress, user_agent: req.headers["user-agent"] },
@@ -37,9 +36,7 @@ export function requestContext(logger: Logger): RequestHandler {
       };
       if (res.statusCode >= 500) logger.error(fields, "request errored");
       else logger.info(fields, aborted ? "request aborted" : "request completed");
-    };
-    res.once("finish", () => log(false));
-    res.once("close", () => log(!res.writableFinished));
+    });
     next();
   };
 }

@@ -1,5 +1,5 @@
 /** The Idempotency-Key guard (spec 8) against a real SQLite store: claim, replay, 422, 409, what is remembered. */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ApiError, statusOf } from "../http/errors";
 import { openDatabase } from "../store/db";
 import { IDEMPOTENCY_RETENTION_MS, IdempotencyStore } from "../store/idempotency-store";
@@ -118,6 +118,36 @@ describe("idempotent", () => {
     const store = await fresh();
     await expect(idempotent(store, call("key-00000006"), async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
     expect((await idempotent(store, call("key-00000006"), ok())).replayed).toBe(false);
+  });
+
+  it("inside the caller's transaction (leased: false) it keeps no lease, and leaves a failure's claim to the caller's rollback", async () => {
+    const store = await fresh();
+    let renewals = 0;
+    let releases = 0;
+    const spy = Object.assign(Object.create(Object.getPrototypeOf(store)), store, {
+      renew: (...a: Parameters<IdempotencyStore["renew"]>) => (renewals++, store.renew(...a)),
+      release: (...a: Parameters<IdempotencyStore["release"]>) => (releases++, store.release(...a)),
+    }) as IdempotencyStore;
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      for (const leased of [undefined, false]) {
+        renewals = 0;
+        let finish!: () => void;
+        const running = idempotent(spy, { ...call(`key-lease-${String(leased)}`), leased }, () => new Promise((r) => (finish = () => r({ status: 200, headers: {}, body: "{}" }))));
+        await new Promise((r) => setImmediate(r)); // the claim is made, the run has started
+        vi.advanceTimersByTime(LEASE_MS);
+        finish();
+        expect((await running).status).toBe(200);
+        if (leased === false) expect(renewals).toBe(0);
+        else expect(renewals).toBeGreaterThan(0);
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+    await expect(idempotent(spy, { ...call("key-failed-1"), leased: false }, async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect(releases).toBe(0);
+    await expect(idempotent(spy, call("key-failed-2"), async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect(releases).toBe(1);
   });
 
   it("keys are scoped, and kept 24 hours", async () => {

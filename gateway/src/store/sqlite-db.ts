@@ -29,6 +29,9 @@ export function openSqlite(file: string): Db {
   return new SqliteDb(raw, onDisk ? file : undefined);
 }
 
+/** how often a statement outside a transaction (or a BEGIN) is tried when SQLite answers busy at once (about 4 s in all) */
+const BUSY_ATTEMPTS = 200;
+
 /** commits on the request thread (with SQLite's own checkpoints) before the checkpoint worker takes over: a short-lived database never starts one */
 export const COMMITS_BEFORE_CHECKPOINT_WORKER = 256;
 
@@ -72,10 +75,28 @@ class SqliteDb implements Db {
     return s;
   }
 
-  /** run a synchronous step now if no transaction of someone else is open, else after it */
+  /** run a synchronous step now if no transaction of someone else is open, else after it; outside a transaction, again when SQLite answers busy at once */
   private async turn<T>(step: () => T): Promise<T> {
-    if (this.inTransaction.getStore() || !this.busy) return step();
-    return this.exclusive(async () => step());
+    if (this.inTransaction.getStore()) return step();
+    if (!this.busy) return this.untilNotBusy(step);
+    return this.exclusive(async () => this.untilNotBusy(step));
+  }
+
+  /**
+   * A statement outside a transaction (or a transaction's BEGIN) tried again when SQLite answers busy
+   * without waiting: its busy handler (busy_timeout) is not called when another connection (the
+   * checkpoint worker) moved the WAL between this connection's read and its write (SQLITE_BUSY_SNAPSHOT,
+   * seen under load in the bench). The statement did nothing, so running it again is safe.
+   */
+  private async untilNotBusy<T>(step: () => T): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return step();
+      } catch (err) {
+        if (!String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_BUSY") || attempt >= BUSY_ATTEMPTS) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(attempt, 20)));
+      }
+    }
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -120,7 +141,7 @@ class SqliteDb implements Db {
   transaction<T>(fn: () => Promise<T>): Promise<T> {
     if (this.inTransaction.getStore()) return fn(); // nested: joins the outer transaction
     return this.exclusive(async () => {
-      this.statement("BEGIN IMMEDIATE").run();
+      await this.untilNotBusy(() => this.statement("BEGIN IMMEDIATE").run());
       try {
         const result = await this.inTransaction.run(true, fn);
         this.statement("COMMIT").run();
