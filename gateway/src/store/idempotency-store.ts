@@ -27,13 +27,17 @@ export class IdempotencyStore {
 
   claim(scope: string, key: string, requestHash: string, now: Date, holder: string): Promise<Claim> {
     const nowIso = now.toISOString();
-    return this.db.transaction(async (): Promise<Claim> => {
-      await this.db.run("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at <= ?", scope, key, nowIso);
-      const inserted = await this.db.run(
+    const insert = () =>
+      this.db.run(
         "INSERT INTO idempotency_keys (scope, key, request_hash, state, created_at, expires_at, lease_holder, lease_expires_at) VALUES (?, ?, ?, 'in_progress', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         scope, key, requestHash, nowIso, new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS).toISOString(), holder, leaseUntil(now),
       );
-      if (inserted.changes === 1) return { kind: "claimed", holder, reclaimed: false };
+    return this.db.transaction(async (): Promise<Claim> => {
+      // a fresh key (nearly every call) is one statement; an expired record of the key is removed only when it is there
+      if ((await insert()).changes === 1) return { kind: "claimed", holder, reclaimed: false };
+      if ((await this.db.run("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at <= ?", scope, key, nowIso)).changes === 1 && (await insert()).changes === 1) {
+        return { kind: "claimed", holder, reclaimed: false };
+      }
       const row = await this.db.get<{ request_hash: string; state: string; status_code: number | null; headers: string | null; body: string | null; lease_expires_at: string | null; created_at: string }>(
         "SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?",
         scope, key,
