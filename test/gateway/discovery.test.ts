@@ -114,6 +114,23 @@ describe("discovery files", () => {
     expect(r.body.ratchet.direction).toBe("one_way_down");
   });
 
+  it("GET /fees.json follows the ratchet in the store on every request (its text is kept only for the state it read)", async () => {
+    // a gateway of its own: the ratchet only moves up (a trigger refuses the way back)
+    const own = await startTestGateway();
+    try {
+      const before = await call(own.url, "GET", "/fees.json");
+      expect(before.body.current_tier.tier).toBe("launch");
+      expect((await call(own.url, "GET", "/fees.json")).text).toBe(before.text);
+      // another instance (or the action that crossed the threshold) moved the shared ratchet
+      await own.ctx.db.run("UPDATE fee_ratchet SET tier_index = 1, platform_volume_micro = ? WHERE id = 1", String(10_000_000n * 1_000_000n));
+      const after = await call(own.url, "GET", "/fees.json");
+      expect(after.body.current_tier).toMatchObject({ tier: "growth", cycle_fee_pct: 1.75 });
+      validator.check("GET", "/fees.json", 200, after.body);
+    } finally {
+      await own.close();
+    }
+  });
+
   it("every response carries X-Request-Id and the rate-limit headers", async () => {
     for (const path of ["/agents.json", "/fees.json", "/openapi.json", "/nope"]) {
       const r = await call(gw.url, "GET", path);

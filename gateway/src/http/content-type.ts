@@ -38,13 +38,10 @@ function readPlainJson(limitBytes: number, fallback: RequestHandler): RequestHan
     const chunks: Buffer[] = [];
     let received = 0;
     let settled = false;
+    // the listeners stay: the request is done with when its body is, and a late event finds it settled
     const finish = (err?: Error) => {
       if (settled) return;
       settled = true;
-      req.removeListener("data", onData);
-      req.removeListener("end", onEnd);
-      req.removeListener("aborted", onAborted);
-      req.removeListener("error", onError);
       next(err);
     };
     const onData = (chunk: Buffer) => {

@@ -16,7 +16,7 @@ import type { BazaarCatalog } from "../x402/bazaar";
 import type { PriceList } from "../x402/prices";
 import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
-import { sendJson, sendJsonText } from "./json-response";
+import { jsonTextOf, sendJson, sendJsonText } from "./json-response";
 import { ApiError, errorBody, fromZodError, statusOf } from "./errors";
 
 export type Method = "get" | "post";
@@ -232,7 +232,7 @@ export const IDEMPOTENCY_REPLAY_HEADER = "Idempotent-Replayed";
 async function outcomeOf(res: Response, run: () => Promise<HandlerResult>): Promise<Outcome> {
   try {
     const result = settledResult(await run());
-    return { status: result.status, headers: result.headers ?? {}, body: JSON.stringify(result.body) };
+    return { status: result.status, headers: result.headers ?? {}, body: jsonTextOf(result.body) };
   } catch (err) {
     if (err instanceof ApiError && statusOf(err) < 500) {
       return { status: statusOf(err), headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };

@@ -1,5 +1,6 @@
 /** GET /agents.json, GET /fees.json (spec 2.15, 2.16, 4.2). */
-import { feeScheduleDocument } from "../domain/fee-schedule";
+import { feeScheduleDocument, type RatchetState } from "../domain/fee-schedule";
+import { JsonText } from "../http/json-response";
 import { SUPPORTED_ASSETS } from "../domain/assets";
 import { AgentDiscovery, FeeSchedule } from "../schemas/discovery";
 import type { ServiceContext } from "../services/context";
@@ -7,6 +8,14 @@ import { RATE_LIMITED, type RouteKit } from "./kit";
 
 export function discoveryRoutes(kit: RouteKit, ctx: ServiceContext<"fees">): void {
   const { url } = ctx.links;
+  /** the schedule is a function of the ratchet, read from the store on every request: its text is kept for the state last read */
+  let schedule: { tierIndex: number; volume: bigint; text: JsonText } | undefined;
+  const feeSchedule = (ratchet: RatchetState): JsonText => {
+    if (schedule?.tierIndex !== ratchet.tierIndex || schedule.volume !== ratchet.platformVolumeMicro) {
+      schedule = { tierIndex: ratchet.tierIndex, volume: ratchet.platformVolumeMicro, text: new JsonText(JSON.stringify(feeScheduleDocument(ratchet, url("/fees.json")))) };
+    }
+    return schedule.text;
+  };
 
   kit.route({
     method: "get",
@@ -50,6 +59,6 @@ export function discoveryRoutes(kit: RouteKit, ctx: ServiceContext<"fees">): voi
     },
     tags: ["Discovery"],
     responses: { 200: { description: "fee schedule (spec 2.16)", schema: FeeSchedule }, ...RATE_LIMITED },
-    handler: async () => ({ status: 200, body: feeScheduleDocument(await ctx.stores.fees.ratchet(), url("/fees.json")) }),
+    handler: async () => ({ status: 200, body: feeSchedule(await ctx.stores.fees.ratchet()) }),
   });
 }
