@@ -67,6 +67,9 @@ const slotBusy = () => new TreasuryError("conflicting_operation", "another actio
 /** a sandbox key's managed treasury: a simulated ledger in the store, never chain-backed, never an x402 payer's */
 const onLedgerOnly = (t: TreasuryRecord): boolean => t.origin === "sandbox_key" && t.executionMode === "managed";
 
+/** how many treasuries' storeOnly answers are kept (oldest forgotten first) */
+const LEDGER_ONLY_MEMORY = 10_000;
+
 const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
 
 export class ActionService {
@@ -137,9 +140,18 @@ export class ActionService {
     return t;
   }
 
+  /** what storeOnly answered per treasury: a treasury's origin and execution mode never change after it is created */
+  private readonly ledgerOnly = new Map<string, boolean>();
+
   /** the treasury's actions change nothing but the store (a sandbox key's ledger): one transaction can hold a whole request */
   async storeOnly(treasuryId: string): Promise<boolean> {
-    return onLedgerOnly(await this.treasury(treasuryId));
+    let known = this.ledgerOnly.get(treasuryId);
+    if (known === undefined) {
+      known = onLedgerOnly(await this.treasury(treasuryId));
+      if (this.ledgerOnly.size >= LEDGER_ONLY_MEMORY) this.ledgerOnly.delete(this.ledgerOnly.keys().next().value!);
+      this.ledgerOnly.set(treasuryId, known);
+    }
+    return known;
   }
 
   /**
@@ -197,8 +209,7 @@ export class ActionService {
    */
   async perform(treasuryId: string, request: ActionRequest, trigger: string, holder?: string): Promise<{ status: 200 | 202; body: Record<string, unknown> }> {
     if (!holder || !await this.ctx.stores.slots.holds(treasuryId, holder)) {
-      const t = await this.treasury(treasuryId);
-      if (onLedgerOnly(t)) return this.performOnLedger(treasuryId, request, trigger);
+      if (await this.storeOnly(treasuryId)) return this.performOnLedger(treasuryId, request, trigger);
       const own = `perform_${newId("tx").slice(3)}`;
       const release = await this.reserve(treasuryId, request, own);
       try {
