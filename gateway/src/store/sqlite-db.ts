@@ -29,6 +29,8 @@ export function openSqlite(file: string): Db {
   return new SqliteDb(raw, onDisk ? file : undefined);
 }
 
+const isBusy = (err: unknown): boolean => String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_BUSY");
+
 /** how often a statement outside a transaction (or a BEGIN) is tried when SQLite answers busy at once (about 4 s in all) */
 const BUSY_ATTEMPTS = 200;
 
@@ -75,10 +77,20 @@ class SqliteDb implements Db {
     return s;
   }
 
-  /** run a synchronous step now if no transaction of someone else is open, else after it; outside a transaction, again when SQLite answers busy at once */
+  /**
+   * Run a synchronous step now if no transaction of someone else is open, else after it. Outside a
+   * transaction a step SQLite answers busy at once is tried again in the queue, so no one else's
+   * transaction can be open on this connection while it waits (it would run inside it).
+   */
   private async turn<T>(step: () => T): Promise<T> {
     if (this.inTransaction.getStore()) return step();
-    if (!this.busy) return this.untilNotBusy(step);
+    if (!this.busy) {
+      try {
+        return step();
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+      }
+    }
     return this.exclusive(async () => this.untilNotBusy(step));
   }
 
@@ -93,7 +105,7 @@ class SqliteDb implements Db {
       try {
         return step();
       } catch (err) {
-        if (!String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_BUSY") || attempt >= BUSY_ATTEMPTS) throw err;
+        if (!isBusy(err) || attempt >= BUSY_ATTEMPTS) throw err;
         await new Promise((r) => setTimeout(r, Math.min(attempt, 20)));
       }
     }
