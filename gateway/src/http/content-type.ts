@@ -1,9 +1,10 @@
 /**
  * Request bodies: a request that carries one must say it is JSON (anything
  * else is 415; a body-less POST, such as POST /api/v1/sandbox/keys, needs no
- * header), is parsed by body-parser's JSON parser, and is refused when nested
- * too deep. `jsonBody` runs the three as one middleware, and none of them for
- * a request without a body (a GET): one check instead of three passes.
+ * header), is parsed (the common request by `readPlainJson` below, any other
+ * by body-parser's JSON parser), and is refused when nested too deep.
+ * `jsonBody` runs the three as one middleware, and none of them for a request
+ * without a body (a GET): one check instead of three passes.
  */
 import type { RequestHandler } from "express";
 import { ApiError } from "./errors";

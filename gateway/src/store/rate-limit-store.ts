@@ -20,19 +20,6 @@ export class RateLimitStore {
     return { hits: Number(row!.hits), resetAt: Number(row!.reset_at) };
   }
 
-  async get(key: string, nowMs: number): Promise<{ hits: number; resetAt: number } | undefined> {
-    const row = await this.db.get<{ hits: number; reset_at: number }>("SELECT hits, reset_at FROM rate_limit_hits WHERE key = ? AND reset_at > ?", key, nowMs);
-    return row ? { hits: Number(row.hits), resetAt: Number(row.reset_at) } : undefined;
-  }
-
-  async decrement(key: string): Promise<void> {
-    await this.db.run("UPDATE rate_limit_hits SET hits = hits - 1 WHERE key = ? AND hits > 0", key);
-  }
-
-  async reset(key: string): Promise<void> {
-    await this.db.run("DELETE FROM rate_limit_hits WHERE key = ?", key);
-  }
-
   async purgeExpired(nowMs: number): Promise<number> {
     return (await this.db.run("DELETE FROM rate_limit_hits WHERE reset_at <= ?", nowMs)).changes;
   }
