@@ -385,7 +385,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       202: { description: "sent, not mined yet: the step is claimed and reconciled later", schema: RelayPending },
       400: err("invalid body or a signed transaction that does not match (signer_mismatch, to_mismatch, data_mismatch, value_mismatch, chain_id_mismatch, invalid_signed_transaction)"),
       404: err("unknown tx_id"),
-      409: err("already_relayed: another signature of a relayed step (carries the first tx_hash); step_in_flight (another signature of the step is being broadcast), step_out_of_order, nonce_not_next (carries expected_nonce), or prerequisite_steps_required (a one-signature relay outside the sandbox; carries prerequisite_steps)"),
+      409: err("already_relayed: another signature of a relayed step (carries the first tx_hash); step_in_flight (another signature of the step is being broadcast), step_out_of_order, nonce_not_next (carries expected_nonce), or prerequisite_steps_required (a one-signature relay outside the sandbox; carries prerequisite_steps); conflicting_operation with Retry-After (a simulated treasury's relay that kept colliding with another request of the store at the same moment: nothing was done, retry)"),
       410: err("envelope expired"),
       422: err("Idempotency-Key reused with a different body; transaction_would_revert, broadcast_rejected or transaction_reverted (the step awaits a new signature)"),
       503: err("the chain did not answer"),
