@@ -14,6 +14,7 @@ import { hostGuard } from "./http/host-guard";
 import { credentialCreationLimit, rateLimits } from "./http/rate-limit";
 import { scrubLogObject } from "./http/log-scrub";
 import { requestContext } from "./http/request-context";
+import { accessLog } from "./http/access-log";
 import { RouteDispatcher } from "./http/dispatcher";
 import { RouteTable } from "./http/route";
 import { adminGuard, adminRoutes } from "./routes/admin";
@@ -66,7 +67,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const status = () => gatewayStatusDocument({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one"), chains }, startedAt, SERVICE_VERSION);
 
   const keys = scope(ctx, "apiKeys");
-  app.use(requestContext(logger));
+  app.use(requestContext(accessLog(logger, secrets)));
   app.use("/api/mcp", hostGuard({ publicBaseUrl: ctx.links.base, ...ctx.config.mcp }));
   app.use(
     rateLimits({

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
-import type { Logger } from "pino";
+import type { AccessLog } from "./access-log";
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
@@ -15,9 +15,10 @@ const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
  * One line per request when its answer is sent (or its connection closes first): the request id, method,
  * URL, status, time taken, client address and user agent; every field passes the logger's scrubber. The
  * request's headers are not logged: serializing and scrubbing them for every request was a tenth of a
- * public GET's time (bench/README.md), and a header is where a credential travels.
+ * public GET's time (bench/README.md), and a header is where a credential travels. The line is written by
+ * `log` (`http/access-log.ts`), which scrubs the fields a caller chose.
  */
-export function requestContext(logger: Logger): RequestHandler {
+export function requestContext(log: AccessLog): RequestHandler {
   return (req, res, next) => {
     const incoming = req.headers["x-request-id"];
     const id = typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : `req_${randomUUID().replace(/-/g, "")}`;
@@ -26,16 +27,16 @@ export function requestContext(logger: Logger): RequestHandler {
     const started = process.hrtime.bigint();
     // a response emits close once, after finish when its answer was sent whole, alone when its connection went first
     res.once("close", () => {
-      const aborted = !res.writableFinished;
-      const fields = {
-        request_id: id,
-        req: { method: req.method, url: req.originalUrl, remote_address: req.socket.remoteAddress, user_agent: req.headers["user-agent"] },
-        res: { statusCode: res.statusCode },
+      log({
+        requestId: id,
+        method: req.method,
+        url: req.originalUrl,
+        remoteAddress: req.socket.remoteAddress,
+        userAgent: req.headers["user-agent"],
+        status: res.statusCode,
         responseTime: Number((Number(process.hrtime.bigint() - started) / 1e6).toFixed(3)),
-        ...(aborted ? { aborted: true } : {}),
-      };
-      if (res.statusCode >= 500) logger.error(fields, "request errored");
-      else logger.info(fields, aborted ? "request aborted" : "request completed");
+        aborted: !res.writableFinished,
+      });
     });
     next();
   };
