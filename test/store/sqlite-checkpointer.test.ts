@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { COMMITS_BEFORE_CHECKPOINT_WORKER, openSqlite } from "../../gateway/src/store/sqlite-db";
+import { BUSY_ATTEMPTS, COMMITS_BEFORE_CHECKPOINT_WORKER, openSqlite } from "../../gateway/src/store/sqlite-db";
 
 const until = async (what: () => boolean, ms = 5000) => {
   const end = Date.now() + ms;
@@ -40,4 +40,44 @@ describe("WAL checkpoints off the request thread", () => {
     expect((check.prepare("SELECT COUNT(*) AS n FROM t").get() as { n: number }).n).toBe(writes);
     check.close();
   });
+
+  it("another connection's write lock is waited out on a timer: the event loop keeps running, the transaction then commits once", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "busy-")), "db.sqlite");
+    const db = openSqlite(file);
+    await db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)");
+    const other = new Database(file);
+    other.exec("BEGIN IMMEDIATE"); // another connection (the checkpoint worker, another process) holds the write lock
+    const started = Date.now();
+    const tx = db.transaction(async () => void (await db.run("INSERT INTO t (v) VALUES ('mine')")));
+    // the lock is let go by a timer of this same event loop: it fires only if nothing sleeps on the loop
+    const fired = await new Promise<number>((resolve) =>
+      setTimeout(() => {
+        other.exec("INSERT INTO t (v) VALUES ('theirs'); COMMIT");
+        resolve(Date.now() - started);
+      }, 50),
+    );
+    await tx;
+    const done = Date.now() - started;
+    expect(fired).toBeLessThan(1000); // a busy handler on the connection would hold the loop for its whole timeout (5 s)
+    expect(done).toBeLessThan(2000);
+    expect(await db.all<{ v: string }>("SELECT v FROM t ORDER BY id")).toEqual([{ v: "theirs" }, { v: "mine" }]);
+    other.close();
+    await db.close();
+  });
+
+  it("a lock held past the retries is a busy error, not a hang", async () => {
+    expect(BUSY_ATTEMPTS).toBeGreaterThan(100);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "busy-")), "db.sqlite");
+    const db = openSqlite(file);
+    await db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY)");
+    const other = new Database(file);
+    other.exec("BEGIN IMMEDIATE");
+    const started = Date.now();
+    await expect(db.transaction(async () => void (await db.run("INSERT INTO t DEFAULT VALUES")))).rejects.toMatchObject({ code: "SQLITE_BUSY" });
+    expect(Date.now() - started).toBeGreaterThan(3000);
+    other.exec("ROLLBACK");
+    other.close();
+    expect(await db.transaction(async () => (await db.run("INSERT INTO t DEFAULT VALUES")).changes)).toBe(1);
+    await db.close();
+  }, 20_000);
 });

@@ -25,14 +25,18 @@ export function openSqlite(file: string): Db {
   if (onDisk) for (const f of [`${file}-wal`, `${file}-shm`]) if (fs.existsSync(f)) fs.chmodSync(f, 0o600);
   raw.pragma("synchronous = NORMAL");
   raw.pragma("foreign_keys = ON");
-  raw.pragma("busy_timeout = 5000");
+  // no busy handler on this connection: SQLite's sleeps in it stop the whole event loop (better-sqlite3 is
+  // synchronous). A busy answer is tried again by `untilNotBusy` on a timer instead, the loop serving other
+  // requests meanwhile. Measured: BEGIN IMMEDIATE slept 0.6 of 8 s of a deposit load in the busy handler
+  // while the checkpoint worker ran (bench/README.md, item 20).
+  raw.pragma("busy_timeout = 0");
   return new SqliteDb(raw, onDisk ? file : undefined);
 }
 
 const isBusy = (err: unknown): boolean => String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_BUSY");
 
-/** how often a statement outside a transaction (or a BEGIN) is tried when SQLite answers busy at once (about 4 s in all) */
-const BUSY_ATTEMPTS = 200;
+/** how often a statement outside a transaction (or a BEGIN) is tried when SQLite answers busy (about 5 s in all, as the busy timeout it replaces) */
+export const BUSY_ATTEMPTS = 260;
 
 /** commits on the request thread (with SQLite's own checkpoints) before the checkpoint worker takes over: a short-lived database never starts one */
 export const COMMITS_BEFORE_CHECKPOINT_WORKER = 256;
@@ -95,10 +99,12 @@ class SqliteDb implements Db {
   }
 
   /**
-   * A statement outside a transaction (or a transaction's BEGIN) tried again when SQLite answers busy
-   * without waiting: its busy handler (busy_timeout) is not called when another connection (the
-   * checkpoint worker) moved the WAL between this connection's read and its write (SQLITE_BUSY_SNAPSHOT,
-   * seen under load in the bench). The statement did nothing, so running it again is safe.
+   * A statement outside a transaction (or a transaction's BEGIN) tried again when SQLite answers busy: the
+   * connection has no busy handler (openSqlite), so another connection's lock (the checkpoint worker's,
+   * another process's write) is waited out here, on a timer, 1 to 20 ms a time. SQLITE_BUSY_SNAPSHOT (the
+   * WAL moved between this connection's read and its write) is tried again the same way. A statement
+   * that answered busy did nothing, so running it again is safe. Inside a transaction nothing answers
+   * busy: its BEGIN IMMEDIATE took the write lock.
    */
   private async untilNotBusy<T>(step: () => T): Promise<T> {
     for (let attempt = 1; ; attempt++) {
