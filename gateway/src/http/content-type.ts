@@ -86,10 +86,11 @@ export function jsonBody(opts: { limitBytes: number; fallback: RequestHandler })
       req.body ??= {}; // as the parser leaves it
       return next();
     }
-    requireJsonBody(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      parse(req, res, (parseErr?: unknown) => (parseErr ? next(parseErr) : limitJsonDepth(req, res, next)));
-    });
+    const parsed = (parseErr?: unknown) => (parseErr ? next(parseErr) : limitJsonDepth(req, res, next));
+    // the common type needs no media-type parsing to be accepted (type-is's parse was 5-8% of a request)
+    const type = req.headers["content-type"];
+    if (type !== undefined && PLAIN_JSON.test(type)) return parse(req, res, parsed);
+    requireJsonBody(req, res, (err?: unknown) => (err ? next(err) : parse(req, res, parsed)));
   };
 }
 
