@@ -1,7 +1,10 @@
 /**
  * Where the time goes: the top self-time functions of a V8 CPU profile
  * (node --cpu-prof), grouped by function and file, with their share of the
- * profile's busy (non-idle) time.
+ * profile's busy (non-idle) time; and the same self time summed per source
+ * module (`modules`): a bundle's function is counted in the module esbuild
+ * marked it with (its `// gateway/src/...` comment), so the gateway's own
+ * files, each package and Node's parts can be told apart.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -26,8 +29,38 @@ const shortUrl = (url: string) => {
   return p.includes("/.cache/treasury-stack/") ? `bundle:${path.basename(p)}` : path.relative(process.cwd(), p) || p;
 };
 
+/** the module of a line of a stack bundle: the last esbuild `// path` marker above it */
+const bundleModules = new Map<string, { line: number; module: string }[]>();
+function moduleOf(url: string, line: number): string {
+  if (!url) return "(native)";
+  if (url.startsWith("node:")) return `node:${url.slice(5).split("/")[0]}`;
+  const file = url.replace(/^file:\/\//, "");
+  if (!file.includes("/.cache/treasury-stack/")) {
+    const short = shortUrl(url);
+    // a package outside the bundle (a native binding's wrapper, a lazily loaded page): summed as the package
+    return file.includes("node_modules/") ? short.split("/").slice(0, short.startsWith("@") ? 2 : 1).join("/") : short;
+  }
+  let marks = bundleModules.get(file);
+  if (!marks) {
+    marks = [];
+    const lines = fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n") : [];
+    for (let i = 0; i < lines.length; i++) {
+      const m = /^\/\/ (\S+\.[cm]?[jt]s)$/.exec(lines[i]!);
+      if (m) marks.push({ line: i, module: m[1]!.replace(/^.*node_modules\//, "") });
+    }
+    bundleModules.set(file, marks);
+  }
+  let found = "(bundle)";
+  for (const m of marks) {
+    if (m.line > line) break;
+    found = m.module;
+  }
+  // a package's files are summed as the package; the gateway's own, file by file
+  return found.startsWith("gateway/") || found.startsWith("signer-agent/") ? found : found.split("/").slice(0, found.startsWith("@") ? 2 : 1).join("/");
+}
+
 /** the top self-time functions, counting only the samples taken `skipMs` after the process started (its start-up left out) */
-export function hotSpots(file: string, skipMs = 0, top = 12): { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[] } {
+export function hotSpots(file: string, skipMs = 0, top = 12): { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[]; modules: { module: string; self_pct: number }[] } {
   const profile = JSON.parse(fs.readFileSync(file, "utf8")) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
   const hits = new Map<number, number>();
   let at = 0;
@@ -39,6 +72,7 @@ export function hotSpots(file: string, skipMs = 0, top = 12): { busy_pct: number
     hits.set(s, (hits.get(s) ?? 0) + 1);
   });
   const byFn = new Map<string, number>();
+  const byModule = new Map<string, number>();
   let busy = 0;
   for (const n of profile.nodes) {
     const h = hits.get(n.id) ?? 0;
@@ -46,6 +80,8 @@ export function hotSpots(file: string, skipMs = 0, top = 12): { busy_pct: number
     const name = n.callFrame.functionName || "(anonymous)";
     if (name === "(idle)") continue;
     busy += h;
+    const module = moduleOf(n.callFrame.url, n.callFrame.lineNumber);
+    byModule.set(module, (byModule.get(module) ?? 0) + h);
     const key = `${name}\t${n.callFrame.url ? `${shortUrl(n.callFrame.url)}:${n.callFrame.lineNumber + 1}` : ""}`;
     byFn.set(key, (byFn.get(key) ?? 0) + h);
   }
@@ -80,5 +116,9 @@ export function hotSpots(file: string, skipMs = 0, top = 12): { busy_pct: number
         const [fn, where] = k.split("\t");
         return { fn: fn!, where: where!, self_pct: Number(((100 * h) / busy).toFixed(1)) };
       });
-  return { busy_pct: Number(((100 * busy) / counted).toFixed(1)), spots, inclusive: toSpots(inclusive, 40) };
+  const modules = [...byModule.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25)
+    .map(([module, h]) => ({ module, self_pct: Number(((100 * h) / busy).toFixed(1)) }));
+  return { busy_pct: Number(((100 * busy) / counted).toFixed(1)), spots, inclusive: toSpots(inclusive, 40), modules };
 }

@@ -20,7 +20,7 @@ import path from "node:path";
 import { freePort } from "../fixtures/anvil";
 import { interleaved, load, percentileOf, type LoadFigures, type Target } from "./http-load";
 import { benchServer, cpuPerRequest, ROOT, startFacilitatorProcess, startGatewayProcess, startProcess, urlOf, type ServerProcess } from "./processes";
-import { hotSpots, type HotSpot } from "./profile";
+import { hotSpots } from "./profile";
 
 const QUICK = process.argv.includes("--quick");
 const PROFILE = process.argv.includes("--profile");
@@ -41,7 +41,7 @@ interface Row extends LoadFigures {
   p50_ratio: number;
   p99_ratio: number;
   goal?: string;
-  profile?: { busy_pct: number; spots: HotSpot[] };
+  profile?: ReturnType<typeof hotSpots>;
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-"));
@@ -219,7 +219,7 @@ async function paid() {
 }
 
 /** relay verify + persist (no chain: the sandbox ledger), many treasuries at once */
-async function relayNoBroadcast(): Promise<LoadFigures & { profile?: { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[] } }> {
+async function relayNoBroadcast(): Promise<LoadFigures & { profile?: ReturnType<typeof hotSpots> }> {
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
   const profDir = fs.mkdtempSync(path.join(dir, "prof-"));
   const gw = keep(await startGatewayProcess(dir, {}, PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []));
@@ -356,6 +356,7 @@ async function main(): Promise<void> {
   for (const r of http.rows) {
     console.log([r.name.padEnd(62), fmt(r.rps, 8), fmt(r.p50_us, 8), fmt(r.p99_us, 8), fmt(r.failures, 5), fmt(r.rps_ratio, 7, 2), fmt(r.p50_ratio, 7, 2), fmt(r.p99_ratio, 7, 2), (r.goal ?? "").padStart(12)].join(" "));
     if (r.profile) for (const s of r.profile.spots.slice(0, 6)) console.log(`      ${String(s.self_pct).padStart(5)}%  ${s.fn}  ${s.where}`);
+    if (r.profile) console.log(`      by module: ${r.profile.modules.slice(0, 8).map((m) => `${m.module} ${m.self_pct}%`).join(", ")}`);
   }
   if (http.rss_kb) console.log(`gateway RSS: ${Math.round(http.rss_kb.start / 1024)} MB before the routes, ${Math.round(http.rss_kb.end / 1024)} MB after`);
 
@@ -364,6 +365,7 @@ async function main(): Promise<void> {
     result.relay_no_broadcast = relay;
     console.log(`${relay.name}: ${relay.rps.toFixed(0)} relays/s`);
     for (const s of relay.profile?.spots.slice(0, 8) ?? []) console.log(`      ${String(s.self_pct).padStart(5)}%  ${s.fn}  ${s.where}`);
+    if (relay.profile) console.log(`      by module: ${relay.profile.modules.slice(0, 8).map((m) => `${m.module} ${m.self_pct}%`).join(", ")}`);
   }
   if (ROUTES_ONLY) return write(result, started); // the profiles are of the HTTP routes (and the relay)
 
