@@ -13,6 +13,9 @@ import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { swapRouter02 } from "../../contracts-abi/uniswap";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import http2 from "node:http";
+import type { AddressInfo } from "node:net";
+import { ChainGateway } from "../../gateway/src/chain/chain-gateway";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { authed, registerTreasury } from "../helpers/treasury";
 
@@ -132,6 +135,52 @@ describe("market rates read from the fork's Pool", () => {
       expect(r.body.environment).toBe("partial");
     } finally {
       await gw.close();
+    }
+  });
+});
+
+describe("a position read from the fork", () => {
+  it("is one HTTP request of six calls once the reserves' aTokens are known, and equals the reads made one by one", async () => {
+    // a counting proxy in front of the fork's RPC
+    const seen: number[] = [];
+    const target = new URL(fork.rpcUrl);
+    const proxy = http2.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const body = Buffer.concat(chunks);
+        const parsed = JSON.parse(body.toString("utf8")) as unknown;
+        seen.push(Array.isArray(parsed) ? parsed.length : 1);
+        const out = http2.request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json" } }, (r) => {
+          res.writeHead(r.statusCode ?? 500, { "content-type": "application/json" });
+          r.pipe(res);
+        });
+        out.end(body);
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+    try {
+      const gateway = new ChainGateway({ base: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` }, 10_000);
+      const { account, wallet } = clients(generatePrivateKey());
+      await fundWithEth(account.address);
+      await mintUsdc(account.address, 250_000_000n);
+      const first = await gateway.position("base", account.address);
+      seen.length = 0;
+      const again = await gateway.position("base", account.address);
+      // one request: getUserAccountData, three aToken balances, the wallet's USDC, and the block number (unless viem's 50 ms block-number cache answers it)
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toBeGreaterThanOrEqual(5);
+      expect(again.holdings).toEqual(first.holdings);
+      // the same figures read one call at a time
+      const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
+      const aUsdc = (await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [AaveV3Base.ASSETS.USDC.UNDERLYING] })).aTokenAddress;
+      expect(aUsdc).toBe(AaveV3Base.ASSETS.USDC.A_TOKEN);
+      expect(again.holdings.walletUsdc).toBe(250_000_000n);
+      expect(again.holdings.aUsdc).toBe(await wallet.readContract({ address: aUsdc, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address] }));
+      const [collateralBase, debtBase] = await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
+      expect([again.collateralBase, again.debtBase]).toEqual([collateralBase, debtBase]);
+    } finally {
+      proxy.close();
     }
   });
 });
