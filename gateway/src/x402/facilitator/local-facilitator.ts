@@ -6,7 +6,9 @@
  * the CAIP-2 network (`eip155:84532`). Beyond x402's stock verifier it checks on chain that the
  * authorization nonce is unused (`authorizationState`), that the asset's
  * EIP-712 domain (name, version, chain id) is what the requirements claim, and
- * simulates the transfer before it settles. Settlements are concurrent, not
+ * simulates the transfer before it settles. What does not change is read once: the chain's id, and a
+ * token's code, name and version for TOKEN_FACTS_TTL_MS; an EOA's signature is checked by native recovery
+ * (`withNativeEoaCheck`), a contract wallet's as viem checks it. Settlements are concurrent, not
  * one lane: the account's nonces are handed out by viem's nonce manager (one
  * per transaction, in this process, counted from the chain's pending nonce when
  * idle, so a restarted facilitator continues after what is in the mempool),
@@ -20,13 +22,40 @@
  * failing. So a gateway that takes over a dead request's payment settles it
  * once and never charges twice.
  */
-import { createNonceManager, createPublicClient, createWalletClient, getAddress, http, parseSignature, publicActions, type Hex } from "viem";
+import { createNonceManager, createPublicClient, createWalletClient, getAddress, hashTypedData, http, isAddressEqual, parseSignature, publicActions, type Hex, type VerifyTypedDataParameters } from "viem";
 import { jsonRpc } from "viem/nonce";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { settle as x402Settle, verify as x402Verify } from "x402/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
 import type { RequirementsV2 } from "../payment-match";
+import { recoverHashSigner } from "../../lib/recover-signer";
+
+/** how long what a token says of itself (its code, EIP-712 name and version) is taken as known */
+export const TOKEN_FACTS_TTL_MS = 60_000;
+
+/**
+ * viem's `verifyTypedData` with an externally owned account's 65-byte signature checked by native recovery
+ * first (lib/recover-signer.ts): viem's default asks the chain (an eth_call of the ERC-6492 validator),
+ * then recovers in JavaScript when that call fails, as it does on a local chain; x402's verify made three
+ * of each per paid request (verify, and settle's two). A signature that does not recover to the address
+ * (a contract wallet's: ERC-1271, ERC-6492) is verified by viem as before.
+ */
+export function withNativeEoaCheck<C extends { verifyTypedData: (args: VerifyTypedDataParameters) => Promise<boolean> }>(client: C): C {
+  const viemVerify = client.verifyTypedData.bind(client);
+  const verifyTypedData = async (args: VerifyTypedDataParameters): Promise<boolean> => {
+    const { address, signature, ...typed } = args as VerifyTypedDataParameters & { signature: unknown };
+    if (typeof signature === "string" && /^0x[0-9a-fA-F]{130}$/.test(signature)) {
+      try {
+        if (isAddressEqual(await recoverHashSigner(hashTypedData(typed as never), signature as Hex), address)) return true;
+      } catch {
+        // not a recoverable ECDSA signature: viem decides
+      }
+    }
+    return viemVerify(args);
+  };
+  return { ...client, verifyTypedData };
+}
 
 const NETWORK = "base-sepolia";
 const NETWORK_V2 = "eip155:84532";
@@ -108,14 +137,37 @@ export class LocalFacilitator {
   private readonly wallet;
   /** settlements in flight, by authorization: a second settle of one joins the first */
   private readonly inFlight = new Map<string, Promise<SettleResponse>>();
+  /** the chain's id (an RPC's chain does not change under it) */
+  private chainId?: Promise<number>;
+  /** per token: has code, its EIP-712 name and version, read at most once per TOKEN_FACTS_TTL_MS */
+  private readonly tokenFacts = new Map<string, { at: number; facts: Promise<{ code: boolean; name: string; version: string }> }>();
 
   constructor(opts: { rpcUrl: string; privateKey: Hex }) {
     const transport = http(opts.rpcUrl, { retryCount: 0 });
-    this.publicClient = createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 });
+    this.publicClient = withNativeEoaCheck(createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 }));
     // concurrent settlements take consecutive nonces from the nonce manager instead of all reading the same pending
     // count; one manager per facilitator (viem's shared one would carry nonces across chains of one chain id)
     const nonceManager = createNonceManager({ source: jsonRpc() });
-    this.wallet = createWalletClient({ account: privateKeyToAccount(opts.privateKey, { nonceManager }), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions);
+    this.wallet = withNativeEoaCheck(createWalletClient({ account: privateKeyToAccount(opts.privateKey, { nonceManager }), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions));
+  }
+
+  /** what the token says of itself, kept TOKEN_FACTS_TTL_MS (each verify read it four times: code, name, version, and the chain id) */
+  private token(asset: `0x${string}`): Promise<{ code: boolean; name: string; version: string }> {
+    const now = Date.now();
+    const known = this.tokenFacts.get(asset);
+    if (known && now - known.at < TOKEN_FACTS_TTL_MS) return known.facts;
+    const facts = (async () => {
+      const code = await this.publicClient.getCode({ address: asset });
+      if (!code || code === "0x") return { code: false, name: "", version: "" };
+      const [name, version] = await Promise.all([
+        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "name" }),
+        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "version" }),
+      ]);
+      return { code: true, name, version };
+    })();
+    this.tokenFacts.set(asset, { at: now, facts });
+    facts.catch(() => this.tokenFacts.delete(asset)); // a failed read is asked again next time
+    return facts;
   }
 
   /** settlements in flight now */
@@ -156,18 +208,17 @@ export class LocalFacilitator {
     if (payment.network !== NETWORK || requirements.network !== NETWORK) return invalid("invalid_network");
     if (!p?.authorization || !p.signature) return invalid("invalid_payload");
     try {
-      const chainId = await this.publicClient.getChainId();
-      if (chainId !== baseSepolia.id) return invalid("invalid_network");
+      this.chainId ??= this.publicClient.getChainId().catch((err: unknown) => {
+        this.chainId = undefined;
+        throw err;
+      });
+      if ((await this.chainId) !== baseSepolia.id) return invalid("invalid_network");
       const asset = getAddress(requirements.asset);
-      const code = await this.publicClient.getCode({ address: asset });
-      if (!code || code === "0x") return invalid("invalid_payment_requirements");
+      const token = await this.token(asset);
+      if (!token.code) return invalid("invalid_payment_requirements");
       // the EIP-712 domain the signature was made for must be the token's own
-      const [name, version] = await Promise.all([
-        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "name" }),
-        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "version" }),
-      ]);
       const extra = (requirements.extra ?? {}) as { name?: string; version?: string };
-      if (extra.name !== name || extra.version !== version) return invalid("invalid_payment_requirements");
+      if (extra.name !== token.name || extra.version !== token.version) return invalid("invalid_payment_requirements");
 
       const stock = await x402Verify(this.publicClient as never, payment, requirements);
       if (!stock.isValid) return stock;
