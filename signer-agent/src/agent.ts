@@ -4,7 +4,7 @@
  * the fork, sign with the local key, relay, and read the result on chain.
  */
 import { randomUUID } from "node:crypto";
-import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { createWalletClient, http, type Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { wrapFetchWithPayment, decodeXPaymentResponse } from "x402-fetch";
@@ -271,16 +271,25 @@ export class SignerAgent {
     return { envelope, receipts, onChain };
   }
 
+  private readonly aUsdc = new Map<number, Promise<`0x${string}`>>();
+
   /** the wallet's Aave position and balances on the fork */
   async position() {
-    const client = createPublicClient({ transport: http(this.opts.rpcUrl) });
+    // the preflight's client: the fork's RPC, its reads batched
+    const client = this.preflight.client;
     const chainId = await client.getChainId();
     const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === chainId);
     if (!market) return null;
-    const [collateral, debt, , , , healthFactor] = await client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [this.address] });
-    const reserve = await client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [market.usdc] });
-    const [aUsdc, usdc] = await Promise.all([
-      client.readContract({ address: reserve.aTokenAddress, abi: ERC20_ABI, functionName: "balanceOf", args: [this.address] }),
+    // the USDC reserve's aToken does not change: read once per chain
+    let aToken = this.aUsdc.get(chainId);
+    if (!aToken) {
+      aToken = client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [market.usdc] }).then((r) => r.aTokenAddress);
+      this.aUsdc.set(chainId, aToken);
+      aToken.catch(() => this.aUsdc.delete(chainId));
+    }
+    const [[collateral, debt, , , , healthFactor], aUsdc, usdc] = await Promise.all([
+      client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [this.address] }),
+      aToken.then((address) => client.readContract({ address, abi: ERC20_ABI, functionName: "balanceOf", args: [this.address] })),
       client.readContract({ address: market.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [this.address] }),
     ]);
     return {

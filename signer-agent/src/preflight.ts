@@ -32,25 +32,33 @@ function revertReason(err: unknown): string {
 export class Preflight {
   readonly client: PublicClient;
   constructor(rpcUrl: string) {
-    this.client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0 }), pollingInterval: 50 });
+    // batched: a preflight's reads go to the fork as one JSON-RPC batch (they were five rounds one after the other)
+    this.client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0, batch: { wait: 0 } }), pollingInterval: 50 });
   }
 
   async prepare(tx: StepTx, from: `0x${string}`): Promise<PreparedTx> {
-    const chainId = await this.client.getChainId();
-    if (chainId !== tx.chain_id) throw new PreflightError(`the fork answers chain ${chainId}, the transaction is for ${tx.chain_id}`);
-    const code = await this.client.getCode({ address: tx.to });
-    if (!code || code === "0x") throw new PreflightError(`no contract at ${tx.to} on chain ${chainId}`);
     const value = BigInt(tx.value);
-    try {
-      await this.client.call({ account: from, to: tx.to, data: tx.data, value });
-    } catch (err) {
-      throw new PreflightError(`the call reverts on the fork: ${revertReason(err)}`);
-    }
-    const [gas, nonce, fees] = await Promise.all([
+    // every read at once; judged in the order a refusal is explained: the chain, the code at `to`, the call's revert
+    const [chainId, code, called, gas, nonce, fees] = await Promise.allSettled([
+      this.client.getChainId(),
+      this.client.getCode({ address: tx.to }),
+      this.client.call({ account: from, to: tx.to, data: tx.data, value }),
       this.client.estimateGas({ account: from, to: tx.to, data: tx.data, value }),
       this.client.getTransactionCount({ address: from, blockTag: "pending" }),
       this.client.estimateFeesPerGas(),
     ]);
-    return { chainId, to: tx.to, data: tx.data, value, nonce, gas: (gas * 12n) / 10n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+    const id = settled(chainId);
+    if (id !== tx.chain_id) throw new PreflightError(`the fork answers chain ${id}, the transaction is for ${tx.chain_id}`);
+    const bytecode = settled(code);
+    if (!bytecode || bytecode === "0x") throw new PreflightError(`no contract at ${tx.to} on chain ${id}`);
+    if (called.status === "rejected") throw new PreflightError(`the call reverts on the fork: ${revertReason(called.reason)}`);
+    const { maxFeePerGas, maxPriorityFeePerGas } = settled(fees);
+    return { chainId: id, to: tx.to, data: tx.data, value, nonce: settled(nonce), gas: (settled(gas) * 12n) / 10n, maxFeePerGas, maxPriorityFeePerGas };
   }
+}
+
+/** a read's value, or its error thrown as it came (the node did not answer) */
+function settled<T>(r: PromiseSettledResult<T>): T {
+  if (r.status === "rejected") throw r.reason;
+  return r.value;
 }
