@@ -220,30 +220,18 @@ export class LocalFacilitator {
       const extra = (requirements.extra ?? {}) as { name?: string; version?: string };
       if (extra.name !== token.name || extra.version !== token.version) return invalid("invalid_payment_requirements");
 
-      const stock = await x402Verify(this.publicClient as never, payment, requirements);
-      if (!stock.isValid) return stock;
-
-      const used = await this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "authorizationState", args: [p.authorization.from, p.authorization.nonce] });
-      if (used) return invalid("invalid_exact_evm_payload_authorization_nonce_used");
-
-      const sig = parseSignature(p.signature);
-      await this.publicClient.simulateContract({
-        account: this.wallet.account,
-        address: asset,
-        abi: TOKEN_ABI,
-        functionName: "transferWithAuthorization",
-        args: [
-          p.authorization.from,
-          p.authorization.to,
-          BigInt(p.authorization.value),
-          BigInt(p.authorization.validAfter),
-          BigInt(p.authorization.validBefore),
-          p.authorization.nonce,
-          sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
-          sig.r,
-          sig.s,
-        ],
-      });
+      // the stock verification, the nonce's state and the simulation are reads of one state: asked together,
+      // judged in this order (they were three rounds to the chain one after the other)
+      const [stock, used, simulated] = await Promise.allSettled([
+        x402Verify(this.publicClient as never, payment, requirements),
+        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "authorizationState", args: [p.authorization.from, p.authorization.nonce] }),
+        this.simulateTransfer(asset, p),
+      ]);
+      if (stock.status === "rejected") throw stock.reason;
+      if (!stock.value.isValid) return stock.value;
+      if (used.status === "rejected") throw used.reason;
+      if (used.value) return invalid("invalid_exact_evm_payload_authorization_nonce_used");
+      if (simulated.status === "rejected") throw simulated.reason;
       return { isValid: true, invalidReason: undefined, payer };
     } catch (err) {
       // settled by a concurrent request between the nonce check and the simulation: say so, not "reverted"
@@ -253,6 +241,28 @@ export class LocalFacilitator {
       if (usedMeanwhile) return invalid("invalid_exact_evm_payload_authorization_nonce_used");
       return invalid(`invalid_transaction_state: ${shortError(err)}`);
     }
+  }
+
+  /** the settlement's call, simulated from the settling account (a revert rejects) */
+  private async simulateTransfer(asset: `0x${string}`, p: ExactEvmPayload) {
+    const sig = parseSignature(p.signature);
+    return this.publicClient.simulateContract({
+      account: this.wallet.account,
+      address: asset,
+      abi: TOKEN_ABI,
+      functionName: "transferWithAuthorization",
+      args: [
+        p.authorization.from,
+        p.authorization.to,
+        BigInt(p.authorization.value),
+        BigInt(p.authorization.validAfter),
+        BigInt(p.authorization.validBefore),
+        p.authorization.nonce,
+        sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
+        sig.r,
+        sig.s,
+      ],
+    });
   }
 
   /**
