@@ -87,11 +87,12 @@ export class SandboxChain {
   async fund(chain: Chain, usdc: `0x${string}`, wallet: `0x${string}`, usdcMicro: bigint): Promise<{ gas_eth_set: boolean; usdc_added_micro: bigint }> {
     const c = this.chains.client(chain);
     let gas = false;
-    if ((await c.getBalance({ address: wallet })) < MIN_GAS_WEI) {
+    // both balances in one round
+    const [eth, held] = await Promise.all([c.getBalance({ address: wallet }), this.balanceOf(chain, usdc, wallet)]);
+    if (eth < MIN_GAS_WEI) {
       await this.rpc(chain, "anvil_setBalance", [wallet, toHex(GAS_TOPUP_WEI)]);
       gas = true;
     }
-    const held = await this.balanceOf(chain, usdc, wallet);
     if (held >= usdcMicro) return { gas_eth_set: gas, usdc_added_micro: 0n };
     await this.setBalance(chain, usdc, wallet, usdcMicro);
     return { gas_eth_set: gas, usdc_added_micro: usdcMicro - held };
