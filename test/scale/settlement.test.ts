@@ -70,4 +70,23 @@ describe("settlement is not a single lane", () => {
     after.forEach((a, i) => expect(a).toBe(before[i]! - price));
     expect(await stack.chain.balanceOf(stack.payTo)).toBe(payToBefore + 8n * price);
   }, 60_000);
+
+  it("a settlement that fails after the others took their nonces leaves no gap: every other one lands", async () => {
+    const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    const price = BigInt(requirements.maxAmountRequired);
+    // a payer who can pay once, with two proofs: both verify, the second one's transaction cannot be sent
+    const poor = await newPayer(stack.chain, price);
+    const twice = [decode(await paymentHeader(poor.wallet, requirements)), decode(await paymentHeader(poor.wallet, requirements))];
+    const others = await payments(6, requirements);
+    const facilitator = new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY });
+    const started = Date.now();
+    // with viem's nonce manager the failed one's nonce stayed taken: the settlements after it waited in the
+    // mempool behind the gap until the receipt wait gave up (180 s)
+    const results = await Promise.all([twice[0]!, ...others.slice(0, 3).map((p) => p.payload), twice[1]!, ...others.slice(3).map((p) => p.payload)].map((p) => facilitator.settle(p, requirements)));
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const poorResults = [results[0]!, results[4]!];
+    expect(poorResults.filter((r) => r.success)).toHaveLength(1);
+    for (const r of [...results.slice(1, 4), ...results.slice(5)]) expect(r.success, r.errorReason).toBe(true);
+    expect(await stack.chain.balanceOf(poor.account.address)).toBe(0n);
+  }, 60_000);
 });

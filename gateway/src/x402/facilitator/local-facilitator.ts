@@ -9,10 +9,12 @@
  * simulates the transfer before it settles. What does not change is read once: the chain's id, and a
  * token's code, name and version for TOKEN_FACTS_TTL_MS; an EOA's signature is checked by native recovery
  * (`withNativeEoaCheck`), a contract wallet's as viem checks it. Settlements are concurrent, not
- * one lane: the account's nonces are handed out by viem's nonce manager (one
- * per transaction, in this process, counted from the chain's pending nonce when
- * idle, so a restarted facilitator continues after what is in the mempool),
- * and a reverted settlement is a typed failure.
+ * one lane: their transactions are sent one at a time, each at the chain's pending nonce read just
+ * before it (so a restarted facilitator continues after what is in the mempool), and their receipts are
+ * awaited together. A transaction that could not be sent takes no nonce: viem's nonce manager, used
+ * before, had handed the next ones out already, and every settlement after the gap waited in the
+ * mempool until its receipt wait gave up (180 s; test/scale/settlement.test.ts). A reverted
+ * settlement is a typed failure.
  *
  * Settling is idempotent per authorization (payer, nonce), with the chain as
  * the durable record: a second settle of an authorization joins the one in
@@ -22,11 +24,10 @@
  * failing. So a gateway that takes over a dead request's payment settles it
  * once and never charges twice.
  */
-import { createNonceManager, createPublicClient, createWalletClient, getAddress, hashTypedData, http, isAddressEqual, parseSignature, publicActions, type Hex, type VerifyTypedDataParameters } from "viem";
-import { jsonRpc } from "viem/nonce";
+import { createPublicClient, createWalletClient, getAddress, hashTypedData, http, isAddressEqual, parseSignature, publicActions, type Hex, type VerifyTypedDataParameters } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
-import { settle as x402Settle, verify as x402Verify } from "x402/facilitator";
+import { verify as x402Verify } from "x402/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
 import type { RequirementsV2 } from "../payment-match";
 import { recoverHashSigner } from "../../lib/recover-signer";
@@ -145,10 +146,42 @@ export class LocalFacilitator {
   constructor(opts: { rpcUrl: string; privateKey: Hex }) {
     const transport = http(opts.rpcUrl, { retryCount: 0 });
     this.publicClient = withNativeEoaCheck(createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 }));
-    // concurrent settlements take consecutive nonces from the nonce manager instead of all reading the same pending
-    // count; one manager per facilitator (viem's shared one would carry nonces across chains of one chain id)
-    const nonceManager = createNonceManager({ source: jsonRpc() });
-    this.wallet = withNativeEoaCheck(createWalletClient({ account: privateKeyToAccount(opts.privateKey, { nonceManager }), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions));
+    this.wallet = withNativeEoaCheck(createWalletClient({ account: privateKeyToAccount(opts.privateKey), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions));
+  }
+
+  /** the tail of the settlement transactions being sent (one at a time; their receipts are awaited together) */
+  private sending: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Send one settlement transaction at the chain's pending nonce, after the one before it was sent. A
+   * transaction that fails before it reaches the node (its gas estimate reverts: the payer spent the
+   * funds meanwhile) takes no nonce, so nothing queues behind a gap.
+   */
+  private sendSettlement(asset: `0x${string}`, p: ExactEvmPayload): Promise<Hex> {
+    const sig = parseSignature(p.signature);
+    const send = async (): Promise<Hex> => {
+      const nonce = await this.publicClient.getTransactionCount({ address: this.wallet.account.address, blockTag: "pending" });
+      return this.wallet.writeContract({
+        address: asset,
+        abi: TOKEN_ABI,
+        functionName: "transferWithAuthorization",
+        args: [
+          p.authorization.from,
+          p.authorization.to,
+          BigInt(p.authorization.value),
+          BigInt(p.authorization.validAfter),
+          BigInt(p.authorization.validBefore),
+          p.authorization.nonce,
+          sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
+          sig.r,
+          sig.s,
+        ],
+        nonce,
+      });
+    };
+    const sent = this.sending.then(send, send);
+    this.sending = sent.catch(() => undefined);
+    return sent;
   }
 
   /** what the token says of itself, kept TOKEN_FACTS_TTL_MS (each verify read it four times: code, name, version, and the chain id) */
@@ -304,7 +337,13 @@ export class LocalFacilitator {
       const check = await this.verifyV1(payment, requirements);
       if (!check.isValid) return (await settledBefore()) ?? { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
       try {
-        const settled = await x402Settle(this.wallet as never, payment, requirements);
+        // verified just now (x402's stock checks included); x402's settle would verify again, then send with viem's nonce manager
+        const hash = await this.sendSettlement(getAddress(requirements.asset), payment.payload as unknown as ExactEvmPayload);
+        const receipt = await this.wallet.waitForTransactionReceipt({ hash });
+        const settled: SettleResponse =
+          receipt.status === "success"
+            ? { success: true, transaction: hash, network: NETWORK, payer }
+            : { success: false, errorReason: "invalid_transaction_state", transaction: hash, network: NETWORK, payer };
         return settled.success ? settled : ((await settledBefore()) ?? settled);
       } catch (err) {
         return (await settledBefore()) ?? { success: false, errorReason: `settlement_reverted: ${shortError(err)}` as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
