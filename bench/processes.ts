@@ -85,12 +85,13 @@ export async function startGatewayProcess(dir: string, env: Record<string, strin
   return { ...p, url: urlOf(p.line) };
 }
 
-export async function startFacilitatorProcess(dir: string, rpcUrl: string, port: number): Promise<ServerProcess & { url: string }> {
+export async function startFacilitatorProcess(dir: string, rpcUrl: string, port: number, nodeFlags: string[] = []): Promise<ServerProcess & { url: string }> {
   const p = await startProcess(
     await entry("facilitator"),
     { FACILITATOR_RUN_MAIN: "1", FACILITATOR_RPC_URL: rpcUrl, FACILITATOR_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d", FACILITATOR_PORT: String(port) },
     /facilitator listening/,
     path.join(dir, "facilitator.log"),
+    nodeFlags,
   );
   return { ...p, url: `http://127.0.0.1:${port}` };
 }
