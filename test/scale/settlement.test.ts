@@ -89,4 +89,16 @@ describe("settlement is not a single lane", () => {
     for (const r of [...results.slice(1, 4), ...results.slice(5)]) expect(r.success, r.errorReason).toBe(true);
     expect(await stack.chain.balanceOf(poor.account.address)).toBe(0n);
   }, 60_000);
+
+  it("an authorization already used on chain is answered with the transaction that used it, never sent again", async () => {
+    const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    const [p] = await payments(1, requirements);
+    const first = await new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY }).settle(p!.payload, requirements);
+    expect(first.success, first.errorReason).toBe(true);
+    const before = await stack.chain.balanceOf(p!.payer);
+    // another process (a restarted facilitator) asked to settle it again: nothing joins it in flight
+    const again = await new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY }).settle(p!.payload, requirements);
+    expect(again).toMatchObject({ success: true, transaction: first.transaction });
+    expect(await stack.chain.balanceOf(p!.payer)).toBe(before);
+  }, 60_000);
 });

@@ -335,14 +335,15 @@ export class LocalFacilitator {
         const tx = await this.usedBy(getAddress(requirements.asset), auth.from, auth.nonce).catch(() => undefined);
         return tx ? ({ success: true, transaction: tx, network: NETWORK, payer } as SettleResponse) : undefined;
       };
-      const before = await settledBefore();
-      if (before) return before;
+      // an authorization already used on chain fails verification (its nonce's state), and is then answered with
+      // the transaction that used it: no look of its own first
       const check = await this.verifyV1(payment, requirements);
       if (!check.isValid) return (await settledBefore()) ?? { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
       try {
         // verified just now (x402's stock checks included); x402's settle would verify again, then send with viem's nonce manager
         const hash = await this.sendSettlement(getAddress(requirements.asset), payment.payload as unknown as ExactEvmPayload);
-        const receipt = await this.wallet.waitForTransactionReceipt({ hash });
+        // a node that mines on receipt (the local chain) has it at once: one look, then the wait
+        const receipt = (await this.wallet.getTransactionReceipt({ hash }).catch(() => undefined)) ?? (await this.wallet.waitForTransactionReceipt({ hash }));
         const settled: SettleResponse =
           receipt.status === "success"
             ? { success: true, transaction: hash, network: NETWORK, payer }
