@@ -73,28 +73,20 @@ export interface FacilitatorClient {
 }
 
 export function facilitatorClient(config: FacilitatorConfig): FacilitatorClient {
-  const call = async (what: "verify" | "settle", payload: PaymentPayload, requirements: PaymentRequirements) => {
+  /** one call, answered as useFacilitator answers it: the body when it carries `field`, its typed error when not 200, else an error */
+  const call = async <T>(what: "verify" | "settle", field: string, refused: (status: number, body: T) => Error, payload: PaymentPayload, requirements: PaymentRequirements): Promise<T> => {
     let headers: Record<string, string> = { "Content-Type": "application/json" };
     if (config.createAuthHeaders) headers = { ...headers, ...(await config.createAuthHeaders())[what] };
     const body = JSON.stringify({ x402Version: payload.x402Version, paymentPayload: toJsonSafe(payload), paymentRequirements: toJsonSafe(requirements) });
-    return postJson(`${config.url}/${what}`, headers, body);
+    const res = await postJson(`${config.url}/${what}`, headers, body);
+    if (typeof res.data === "object" && res.data !== null && field in res.data) {
+      if (res.status !== 200) throw refused(res.status, res.data as T);
+      return res.data as T;
+    }
+    throw new Error(`Failed to ${what} payment: ${res.status} ${res.statusText}`);
   };
   return {
-    async verify(payload, requirements) {
-      const res = await call("verify", payload, requirements);
-      if (typeof res.data === "object" && res.data !== null && "isValid" in res.data) {
-        if (res.status !== 200) throw new VerifyError(res.status, res.data as VerifyResponse);
-        return res.data as VerifyResponse;
-      }
-      throw new Error(`Failed to verify payment: ${res.status} ${res.statusText}`);
-    },
-    async settle(payload, requirements) {
-      const res = await call("settle", payload, requirements);
-      if (typeof res.data === "object" && res.data !== null && "success" in res.data) {
-        if (res.status !== 200) throw new SettleError(res.status, res.data as SettleResponse);
-        return res.data as SettleResponse;
-      }
-      throw new Error(`Failed to settle payment: ${res.status} ${res.statusText}`);
-    },
+    verify: (payload, requirements) => call<VerifyResponse>("verify", "isValid", (status, r) => new VerifyError(status, r), payload, requirements),
+    settle: (payload, requirements) => call<SettleResponse>("settle", "success", (status, r) => new SettleError(status, r), payload, requirements),
   };
 }

@@ -133,6 +133,27 @@ export interface ExactEvmPayload {
   authorization: { from: `0x${string}`; to: `0x${string}`; value: string; validAfter: string; validBefore: string; nonce: Hex };
 }
 
+/** the token call that settles an authorization (v, r, s from its 65-byte signature): simulated, then sent */
+function transferCall(asset: `0x${string}`, p: ExactEvmPayload) {
+  const sig = parseSignature(p.signature);
+  return {
+    address: asset,
+    abi: TOKEN_ABI,
+    functionName: "transferWithAuthorization",
+    args: [
+      p.authorization.from,
+      p.authorization.to,
+      BigInt(p.authorization.value),
+      BigInt(p.authorization.validAfter),
+      BigInt(p.authorization.validBefore),
+      p.authorization.nonce,
+      sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
+      sig.r,
+      sig.s,
+    ],
+  } as const;
+}
+
 export class LocalFacilitator {
   private readonly publicClient;
   private readonly wallet;
@@ -158,23 +179,7 @@ export class LocalFacilitator {
    * funds meanwhile) takes no nonce, so nothing queues behind a gap.
    */
   private async sendSettlement(asset: `0x${string}`, p: ExactEvmPayload): Promise<Hex> {
-    const sig = parseSignature(p.signature);
-    const call = {
-      address: asset,
-      abi: TOKEN_ABI,
-      functionName: "transferWithAuthorization",
-      args: [
-        p.authorization.from,
-        p.authorization.to,
-        BigInt(p.authorization.value),
-        BigInt(p.authorization.validAfter),
-        BigInt(p.authorization.validBefore),
-        p.authorization.nonce,
-        sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
-        sig.r,
-        sig.s,
-      ],
-    } as const;
+    const call = transferCall(asset, p);
     // gas and fees outside the turn (settlements estimate together); a quarter more gas than estimated, as a
     // margin for the state moving between the estimate and the block (only the gas used is paid)
     const [gas, fees] = await Promise.all([this.publicClient.estimateContractGas({ ...call, account: this.wallet.account }), this.publicClient.estimateFeesPerGas()]);
@@ -281,24 +286,7 @@ export class LocalFacilitator {
 
   /** the settlement's call, simulated from the settling account (a revert rejects) */
   private async simulateTransfer(asset: `0x${string}`, p: ExactEvmPayload) {
-    const sig = parseSignature(p.signature);
-    return this.publicClient.simulateContract({
-      account: this.wallet.account,
-      address: asset,
-      abi: TOKEN_ABI,
-      functionName: "transferWithAuthorization",
-      args: [
-        p.authorization.from,
-        p.authorization.to,
-        BigInt(p.authorization.value),
-        BigInt(p.authorization.validAfter),
-        BigInt(p.authorization.validBefore),
-        p.authorization.nonce,
-        sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
-        sig.r,
-        sig.s,
-      ],
-    });
+    return this.publicClient.simulateContract({ ...transferCall(asset, p), account: this.wallet.account });
   }
 
   /**
