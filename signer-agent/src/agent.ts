@@ -4,10 +4,13 @@
  * the fork, sign with the local key, relay, and read the result on chain.
  */
 import { randomUUID } from "node:crypto";
-import { createWalletClient, http, type Hex } from "viem";
+import { createWalletClient, type Hex } from "viem";
+import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { wrapFetchWithPayment, decodeXPaymentResponse } from "x402-fetch";
+import { createPaymentHeader, selectPaymentRequirements } from "x402/client";
+import { ChainIdToNetwork, PaymentRequirementsSchema, type PaymentRequirements } from "x402/types";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
@@ -119,8 +122,36 @@ export class SignerAgent {
       this.opts.audit.append({ event: "x402_refused", reason: refusal, amount_micro: amount.toString() });
       throw new RefusedError("x402", refusal);
     }
-    const wallet = createWalletClient({ account: this.account, chain: baseSepolia, transport: http(this.opts.x402RpcUrl) });
-    const pay = wrapFetchWithPayment(fetch, wallet as never, amount);
+    const wallet = createWalletClient({ account: this.account, chain: baseSepolia, transport: rpcHttp(this.opts.x402RpcUrl) });
+    const route = `${method} ${path}`;
+    // x402-fetch's client (ask, get the 402, pay), each 402's requirements remembered for the route
+    const remembering = (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+      const res = await fetch(input, init);
+      if (res.status === 402) {
+        const body = (await res.clone().json().catch(() => undefined)) as { x402Version?: number; accepts?: unknown[] } | undefined;
+        const accepts = body?.accepts?.map((a) => PaymentRequirementsSchema.safeParse(a)).filter((r) => r.success).map((r) => r.data);
+        if (body?.x402Version && accepts?.length) this.challenges.set(route, { x402Version: body.x402Version, accepts });
+      }
+      return res;
+    }) as typeof fetch;
+    const stock = wrapFetchWithPayment(remembering, wallet as never, amount);
+    /**
+     * A route whose requirements a 402 already stated is paid up front: the proof x402-fetch would make for
+     * them (the same selection, the same cap), sent with the first request, so one round trip fewer. A 402
+     * answer (the requirements changed, or the proof was refused: nothing was charged) forgets them and the
+     * request is made again the stock way.
+     */
+    const pay = async (input: string, init?: RequestInit): Promise<Response> => {
+      const known = this.challenges.get(route);
+      const selected = known && selectPaymentRequirements(known.accepts, ChainIdToNetwork[baseSepolia.id], "exact");
+      if (known && selected && BigInt(selected.maxAmountRequired) <= amount) {
+        const header = await createPaymentHeader(wallet as never, known.x402Version, selected);
+        const res = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "X-PAYMENT": header, "Access-Control-Expose-Headers": "X-PAYMENT-RESPONSE" } });
+        if (res.status !== 402) return res;
+        this.challenges.delete(route);
+      }
+      return stock(input, init);
+    };
     return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       const res = await pay(input as string, init);
       const header = res.headers.get("x-payment-response");
@@ -132,6 +163,9 @@ export class SignerAgent {
       return res;
     }) as typeof fetch;
   }
+
+  /** the x402 requirements of each paid route ("METHOD path") as its last 402 stated them */
+  private readonly challenges = new Map<string, { x402Version: number; accepts: PaymentRequirements[] }>();
 
   /** ask the gateway for an action (returns the envelope, or throws with its typed error) */
   async request(action: AgentAction, amountUsdc: number, extra: Record<string, unknown> = {}): Promise<Envelope> {

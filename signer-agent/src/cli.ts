@@ -19,7 +19,8 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { createPublicClient, formatEther, http } from "viem";
+import { createPublicClient, formatEther } from "viem";
+import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import { randomBytes } from "node:crypto";
 import { RefusedError, SignerAgent, type AgentAction } from "./agent";
 import { AuditLog } from "./audit-log";
@@ -214,7 +215,7 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case "balance": {
         const address = cfg.devRawKey ? (await agentFrom(cfg)).address : keystoreAddress(cfg.keystore);
-        const client = createPublicClient({ transport: http(cfg.rpcUrl) });
+        const client = createPublicClient({ transport: rpcHttp(cfg.rpcUrl) });
         out(`${address} on chain ${await client.getChainId()}: ${formatEther(await client.getBalance({ address }))} ETH`);
         const agent = await agentFrom(cfg);
         out(JSON.stringify(await agent.position(), null, 2));

@@ -9,7 +9,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Safe from "@safe-global/protocol-kit";
-import { createPublicClient, createWalletClient, decodeFunctionData, encodeFunctionData, getAddress, hexToBigInt, http, parseAbi, publicActions, sliceHex, type Hex } from "viem";
+import { createPublicClient, createWalletClient, decodeFunctionData, encodeFunctionData, getAddress, hexToBigInt, parseAbi, publicActions, sliceHex, type Hex } from "viem";
+import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
@@ -76,8 +77,8 @@ export class Operator {
     private readonly opts: { privateKey: Hex; rpcUrl: string },
   ) {
     this.account = privateKeyToAccount(opts.privateKey);
-    this.wallet = createWalletClient({ account: this.account, chain: base, transport: http(opts.rpcUrl), pollingInterval: 50 }).extend(publicActions);
-    this.publicClient = createPublicClient({ chain: base, transport: http(opts.rpcUrl), pollingInterval: 50 });
+    this.wallet = createWalletClient({ account: this.account, chain: base, transport: rpcHttp(opts.rpcUrl), pollingInterval: 50 }).extend(publicActions);
+    this.publicClient = createPublicClient({ chain: base, transport: rpcHttp(opts.rpcUrl), pollingInterval: 50 });
   }
 
   /** create (deploy) a Safe owned by the operator alone, threshold 1 */

@@ -4,7 +4,8 @@
  * succeeds as an eth_call from the wallet (a revert is decoded and shown),
  * gas is estimated, nonce and fees are filled.
  */
-import { BaseError, ContractFunctionRevertedError, createPublicClient, http, type Hex, type PublicClient } from "viem";
+import { BaseError, ContractFunctionRevertedError, createPublicClient, type Hex, type PublicClient } from "viem";
+import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import type { StepTx } from "./policy";
 
 export class PreflightError extends Error {}
@@ -33,7 +34,7 @@ export class Preflight {
   readonly client: PublicClient;
   constructor(rpcUrl: string) {
     // batched: a preflight's reads go to the fork as one JSON-RPC batch (they were five rounds one after the other)
-    this.client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0, batch: { wait: 0 } }), pollingInterval: 50 });
+    this.client = createPublicClient({ transport: rpcHttp(rpcUrl, { retryCount: 0, batch: { wait: 0 } }), pollingInterval: 50 });
   }
 
   async prepare(tx: StepTx, from: `0x${string}`): Promise<PreparedTx> {

@@ -89,6 +89,42 @@ describe("the loop", () => {
     expect(state.state).toMatchObject({ environment: "chain", ltv: 0 });
   });
 
+  it("a route paid once is paid up front next time (one request, charged once); a challenge gone stale is refused free, then paid the stock way", async () => {
+    // a proxy between agent and gateway noting each deposit request: whether it carried a payment, and its answer
+    const seen: { paid: boolean; status: number }[] = [];
+    const proxy = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", async () => {
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<string, string>;
+        const upstream = await fetch(`${gw.url}${req.url}`, { method: req.method, headers, body: req.method === "GET" ? undefined : body });
+        if (req.url === "/api/v1/deposits") seen.push({ paid: "x-payment" in req.headers, status: upstream.status });
+        res.writeHead(upstream.status, Object.fromEntries([...upstream.headers.entries()].filter(([k]) => !["content-length", "content-encoding", "transfer-encoding"].includes(k))));
+        res.end(await upstream.text());
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+    try {
+      const { agent, account } = await newAgent(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+      const usdcBefore = await sepolia.balanceOf(account.address);
+      await agent.run("deposit", 100);
+      expect(seen).toEqual([{ paid: false, status: 402 }, { paid: true, status: 202 }]);
+      seen.length = 0;
+      await agent.run("deposit", 100);
+      expect(seen).toEqual([{ paid: true, status: 202 }]);
+      expect(await sepolia.balanceOf(account.address)).toBe(usdcBefore - 2n * 50_000n);
+      // the route's requirements as the agent remembers them no longer match the gateway's (a lower price)
+      const challenges = (agent as unknown as { challenges: Map<string, { accepts: { maxAmountRequired: string }[] }> }).challenges;
+      for (const c of challenges.values()) for (const a of c.accepts) a.maxAmountRequired = "40000";
+      seen.length = 0;
+      await agent.run("deposit", 100);
+      expect(seen).toEqual([{ paid: true, status: 402 }, { paid: false, status: 402 }, { paid: true, status: 202 }]);
+      expect(await sepolia.balanceOf(account.address)).toBe(usdcBefore - 3n * 50_000n);
+    } finally {
+      proxy.close();
+    }
+  });
+
   it("a borrow against WETH collateral moves real debt tokens", async () => {
     const { agent, account } = await newAgent();
     await agent.run("convert", 3000, { target: "eth" });

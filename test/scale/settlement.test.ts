@@ -90,6 +90,22 @@ describe("settlement is not a single lane", () => {
     expect(await stack.chain.balanceOf(poor.account.address)).toBe(0n);
   }, 60_000);
 
+  it("a nonce counted by one facilitator and taken by another with the same key is read again: the settlement lands once", async () => {
+    const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    const [a1, b1, a2] = await payments(3, requirements);
+    const a = new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY });
+    const b = new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY });
+    expect((await a.settle(a1!.payload, requirements)).success).toBe(true); // a counts the next nonce
+    expect((await b.settle(b1!.payload, requirements)).success).toBe(true); // b takes it
+    const before = await stack.chain.balanceOf(a2!.payer);
+    const settled = await a.settle(a2!.payload, requirements);
+    expect(settled.success, settled.errorReason).toBe(true);
+    expect(await stack.chain.balanceOf(a2!.payer)).toBe(before - BigInt(requirements.maxAmountRequired));
+    // and a keeps counting from there
+    const [a3] = await payments(1, requirements);
+    expect((await a.settle(a3!.payload, requirements)).success).toBe(true);
+  }, 60_000);
+
   it("an authorization already used on chain is answered with the transaction that used it, never sent again", async () => {
     const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
     const [p] = await payments(1, requirements);

@@ -9,10 +9,10 @@ import {
   ContractFunctionRevertedError,
   createPublicClient,
   decodeErrorResult,
-  http,
   type Hex,
   type PublicClient,
 } from "viem";
+import { rpcHttp } from "./rpc-transport";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
@@ -110,7 +110,7 @@ export class ChainGateway {
     for (const [chain, url] of Object.entries(rpcUrls) as [TreasuryChain, string | undefined][]) {
       if (url) this.urls.set(chain, url);
       if (!url) continue;
-      const transport = (batch: boolean) => http(url, { timeout: Math.max(timeoutMs, 10_000), retryCount: 0, batch: batch ? { wait: 0 } : false });
+      const transport = (batch: boolean) => rpcHttp(url, { timeout: Math.max(timeoutMs, 10_000), retryCount: 0, batch: batch ? { wait: 0 } : false });
       this.clients.set(chain, createPublicClient({ transport: transport(false), pollingInterval: 50 }));
       this.batched.set(chain, createPublicClient({ transport: transport(true), pollingInterval: 50 }));
     }

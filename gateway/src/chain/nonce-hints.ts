@@ -3,14 +3,15 @@
  * treasury's chain, read over the RPC configured for it. Without an RPC, or
  * when it does not answer in time, there is no hint (null) and the envelope says so.
  */
-import { createPublicClient, http, type PublicClient } from "viem";
+import { createPublicClient, type PublicClient } from "viem";
+import { rpcHttp } from "./rpc-transport";
 
 export class NonceHints {
   private readonly clients = new Map<string, PublicClient>();
 
   constructor(rpcUrls: Partial<Record<"base" | "arbitrum", string>>, timeoutMs: number) {
     for (const [chain, url] of Object.entries(rpcUrls)) {
-      if (url) this.clients.set(chain, createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) }));
+      if (url) this.clients.set(chain, createPublicClient({ transport: rpcHttp(url, { timeout: timeoutMs, retryCount: 0 }) }));
     }
   }
 

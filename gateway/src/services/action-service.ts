@@ -110,12 +110,13 @@ export class ActionService {
     return known;
   }
 
-  /** on the sandbox's chain: gas ETH and the USDC the action takes, so any new wallet can try every action */
-  async fundForAction(t: TreasuryRecord, request: { action: TreasuryAction; amountMicro: Micro }): Promise<void> {
-    if (!(await this.sandboxed(t))) return;
+  /** on the sandbox's chain: gas ETH and the USDC the action takes, so any new wallet can try every action; true when it changed a balance */
+  async fundForAction(t: TreasuryRecord, request: { action: TreasuryAction; amountMicro: Micro }): Promise<boolean> {
+    if (!(await this.sandboxed(t))) return false;
     const usdcNeeded = request.action === "borrow" ? 0n : request.amountMicro;
     try {
-      await this.sandbox.fund(t.chain, AAVE_MARKETS[t.chain].usdc, t.walletAddress, usdcNeeded);
+      const funded = await this.sandbox.fund(t.chain, AAVE_MARKETS[t.chain].usdc, t.walletAddress, usdcNeeded);
+      return funded.gas_eth_set || funded.usdc_added_micro > 0n;
     } catch (err) {
       throw new TreasuryError("chain_unavailable", `the sandbox could not fund ${t.walletAddress} on ${t.chain}: ${(err as Error).message}`);
     }
@@ -169,8 +170,9 @@ export class ActionService {
       await this.guard(t, request, this.ctx.clock.now(), null);
       return async () => {};
     }
-    await this.fundForAction(t, request);
-    const chain = await this.chainPosition(t);
+    // the sandbox's funding looks at two balances and the position is read meanwhile: read again only if it funded
+    const [funded, position] = await Promise.all([this.fundForAction(t, request), this.chainPosition(t)]);
+    const chain = funded ? await this.chainPosition(t) : position;
     await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
       await this.guard(await this.treasury(treasuryId), request, now, chain);
@@ -219,9 +221,10 @@ export class ActionService {
       }
     }
     const before = await this.treasury(treasuryId);
-    const chain = await this.chainPosition(before);
+    // read again after the reservation (a paid request settled in between: the action is checked on the chain as
+    // it is now, test/security/prepaid-retry.test.ts), together with the wallet's next nonce
+    const [chain, nonce] = await Promise.all([this.chainPosition(before), before.executionMode === "wallet" ? this.nonces.next(before.chain, before.walletAddress) : null]);
     const planned = await this.guard(before, request, this.ctx.clock.now(), chain);
-    const nonce = before.executionMode === "wallet" ? await this.nonces.next(before.chain, before.walletAddress) : null;
     // a managed sandbox treasury on the local chain: its steps run on the fork, sent as the wallet (impersonated)
     const onChain = before.executionMode === "managed" && chain && (await this.sandboxed(before)) ? await this.runOnSandbox(before, planned) : null;
     // an operator's Safe: the action becomes a Safe transaction its owners sign (at the Safe's nonce now)

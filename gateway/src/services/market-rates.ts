@@ -5,7 +5,8 @@
  * (`source`, `stale`, `error`) and the document's `environment` is never
  * `live` unless every entry was read from its chain within the cache window.
  */
-import { createPublicClient, http, type PublicClient } from "viem";
+import { createPublicClient, type PublicClient } from "viem";
+import { rpcHttp } from "../chain/rpc-transport";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS, RATE_CHAINS, type ChainKey } from "../../../contracts-abi/chains";
 import type { Clock } from "../lib/clock";
@@ -54,7 +55,7 @@ export class MarketRatesService {
   ) {
     for (const chain of RATE_CHAINS) {
       const url = rpcUrls[chain];
-      if (url) this.clients.set(chain, createPublicClient({ transport: http(url, { timeout: opts.timeoutMs, retryCount: 0 }) }));
+      if (url) this.clients.set(chain, createPublicClient({ transport: rpcHttp(url, { timeout: opts.timeoutMs, retryCount: 0 }) }));
     }
   }
 

@@ -4,15 +4,14 @@
  *   public the public Base Sepolia facilitator (https://x402.org/facilitator, or X402_FACILITATOR_URL)
  *   cdp    Coinbase's CDP facilitator through @coinbase/x402, keys CDP_API_KEY_ID / CDP_API_KEY_SECRET
  * All three speak the same x402 v1 HTTP API. The client is x402's `useFacilitator` made over Node's own
- * HTTP client with kept-alive connections: the same requests (POST /verify and /settle, the same JSON body
+ * HTTP client with kept-alive connections (lib/keep-alive-post.ts): the same requests (POST /verify and /settle, the same JSON body
  * through x402's toJsonSafe, the same auth headers), the same answers and errors (VerifyError,
  * SettleError). x402's calls `fetch`, whose request and stream objects were a fifth of the gateway's CPU
  * on a paid request in the bench's profile (bench/README.md, item 25).
  */
-import http from "node:http";
-import https from "node:https";
 import { createFacilitatorConfig } from "@coinbase/x402";
 import { toJsonSafe } from "x402/shared";
+import { keepAlivePost } from "../lib/keep-alive-post";
 import { SettleError, VerifyError, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from "x402/types";
 
 export type FacilitatorMode = "local" | "public" | "cdp";
@@ -35,36 +34,10 @@ export function facilitatorConfig(mode: FacilitatorMode, url: string | undefined
 /** how long a facilitator call may take before it fails (x402's fetch had no limit) */
 export const FACILITATOR_TIMEOUT_MS = 30_000;
 
-/**
- * Kept-alive connections. The agent's `timeout` lets Node close an idle connection a second before the
- * facilitator says it will (its Keep-Alive: timeout= hint), so a request never goes out on a connection
- * the server is closing.
- */
-const agentOptions = { keepAlive: true, maxSockets: 256, timeout: FACILITATOR_TIMEOUT_MS };
-const agents = { "http:": new http.Agent(agentOptions), "https:": new https.Agent(agentOptions) };
-
 /** one POST of JSON, its status and parsed answer (an answer that is not JSON is an error, as `res.json()` throws) */
-function postJson(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; statusText: string; data: unknown }> {
-  const target = new URL(url);
-  const client = target.protocol === "https:" ? https : http;
-  const agent = agents[target.protocol as keyof typeof agents];
-  return new Promise((resolve, reject) => {
-    const req = client.request(target, { method: "POST", agent, headers: { ...headers, "Content-Length": String(Buffer.byteLength(body)) }, timeout: FACILITATOR_TIMEOUT_MS }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("error", reject);
-      res.on("end", () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", data: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
-        } catch (err) {
-          reject(err);
-        }
-      });
-    });
-    req.on("timeout", () => req.destroy(new Error(`the facilitator did not answer in ${FACILITATOR_TIMEOUT_MS} ms`)));
-    req.on("error", reject);
-    req.end(body);
-  });
+async function postJson(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; statusText: string; data: unknown }> {
+  const res = await keepAlivePost(url, headers, body, { timeoutMs: FACILITATOR_TIMEOUT_MS });
+  return { status: res.status, statusText: res.statusText, data: JSON.parse(res.text) };
 }
 
 export interface FacilitatorClient {

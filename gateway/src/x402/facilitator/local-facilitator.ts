@@ -24,7 +24,8 @@
  * failing. So a gateway that takes over a dead request's payment settles it
  * once and never charges twice.
  */
-import { createPublicClient, createWalletClient, getAddress, hashTypedData, http, isAddressEqual, parseSignature, publicActions, type Hex, type VerifyTypedDataParameters } from "viem";
+import { BaseError, createPublicClient, createWalletClient, getAddress, hashTypedData, isAddressEqual, NonceTooLowError, parseSignature, publicActions, type Hex, type VerifyTypedDataParameters } from "viem";
+import { rpcHttp } from "../../chain/rpc-transport";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { verify as x402Verify } from "x402/facilitator";
@@ -154,6 +155,10 @@ function transferCall(asset: `0x${string}`, p: ExactEvmPayload) {
   } as const;
 }
 
+/** a node's refusal of a nonce another transaction of the account took (viem's error for it, or the node's words) */
+const nonceTaken = (err: unknown): boolean =>
+  (err instanceof BaseError && err.walk((e) => e instanceof NonceTooLowError) !== null) || /nonce too low|already known|replacement transaction underpriced/i.test(String((err as Error)?.message));
+
 export class LocalFacilitator {
   private readonly publicClient;
   private readonly wallet;
@@ -165,27 +170,49 @@ export class LocalFacilitator {
   private readonly tokenFacts = new Map<string, { at: number; facts: Promise<{ code: boolean; name: string; version: string }> }>();
 
   constructor(opts: { rpcUrl: string; privateKey: Hex }) {
-    const transport = http(opts.rpcUrl, { retryCount: 0 });
+    const transport = rpcHttp(opts.rpcUrl, { retryCount: 0 });
     this.publicClient = withNativeEoaCheck(createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 }));
     this.wallet = withNativeEoaCheck(createWalletClient({ account: privateKeyToAccount(opts.privateKey), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions));
   }
 
   /** the tail of the settlement transactions being sent (one at a time; their receipts are awaited together) */
   private sending: Promise<unknown> = Promise.resolve();
+  /**
+   * The nonce of the next settlement: the chain's pending count, read when unknown, then counted here while
+   * this facilitator's sends succeed. Any failed send forgets it (read again next time): a transaction that
+   * never reached the node leaves no gap behind it.
+   */
+  private nextNonce?: number;
 
   /**
-   * Send one settlement transaction at the chain's pending nonce, after the one before it was sent. A
-   * transaction that fails before it reaches the node (its gas estimate reverts: the payer spent the
-   * funds meanwhile) takes no nonce, so nothing queues behind a gap.
+   * Gas and fees of a settlement (settlements estimate together, outside the turn of sending); a quarter more gas
+   * than estimated, as a margin for the state moving between the estimate and the block (only the gas used is paid).
    */
-  private async sendSettlement(asset: `0x${string}`, p: ExactEvmPayload): Promise<Hex> {
+  private async estimateSettlement(asset: `0x${string}`, p: ExactEvmPayload) {
     const call = transferCall(asset, p);
-    // gas and fees outside the turn (settlements estimate together); a quarter more gas than estimated, as a
-    // margin for the state moving between the estimate and the block (only the gas used is paid)
     const [gas, fees] = await Promise.all([this.publicClient.estimateContractGas({ ...call, account: this.wallet.account }), this.publicClient.estimateFeesPerGas()]);
+    return { ...call, gas: (gas * 5n) / 4n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+  }
+
+  /**
+   * Send one estimated settlement transaction, after the one before it was sent, at the next nonce. A transaction
+   * that fails before it reaches the node (its gas estimate reverted: the payer spent the funds meanwhile) is never
+   * sent, so it takes no nonce and nothing queues behind a gap. A nonce the node calls used (another sender of
+   * this account: a second facilitator with the same key) is read again from the chain and the send made once more.
+   */
+  private sendSettlement(tx: Awaited<ReturnType<LocalFacilitator["estimateSettlement"]>>): Promise<Hex> {
     const send = async (): Promise<Hex> => {
-      const nonce = await this.publicClient.getTransactionCount({ address: this.wallet.account.address, blockTag: "pending" });
-      return this.wallet.writeContract({ ...call, nonce, gas: (gas * 5n) / 4n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas });
+      for (let attempt = 0; ; attempt++) {
+        const nonce = this.nextNonce ?? (await this.publicClient.getTransactionCount({ address: this.wallet.account.address, blockTag: "pending" }));
+        try {
+          const hash = await this.wallet.writeContract({ ...tx, nonce });
+          this.nextNonce = nonce + 1;
+          return hash;
+        } catch (err) {
+          this.nextNonce = undefined;
+          if (attempt > 0 || !nonceTaken(err)) throw err;
+        }
+      }
     };
     const sent = this.sending.then(send, send);
     this.sending = sent.catch(() => undefined);
@@ -323,13 +350,17 @@ export class LocalFacilitator {
         const tx = await this.usedBy(getAddress(requirements.asset), auth.from, auth.nonce).catch(() => undefined);
         return tx ? ({ success: true, transaction: tx, network: NETWORK, payer } as SettleResponse) : undefined;
       };
+      // the settlement's gas and fees are estimated while it is verified (reads of one state; an invalid proof's
+      // estimate is dropped)
+      const estimated = (async () => this.estimateSettlement(getAddress(requirements.asset), payment.payload as unknown as ExactEvmPayload))();
+      estimated.catch(() => undefined);
       // an authorization already used on chain fails verification (its nonce's state), and is then answered with
       // the transaction that used it: no look of its own first
       const check = await this.verifyV1(payment, requirements);
       if (!check.isValid) return (await settledBefore()) ?? { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
       try {
         // verified just now (x402's stock checks included); x402's settle would verify again, then send with viem's nonce manager
-        const hash = await this.sendSettlement(getAddress(requirements.asset), payment.payload as unknown as ExactEvmPayload);
+        const hash = await this.sendSettlement(await estimated);
         // a node that mines on receipt (the local chain) has it at once: one look, then the wait
         const receipt = (await this.wallet.getTransactionReceipt({ hash }).catch(() => undefined)) ?? (await this.wallet.waitForTransactionReceipt({ hash }));
         const settled: SettleResponse =
