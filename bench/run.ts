@@ -9,6 +9,7 @@
  *   --quick     under a minute: 1 s per route, the paid path at one concurrency, no fork, no instances
  *   --routes-only  only the HTTP routes against the baseline
  *   --tables    only the routes on an empty and on a full store, SQLite and PostgreSQL (bench/tables.ts)
+ *   --wallet-loop  only the wallet loop on the fork: relays with broadcast (one wallet, then many at once), the agent's loop
  *   --profile   only the HTTP routes, each on a fresh gateway under node --cpu-prof: the top self-time
  *               functions of the measured load in the JSON and bench/results/profiles/
  *   BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_PAID_REQUESTS tune it; BENCH_ONLY (a regular expression)
@@ -26,6 +27,7 @@ const QUICK = process.argv.includes("--quick");
 const PROFILE = process.argv.includes("--profile");
 const ROUTES_ONLY = PROFILE || process.argv.includes("--routes-only");
 const TABLES_ONLY = process.argv.includes("--tables");
+const LOOP_ONLY = process.argv.includes("--wallet-loop");
 const SECONDS = QUICK ? 1 : Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = QUICK ? 0.3 : 1;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -284,10 +286,51 @@ async function walletLoop() {
     }
     relays.sort((a, b) => a - b);
     full.sort((a, b) => a - b);
+
+    // many wallets at once: each wallet's deposit envelope relayed step after step (its nonces), the wallets
+    // side by side; steps signed beforehand with a fixed gas limit (the agent's preflight is not what is measured)
+    const wallets = Number(process.env.BENCH_RELAY_WALLETS ?? 40);
+    const workers = Number(process.env.BENCH_RELAY_WORKERS ?? 10);
+    const accounts = Array.from({ length: wallets }, () => privateKeyToAccount(generatePrivateKey()));
+    for (const a of accounts) await fork.fund(a.address, 1_000_000_000n); // one minter: its transactions one by one
+    const signedSteps = await Promise.all(
+      accounts.map(async (a) => {
+        const t = await json(`${gw.url}/api/v1/treasuries`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ wallet_address: a.address }) });
+        const env = await json(`${gw.url}/api/v1/deposits`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${t.api_key}`, "idempotency-key": `bench-many-${a.address}` }, body: JSON.stringify({ amount_usdc: 100 }) });
+        if (!Array.isArray(env.steps)) throw new Error(`no envelope for the concurrent relays: ${JSON.stringify(env)}`);
+        return Promise.all(
+          env.steps.map(async (step: any) => {
+            const u = step.unsigned_transaction;
+            const signed = await a.signTransaction({ type: "eip1559", chainId: u.chain_id, nonce: u.nonce, to: u.to, data: u.data, value: BigInt(u.value), gas: 600_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000n });
+            return JSON.stringify({ tx_id: step.tx_id, signed_transaction: signed });
+          }),
+        );
+      }),
+    );
+    const many: number[] = [];
+    let next = 0;
+    let manyFailures = 0;
+    const t0many = performance.now();
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        for (let w = next++; w < signedSteps.length; w = next++) {
+          for (const [i, body] of signedSteps[w]!.entries()) {
+            const t0 = performance.now();
+            const r = await fetch(`${gw.url}/api/v1/relay`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": `bench-many-${w}-${i}` }, body });
+            const answer = await r.text();
+            if (r.status !== 200 && manyFailures++ === 0) console.error(`a concurrent relay failed (wallet ${w}, step ${i}): ${r.status} ${answer.slice(0, 400)}`);
+            many.push(performance.now() - t0);
+          }
+        }
+      }),
+    );
+    const manySeconds = (performance.now() - t0many) / 1000;
+    many.sort((a, b) => a - b);
     for (const s of [gw, facilitator]) await s.stop();
     const total = relays.reduce((a, b) => a + b, 0) / 1000;
     return {
       relay_broadcast: { count: relays.length, per_second_sequential: Number((relays.length / total).toFixed(1)), p50_ms: Number(percentileOf(relays, 50).toFixed(1)), p99_ms: Number(percentileOf(relays, 99).toFixed(1)) },
+      relay_broadcast_many_wallets: { wallets, workers, count: many.length, failures: manyFailures, per_second: Number(((many.length - manyFailures) / manySeconds).toFixed(1)), p50_ms: Number(percentileOf(many, 50).toFixed(1)), p99_ms: Number(percentileOf(many, 99).toFixed(1)) },
       agent_loop: { runs: full.length, p50_ms: Math.round(percentileOf(full, 50)), p90_ms: Math.round(percentileOf(full, 90)), max_ms: Math.round(full[full.length - 1]!) },
     };
   } finally {
@@ -331,13 +374,20 @@ cost as the work grows: ${TABLE_ROWS.treasuries.toLocaleString("en")} treasuries
   }
 }
 
+function printLoop(loop: Awaited<ReturnType<typeof walletLoop>>): void {
+  console.log(`relay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay_broadcast.count} relays): ${loop.relay_broadcast.per_second_sequential} relays/s (goal >= 200), p50 ${loop.relay_broadcast.p50_ms} ms, p99 ${loop.relay_broadcast.p99_ms} ms`);
+  const mw = loop.relay_broadcast_many_wallets;
+  console.log(`relay on the fork, ${mw.wallets} wallets at once (${mw.workers} at a time, each wallet's 3 steps in order): ${mw.per_second} relays/s answered 200 (goal >= 200), p50 ${mw.p50_ms} ms, p99 ${mw.p99_ms} ms, failures ${mw.failures}`);
+  console.log(`signer agent full loop (x402 payment, envelope, policy, preflight, sign, relay, read back; deposit of 100 USDC, ${loop.agent_loop.runs} runs): p50 ${loop.agent_loop.p50_ms} ms (goal <= 100), p90 ${loop.agent_loop.p90_ms} ms, max ${loop.agent_loop.max_ms} ms`);
+}
+
 const fmt = (n: number, w: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "n/a").padStart(w);
 
 async function main(): Promise<void> {
   const started = new Date();
   const result: Record<string, unknown> = {
     started_at: started.toISOString(),
-    mode: [QUICK ? "quick" : "full", PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : ""].filter(Boolean).join(" "),
+    mode: [QUICK ? "quick" : "full", PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : LOOP_ONLY ? "wallet-loop" : ""].filter(Boolean).join(" "),
     node: process.version,
     cores: os.cpus().length,
     seconds_per_route: SECONDS,
@@ -346,6 +396,12 @@ async function main(): Promise<void> {
   };
   if (TABLES_ONLY) {
     await tables(result);
+    return write(result, started);
+  }
+  if (LOOP_ONLY) {
+    const loop = await walletLoop();
+    result.wallet_loop = loop;
+    printLoop(loop);
     return write(result, started);
   }
   const http = await routes();
@@ -386,8 +442,7 @@ async function main(): Promise<void> {
   if (!QUICK) {
     const loop = await walletLoop();
     result.wallet_loop = loop;
-    console.log(`relay on the fork (verify + simulate + broadcast + receipt, sequential, ${loop.relay_broadcast.count} relays): ${loop.relay_broadcast.per_second_sequential} relays/s (goal >= 200), p50 ${loop.relay_broadcast.p50_ms} ms, p99 ${loop.relay_broadcast.p99_ms} ms`);
-    console.log(`signer agent full loop (x402 payment, envelope, policy, preflight, sign, relay, read back; deposit of 100 USDC, ${loop.agent_loop.runs} runs): p50 ${loop.agent_loop.p50_ms} ms (goal <= 100), p90 ${loop.agent_loop.p90_ms} ms, max ${loop.agent_loop.max_ms} ms`);
+    printLoop(loop);
 
     await tables(result);
 
@@ -412,9 +467,9 @@ function write(result: Record<string, unknown>, started: Date): void {
   if (QUICK) fs.writeFileSync(path.join(RESULTS, "quick-latest.json"), text);
   else {
     fs.writeFileSync(path.join(RESULTS, `${started.toISOString().replace(/[:.]/g, "-")}.json`), text);
-    fs.writeFileSync(path.join(RESULTS, PROFILE ? "profile-latest.json" : ROUTES_ONLY ? "routes-latest.json" : TABLES_ONLY ? "tables-latest.json" : "latest.json"), text);
+    fs.writeFileSync(path.join(RESULTS, PROFILE ? "profile-latest.json" : ROUTES_ONLY ? "routes-latest.json" : TABLES_ONLY ? "tables-latest.json" : LOOP_ONLY ? "wallet-loop-latest.json" : "latest.json"), text);
   }
-  console.log(`\nresults: bench/results/${QUICK ? "quick-latest" : PROFILE ? "profile-latest" : ROUTES_ONLY ? "routes-latest" : TABLES_ONLY ? "tables-latest" : "latest"}.json (${((Date.now() - started.getTime()) / 1000).toFixed(0)} s)`);
+  console.log(`\nresults: bench/results/${QUICK ? "quick-latest" : PROFILE ? "profile-latest" : ROUTES_ONLY ? "routes-latest" : TABLES_ONLY ? "tables-latest" : LOOP_ONLY ? "wallet-loop-latest" : "latest"}.json (${((Date.now() - started.getTime()) / 1000).toFixed(0)} s)`);
 }
 
 main()
