@@ -5,6 +5,7 @@
  * gas is estimated, nonce and fees are filled.
  */
 import { BaseError, ContractFunctionRevertedError, createPublicClient, type Hex, type PublicClient } from "viem";
+import { ReadBlock } from "../../gateway/src/chain/read-block";
 import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import type { StepTx } from "./policy";
 
@@ -32,18 +33,22 @@ function revertReason(err: unknown): string {
 
 export class Preflight {
   readonly client: PublicClient;
+  /** the block the call is judged at: one block on Anvil (the gateway's read-block.ts), asked unbatched */
+  private readonly readBlock: ReadBlock;
   constructor(rpcUrl: string) {
     // batched: a preflight's reads go to the fork as one JSON-RPC batch (they were five rounds one after the other)
     this.client = createPublicClient({ transport: rpcHttp(rpcUrl, { retryCount: 0, batch: { wait: 0 } }), pollingInterval: 50 });
+    this.readBlock = new ReadBlock(createPublicClient({ transport: rpcHttp(rpcUrl, { retryCount: 0 }) }));
   }
 
   async prepare(tx: StepTx, from: `0x${string}`): Promise<PreparedTx> {
     const value = BigInt(tx.value);
+    const at = await this.readBlock.at();
     // every read at once; judged in the order a refusal is explained: the chain, the code at `to`, the call's revert
     const [chainId, code, called, gas, nonce, fees] = await Promise.allSettled([
       this.client.getChainId(),
-      this.client.getCode({ address: tx.to }),
-      this.client.call({ account: from, to: tx.to, data: tx.data, value }),
+      this.client.getCode({ address: tx.to, ...at }),
+      this.client.call({ account: from, to: tx.to, data: tx.data, value, ...at }),
       this.client.estimateGas({ account: from, to: tx.to, data: tx.data, value }),
       this.client.getTransactionCount({ address: from, blockTag: "pending" }),
       this.client.estimateFeesPerGas(),

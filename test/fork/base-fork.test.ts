@@ -16,6 +16,7 @@ import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import http2 from "node:http";
 import type { AddressInfo } from "node:net";
 import { ChainGateway } from "../../gateway/src/chain/chain-gateway";
+import { Preflight } from "../../signer-agent/src/preflight";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { authed, registerTreasury } from "../helpers/treasury";
 
@@ -191,6 +192,15 @@ describe("a position read from the fork", () => {
       await gateway.simulate("base", { from: account.address, to: AaveV3Base.ASSETS.USDC.UNDERLYING, data: "0x70a08231000000000000000000000000000000000000000000000000000000000000dead", value: 0n });
       expect(calls.map((c) => c.method)).toEqual(["eth_blockNumber", "eth_call"]);
       expect(calls[1]!.block).toMatch(/^0x[0-9a-f]+$/);
+
+      // and the signer agent's preflight: its call judged at the block asked first
+      calls.length = 0;
+      const preflight = new Preflight(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+      const data = "0x70a08231000000000000000000000000000000000000000000000000000000000000dead" as const;
+      await preflight.prepare({ chain_id: 8453, to: AaveV3Base.ASSETS.USDC.UNDERLYING, data, value: "0" }, account.address);
+      expect(calls[0]).toEqual({ method: "web3_clientVersion" });
+      expect(calls[1]).toEqual({ method: "eth_blockNumber" });
+      expect(calls.find((c) => c.method === "eth_call")!.block).toMatch(/^0x[0-9a-f]+$/);
     } finally {
       proxy.close();
     }

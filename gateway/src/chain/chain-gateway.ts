@@ -12,6 +12,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
+import { ReadBlock } from "./read-block";
 import { rpcHttp } from "./rpc-transport";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
@@ -105,6 +106,8 @@ export class ChainGateway {
    */
   private readonly batched = new Map<TreasuryChain, PublicClient>();
   private readonly urls = new Map<TreasuryChain, string>();
+  /** per chain: the block its reads that must agree are made at (read-block.ts) */
+  private readonly readBlocks = new Map<TreasuryChain, ReadBlock>();
 
   constructor(rpcUrls: Partial<Record<TreasuryChain, string>>, timeoutMs: number) {
     for (const [chain, url] of Object.entries(rpcUrls) as [TreasuryChain, string | undefined][]) {
@@ -113,6 +116,7 @@ export class ChainGateway {
       const transport = (batch: boolean) => rpcHttp(url, { timeout: Math.max(timeoutMs, 10_000), retryCount: 0, batch: batch ? { wait: 0 } : false });
       this.clients.set(chain, createPublicClient({ transport: transport(false), pollingInterval: 50 }));
       this.batched.set(chain, createPublicClient({ transport: transport(true), pollingInterval: 50 }));
+      this.readBlocks.set(chain, new ReadBlock(this.clients.get(chain)!));
     }
   }
 
@@ -154,43 +158,17 @@ export class ChainGateway {
     return c;
   }
 
-  /** per chain: is its node Anvil (asked once; a node that did not answer is asked again next time) */
-  private readonly anvil = new Map<TreasuryChain, Promise<boolean>>();
-
-  /**
-   * The block a consistent read of several calls is made at, or undefined to read at `latest`. Anvil answers
-   * a call at `latest` while it mines with the state of the block being mined and the previous block's
-   * timestamp: Aave's reads then take a reserve's last update (the newer block's time) from the older time
-   * and revert with an arithmetic underflow (measured: 3-9 of 120 relays of 40 wallets at once refused with
-   * "would revert: 17" or "could not read the treasury's position", 8 of about 340 position reads failing
-   * beside concurrent supplies, none of about 190 read at a block number). So on Anvil (the sandbox's fork,
-   * the tests' chains) reads that must agree are pinned to the block number asked just before; a live
-   * node's `latest` is one block's state and time, and its reads stay one round.
-   */
-  async readBlock(chain: TreasuryChain): Promise<bigint | undefined> {
-    let known = this.anvil.get(chain);
-    if (!known) {
-      known = this.client(chain)
-        .request({ method: "web3_clientVersion" } as never)
-        .then((v: unknown) => typeof v === "string" && v.toLowerCase().startsWith("anvil"));
-      this.anvil.set(chain, known);
-      known.catch(() => this.anvil.delete(chain));
-    }
-    if (!(await known.catch(() => false))) return undefined;
-    return this.client(chain).getBlockNumber({ cacheTime: 0 });
-  }
-
   async position(chain: TreasuryChain, wallet: `0x${string}`): Promise<ChainPosition> {
     const c = this.batched.get(chain) ?? this.client(chain);
     const m = AAVE_MARKETS[chain];
     try {
-      const [aTokens, pinned] = await Promise.all([this.aTokens(chain), this.readBlock(chain)]);
-      const at = pinned === undefined ? {} : { blockNumber: pinned };
+      // its calls agree: at one block on Anvil (read-block.ts)
+      const [aTokens, at] = await Promise.all([this.aTokens(chain), this.readBlocks.get(chain)!.at()]);
       const balanceOf = (token: `0x${string}`) => c.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [wallet], ...at });
       // one round of calls: the account, the block (unless pinned to one), and the four balances
       const [account, blockNumber, aUsdc, aWeth, aBtc, walletUsdc] = await Promise.all([
         c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [wallet], ...at }),
-        pinned ?? c.getBlockNumber(),
+        at.blockNumber ?? c.getBlockNumber(),
         balanceOf(aTokens[0]),
         balanceOf(aTokens[1]),
         balanceOf(aTokens[2]),
@@ -233,11 +211,12 @@ export class ChainGateway {
 
   /** run the transaction as an eth_call from its signer; a revert is a typed 422 with the decoded reason */
   async simulate(chain: TreasuryChain, tx: { from: `0x${string}`; to: `0x${string}`; data: Hex; value: bigint }): Promise<void> {
-    const pinned = await this.readBlock(chain).catch((err: unknown) => {
+    // at one block on Anvil, as the position (read-block.ts)
+    const at = await this.readBlocks.get(chain)!.at().catch((err: unknown) => {
       throw new TreasuryError("chain_unavailable", `could not read ${chain}'s block number: ${describeRevert(err)}`);
     });
     try {
-      await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value, ...(pinned === undefined ? {} : { blockNumber: pinned }) });
+      await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value, ...at });
     } catch (err) {
       throw new TreasuryError("transaction_would_revert", `the signed transaction would revert on ${chain}: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
     }
