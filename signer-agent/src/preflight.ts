@@ -33,12 +33,12 @@ function revertReason(err: unknown): string {
 
 export class Preflight {
   readonly client: PublicClient;
-  /** the block the call is judged at: one block on Anvil (the gateway's read-block.ts), asked unbatched */
+  /** the block the call is judged at (the gateway's read-block.ts) */
   private readonly readBlock: ReadBlock;
   constructor(rpcUrl: string) {
     // batched: a preflight's reads go to the fork as one JSON-RPC batch (they were five rounds one after the other)
     this.client = createPublicClient({ transport: rpcHttp(rpcUrl, { retryCount: 0, batch: { wait: 0 } }), pollingInterval: 50 });
-    this.readBlock = new ReadBlock(createPublicClient({ transport: rpcHttp(rpcUrl, { retryCount: 0 }) }));
+    this.readBlock = new ReadBlock(this.client);
   }
 
   async prepare(tx: StepTx, from: `0x${string}`): Promise<PreparedTx> {

@@ -203,8 +203,9 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     // each engine is its own instance (its own in-process guard), as two engine processes on one database
     const other = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
     const [a, b] = await Promise.all([engine.tick(), other.tick()]);
-    const outcomes = [...a, ...b].filter((r) => r.treasuryId === tenant.treasuryId).map((r) => r.outcome).sort();
-    expect(outcomes[0]).toBe("executed");
+    const mine = [...a, ...b].filter((r) => r.treasuryId === tenant.treasuryId);
+    const outcomes = mine.map((r) => r.outcome).sort();
+    expect(outcomes[0], JSON.stringify(mine)).toBe("executed");
     expect(["in_progress", "already_acted", "healthy"]).toContain(outcomes[1]);
     const actions = (await api.get("/api/v1/delegation")).body.protection_actions;
     expect(actions.map((x: any) => x.status)).toEqual(["executed"]);

@@ -165,10 +165,10 @@ export class ChainGateway {
       // its calls agree: at one block on Anvil (read-block.ts)
       const [aTokens, at] = await Promise.all([this.aTokens(chain), this.readBlocks.get(chain)!.at()]);
       const balanceOf = (token: `0x${string}`) => c.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [wallet], ...at });
-      // one round of calls: the account, the block (unless pinned to one), and the four balances
+      // one round of calls: the account, the block, and the four balances
       const [account, blockNumber, aUsdc, aWeth, aBtc, walletUsdc] = await Promise.all([
         c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [wallet], ...at }),
-        at.blockNumber ?? c.getBlockNumber(),
+        c.getBlockNumber(),
         balanceOf(aTokens[0]),
         balanceOf(aTokens[1]),
         balanceOf(aTokens[2]),
@@ -211,10 +211,8 @@ export class ChainGateway {
 
   /** run the transaction as an eth_call from its signer; a revert is a typed 422 with the decoded reason */
   async simulate(chain: TreasuryChain, tx: { from: `0x${string}`; to: `0x${string}`; data: Hex; value: bigint }): Promise<void> {
-    // at one block on Anvil, as the position (read-block.ts)
-    const at = await this.readBlocks.get(chain)!.at().catch((err: unknown) => {
-      throw new TreasuryError("chain_unavailable", `could not read ${chain}'s block number: ${describeRevert(err)}`);
-    });
+    // at the block the position is read at (read-block.ts)
+    const at = await this.readBlocks.get(chain)!.at();
     try {
       await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value, ...at });
     } catch (err) {
