@@ -194,7 +194,7 @@ async function paid() {
       const gwProofs = await v1For(gwChallenge.v1);
       rows.push({ server: "gateway", version: "v1", ...(await cpuPerRequest(pids(gw), () => load(`gateway v1 c=${c}`, { url: `${gw.url}/api/v1/health`, headersOf: (i) => ({ "x-payment": gwProofs[i]! }) }, { connections: c, count }))) });
       const v2Proofs = await Promise.all(Array.from({ length: count }, async () => Buffer.from(JSON.stringify(await v2.createPaymentPayload(requiredV2))).toString("base64")));
-      rows.push({ server: "gateway", version: "v2", ...(await load(`gateway v2 c=${c}`, { url: `${gw.url}/api/v1/health`, headersOf: (i) => ({ "payment-signature": v2Proofs[i]! }) }, { connections: c, count })) });
+      rows.push({ server: "gateway", version: "v2", ...(await cpuPerRequest(pids(gw), () => load(`gateway v2 c=${c}`, { url: `${gw.url}/api/v1/health`, headersOf: (i) => ({ "payment-signature": v2Proofs[i]! }) }, { connections: c, count }))) });
       if (c === PAID_CONCURRENCY[0]) {
         const mcpPayments = await Promise.all(Array.from({ length: count }, () => v2.createPaymentPayload(requiredV2)));
         rows.push({
