@@ -5,7 +5,7 @@
  * gas is estimated, nonce and fees are filled.
  */
 import { BaseError, ContractFunctionRevertedError, createPublicClient, type Hex, type PublicClient } from "viem";
-import { ReadBlock } from "../../gateway/src/chain/read-block";
+import { AnvilReads } from "../../gateway/src/chain/anvil-reads";
 import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import type { StepTx } from "./policy";
 
@@ -33,17 +33,17 @@ function revertReason(err: unknown): string {
 
 export class Preflight {
   readonly client: PublicClient;
-  /** the block the call is judged at (the gateway's read-block.ts) */
-  private readonly readBlock: ReadBlock;
+  /** where the call is judged: on Anvil at the block the transaction will run in (the gateway's anvil-reads.ts) */
+  private readonly anvilReads: AnvilReads;
   constructor(rpcUrl: string) {
     // batched: a preflight's reads go to the fork as one JSON-RPC batch (they were five rounds one after the other)
     this.client = createPublicClient({ transport: rpcHttp(rpcUrl, { retryCount: 0, batch: { wait: 0 } }), pollingInterval: 50 });
-    this.readBlock = new ReadBlock(this.client);
+    this.anvilReads = new AnvilReads(this.client);
   }
 
   async prepare(tx: StepTx, from: `0x${string}`): Promise<PreparedTx> {
     const value = BigInt(tx.value);
-    const at = await this.readBlock.at();
+    const at = await this.anvilReads.simulationBlock();
     // every read at once; judged in the order a refusal is explained: the chain, the code at `to`, the call's revert
     const [chainId, code, called, gas, nonce, fees] = await Promise.allSettled([
       this.client.getChainId(),

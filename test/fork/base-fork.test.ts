@@ -141,11 +141,13 @@ describe("market rates read from the fork's Pool", () => {
 });
 
 describe("a position read from the fork", () => {
-  it("is one HTTP request of six calls once the reserves' aTokens are known, read at pending on Anvil, and equals the reads made one by one", async () => {
+  it("is one HTTP request of six calls once the reserves' aTokens are known, at latest (read again on Anvil after a revert), and equals the reads made one by one", async () => {
     // a counting proxy in front of the fork's RPC
     const seen: number[] = [];
     /** each JSON-RPC call's method and, for an eth_call, the block it reads at */
     const calls: { method: string; block?: unknown }[] = [];
+    /** answer the next getUserAccountData with Anvil's mid-mining revert (an arithmetic underflow) instead of the fork's answer */
+    let underflowNext = false;
     const target = new URL(fork.rpcUrl);
     const proxy = http2.createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -156,8 +158,20 @@ describe("a position read from the fork", () => {
         seen.push(Array.isArray(parsed) ? parsed.length : 1);
         for (const c of (Array.isArray(parsed) ? parsed : [parsed]) as { method: string; params?: unknown[] }[]) calls.push({ method: c.method, ...(c.method === "eth_call" ? { block: c.params?.[1] } : {}) });
         const out = http2.request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json" } }, (r) => {
-          res.writeHead(r.statusCode ?? 500, { "content-type": "application/json" });
-          r.pipe(res);
+          const answer: Buffer[] = [];
+          r.on("data", (c: Buffer) => answer.push(c));
+          r.on("end", () => {
+            let text = Buffer.concat(answer).toString("utf8");
+            const requests = (Array.isArray(parsed) ? parsed : [parsed]) as { id: number; method: string; params?: [{ data?: string }] }[];
+            const account = requests.find((q) => q.method === "eth_call" && q.params?.[0]?.data?.startsWith("0xbf92857c"));
+            if (underflowNext && account && Array.isArray(parsed)) {
+              underflowNext = false;
+              const panic = `0x4e487b71${(0x11).toString(16).padStart(64, "0")}`;
+              text = JSON.stringify((JSON.parse(text) as { id: number }[]).map((a) => (a.id === account.id ? { jsonrpc: "2.0", id: a.id, error: { code: 3, message: "execution reverted: panic: arithmetic underflow or overflow (0x11)", data: panic } } : a)));
+            }
+            res.writeHead(r.statusCode ?? 500, { "content-type": "application/json" });
+            res.end(text);
+          });
         });
         out.end(body);
       });
@@ -173,13 +187,20 @@ describe("a position read from the fork", () => {
       calls.length = 0;
       const again = await gateway.position("base", account.address);
       // one request: getUserAccountData, three aToken balances, the wallet's USDC, and the block number (unless viem's
-      // 50 ms block-number cache answers it); on Anvil the calls read at "pending" (at "latest" Anvil can mix the
-      // state of a block being mined with the previous block's time: chain/read-block.ts)
+      // 50 ms block-number cache answers it), at "latest"
       expect(seen).toHaveLength(1);
       expect(seen[0]).toBeGreaterThanOrEqual(5);
       const reads = calls.filter((c) => c.method === "eth_call");
       expect(reads).toHaveLength(5);
-      expect(reads.every((c) => c.block === "pending")).toBe(true);
+      expect(reads.every((c) => c.block === "latest")).toBe(true);
+
+      // Anvil answering mid-mining with an underflow (chain/anvil-reads.ts): the position is read once more
+      underflowNext = true;
+      seen.length = 0;
+      calls.length = 0;
+      const retried = await gateway.position("base", account.address);
+      expect(retried.holdings).toEqual(first.holdings);
+      expect(calls.filter((c) => c.method === "eth_call" && c.block === "latest")).toHaveLength(10);
       expect(again.holdings).toEqual(first.holdings);
       // the same figures read one call at a time
       const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
@@ -190,7 +211,7 @@ describe("a position read from the fork", () => {
       const [collateralBase, debtBase] = await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
       expect([again.collateralBase, again.debtBase]).toEqual([collateralBase, debtBase]);
 
-      // a relay's simulation reads the same way, in one call
+      // a relay's simulation is made at "pending" on Anvil: the block the transaction will run in
       calls.length = 0;
       const data = "0x70a08231000000000000000000000000000000000000000000000000000000000000dead" as const;
       await gateway.simulate("base", { from: account.address, to: AaveV3Base.ASSETS.USDC.UNDERLYING, data, value: 0n });

@@ -12,7 +12,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { ReadBlock } from "./read-block";
+import { AnvilReads } from "./anvil-reads";
 import { rpcHttp } from "./rpc-transport";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
@@ -106,8 +106,8 @@ export class ChainGateway {
    */
   private readonly batched = new Map<TreasuryChain, PublicClient>();
   private readonly urls = new Map<TreasuryChain, string>();
-  /** per chain: the block its reads that must agree are made at (read-block.ts) */
-  private readonly readBlocks = new Map<TreasuryChain, ReadBlock>();
+  /** per chain: how its reads are made while an Anvil node mines (anvil-reads.ts) */
+  private readonly anvilReads = new Map<TreasuryChain, AnvilReads>();
 
   constructor(rpcUrls: Partial<Record<TreasuryChain, string>>, timeoutMs: number) {
     for (const [chain, url] of Object.entries(rpcUrls) as [TreasuryChain, string | undefined][]) {
@@ -116,7 +116,7 @@ export class ChainGateway {
       const transport = (batch: boolean) => rpcHttp(url, { timeout: Math.max(timeoutMs, 10_000), retryCount: 0, batch: batch ? { wait: 0 } : false });
       this.clients.set(chain, createPublicClient({ transport: transport(false), pollingInterval: 50 }));
       this.batched.set(chain, createPublicClient({ transport: transport(true), pollingInterval: 50 }));
-      this.readBlocks.set(chain, new ReadBlock(this.clients.get(chain)!));
+      this.anvilReads.set(chain, new AnvilReads(this.clients.get(chain)!));
     }
   }
 
@@ -162,18 +162,19 @@ export class ChainGateway {
     const c = this.batched.get(chain) ?? this.client(chain);
     const m = AAVE_MARKETS[chain];
     try {
-      // its calls agree: at one block on Anvil (read-block.ts)
-      const [aTokens, at] = await Promise.all([this.aTokens(chain), this.readBlocks.get(chain)!.at()]);
-      const balanceOf = (token: `0x${string}`) => c.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [wallet], ...at });
-      // one round of calls: the account, the block, and the four balances
-      const [account, blockNumber, aUsdc, aWeth, aBtc, walletUsdc] = await Promise.all([
-        c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [wallet], ...at }),
-        c.getBlockNumber(),
-        balanceOf(aTokens[0]),
-        balanceOf(aTokens[1]),
-        balanceOf(aTokens[2]),
-        balanceOf(m.usdc),
-      ]);
+      const aTokens = await this.aTokens(chain);
+      const balanceOf = (token: `0x${string}`) => c.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [wallet] });
+      // one round of calls: the account, the block, and the four balances (on Anvil, read again if they reverted: anvil-reads.ts)
+      const [account, blockNumber, aUsdc, aWeth, aBtc, walletUsdc] = await this.anvilReads.get(chain)!.consistent(() =>
+        Promise.all([
+          c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [wallet] }),
+          c.getBlockNumber(),
+          balanceOf(aTokens[0]),
+          balanceOf(aTokens[1]),
+          balanceOf(aTokens[2]),
+          balanceOf(m.usdc),
+        ]),
+      );
       const [collateralBase, debtBase, , liquidationThreshold, , healthFactor] = account;
       return {
         collateralMicro: collateralBase / 100n,
@@ -211,8 +212,8 @@ export class ChainGateway {
 
   /** run the transaction as an eth_call from its signer; a revert is a typed 422 with the decoded reason */
   async simulate(chain: TreasuryChain, tx: { from: `0x${string}`; to: `0x${string}`; data: Hex; value: bigint }): Promise<void> {
-    // at the block the position is read at (read-block.ts)
-    const at = await this.readBlocks.get(chain)!.at();
+    // on Anvil at the block the transaction will run in (anvil-reads.ts)
+    const at = await this.anvilReads.get(chain)!.simulationBlock();
     try {
       await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value, ...at });
     } catch (err) {
