@@ -37,6 +37,16 @@ const clients = (pk: Hex) => {
 const fundWithEth = (address: `0x${string}`) => fork.fund(address);
 const mintUsdc = (to: `0x${string}`, atomic: bigint) => fork.fund(to, atomic);
 
+describe("the booted fork", () => {
+  // first in the file: before any transaction, the latest block is the one the node booted with
+  it("answers its latest block by number, with its transactions (viem's receipt wait looks a replacement up there)", async () => {
+    const { wallet } = clients(generatePrivateKey());
+    const latest = await wallet.getBlockNumber();
+    const block = await wallet.getBlock({ blockNumber: latest, includeTransactions: true });
+    expect(block.number).toBe(latest);
+  });
+});
+
 describe("Aave V3 at the real Base addresses", () => {
   it("has the Pool, aTokens and debt tokens where Base has them", async () => {
     const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
