@@ -105,7 +105,7 @@ export async function load(name: string, t: Target, opts: { connections: number;
   }
 }
 
-function figuresOf(name: string, connections: number, latencies: number[], seconds: number, failures: number): LoadFigures {
+export function figuresOf(name: string, connections: number, latencies: number[], seconds: number, failures: number): LoadFigures {
   latencies.sort((a, b) => a - b);
   return {
     name,
