@@ -6,40 +6,18 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPublicClient, http as viemHttp, type HttpTransportConfig, type Transport } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startScriptedServer, type ScriptedAnswer, type ScriptedServer } from "../../../test/helpers/scripted-server";
 import { rpcHttp } from "./rpc-transport";
 
-interface Seen {
-  method: string;
-  contentType: string | undefined;
-  auth: string | undefined;
-  body: unknown;
-}
-const seen: Seen[] = [];
-/** how the next requests are answered: a status, a content type and a body, or no answer at all */
-let answer: ((body: any) => { status: number; type?: string; body: string }) | "hang" = () => ({ status: 200, body: "{}" });
-let server: http.Server;
+let scripted: ScriptedServer;
 let url: string;
-
 beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      seen.push({ method: req.method!, contentType: req.headers["content-type"], auth: req.headers.authorization, body });
-      if (answer === "hang") return;
-      const a = answer(body);
-      res.writeHead(a.status, { "content-type": a.type ?? "application/json" });
-      res.end(a.body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  scripted = await startScriptedServer();
+  url = scripted.url;
 });
-afterAll(() => {
-  server.closeAllConnections();
-  server.close();
-});
+afterAll(() => scripted.close());
+/** how the next requests are answered: a status, a content type and a body, or no answer at all */
+const answerWith = (a: ScriptedAnswer) => (scripted.answer = a);
 
 const result = (id: unknown, value: unknown) => ({ jsonrpc: "2.0", id, result: value });
 const outcome = (run: () => Promise<unknown>) =>
@@ -53,9 +31,9 @@ async function both(run: (client: ReturnType<typeof createPublicClient>) => Prom
   const results = [];
   const requests = [];
   for (const make of [viemHttp, rpcHttp] as ((u: string, c: HttpTransportConfig) => Transport)[]) {
-    seen.length = 0;
+    scripted.seen.length = 0;
     results.push(await outcome(() => run(createPublicClient({ transport: make(target, { retryCount: 0, ...config }) }))));
-    requests.push(seen.map((s) => ({ ...s, body: stripIds(s.body) })));
+    requests.push(scripted.seen.map(({ url: _url, ...s }) => ({ ...s, body: stripIds(s.body) })));
   }
   expect(requests[1]).toEqual(requests[0]);
   return { stock: results[0], ours: results[1], requests: requests[1]! };
@@ -64,7 +42,7 @@ const stripIds = (b: any): unknown => (Array.isArray(b) ? b.map(stripIds) : { ..
 
 describe("rpcHttp: viem's http transport over Node's HTTP client", () => {
   it("sends the same request and answers the same result", async () => {
-    answer = (b) => ({ status: 200, body: JSON.stringify(result(b.id, "0x2a")) });
+    answerWith((b) => ({ status: 200, body: JSON.stringify(result(b.id, "0x2a")) }));
     const r = await both((c) => c.getBlockNumber({ cacheTime: 0 }));
     expect(r.ours).toEqual({ value: 42n });
     expect(r.ours).toEqual(r.stock);
@@ -72,14 +50,14 @@ describe("rpcHttp: viem's http transport over Node's HTTP client", () => {
   });
 
   it("passes the URL's credentials and the configured headers", async () => {
-    answer = (b) => ({ status: 200, body: JSON.stringify(result(b.id, "0x1")) });
+    answerWith((b) => ({ status: 200, body: JSON.stringify(result(b.id, "0x1")) }));
     const r = await both((c) => c.getChainId(), { fetchOptions: { headers: { "X-Extra": "1" } } }, url.replace("http://", "http://user:pass@"));
     expect(r.ours).toEqual({ value: 1 });
     expect(r.requests[0]!.auth).toBe(`Basic ${Buffer.from("user:pass").toString("base64")}`);
   });
 
   it("batches as viem batches", async () => {
-    answer = (b) => ({ status: 200, body: JSON.stringify((b as any[]).map((x, i) => result(x.id, `0x${(i + 1).toString(16)}`))) });
+    answerWith((b) => ({ status: 200, body: JSON.stringify((b as any[]).map((x, i) => result(x.id, `0x${(i + 1).toString(16)}`))) }));
     const r = await both((c) => Promise.all([c.getBlockNumber({ cacheTime: 0 }), c.getChainId(), c.getGasPrice()]), { batch: { wait: 0 } });
     expect(r.ours).toEqual({ value: [1n, 2, 3n] });
     expect(r.ours).toEqual(r.stock);
@@ -87,34 +65,34 @@ describe("rpcHttp: viem's http transport over Node's HTTP client", () => {
   });
 
   it("answers a JSON-RPC error as the same typed error", async () => {
-    answer = (b) => ({ status: 200, body: JSON.stringify({ jsonrpc: "2.0", id: b.id, error: { code: -32601, message: "the method eth_nope does not exist" } }) });
+    answerWith((b) => ({ status: 200, body: JSON.stringify({ jsonrpc: "2.0", id: b.id, error: { code: -32601, message: "the method eth_nope does not exist" } }) }));
     const r = await both((c) => c.request({ method: "eth_nope" } as never));
     expect(r.ours).toMatchObject({ error: "MethodNotFoundRpcError", code: -32601 });
     expect(r.ours).toEqual(r.stock);
   });
 
   it("answers an HTTP error with a JSON-RPC body, and one without, as viem does", async () => {
-    answer = (b) => ({ status: 429, body: JSON.stringify({ jsonrpc: "2.0", id: b.id, error: { code: -32005, message: "limit exceeded" } }) });
+    answerWith((b) => ({ status: 429, body: JSON.stringify({ jsonrpc: "2.0", id: b.id, error: { code: -32005, message: "limit exceeded" } }) }));
     const limited = await both((c) => c.getBlockNumber({ cacheTime: 0 }));
     expect(limited.ours).toMatchObject({ error: "LimitExceededRpcError" });
     expect(limited.ours).toEqual(limited.stock);
-    answer = () => ({ status: 502, type: "text/html", body: "<html>bad gateway</html>" });
+    answerWith(() => ({ status: 502, type: "text/html", body: "<html>bad gateway</html>" }));
     const bad = await both((c) => c.getBlockNumber({ cacheTime: 0 }));
     expect(bad.ours).toMatchObject({ error: "HttpRequestError", status: 502 });
     expect(bad.ours).toEqual(bad.stock);
   });
 
   it("times out as viem does (TimeoutError), and the next request is answered", async () => {
-    answer = "hang";
+    answerWith("hang");
     const r = await both((c) => c.getBlockNumber({ cacheTime: 0 }), { timeout: 300 });
     expect(r.ours).toMatchObject({ error: "TimeoutError" });
     expect(r.ours).toEqual(r.stock);
-    answer = (b) => ({ status: 200, body: JSON.stringify(result(b.id, "0x7")) });
+    answerWith((b) => ({ status: 200, body: JSON.stringify(result(b.id, "0x7")) }));
     expect(await both((c) => c.getBlockNumber({ cacheTime: 0 }))).toMatchObject({ ours: { value: 7n } });
   });
 
   it("refuses an answer over 10 MiB with viem's error", async () => {
-    answer = (b) => ({ status: 200, body: JSON.stringify(result(b.id, `0x${"0".repeat(11 * 1024 * 1024)}`)) });
+    answerWith((b) => ({ status: 200, body: JSON.stringify(result(b.id, `0x${"0".repeat(11 * 1024 * 1024)}`)) }));
     const r = await both((c) => c.getBlockNumber({ cacheTime: 0 }));
     expect(r.ours).toMatchObject({ error: "ResponseBodyTooLargeError", short: "HTTP response body exceeded the size limit." });
     expect(r.ours).toEqual(r.stock);

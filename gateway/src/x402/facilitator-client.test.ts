@@ -4,36 +4,18 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useFacilitator } from "x402/verify";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
+import { startScriptedServer, type ScriptedServer } from "../../../test/helpers/scripted-server";
 import { facilitatorClient } from "./facilitator-client";
 
-interface Seen {
-  method: string;
-  url: string;
-  contentType: string | undefined;
-  auth: string | undefined;
-  body: unknown;
-}
-
-const seen: Seen[] = [];
-/** what the next request is answered */
-let answer: { status: number; body: string } = { status: 200, body: "{}" };
-let server: http.Server;
+let scripted: ScriptedServer;
 let url: string;
-
 beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      seen.push({ method: req.method!, url: req.url!, contentType: req.headers["content-type"], auth: req.headers.authorization, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
-      res.writeHead(answer.status, { "content-type": "application/json" });
-      res.end(answer.body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  scripted = await startScriptedServer();
+  url = scripted.url;
 });
-afterAll(() => server.close());
+afterAll(() => scripted.close());
+/** what the next request is answered */
+const answerWith = (a: { status: number; body: string }) => (scripted.answer = () => a);
 
 const payment = {
   x402Version: 1,
@@ -47,6 +29,7 @@ const config = () => ({ url: url as `${string}://${string}`, createAuthHeaders: 
 /** the same call through x402's client and this one: what the facilitator saw, and what each answered or threw */
 async function both(what: "verify" | "settle") {
   const outcome = async (run: () => Promise<unknown>) => run().then((value) => ({ value }), (err: Error) => ({ error: `${err.constructor.name}: ${err.message}` }));
+  const seen = scripted.seen;
   seen.length = 0;
   const stock = await outcome(() => useFacilitator(config())[what](payment, requirements));
   const ours = await outcome(() => facilitatorClient(config())[what](payment, requirements));
@@ -59,7 +42,7 @@ describe("facilitator client", () => {
     for (const what of ["verify", "settle"] as const) {
       const bodies = what === "verify" ? [{ isValid: true, payer: "0x1111111111111111111111111111111111111111" }, { isValid: false, invalidReason: "insufficient_funds" }] : [{ success: true, transaction: "0xabc", network: "base-sepolia" }];
       for (const b of bodies) {
-        answer = { status: 200, body: JSON.stringify(b) };
+        answerWith({ status: 200, body: JSON.stringify(b) });
         const { stock, ours, requests } = await both(what);
         expect(ours).toEqual(stock);
         expect(ours).toEqual({ value: b });
@@ -78,7 +61,7 @@ describe("facilitator client", () => {
       ["settle", 200, JSON.stringify({ nothing: true })],
       ["verify", 200, "not json"],
     ] as const) {
-      answer = { status, body };
+      answerWith({ status, body });
       const { stock, ours } = await both(what);
       expect("error" in ours, `${what} ${status} ${body}`).toBe(true);
       // the same error (a body that is not JSON: each runtime words its parse error its own way)
