@@ -63,8 +63,9 @@ export class SandboxChain {
     if (!known) {
       known = this.detect(chain);
       this.local.set(chain, known);
-      // a node that did not answer is asked again next time
-      known.then((v) => v || this.local.delete(chain), () => this.local.delete(chain));
+      // the node's answer is kept, Anvil or not (a loopback node that is not Anvil was asked again on every
+      // status and every action); a node that did not answer is asked again next time
+      known.catch(() => this.local.delete(chain));
     }
     return known.catch(() => false);
   }
