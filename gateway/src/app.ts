@@ -33,7 +33,7 @@ import { X402_ASSET } from "./x402/asset";
 import { hasPayment, X402_NETWORK } from "./x402/payment-gate";
 import { mcpRoutes } from "./routes/mcp";
 import { createServices, type Services } from "./services/services";
-import { gatewayStatusDocument, type ChainExecution } from "./services/gateway-status";
+import { gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
 import { scope, type AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
 
@@ -64,7 +64,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
         return { chain, execution: "broadcast", network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network", sandbox_funding: sandbox };
       }),
     );
-  const status = () => gatewayStatusDocument({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one"), chains }, startedAt, SERVICE_VERSION);
+  const status = gatewayStatusWriter({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one"), chains }, startedAt, SERVICE_VERSION);
 
   const keys = scope(ctx, "apiKeys");
   app.use(requestContext(accessLog(logger, secrets)));

@@ -11,8 +11,8 @@ import {
   PortfolioState,
   PreviewRequest,
 } from "../schemas/public";
+import { JsonText } from "../http/json-response";
 import type { ServiceContext } from "../services/context";
-import type { gatewayStatusDocument } from "../services/gateway-status";
 import { liquidationDistanceDocument } from "../services/liquidation-distance";
 import type { MarketRatesService } from "../services/market-rates";
 import type { PolicyService } from "../services/policy-service";
@@ -26,8 +26,8 @@ export interface PublicDeps {
   policy: PolicyService;
   preview: PreviewService;
   treasuries: TreasuryService;
-  /** the gateway status document (spec 2.17) */
-  status: () => ReturnType<typeof gatewayStatusDocument>;
+  /** the gateway status document (spec 2.17), as its JSON text (services/gateway-status.ts) */
+  status: () => Promise<string>;
 }
 
 export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, deps: PublicDeps): void {
@@ -116,7 +116,7 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
     tags,
     tool: { name: "get_gateway_status", title: "Gateway status", description: "Whether the gateway is online and which assets it supports." },
     responses: { 200: { description: "gateway status (spec 2.17)", schema: GatewayStatus }, ...RATE_LIMITED },
-    handler: async () => ({ status: 200, body: await deps.status() }),
+    handler: async () => ({ status: 200, body: new JsonText(await deps.status()) }),
   });
 
   kit.route({

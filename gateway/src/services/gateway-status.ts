@@ -37,3 +37,31 @@ export async function gatewayStatusDocument(deps: { clock: Clock; ping: () => Pr
     time: now.toISOString(),
   };
 }
+
+/**
+ * The status document's JSON text, written from parts: what does not move with the clock (every field but
+ * `uptime_seconds` and `time`) is serialized once per distinct answer of `chains`, and each request adds the
+ * two clock fields. Building the document and its `JSON.stringify` were 5-6% of `GET gateway-status` in the
+ * bench's profile. The text is the same as `JSON.stringify` of `gatewayStatusDocument` (same keys in the same
+ * order, same values: gateway-status.test.ts compares them).
+ */
+export function gatewayStatusWriter(deps: { clock: Clock; ping: () => Promise<unknown>; chains: () => Promise<ChainExecution[]> }, startedAt: Date, version: string): () => Promise<string> {
+  let fixed: { key: string; head: string; middle: string } | undefined;
+  return async () => {
+    const [, chains] = await Promise.all([deps.ping(), deps.chains()]);
+    const now = deps.clock.now();
+    let key = "";
+    for (const c of chains) key += `${c.chain}/${c.execution}/${c.network}/${c.sandbox_funding};`;
+    if (fixed?.key !== key) {
+      const doc = await gatewayStatusDocument({ clock: { now: () => startedAt }, ping: async () => undefined, chains: async () => chains }, startedAt, version);
+      const text = JSON.stringify(doc);
+      // the document's text around its two clock fields: `"uptime_seconds":0` and `"time":"..."}` (the last key)
+      const uptime = `"uptime_seconds":${doc.uptime_seconds}`;
+      const time = `"time":${JSON.stringify(doc.time)}}`;
+      const at = text.indexOf(uptime);
+      if (at < 0 || !text.endsWith(time)) throw new Error("the gateway status document's keys moved: gatewayStatusWriter needs its clock fields where it expects them");
+      fixed = { key, head: text.slice(0, at + uptime.length - String(doc.uptime_seconds).length), middle: text.slice(at + uptime.length, text.length - time.length) };
+    }
+    return `${fixed.head}${Math.floor((now.getTime() - startedAt.getTime()) / 1000)}${fixed.middle}"time":"${now.toISOString()}"}`;
+  };
+}
