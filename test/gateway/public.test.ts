@@ -3,6 +3,10 @@ import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { ResponseValidator, startValidatedGateway } from "../helpers/openapi";
 import { registerProven } from "../helpers/treasury";
+import { REFERENCE_LIQUIDATION_THRESHOLD_BPS } from "../../gateway/src/domain/assets";
+import { priceDropToLiquidationPct } from "../../gateway/src/domain/position";
+import { LIQUIDATION_TEXTS } from "../../gateway/src/routes/public";
+import { liquidationDistanceDocument } from "../../gateway/src/services/liquidation-distance";
 
 let gw: TestGateway;
 let v: ResponseValidator;
@@ -32,6 +36,15 @@ describe("GET /api/v1/public/liquidation-distance", () => {
       expect(r.status, bad).toBe(400);
       expect(r.body.error).toBe("invalid_request");
       expect(r.body.request_id).toBe(r.headers.get("x-request-id"));
+    }
+  });
+
+  it("answers every LTV with its own figures, past the number of texts it keeps (they start over when full)", async () => {
+    const ltvs = Array.from({ length: LIQUIDATION_TEXTS + 8 }, (_, i) => 1 + i / 4);
+    for (const ltv of [...ltvs, ltvs[0]!, ltvs[1]!]) {
+      const r = await get(`/api/v1/public/liquidation-distance?ltv=${ltv}`);
+      expect(r.body, String(ltv)).toEqual(liquidationDistanceDocument(ltv));
+      expect(r.body.price_drop_to_liquidation_pct).toBe(priceDropToLiquidationPct(ltv, REFERENCE_LIQUIDATION_THRESHOLD_BPS));
     }
   });
 });

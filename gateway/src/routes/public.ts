@@ -30,7 +30,24 @@ export interface PublicDeps {
   status: () => Promise<string>;
 }
 
+/** how many liquidation-distance texts are kept (one per LTV asked) */
+export const LIQUIDATION_TEXTS = 256;
+
 export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, deps: PublicDeps): void {
+  /**
+   * The liquidation-distance document is a function of the LTV alone: its text is kept per LTV asked, at most
+   * LIQUIDATION_TEXTS of them (the set starts over when full), instead of built and serialized per request.
+   */
+  const liquidationTexts = new Map<number, JsonText>();
+  const liquidationText = (ltv: number): JsonText => {
+    let text = liquidationTexts.get(ltv);
+    if (!text) {
+      if (liquidationTexts.size >= LIQUIDATION_TEXTS) liquidationTexts.clear();
+      text = new JsonText(JSON.stringify(liquidationDistanceDocument(ltv)));
+      liquidationTexts.set(ltv, text);
+    }
+    return text;
+  };
   const tags = ["Public"];
 
   kit.route({
@@ -63,7 +80,7 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
       400: err("ltv outside 1 to 75 or not a number"),
       ...RATE_LIMITED,
     },
-    handler: ({ query }) => ({ status: 200, body: liquidationDistanceDocument(query.ltv ?? 40) }),
+    handler: ({ query }) => ({ status: 200, body: liquidationText(query.ltv ?? 40) }),
   });
 
   kit.route({
