@@ -14,6 +14,7 @@ import { hostGuard } from "./http/host-guard";
 import { credentialCreationLimit, rateLimits } from "./http/rate-limit";
 import { scrubLogObject } from "./http/log-scrub";
 import { requestContext } from "./http/request-context";
+import { withPlainQueryShortcut } from "./http/query-parser";
 import { accessLog } from "./http/access-log";
 import { RouteDispatcher } from "./http/dispatcher";
 import { RouteTable } from "./http/route";
@@ -53,6 +54,8 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   app.disable("x-powered-by");
   app.set("trust proxy", ctx.config.trustProxy);
   app.set("etag", false);
+  // Express's own query parser, with a shortcut for plain name=value queries (http/query-parser.ts)
+  app.set("query parser", withPlainQueryShortcut(app.get("query parser fn") as (query: string) => unknown));
 
   const services = createServices(ctx);
   const startedAt = ctx.clock.now();
