@@ -7,7 +7,7 @@
  */
 import { createPublicClient, createTestClient, http } from "viem";
 import { baseSepolia } from "viem/chains";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import { LocalFacilitator } from "../../gateway/src/x402/facilitator/local-facilitator";
 import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader, startX402Stack, type X402Stack } from "../helpers/x402-stack";
@@ -116,5 +116,72 @@ describe("settlement is not a single lane", () => {
     const again = await new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY }).settle(p!.payload, requirements);
     expect(again).toMatchObject({ success: true, transaction: first.transaction });
     expect(await stack.chain.balanceOf(p!.payer)).toBe(before);
+  }, 60_000);
+});
+
+describe("a settle right after its verify", () => {
+  const settlerNonce = async () =>
+    createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) }).getTransactionCount({ address: (await import("viem/accounts")).privateKeyToAccount(FACILITATOR_KEY).address, blockTag: "pending" });
+  /** the facilitator's full verifications while `run` runs */
+  async function verifications<T>(run: () => Promise<T>): Promise<{ result: T; count: number }> {
+    const spy = vi.spyOn(LocalFacilitator.prototype as never, "verifyV1" as never);
+    try {
+      const result = await run();
+      return { result, count: spy.mock.calls.length };
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  it("is not verified again when the transfer's estimate succeeds: one verification for verify and settle, the payer charged once", async () => {
+    const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    const [p] = await payments(1, requirements);
+    const facilitator = new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY });
+    const before = await stack.chain.balanceOf(p!.payer);
+    const { result, count } = await verifications(async () => {
+      expect((await facilitator.verify(p!.payload, requirements)).isValid).toBe(true);
+      return facilitator.settle(p!.payload, requirements);
+    });
+    expect(result.success, result.errorReason).toBe(true);
+    expect(count).toBe(1);
+    expect(await stack.chain.balanceOf(p!.payer)).toBe(before - BigInt(requirements.maxAmountRequired));
+    // settled: the same payment again is verified in full (the verification is used once) and answered with its transaction
+    const again = await verifications(() => facilitator.settle(p!.payload, requirements));
+    expect(again.count).toBe(1);
+    expect(again.result).toMatchObject({ success: true, transaction: result.transaction });
+    expect(await stack.chain.balanceOf(p!.payer)).toBe(before - BigInt(requirements.maxAmountRequired));
+  }, 60_000);
+
+  it("funds spent between verify and settle: the full verification's reason is the answer and nothing is sent", async () => {
+    const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    const price = BigInt(requirements.maxAmountRequired);
+    const poor = await newPayer(stack.chain, price);
+    const [a, b] = [decode(await paymentHeader(poor.wallet, requirements)), decode(await paymentHeader(poor.wallet, requirements))];
+    const facilitator = new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY });
+    expect((await facilitator.verify(a!, requirements)).isValid).toBe(true);
+    // the payer's one price is spent by another proof before the first one settles
+    expect((await facilitator.settle(b!, requirements)).success).toBe(true);
+    const nonce = await settlerNonce();
+    const { result, count } = await verifications(() => facilitator.settle(a!, requirements));
+    expect(count).toBe(1);
+    expect(result).toMatchObject({ success: false, errorReason: "insufficient_funds", transaction: "" });
+    expect(await settlerNonce()).toBe(nonce);
+    expect(await stack.chain.balanceOf(poor.account.address)).toBe(0n);
+  }, 60_000);
+
+  it("other requirements than those verified, or a verification older than the window, are verified in full", async () => {
+    const requirements = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    const [p, q] = await payments(2, requirements);
+    const facilitator = new LocalFacilitator({ rpcUrl: stack.chain.rpcUrl, privateKey: FACILITATOR_KEY, verifiedReuseMs: 200 });
+    expect((await facilitator.verify(p!.payload, requirements)).isValid).toBe(true);
+    const dearer = { ...requirements, maxAmountRequired: String(BigInt(requirements.maxAmountRequired) + 1n) };
+    const refused = await verifications(() => facilitator.settle(p!.payload, dearer));
+    expect(refused.count).toBe(1);
+    expect(refused.result.success).toBe(false);
+    expect((await facilitator.verify(q!.payload, requirements)).isValid).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    const late = await verifications(() => facilitator.settle(q!.payload, requirements));
+    expect(late.count).toBe(1);
+    expect(late.result.success, late.result.errorReason).toBe(true);
   }, 60_000);
 });
