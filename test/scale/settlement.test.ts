@@ -124,7 +124,7 @@ describe("a settle right after its verify", () => {
     createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) }).getTransactionCount({ address: (await import("viem/accounts")).privateKeyToAccount(FACILITATOR_KEY).address, blockTag: "pending" });
   /** the facilitator's full verifications while `run` runs */
   async function verifications<T>(run: () => Promise<T>): Promise<{ result: T; count: number }> {
-    const spy = vi.spyOn(LocalFacilitator.prototype as never, "verifyV1" as never);
+    const spy = vi.spyOn(LocalFacilitator.prototype as unknown as { verifyV1: (...args: unknown[]) => Promise<unknown> }, "verifyV1");
     try {
       const result = await run();
       return { result, count: spy.mock.calls.length };
