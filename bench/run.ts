@@ -167,9 +167,10 @@ async function paid() {
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
   const { baseSepolia } = await import("viem/chains");
 
-  const chain = await startBaseSepolia();
+  let chain = await startBaseSepolia();
   try {
-    const facilitator = keep(await startFacilitatorProcess(dir, chain.rpcUrl, await freePort()));
+    const facilitatorPort = await freePort();
+    let facilitator = keep(await startFacilitatorProcess(dir, chain.rpcUrl, facilitatorPort));
     const payTo = devAccount(2).address;
     const gw = keep(await startGatewayProcess(dir, { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }));
     const price = ((await json(`${gw.url}/x402/prices.json`)).prices as { method: string; path: string; amount_atomic: string }[]).find((p) => p.path === "/api/v1/health")!.amount_atomic;
@@ -192,7 +193,8 @@ async function paid() {
     await fetch(`${gw.url}/api/v1/health`, { headers: { "x-payment": await createPaymentHeader(wallet as never, 1, gwChallenge.v1) } }).then((r) => r.arrayBuffer());
 
     const rows: (LoadFigures & { server: string; version: string; cpu_ms_per_request?: Record<string, number>; machine_busy_pct?: number; turns?: number })[] = [];
-    const pids = (server: ServerProcess) => ({ server: server.proc.pid, facilitator: facilitator.proc.pid, anvil: (chain as unknown as { process?: { pid?: number } }).process?.pid });
+    /** the processes of a row, read when it is measured (the chain and the facilitator are new at each number of clients) */
+    const pids = (server: ServerProcess) => () => ({ server: server.proc.pid, facilitator: facilitator.proc.pid, anvil: (chain as unknown as { process?: { pid?: number } }).process?.pid });
     type Paid = { server: string; version: string; url: string; pids: ReturnType<typeof pids>; proofs: (n: number) => Promise<Record<string, string>[]> };
     const v1For = (challenge: typeof gwChallenge.v1) => async (n: number) => (await Promise.all(Array.from({ length: n }, () => createPaymentHeader(wallet as never, 1, challenge)))).map((p) => ({ "x-payment": p }));
     const paidServers: Paid[] = [
@@ -206,7 +208,19 @@ async function paid() {
         proofs: async (n) => Promise.all(Array.from({ length: n }, async () => ({ "payment-signature": Buffer.from(JSON.stringify(await v2.createPaymentPayload(requiredV2))).toString("base64") }))),
       },
     ];
-    for (const c of PAID_CONCURRENCY) {
+    for (const [level, c] of PAID_CONCURRENCY.entries()) {
+      if (level > 0) {
+        // each number of clients on a fresh chain (and a facilitator started on it, on the same port): Anvil's CPU
+        // per settlement grows with the settlements the chain holds (5.4 to 13.5 ms over 2,000 payments at 16 clients,
+        // bench/README.md item 39), so the last number of clients was measured on the heaviest chain
+        await facilitator.stop();
+        await chain.stop();
+        chain = await startBaseSepolia();
+        await chain.fund(account.address, 10_000_000_000n);
+        facilitator = keep(await startFacilitatorProcess(dir, chain.rpcUrl, facilitatorPort));
+        // one paid request per server first (not counted): each opens its connections to the new facilitator
+        for (const s of paidServers.slice(0, 2)) await fetch(s.url, { headers: (await s.proofs(1))[0] }).then((r) => r.arrayBuffer());
+      }
       const count = QUICK ? 40 : Math.max(Number(process.env.BENCH_PAID_REQUESTS ?? 200), c * 6);
       // each turn's slice keeps every client busy for a few requests (a slice's start and end, with fewer
       // clients busy, are the same share of every row)
@@ -218,7 +232,7 @@ async function paid() {
           const s = paidServers[at]!;
           const p = pooled[at]!;
           const proofs = await s.proofs(perTurn); // signed before the slice's load
-          const r = await cpuPerRequest(s.pids, () => load(`${s.server} ${s.version} c=${c}`, { url: s.url, headersOf: (i) => proofs[i]! }, { connections: c, count: perTurn, keep: p.latencies }));
+          const r = await cpuPerRequest(s.pids(), () => load(`${s.server} ${s.version} c=${c}`, { url: s.url, headersOf: (i) => proofs[i]! }, { connections: c, count: perTurn, keep: p.latencies }));
           p.seconds += r.seconds;
           p.failures += r.failures;
           p.requests += r.requests;
