@@ -17,19 +17,14 @@ const clientVersion = (version: string) => (body: { id: number; method: string }
 const versionAsks = () => node.seen.filter((r) => r.body?.method === "web3_clientVersion").length;
 
 describe("SandboxChain.active", () => {
-  it("a loopback node that is not Anvil is asked once, not on every call (each status, each action)", async () => {
+  it.each([
+    ["Geth/v1.14.0-stable/linux-amd64/go1.22", false],
+    ["anvil/v1.3.5", true],
+  ])("a loopback node answering %s is asked once, not on every call (each status, each action): the sandbox's = %s", async (version, sandbox) => {
     node.seen.length = 0;
-    node.answer = clientVersion("Geth/v1.14.0-stable/linux-amd64/go1.22");
-    const sandbox = new SandboxChain(new ChainGateway({ base: node.url }, 5_000), "auto", []);
-    for (let i = 0; i < 5; i++) expect(await sandbox.active("base")).toBe(false);
-    expect(versionAsks()).toBe(1);
-  });
-
-  it("a loopback Anvil is asked once and is the sandbox's", async () => {
-    node.seen.length = 0;
-    node.answer = clientVersion("anvil/v1.3.5");
-    const sandbox = new SandboxChain(new ChainGateway({ base: node.url }, 5_000), "auto", []);
-    for (let i = 0; i < 3; i++) expect(await sandbox.active("base")).toBe(true);
+    node.answer = clientVersion(version);
+    const chain = new SandboxChain(new ChainGateway({ base: node.url }, 5_000), "auto", []);
+    for (let i = 0; i < 5; i++) expect(await chain.active("base")).toBe(sandbox);
     expect(versionAsks()).toBe(1);
   });
 
