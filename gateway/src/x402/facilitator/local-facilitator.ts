@@ -21,7 +21,7 @@
  * checked on chain (funds, the nonce unused, the signature, the validity window) the settlement's gas
  * estimate checks again, since it runs the transfer at the chain's state now. When that estimate fails, the
  * full verification runs and its reason is the answer. The second verification was 7-12 ms of a settle on
- * the local chain (bench/README.md, item 38).
+ * the local chain (bench/README.md, item 40).
  *
  * Settling is idempotent per authorization (payer, nonce), with the chain as
  * the durable record: a second settle of an authorization joins the one in
