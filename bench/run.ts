@@ -212,7 +212,7 @@ async function paid() {
       if (level > 0) {
         // each number of clients on a fresh chain (and a facilitator started on it, on the same port): Anvil's CPU
         // per settlement grows with the settlements the chain holds (5.4 to 13.5 ms over 2,000 payments at 16 clients,
-        // bench/README.md item 39), so the last number of clients was measured on the heaviest chain
+        // bench/README.md item 41), so the last number of clients was measured on the heaviest chain
         await facilitator.stop();
         await chain.stop();
         chain = await startBaseSepolia();
