@@ -11,7 +11,7 @@ import { consoleRouter } from "./console/serve";
 import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
 import { buildOpenApiDocument } from "./http/openapi";
 import { hostGuard } from "./http/host-guard";
-import { credentialCreationLimit, rateLimits } from "./http/rate-limit";
+import { credentialCreationLimit, rateLimits, UNPROVEN_PAYER } from "./http/rate-limit";
 import { scrubLogObject } from "./http/log-scrub";
 import { requestContext } from "./http/request-context";
 import { withPlainQueryShortcut } from "./http/query-parser";
@@ -81,11 +81,11 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       protocolPaths: ["/api/mcp"],
       internal: isInternalDispatch,
       addressOf: clientAddress,
-      // only a verified identity picks a bucket: a valid API key, or a payment whose signature checks out
+      // only an identity that cost something picks a bucket: a valid API key, or a payer this service has been paid by
       credentialOf: (req) => {
         if (req.headers.authorization) return credentialIdentity(keys, req);
         if (!services.payments.enabled || !hasPayment(req)) return undefined; // nothing to look up: counted by address at once
-        return services.payments.verifiedPayer((n) => req.header(n)).then((payer) => (payer ? `payer:${payer}` : undefined));
+        return services.payments.provenPayer(req).then((payer) => (payer === undefined ? undefined : payer === null ? UNPROVEN_PAYER : `payer:${payer}`));
       },
     }),
   );

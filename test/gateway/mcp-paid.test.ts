@@ -77,8 +77,11 @@ describe("an agent with only a key pays for MCP tools", () => {
     expect(await stack.chain.balanceOf(account.address)).toBe(before.payer - 50_000n);
     expect(await stack.chain.balanceOf(stack.payTo)).toBe(before.payTo + 50_000n);
 
-    // the same call and payment again (an answer the agent lost): the stored answer, not charged again
-    const again = await mcp.callTool({ name: "prepare_deposit", arguments: { amount_usdc: 500, idempotency_key: key }, _meta: { "x402/payment": payment } });
+    // the same call again (an answer the agent lost): the spent payment proves nothing (it is public on chain);
+    // with a fresh payment, the stored answer, and the fresh payment is not settled
+    const spent = await mcp.callTool({ name: "prepare_deposit", arguments: { amount_usdc: 500, idempotency_key: key }, _meta: { "x402/payment": payment } });
+    expect(structured(spent)).toMatchObject({ error: "payment_already_used" });
+    const again = await mcp.callTool({ name: "prepare_deposit", arguments: { amount_usdc: 500, idempotency_key: key }, _meta: { "x402/payment": await pay(account, required) } });
     expect(structured(again)).toMatchObject({ tx_id: envelope.tx_id, idempotent_replayed: true });
     expect(await stack.chain.balanceOf(account.address)).toBe(before.payer - 50_000n);
 

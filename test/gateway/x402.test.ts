@@ -131,25 +131,30 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
   });
 
-  it("the same proof with the same Idempotency-Key (an answer the client lost) gets the stored answer, free", async () => {
+  it("an answer the client lost: the same Idempotency-Key with a fresh proof gets the stored answer, free; the spent proof alone gets nothing", async () => {
     const { account, wallet } = await newPayer(stack.chain);
     const body = { amount_usdc: 210 };
-    const header = await paymentHeader(wallet as never, await challengeFor(base, "POST", "/api/v1/deposits", body));
+    const requirements = await challengeFor(base, "POST", "/api/v1/deposits", body);
+    const header = await paymentHeader(wallet as never, requirements);
     const key = newIdempotencyKey();
     const first = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
     expect(first.status).toBe(202);
     const afterFirst = await stack.chain.balanceOf(account.address);
-    const again = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
+    // the spent proof is public on chain: it replays nothing, even with the key and the body
+    const spent = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
+    expect([spent.status, spent.body.error]).toEqual([402, "payment_already_used"]);
+    const fresh = await paymentHeader(wallet as never, requirements);
+    const again = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": fresh, "idempotency-key": key } });
     expect([again.status, again.headers.get("idempotent-replayed"), again.text]).toEqual([202, "true", first.text]);
-    // the key with another body is not a replay: the spent proof is refused
-    const changed = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 211 }, headers: { "x-payment": header, "idempotency-key": key } });
-    expect([changed.status, changed.body.error]).toEqual([402, "payment_already_used"]);
+    // the key with another body is not a replay: 422, and the fresh proof is still unspent
+    const changed = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 211 }, headers: { "x-payment": fresh, "idempotency-key": key } });
+    expect([changed.status, changed.body.error]).toEqual([422, "idempotency_key_reused"]);
     expect(await envelopeCount(first.headers.get("x-treasury-id")!)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
-    // documented: the replay, the spent proof and the proof in progress with its Retry-After
-    const doc = (await call(base, "GET", "/openapi.json")).body.paths["/api/v1/deposits"].post.responses["402"];
-    expect(doc.description).toMatch(/payment_already_used.*same Idempotency-Key.*replays.*payment_in_progress/s);
-    expect(doc.headers["Retry-After"].schema.type).toBe("integer");
+    // documented: the spent proof and the fresh proof's replay (402), the proof in progress (409, with its Retry-After)
+    const responses = (await call(base, "GET", "/openapi.json")).body.paths["/api/v1/deposits"].post.responses;
+    expect(responses["402"].description).toMatch(/payment_already_used.*same Idempotency-Key.*fresh proof/s);
+    expect(responses["409"].description).toMatch(/payment_in_progress.*Retry-After/s);
   });
 
   it("two concurrent requests with one proof run the handler once and charge once", async () => {
@@ -160,11 +165,11 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     const [a, b] = await Promise.all(
       [0, 1].map(() => call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } })),
     );
-    const statuses = [a!.status, b!.status].sort();
-    expect(statuses).toEqual([202, 402]);
     const winner = a!.status === 202 ? a! : b!;
     const loser = a!.status === 202 ? b! : a!;
-    expect(loser.body.error).toMatch(/^(payment_in_progress|payment_already_used|invalid_exact_evm_payload_authorization_nonce_used)$/);
+    expect(winner.status).toBe(202);
+    // while the first runs: 409 (a 402 would make a conforming client pay again); after it: the spent proof's 402
+    expect([[409, "payment_in_progress"], [402, "payment_already_used"], [402, "invalid_exact_evm_payload_authorization_nonce_used"]]).toContainEqual([loser.status, loser.body.error]);
     expect(await envelopeCount(winner.headers.get("x-treasury-id")!)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(before - 50_000n);
   });
@@ -261,9 +266,11 @@ describe("either credential", () => {
       expect(second.status).toBe(200);
       expect(second.body.treasury_id).toBe(first.body.treasury_id);
       const balance = await stack.chain.balanceOf(a.account.address);
-      const third = await pay(a, "/api/v1/health");
-      expect(third.status).toBe(429);
-      expect(await stack.chain.balanceOf(a.account.address)).toBe(balance);
+      // the payer's first payment proved nothing yet (counted against the address, as a write); paid, it has a bucket of its own
+      expect((await pay(a, "/api/v1/health")).status).toBe(200);
+      const refused = await pay(a, "/api/v1/health");
+      expect(refused.status).toBe(429);
+      expect(await stack.chain.balanceOf(a.account.address)).toBe(balance - 1_000n);
       expect((await pay(b, "/api/v1/health")).status).toBe(200);
     } finally {
       await limited.close();

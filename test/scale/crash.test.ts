@@ -100,8 +100,11 @@ describe("kill -9 during an x402 settlement (2 s blocks)", () => {
     // the key is completed, not stuck (no lease left on it), and the spent proof is refused, never charged again
     const keyRow = await db.get<{ state: string; lease_holder: string | null }>("SELECT state, lease_holder FROM idempotency_keys WHERE key = ?", key);
     expect(keyRow).toEqual({ state: "completed", lease_holder: null });
-    // the same proof and key again (an answer lost once more): the stored answer, free; under a new key: refused
-    const again = await send(second.url);
+    // the same proof and key again: the spent proof is refused (it is public on chain); the key with a fresh proof
+    // (an answer lost once more): the stored answer, free, the fresh proof unsettled; the spent proof under a new key: refused
+    const spent = await send(second.url);
+    expect([spent.status, spent.body.error]).toEqual([402, "payment_already_used"]);
+    const again = await call(second.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
     expect([again.status, again.headers.get("idempotent-replayed"), again.body.tx_id]).toEqual([202, "true", answer.body.tx_id]);
     const other = await call(second.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect([other.status, other.body.error]).toEqual([402, "payment_already_used"]);

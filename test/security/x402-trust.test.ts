@@ -245,9 +245,11 @@ describe("finding 4: rate limits key on verified identities only", () => {
     try {
       const url = limited.gateway.url;
       const { account, wallet } = await newPayer(limited.chain);
-      // the victim's real proof, prepared before the flood (the challenge itself is a request)
+      // the victim's real proof, prepared before the flood (the challenge itself is a request); the victim has paid
+      // this service before (a paid read: its first payment is counted against the address), so it has a bucket of its own
       const requirements = await challengeFor(url, "POST", "/api/v1/estimate", { action: "deposit", amount_usdc: 100 });
       const realHeader = await paymentHeader(wallet, requirements);
+      expect((await call(url, "GET", "/api/v1/health", { headers: { "x-payment": await paymentHeader(wallet, await challengeFor(url, "GET", "/api/v1/health")) } })).status).toBe(200);
       // forged, unsigned headers naming the victim as payer (and, rotating, anyone else)
       const forged = (from: string) =>
         Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: { signature: "0x", authorization: { from, to: limited.payTo, value: "10000", validAfter: "0", validBefore: "9999999999", nonce: `0x${"11".repeat(32)}` } } })).toString("base64");
@@ -257,7 +259,7 @@ describe("finding 4: rate limits key on verified identities only", () => {
         statuses.push((await call(url, "POST", "/api/v1/estimate", { body: { action: "deposit", amount_usdc: 100 }, headers: { "x-payment": forged(from) } })).status);
       }
       // the forgeries share the client's address bucket: they run out
-      // (the challenge above used one of the 5 writes)
+      // (the challenge and the victim's first payment above used two of the 5 writes)
       expect(statuses.slice(4)).toEqual([429, 429, 429]);
       // X-Forwarded-For is not trusted: it does not open new buckets
       const spoofed = await call(url, "POST", "/api/v1/estimate", { body: { action: "deposit", amount_usdc: 100 }, headers: { "x-payment": forged(account.address), "x-forwarded-for": "203.0.113.9" } });

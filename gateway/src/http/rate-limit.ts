@@ -92,12 +92,21 @@ export class SharedCounter {
 }
 
 /**
- * Resolves a request to a *verified* identity (a valid API key's id, the
- * payer of an X-PAYMENT whose signature checks out) or undefined: a claimed
- * but unverified identity never picks a bucket. A request with no credential
+ * A request carrying a payment from a payer who has not yet paid this service (nothing of theirs settled):
+ * an identity anyone can mint for free with a fresh key. It buys no budget of its own: it is counted
+ * against the client address, in the write window whatever its method (it costs the facilitator a
+ * verification, an outside call, as a write does).
+ */
+export const UNPROVEN_PAYER = Symbol("unproven payer");
+
+/**
+ * Resolves a request to an identity that cost something to have (a valid API key's id, a payer whose
+ * payment this service has settled) or undefined (counted by client address); UNPROVEN_PAYER for a payment
+ * from anyone else. A claimed but unproven identity never picks a bucket. A request with no credential
  * header answers synchronously (undefined), so it is counted without waiting.
  */
-export type CredentialResolver = (req: Request) => Promise<string | undefined> | string | undefined;
+export type RateIdentity = string | typeof UNPROVEN_PAYER | undefined;
+export type CredentialResolver = (req: Request) => Promise<RateIdentity> | RateIdentity;
 
 export interface RateLimitOptions {
   readPerWindow: number;
@@ -113,8 +122,8 @@ export interface RateLimitOptions {
   protocolPaths?: string[];
   /**
    * a request this process sent to itself (an MCP tool call served by its REST twin): a paid one is counted
-   * under its verified payer only; a keyed or public one not at all (the MCP request that carried it was
-   * counted, and its write taken through chargeWrite)
+   * again (under a payer who has paid, or as a write of the MCP client's address); a keyed or public one not
+   * at all (the MCP request that carried it was counted, and its write taken through chargeWrite)
    */
   internal?: (req: Request) => boolean;
   /** the client's address (default req.ip): an internal request's is the MCP client's it was made for */
@@ -128,12 +137,15 @@ const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then
 /** seconds until a window ends, at least 1 */
 const secondsUntil = (resetTime: Date): number => Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000));
 
+type Next = (err?: unknown) => void;
+
 /**
- * A middleware that counts each request against `counter` under the key `keyOf` gives it, and refuses
- * (typed 429) past the counter's limit; with `headers`, every answer carries the X-RateLimit-* headers.
+ * Counts a request against `counter` under a key and refuses (typed 429) past the counter's limit; with
+ * `headers`, every answer carries the X-RateLimit-* headers. A hit spent from a local block answers
+ * synchronously.
  */
-function countingMiddleware(counter: SharedCounter, keyOf: (req: Request) => string | Promise<string>, refuse: (res: Response, hit: Hit) => void, headers: boolean): RequestHandler {
-  const answer = (hit: Hit, res: Response, next: (err?: unknown) => void): void => {
+function counting(counter: SharedCounter, refuse: (res: Response, hit: Hit) => void, headers: boolean): (key: string, res: Response, next: Next) => void {
+  const answer = (hit: Hit, res: Response, next: Next): void => {
     if (headers && !res.headersSent) {
       res.setHeader("X-RateLimit-Limit", String(counter.limit));
       res.setHeader("X-RateLimit-Remaining", String(Math.max(counter.limit - hit.totalHits, 0)));
@@ -142,25 +154,17 @@ function countingMiddleware(counter: SharedCounter, keyOf: (req: Request) => str
     if (hit.totalHits > counter.limit) return refuse(res, hit);
     next();
   };
-  const count = (key: string, res: Response, next: (err?: unknown) => void): void => {
+  return (key, res, next) => {
     const spent = counter.local(key);
     if (spent) return answer(spent, res, next);
     counter.increment(key).then((hit) => answer(hit, res, next), next);
-  };
-  return (req, res, next) => {
-    const key = keyOf(req);
-    if (isPromise(key)) key.then((k) => count(k, res, next), next);
-    else count(key, res, next);
   };
 }
 
 export function rateLimits(opts: RateLimitOptions): RequestHandler {
   const addressOf = opts.addressOf ?? ((req: Request) => req.ip ?? "unknown");
-  const keyOfCredential = (credential: string | undefined, req: Request) => (credential ? `cred:${credential}` : `ip:${ipKeyGenerator(addressOf(req))}`);
-  const keyOf = (req: Request): string | Promise<string> => {
-    const credential = opts.credentialOf(req);
-    return isPromise(credential) ? credential.then((c) => keyOfCredential(c, req)) : keyOfCredential(credential, req);
-  };
+  /** a proven identity's own bucket, else the client address's */
+  const keyOf = (who: RateIdentity, req: Request) => (typeof who === "string" ? `cred:${who}` : `ip:${ipKeyGenerator(addressOf(req))}`);
   const refuse = (res: Response, hit: Hit) => {
     const retryAfter = secondsUntil(hit.resetTime);
     sendError(res, new ApiError("rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }));
@@ -168,27 +172,37 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
   const readCounter = new SharedCounter(opts.counters, "read:", opts.readPerWindow);
   const writeCounter = new SharedCounter(opts.counters, "write:", opts.writePerWindow);
   for (const c of [readCounter, writeCounter]) c.init({ windowMs: opts.windowMs });
-  const read = countingMiddleware(readCounter, keyOf, refuse, true);
-  const write = countingMiddleware(writeCounter, keyOf, refuse, true);
+  const read = counting(readCounter, refuse, true);
+  const write = counting(writeCounter, refuse, true);
   const protocol = new Set(opts.protocolPaths ?? []);
-  return (req, res, next) => {
-    if (opts.internal?.(req)) {
-      // the outer request was counted under its client; its internal twin only under a verified payer
-      if (req.header("authorization")) return next();
-      void Promise.resolve(opts.credentialOf(req)).then((who) => (!who ? next() : READ_METHODS.has(req.method) ? read(req, res, next) : write(req, res, next)), next);
-      return;
-    }
-    if (READ_METHODS.has(req.method)) return read(req, res, next);
+
+  /** one request under the identity resolved for it: an unproven payer's in the write window of its address, whatever the method */
+  const count = (who: RateIdentity, req: Request, res: Response, next: Next): void => {
+    const key = keyOf(who, req);
+    if (who === UNPROVEN_PAYER) return write(key, res, next);
+    if (READ_METHODS.has(req.method)) return read(key, res, next);
     if (req.method === "POST" && protocol.has(req.path)) {
       res.locals.chargeWrite = async (): Promise<ApiError | undefined> => {
-        const hit = await writeCounter.increment(await keyOf(req));
+        const hit = await writeCounter.increment(key);
         if (hit.totalHits <= opts.writePerWindow) return undefined;
         const retryAfter = secondsUntil(hit.resetTime);
         return new ApiError("rate_limited", `too many state-changing calls; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter });
       };
-      return read(req, res, next);
+      return read(key, res, next);
     }
-    return write(req, res, next);
+    return write(key, res, next);
+  };
+  return (req, res, next) => {
+    if (opts.internal?.(req)) {
+      // the outer request was counted under its client; its internal twin again only when it carries a payment:
+      // under a payer who has paid, or (an unproven payer: a facilitator verification) as a write of the client's address
+      if (req.header("authorization")) return next();
+      void Promise.resolve(opts.credentialOf(req)).then((who) => (who === undefined ? next() : count(who, req, res, next)), next);
+      return;
+    }
+    const who = opts.credentialOf(req);
+    if (isPromise(who)) who.then((w) => count(w, req, res, next), next);
+    else count(who, req, res, next);
   };
 }
 
@@ -201,12 +215,11 @@ export function credentialCreationLimit(opts: { perHour: number; paths: string[]
   const addressOf = opts.addressOf ?? ((req: Request) => req.ip ?? "unknown");
   const counter = new SharedCounter(opts.counters, "credentials:", opts.perHour);
   counter.init({ windowMs: 3_600_000 });
-  const limiter = countingMiddleware(
+  const limit = counting(
     counter,
-    (req) => `ip:${ipKeyGenerator(addressOf(req))}`,
     (res) => sendError(res, new ApiError("rate_limited", `at most ${opts.perHour} free credentials per client address per hour; retry later`, { retry_after_seconds: 3600 }, { "Retry-After": "3600" })),
     false,
   );
   const paths = new Set(opts.paths);
-  return (req, res, next) => (req.method === "POST" && paths.has(req.path) ? limiter(req, res, next) : next());
+  return (req, res, next) => (req.method === "POST" && paths.has(req.path) ? limit(`ip:${ipKeyGenerator(addressOf(req))}`, res, next) : next());
 }

@@ -163,7 +163,7 @@ const RATE_LIMIT_HEADERS = {
 const PAYMENT_IDENTIFIER_RESPONSES = (own: Record<number, ResponseSpec>): Record<number, ResponseSpec> => {
   const add = {
     400: "invalid_payment_identifier: a v2 proof's payment-identifier id is not 16 to 128 characters of [A-Za-z0-9_-]",
-    409: "payment_in_progress: a request with the same payment-identifier (x402 v2) is still being served, retry after Retry-After; payment_identifier_reused: that identifier was used for a different request",
+    409: "payment_in_progress: the same proof, or a proof with the same payment-identifier (x402 v2), is still being served: retry after Retry-After seconds (charged at most once; never a 402, which would make a conforming client pay again); payment_identifier_reused: that identifier was used for a different request",
   } as const;
   return Object.fromEntries(
     Object.entries(add).map(([status, text]) => {
@@ -203,7 +203,7 @@ export const X402Challenge = z
     message: z.string().optional(),
     request_id: z.string().optional(),
     payer: z.string().optional().openapi({ description: "the payer of a refused payment" }),
-    retry_after_seconds: z.number().int().optional().openapi({ description: "with payment_in_progress, as the Retry-After header" }),
+    reason: z.string().optional().openapi({ description: "with invalid_payment and settlement_failed: the facilitator's reason, as a code" }),
   })
   .passthrough()
   .openapi("X402Challenge");
@@ -414,13 +414,20 @@ export function registerRoute<B, Q, P>(
    * same identifier for another request is 409 payment_identifier_reused. An answer is kept when the
    * request was charged or succeeded; a refusal before settlement frees the identifier.
    */
-  const byPaymentIdentifier = async (req: Request, res: Response, payer: string, id: string, pay: () => Promise<void>): Promise<void> => {
+  const byPaymentIdentifier = async (req: Request, res: Response, payer: string, id: string, pay: () => Promise<void>, authorize: () => Promise<PaymentClaim | null>): Promise<void> => {
     const store = hooks.idempotency!;
     const scope = `x402-payment-identifier:${payer.toLowerCase()}`;
     const fingerprint = requestFingerprint(`${req.method} ${req.path}`, { body: req.body ?? null, query: req.query });
     const holder = `pid_${randomUUID()}`;
     const taken = await store.claim(scope, id, fingerprint, now(), holder);
-    if (taken.kind === "replay") return sendOutcome(res, taken.response, true);
+    if (taken.kind === "replay") {
+      // the stored answer goes only to whoever proves to be the payer now: a fresh authorization of the same payer,
+      // verified and then released unsettled. A copied proof (public on chain once settled) is refused.
+      const fresh = await authorize();
+      if (!fresh) return;
+      await fresh.release();
+      return sendOutcome(res, taken.response, true);
+    }
     if (taken.kind === "mismatch") throw new ApiError("payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
     if (taken.kind === "in_progress") {
       throw new ApiError("payment_in_progress", "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)", { retry_after_seconds: 1 }, { "Retry-After": "1" });
@@ -475,14 +482,8 @@ export function registerRoute<B, Q, P>(
         if (spec.security === "bearer_or_x402" && !req.header("authorization") && hooks.payments?.enabled) {
           const route = { method: spec.method.toUpperCase(), path: spec.path };
           if (!hasPayment(req)) return await hooks.payments.challenge(req, res, route);
-          const replay = async (scope: string) => {
-            const key = req.header("idempotency-key");
-            const stored = spec.idempotencyKey && key ? await hooks.idempotency!.completed(scope, key, requestFingerprint(`${req.method} ${req.path}`, req.body), now()) : undefined;
-            if (stored) sendOutcome(res, stored, true);
-            return stored !== undefined;
-          };
           const pay = async () => {
-            const claim = await hooks.payments!.authorize(req, res, route, replay);
+            const claim = await hooks.payments!.authorize(req, res, route);
             if (!claim) return;
             if (spec.idempotencyKey) return await runPaidIdempotent(req, res, claim);
             return await runPaidRead(req, res, claim);
@@ -491,7 +492,7 @@ export function registerRoute<B, Q, P>(
           if (pid && "invalid" in pid) throw new ApiError("invalid_payment_identifier", pid.invalid);
           const payer = pid ? await hooks.payments.verifiedPayer((n) => req.header(n)) : undefined;
           // an unsigned or forged proof goes the normal way (and is refused there): only a signer's identifier is honoured
-          if (pid && payer) return await byPaymentIdentifier(req, res, payer, pid.id, pay);
+          if (pid && payer) return await byPaymentIdentifier(req, res, payer, pid.id, pay, () => hooks.payments!.authorize(req, res, route));
           return await pay();
         }
         await hooks.authenticate(req, res);
@@ -530,10 +531,9 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
       ? {
           402: {
             description:
-              "payment required: an x402 version 1 challenge in the body (accepts) and the same requirements in x402 version 2's PAYMENT-REQUIRED header when no credential is sent, or a refused payment (both again), its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, settlement_failed (nothing charged), payment_already_used (a spent proof; the same proof with the same Idempotency-Key and body instead replays the stored answer, free), or payment_in_progress (the same proof is being served by another request: retry after Retry-After seconds)",
+              "payment required: an x402 version 1 challenge in the body (accepts) and the same requirements in x402 version 2's PAYMENT-REQUIRED header when no credential is sent, or a refused payment (both again), its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, invalid_payment (a proof the facilitator refused as malformed; its reason code in `reason`), settlement_failed (nothing charged), or payment_already_used (a spent proof proves nothing: to get the stored answer of a request whose answer was lost, retry with the same Idempotency-Key or payment-identifier and a fresh proof, which is verified and released unsettled)",
             schema: X402Challenge,
             headers: {
-              "Retry-After": { description: "with payment_in_progress: seconds to wait before sending the same proof again", schema: { type: "integer" as const } },
               "PAYMENT-REQUIRED": { description: "x402 version 2: base64 of the PaymentRequired JSON (x402Version 2, error, resource, accepts with CAIP-2 network eip155:84532 and `amount`)", schema: { type: "string" as const } },
               "WWW-Authenticate": { description: "the credentials this route takes: Bearer, x402 v1 (X-PAYMENT), x402 v2 (PAYMENT-SIGNATURE)", schema: { type: "string" as const } },
             },

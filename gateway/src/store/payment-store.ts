@@ -44,6 +44,11 @@ export class PaymentStore {
     });
   }
 
+  /** has this payer a settled payment here (kept 7 days after settlement: store/retention.ts)? */
+  async hasSettled(payer: string): Promise<boolean> {
+    return (await this.db.get("SELECT 1 AS one FROM x402_payments WHERE payer = ? AND state = 'settled' LIMIT 1", payer.toLowerCase())) !== undefined;
+  }
+
   /** has this service locked this payment before (whatever became of it)? */
   async seen(payer: string, nonce: string): Promise<boolean> {
     return (await this.db.get("SELECT 1 AS one FROM x402_payments WHERE payer = ? AND nonce = ?", payer.toLowerCase(), nonce.toLowerCase())) !== undefined;

@@ -30,7 +30,7 @@ import { randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { getAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
-import { settleResponseHeader, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
+import { settleResponseHeader, VerifyError, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
 import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { TreasuryError } from "../lib/errors";
 import type { Credential } from "../http/credential";
@@ -61,15 +61,50 @@ export interface PaymentGate {
   enabled: boolean;
   challenge(req: Request, res: Response, route: { method: string; path: string }): Promise<void>;
   /**
-   * A verified, locked payment, or null when the answer was already written:
-   * the 402 refusal, or (for a proof already spent) what `replay` wrote for the
-   * payer's scope: the stored response of the same Idempotency-Key and body.
+   * A verified, locked payment, or null when the answer (the 402 refusal) was already written. A spent
+   * proof proves nothing any more (it is public on chain once settled): it is refused, never a key to a
+   * stored answer. Throws payment_in_progress (409) while another request holds the same proof.
    */
-  authorize(req: Request, res: Response, route: { method: string; path: string }, replay?: (scope: string) => Promise<boolean>): Promise<PaymentClaim | null>;
+  authorize(req: Request, res: Response, route: { method: string; path: string }): Promise<PaymentClaim | null>;
   /** x402 version 2's PaymentRequired of a priced route (what its 402 carries in PAYMENT-REQUIRED) */
   paymentRequired(route: { method: string; path: string }, error?: string): { x402Version: 2; error: string; resource: { url: string; description: string; mimeType: string }; accepts: RequirementsV2[]; extensions: Record<string, unknown> };
-  /** the payer of a request's payment proof (either version) whose EIP-3009 signature checks out (for rate limits), else undefined */
+  /** the payer of a request's payment proof (either version) whose EIP-3009 signature checks out, else undefined */
   verifiedPayer(header: (name: string) => string | undefined): Promise<string | undefined>;
+  /**
+   * Who stands behind a request's payment, for its rate limit (a fresh key costs nothing, so a signature
+   * alone proves no identity): the payer when the proof is signed by a payer this service has settled a
+   * payment of and the route is priced; null for any other proof on a priced route; undefined on a route
+   * that takes no payment (the header buys nothing there).
+   */
+  provenPayer(req: Request): Promise<string | null | undefined>;
+}
+
+/** the code of a facilitator's reason (`invalid_transaction_state: <the node's words>` -> `invalid_transaction_state`): no parser or node text reaches the client */
+export const reasonCode = (reason: string | undefined): string | undefined => reason?.match(/^[a-z0-9_]+/)?.[0];
+
+/**
+ * Payers this service has been paid by (a settled payment in the store, whichever instance settled it):
+ * kept here once known, for a while, so a paying client's requests cost no store read; an unknown payer
+ * is asked of the store each time (another instance may have settled its first payment meanwhile).
+ */
+export class KnownPayers {
+  private readonly known = new Map<string, number>();
+  constructor(
+    private readonly settledBefore: (payer: string) => Promise<boolean>,
+    private readonly keepMs = 10 * 60_000,
+    private readonly max = 10_000,
+  ) {}
+  add(payer: string, now = Date.now()): void {
+    if (this.known.size >= this.max) this.known.delete(this.known.keys().next().value!);
+    this.known.set(payer.toLowerCase(), now + this.keepMs);
+  }
+  async has(payer: string, now = Date.now()): Promise<boolean> {
+    const until = this.known.get(payer.toLowerCase());
+    if (until !== undefined && until > now) return true;
+    if (!(await this.settledBefore(payer))) return false;
+    this.add(payer, now);
+    return true;
+  }
 }
 
 /** does the request carry a payment proof of either x402 version? */
@@ -158,6 +193,8 @@ export function createPaymentGate(
     });
   };
 
+  const knownPayers = new KnownPayers((payer) => ctx.stores.payments.hasSettled(payer));
+
   /** the treasury the payer stands behind, or a new `paid` one (wallet mode) created by this payment */
   const payerTreasury = async (payer: `0x${string}`): Promise<{ treasuryId: string; created: boolean }> => {
     const owned = await ctx.stores.treasuries.findOwnedByWallet(payer);
@@ -189,6 +226,12 @@ export function createPaymentGate(
       return signedPayer(paymentOf(header)?.decoded, opts.asset);
     },
 
+    async provenPayer(req) {
+      if (!opts.prices.for(req.method === "HEAD" ? "GET" : req.method, req.path)) return undefined;
+      const payer = await signedPayer(paymentOf((n) => req.header(n))?.decoded, opts.asset);
+      return payer && (await knownPayers.has(payer)) ? payer : null;
+    },
+
     async challenge(req, res, route) {
       const price = priceOf(route);
       const requirements = requirementsFor(req, price);
@@ -210,7 +253,7 @@ export function createPaymentGate(
       });
     },
 
-    async authorize(req, res, route, replay) {
+    async authorize(req, res, route) {
       const price = priceOf(route);
       const sent = paymentOf((n) => req.header(n));
       const version: X402Version = sent?.version ?? 1;
@@ -232,7 +275,12 @@ export function createPaymentGate(
       try {
         verified = await facilitator.verify(payment, requirements);
       } catch (err) {
-        throw new TreasuryError("payment_facilitator_unavailable", `the x402 facilitator did not answer: ${err instanceof Error ? err.message : String(err)}`);
+        // the facilitator answered and refused the proof itself (malformed, say): the client's fault, a 402
+        if (err instanceof VerifyError && err.statusCode < 500) {
+          refuse(req, res, price, "invalid_payment", { reason: reasonCode(err.invalidReason) });
+          return null;
+        }
+        throw new TreasuryError("payment_facilitator_unavailable", "the x402 facilitator could not be reached; retry later (nothing was charged)", {}, { "Retry-After": "5" });
       }
       // an authorization used on chain may be this service's own payment, settled by a request that died before
       // answering: with a valid signature and this service's record of it, the lock below decides (take over, or refuse)
@@ -242,7 +290,7 @@ export function createPaymentGate(
         (await signedPayer(decoded, opts.asset))?.toLowerCase() === authorization.from.toLowerCase() &&
         (await ctx.stores.payments.seen(authorization.from, authorization.nonce));
       if (!verified.isValid && !ownDeadPayment) {
-        refuse(req, res, price, verified.invalidReason ?? "invalid_payment", { payer: verified.payer });
+        refuse(req, res, price, reasonCode(verified.invalidReason) ?? "invalid_payment", { payer: verified.payer });
         return null;
       }
 
@@ -258,15 +306,14 @@ export function createPaymentGate(
         return { ...lock, ...treasury };
       });
       if (locked.kind === "used") {
-        // the same proof and Idempotency-Key again (a client that lost the answer): the stored answer, free
-        if (await replay?.(`payer:${payer.toLowerCase()}`)) return null;
+        // a client that lost its answer pays the retry with a fresh proof (same Idempotency-Key or payment-identifier):
+        // the stored answer, and the fresh proof is released unsettled
         refuse(req, res, price, "payment_already_used", { payer });
         return null;
       }
       if (locked.kind === "busy") {
-        res.setHeader("Retry-After", "1");
-        refuse(req, res, price, "payment_in_progress", { payer, retry_after_seconds: 1 });
-        return null;
+        // not a 402: a conforming client would pay again
+        throw new TreasuryError("payment_in_progress", "this payment is being served by another request; retry after Retry-After seconds with the same proof (it is charged at most once)", { payer, retry_after_seconds: 1 }, { "Retry-After": "1" });
       }
       const { treasuryId, created } = locked;
       const takenOver = locked.kind === "locked" && locked.takenOver;
@@ -319,6 +366,7 @@ export function createPaymentGate(
           }
           done = true;
           await ctx.stores.payments.settled(payer, nonce, settled.transaction, treasuryId, ctx.clock.now().toISOString());
+          knownPayers.add(payer);
           res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: settled.transaction, payer: settled.payer ?? payer }));
           return true;
         },

@@ -77,6 +77,12 @@ describe("paymentMismatch", () => {
     expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `${payTo}00` as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
     expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `00${payTo}` as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
     expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, value: "1.5" } }, route(1_000n))).toEqual({ error: "invalid_payment_header" });
+    // each field as EIP-3009 types it, or the header is malformed (nothing reaches a parser that would answer in its own words)
+    const field = (over: Record<string, unknown>) => paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, ...over } as never }, route(1_000n));
+    for (const over of [{ value: "-5" }, { value: 1000 }, { value: " 1000" }, { validAfter: "-5" }, { validAfter: "0x10" }, { validBefore: "" }, { validBefore: "1".repeat(79) }, { nonce: "0x12" }, { nonce: `0x${"zz".repeat(32)}` }, { nonce: undefined }]) {
+      expect(field(over), JSON.stringify(over)).toEqual({ error: "invalid_payment_header" });
+    }
+    expect(field({ validAfter: "0", nonce: `0x${"Ab".repeat(32)}` })).toBeNull();
     expect(paymentMismatch(undefined, route(1_000n))).toEqual({ error: "invalid_payment_header" });
     expect(decodePaymentHeader("not base64 json")).toBeUndefined();
     expect(decodePaymentHeader(Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: { authorization: { from: "0x12" } } })).toString("base64"))).toBeUndefined();

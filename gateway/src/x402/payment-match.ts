@@ -136,13 +136,14 @@ export function paymentMismatch(
     }
   } else if (decoded.payment.scheme !== "exact" || decoded.payment.network !== X402_NETWORK) return { error: "unsupported_scheme_or_network" };
   if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || getAddress(authorization.to) !== getAddress(route.payTo)) return { error: "payment_recipient_mismatch" };
-  let value: bigint, validBefore: bigint;
-  try {
-    value = BigInt(authorization.value);
-    validBefore = BigInt(authorization.validBefore);
-  } catch {
+  // the authorization's fields as EIP-3009 types them (uint256 as decimal text, bytes32): anything else is malformed here,
+  // before the facilitator or a parser sees it
+  const uint = (x: unknown) => typeof x === "string" && /^\d{1,78}$/.test(x);
+  if (!uint(authorization.value) || !uint(authorization.validAfter) || !uint(authorization.validBefore) || !/^0x[0-9a-fA-F]{64}$/.test(String(authorization.nonce))) {
     return { error: "invalid_payment_header" };
   }
+  const value = BigInt(authorization.value);
+  const validBefore = BigInt(authorization.validBefore);
   // exactly the price: a proof for a dearer route does not pay a cheaper one, nor a cheaper a dearer
   if (value !== route.priceAtomic) {
     return { error: "payment_does_not_match_route", extra: { expected_amount: route.priceAtomic.toString(), received_amount: authorization.value } };
