@@ -9,6 +9,8 @@ import { createStores, linksFor, type AppContext } from "./services/context";
 import { describeLocation, openDatabase, type DatabaseLocation } from "./store/db";
 import { SecretBox } from "./lib/secrets";
 import { startSweeper } from "./store/retention";
+import { HEARTBEAT_MS } from "./store/instance-store";
+import { INSTANCE_ID } from "./store/lease";
 
 export interface RunningGateway {
   url: string;
@@ -46,6 +48,11 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
         })
       : async () => undefined;
 
+  // this process's heartbeat in the store: its claims are taken over at once if it dies (store/instance-store.ts)
+  await ctx.stores.instances.beat(INSTANCE_ID, clock.now());
+  const heartbeat = setInterval(() => void ctx.stores.instances.beat(INSTANCE_ID, clock.now()).catch((err: unknown) => opts.logger.warn({ err }, "heartbeat failed")), HEARTBEAT_MS);
+  heartbeat.unref();
+
   let closed = false;
   return {
     url,
@@ -60,6 +67,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
       });
+      clearInterval(heartbeat);
       await stopSweeper();
       await db.close();
     },

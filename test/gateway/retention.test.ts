@@ -37,10 +37,13 @@ describe("retention sweep", () => {
     expect((await lock("0x01")).kind).toBe("locked");
     await s.payments.settled("0x00000000000000000000000000000000000000aa", "0x01", "0xabc", "trs_1", t0.toISOString());
     expect((await lock("0x02")).kind).toBe("locked");
+    // an instance that last beat at t0 (a process that died), and this gateway's own, beating now
+    await s.instances.beat("ins0000000000aa", t0);
 
-    // a day and a second later: the old answer and the ended window go; the payment is kept (a week)
+    // a day and a second later: the old answer, the ended window and the dead instance go; the payment is kept (a week)
     const day = await sweepExpired(s, at(IDEMPOTENCY_RETENTION_MS + 1000));
-    expect(day).toEqual({ idempotency: 1, rate_limit_windows: 1, payments: 0, position_samples: 0 });
+    expect(day).toEqual({ idempotency: 1, rate_limit_windows: 1, payments: 0, position_samples: 0, instances: 1 });
+    expect(await count("instances")).toBe(1);
     expect(await count("idempotency_keys")).toBe(before.idem + 1);
     expect(await count("rate_limit_hits")).toBe(before.rl + 1);
 

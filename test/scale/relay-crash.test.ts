@@ -36,7 +36,7 @@ let location: DatabaseLocation;
 let db: Db;
 
 const gatewayOnStore = (port?: number) =>
-  gatewayProcess(location, { BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT, LEASE_MS: "3000", RELAY_RECEIPT_TIMEOUT_MS: "10000", ...(port ? { PORT: String(port) } : {}) }, children);
+  gatewayProcess(location, { BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT, RELAY_RECEIPT_TIMEOUT_MS: "10000", ...(port ? { PORT: String(port) } : {}) }, children);
 
 beforeAll(async () => {
   fork = await startBaseFork();

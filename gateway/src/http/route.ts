@@ -2,7 +2,6 @@
  * One declaration per endpoint: the same zod schemas validate the request at
  * the edge and describe it in the OpenAPI document, so the two cannot drift.
  */
-import { randomUUID } from "node:crypto";
 import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { Request, Response } from "express";
 import type { RouteSink } from "./dispatcher";
@@ -11,6 +10,7 @@ import { ErrorResponse as ErrorResponseSchema } from "../schemas/common";
 import { z } from "../schemas/zod";
 import { checkIdempotencyKey, idempotent, requestFingerprint, whileLeased, type Outcome } from "../services/idempotency";
 import { isContention } from "../store/db";
+import { newHolder } from "../store/lease";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import type { BazaarCatalog } from "../x402/bazaar";
 import type { PriceList } from "../x402/prices";
@@ -290,7 +290,7 @@ export function registerRoute<B, Q, P>(
   };
   const now = hooks.now ?? (() => new Date());
   /** who holds a claimed slot: generated here, once per request (never the client's X-Request-Id) */
-  const holderOf = (res: Response): string => (res.locals.slotHolder ??= `slot_${randomUUID()}`) as string;
+  const holderOf = (res: Response): string => (res.locals.slotHolder ??= newHolder("slot")) as string;
 
   /** reserve (checks + slot), run the handler, release: the body of every state-changing call */
   const runReserved = async (req: Request, res: Response): Promise<HandlerResult> => {
@@ -353,7 +353,7 @@ export function registerRoute<B, Q, P>(
     const fingerprint = requestFingerprint(`${req.method} ${req.path}`, req.body);
     try {
       const checkedKey = checkIdempotencyKey(key);
-      const taken = await store.claim(scope, checkedKey, fingerprint, now(), `req_${randomUUID()}`);
+      const taken = await store.claim(scope, checkedKey, fingerprint, now(), newHolder("req"));
       if (taken.kind === "replay") {
         await claim.release();
         return sendOutcome(res, taken.response, true);
@@ -418,7 +418,7 @@ export function registerRoute<B, Q, P>(
     const store = hooks.idempotency!;
     const scope = `x402-payment-identifier:${payer.toLowerCase()}`;
     const fingerprint = requestFingerprint(`${req.method} ${req.path}`, { body: req.body ?? null, query: req.query });
-    const holder = `pid_${randomUUID()}`;
+    const holder = newHolder("pid");
     const taken = await store.claim(scope, id, fingerprint, now(), holder);
     if (taken.kind === "replay") {
       // the stored answer goes only to whoever proves to be the payer now: a fresh authorization of the same payer,

@@ -4,6 +4,7 @@
  * service receives only the stores it uses (`ServiceContext<"fees">` cannot
  * reach the envelopes) and the type checker holds it to that.
  */
+import { InstanceStore } from "../store/instance-store";
 import type { Config } from "../config";
 import type { Clock } from "../lib/clock";
 import type { Db } from "../store/db";
@@ -42,6 +43,7 @@ export interface Stores {
   protectionClaims: ProtectionClaimStore;
   safeTransactions: SafeTransactionStore;
   positionSamples: PositionSampleStore;
+  instances: InstanceStore;
 }
 
 export type StoreName = keyof Stores;
@@ -64,6 +66,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     protectionClaims: new ProtectionClaimStore(db),
     safeTransactions: new SafeTransactionStore(db),
     positionSamples: new PositionSampleStore(db),
+    instances: new InstanceStore(db),
   };
 }
 

@@ -6,10 +6,10 @@
  * successes, except the transient 409 and 429; those and unexpected failures
  * free the key.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { TreasuryError } from "../lib/errors";
 import type { IdempotencyStore } from "../store/idempotency-store";
-import { LEASE_MS } from "../store/lease";
+import { LEASE_MS, newHolder } from "../store/lease";
 
 export interface Outcome {
   status: number;
@@ -63,7 +63,7 @@ export async function idempotent(
   run: () => Promise<Outcome>,
 ): Promise<Outcome & { replayed: boolean }> {
   const key = checkIdempotencyKey(call.key);
-  const holder = `req_${randomUUID()}`;
+  const holder = newHolder("req");
   const claim = await store.claim(call.scope, key, call.fingerprint, call.now, holder);
   if (claim.kind === "mismatch") {
     throw new TreasuryError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");

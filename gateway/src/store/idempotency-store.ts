@@ -2,10 +2,12 @@
  * Idempotency keys (spec 8): one row per (credential scope, key). The first
  * request claims the key (in_progress) in one atomic INSERT, under a lease it
  * renews while it runs; a request that died leaves a lease that expires, and
- * the next request with the same key and body takes the claim over. The
+ * the next request with the same key and body takes the claim over (at once
+ * when the holder's process is known to be gone: store/instance-store.ts). The
  * response is stored as sent, byte for byte; rows are kept at least 24 hours.
  */
 import type { Db } from "./db";
+import { leaseLapsed } from "./instance-store";
 import { leaseUntil } from "./lease";
 
 export interface StoredResponse {
@@ -38,18 +40,20 @@ export class IdempotencyStore {
       if ((await this.db.run("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at <= ?", scope, key, nowIso)).changes === 1 && (await insert()).changes === 1) {
         return { kind: "claimed", holder, reclaimed: false };
       }
-      const row = await this.db.get<{ request_hash: string; state: string; status_code: number | null; headers: string | null; body: string | null; lease_expires_at: string | null; created_at: string }>(
+      const row = await this.db.get<{ request_hash: string; state: string; status_code: number | null; headers: string | null; body: string | null; lease_holder: string | null; lease_expires_at: string | null; created_at: string }>(
         "SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?",
         scope, key,
       );
       if (!row) return { kind: "in_progress" }; // removed meanwhile (its holder released it): the retry may go again
       if (row.request_hash !== requestHash) return { kind: "mismatch" };
       if (row.state === "in_progress") {
-        const leaseEnd = row.lease_expires_at ?? row.created_at;
-        if (leaseEnd > nowIso) return { kind: "in_progress" };
-        // its request died: take the claim over
-        await this.db.run("UPDATE idempotency_keys SET lease_holder = ?, lease_expires_at = ? WHERE scope = ? AND key = ? AND state = 'in_progress'", holder, leaseUntil(now), scope, key);
-        return { kind: "claimed", holder, reclaimed: true };
+        if (!(await leaseLapsed(this.db, { endsAt: row.lease_expires_at ?? row.created_at, holder: row.lease_holder }, now))) return { kind: "in_progress" };
+        // its request died (its lease ran out, or its process stopped heartbeating): take the claim over, fenced on the dead holder
+        const taken = await this.db.run(
+          "UPDATE idempotency_keys SET lease_holder = ?, lease_expires_at = ? WHERE scope = ? AND key = ? AND state = 'in_progress' AND lease_holder IS NOT DISTINCT FROM ?",
+          holder, leaseUntil(now), scope, key, row.lease_holder,
+        );
+        return taken.changes === 1 ? { kind: "claimed", holder, reclaimed: true } : { kind: "in_progress" };
       }
       return { kind: "replay", response: { status: row.status_code!, headers: JSON.parse(row.headers ?? "{}"), body: row.body ?? "" } };
     });

@@ -7,6 +7,7 @@
  * once) and the request served once, never charged again.
  */
 import type { Db } from "./db";
+import { holderGone } from "./instance-store";
 import { leaseUntil } from "./lease";
 
 export type PaymentLock =
@@ -32,14 +33,16 @@ export class PaymentStore {
         payer, nonce, p.route, p.amountAtomic.toString(), p.treasuryId, at, p.holder, leaseUntil(p.now),
       );
       if (inserted.changes === 1) return { kind: "locked", takenOver: false };
-      const row = await this.db.get<{ state: string; outcome_status: number | null; lease_expires_at: string | null; route: string; transaction_hash: string | null; treasury_id: string | null }>(
-        "SELECT state, outcome_status, lease_expires_at, route, transaction_hash, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ?",
+      const row = await this.db.get<{ state: string; outcome_status: number | null; lease_holder: string | null; lease_expires_at: string | null; route: string; transaction_hash: string | null; treasury_id: string | null }>(
+        "SELECT state, outcome_status, lease_holder, lease_expires_at, route, transaction_hash, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ?",
         payer, nonce,
       );
       if (!row || row.outcome_status !== null || row.route !== p.route) return { kind: "used" };
       if (row.lease_expires_at === null) return { kind: row.state === "settled" ? "used" : "busy" };
-      if (row.lease_expires_at > at) return { kind: "busy" };
-      await this.db.run("UPDATE x402_payments SET lease_holder = ?, lease_expires_at = ? WHERE payer = ? AND nonce = ?", p.holder, leaseUntil(p.now), payer, nonce);
+      // held by a live request: its lease runs and its process heartbeats
+      if (row.lease_expires_at > at && !(await holderGone(this.db, row.lease_holder, p.now))) return { kind: "busy" };
+      const taken = await this.db.run("UPDATE x402_payments SET lease_holder = ?, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder IS NOT DISTINCT FROM ?", p.holder, leaseUntil(p.now), payer, nonce, row.lease_holder);
+      if (taken.changes !== 1) return { kind: "busy" };
       return row.state === "settled" ? { kind: "settled_unserved", transactionHash: row.transaction_hash, treasuryId: row.treasury_id } : { kind: "locked", takenOver: true };
     });
   }

@@ -351,4 +351,30 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       ALTER TABLE safe_transactions ADD COLUMN gas_usd DOUBLE PRECISION;
     `,
   },
+  {
+    version: 10,
+    name: "console_session_owner",
+    sql: `
+      -- the owner a console session (sk_console_) was issued to, checked again on chain while the key is used,
+      -- and why a key was revoked (owner_removed: its owner left the Safe)
+      ALTER TABLE api_keys ADD COLUMN owner_address TEXT;
+      ALTER TABLE api_keys ADD COLUMN revoked_reason TEXT;
+    `,
+  },
+  {
+    version: 11,
+    name: "instances_and_pending_settlements",
+    sql: `
+      -- the gateway processes sharing this store, each with its heartbeat (store/instance-store.ts): a claim whose
+      -- holder's process stopped heartbeating is taken over without waiting for its lease
+      CREATE TABLE instances (
+        id TEXT PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL
+      );
+      -- a payment whose settlement's outcome is not known (the facilitator did not answer): the proof and
+      -- requirements it was sent with, so its retry or its key's credit settles it again (at most once on chain)
+      ALTER TABLE x402_payments ADD COLUMN pending_settlement TEXT;
+    `,
+  },
 ];

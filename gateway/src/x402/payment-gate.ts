@@ -26,7 +26,6 @@
  * one registered with its signed ownership proof, or the one its first paid
  * call created (`paid`). A bare registration of its address is never chosen.
  */
-import { randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { getAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
@@ -35,6 +34,7 @@ import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { TreasuryError } from "../lib/errors";
 import type { Credential } from "../http/credential";
 import { newId } from "../lib/ids";
+import { newHolder } from "../store/lease";
 import type { ServiceContext } from "../services/context";
 import { facilitatorClient } from "./facilitator-client";
 import { PAYMENT_HEADERS, PAYMENT_IDENTIFIER, toHeaderJson as headerJson, paymentIdentifierDeclaration, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
@@ -297,7 +297,7 @@ export function createPaymentGate(
       const payer = getAddress(authorization.from);
       const nonce = authorization.nonce;
       const routeKey = `${route.method} ${route.path}`;
-      const holder = `pay_${randomUUID()}`;
+      const holder = newHolder("pay");
       // lock the proof (under a lease) and resolve the payer's treasury in one transaction
       const locked = await ctx.tx.transaction(async () => {
         const lock = await ctx.stores.payments.lock({ payer, nonce, route: routeKey, amountAtomic: price.atomic, treasuryId: null, holder, now: ctx.clock.now() });

@@ -1,0 +1,46 @@
+/**
+ * The gateway processes that share a store, each with its heartbeat: a row per
+ * instance (lease.ts: INSTANCE_ID, one per process), written every
+ * HEARTBEAT_MS while a gateway of that process runs on the store. A claim whose holder's instance has not
+ * beaten for INSTANCE_GONE_AFTER_MS belongs to a dead process: the stores that
+ * hold leases (idempotency keys, x402 payments, treasury slots) take it over at
+ * once instead of waiting for the lease. Exactly once still holds: the
+ * takeover is the same fenced write as an expired lease's, and a process that
+ * was only slow finds its lease taken when it next writes.
+ */
+import type { Db } from "./db";
+import { instanceOf } from "./lease";
+
+export const HEARTBEAT_MS = Number(process.env.INSTANCE_HEARTBEAT_MS ?? 1_000);
+export const INSTANCE_GONE_AFTER_MS = Number(process.env.INSTANCE_GONE_AFTER_MS ?? 5_000);
+
+/** an instance's rows are kept a day after its last beat */
+export const INSTANCE_RETENTION_MS = 86_400_000;
+
+export class InstanceStore {
+  constructor(private readonly db: Db) {}
+
+  async beat(id: string, now: Date): Promise<void> {
+    const at = now.toISOString();
+    await this.db.run("INSERT INTO instances (id, started_at, heartbeat_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at", id, at, at);
+  }
+
+  /** forget instances gone for a day (their claims were taken over or expired long ago) */
+  async purgeBefore(cutoff: Date): Promise<number> {
+    return (await this.db.run("DELETE FROM instances WHERE heartbeat_at < ?", cutoff.toISOString())).changes;
+  }
+}
+
+/** is the holder's instance known to be gone (it stopped heartbeating)? A holder of no known instance is not */
+export async function holderGone(db: Db, holder: string | null | undefined, now: Date): Promise<boolean> {
+  const id = instanceOf(holder);
+  if (!id) return false;
+  const row = await db.get<{ heartbeat_at: string }>("SELECT heartbeat_at FROM instances WHERE id = ?", id);
+  return row !== undefined && row.heartbeat_at < new Date(now.getTime() - INSTANCE_GONE_AFTER_MS).toISOString();
+}
+
+/** a lease ends when its time is up or its holder's process is gone */
+export async function leaseLapsed(db: Db, lease: { endsAt: string | null; holder: string | null }, now: Date): Promise<boolean> {
+  if (lease.endsAt === null || lease.endsAt <= now.toISOString()) return true;
+  return holderGone(db, lease.holder, now);
+}
