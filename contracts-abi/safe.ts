@@ -1,14 +1,16 @@
 /**
  * The parts of a Safe (1.4.1) the service uses: the operator's queue of Safe
- * transactions, delegation changes (enableModule, disableModule) and the
- * MultiSend batch. ABIs only (the console's browser bundle imports them);
- * addresses are in safe-deployments.ts.
+ * transactions, delegation changes (enableModule, disableModule), the
+ * MultiSend batch and the console sessions' owner check (isOwner). ABIs
+ * only (the console's browser bundle imports them); addresses are in
+ * safe-deployments.ts.
  */
 import { parseAbi } from "viem";
 
 export const SAFE_ABI = parseAbi([
   "function nonce() view returns (uint256)",
   "function getOwners() view returns (address[])",
+  "function isOwner(address owner) view returns (bool)",
   "function getThreshold() view returns (uint256)",
   "function getTransactionHash(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, uint256 _nonce) view returns (bytes32)",
   "function execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures) payable returns (bool success)",

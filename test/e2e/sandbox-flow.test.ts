@@ -1,7 +1,9 @@
 /**
  * The spec's sandbox flow for a brand-new wallet on the local chain, with only
- * the spec's requests (4.4, 4.5, 4.8): register, deposit, convert, borrow over
- * the ceiling then `safe_amount`, repay; in wallet mode each 202 envelope's one
+ * the spec's requests (4.4, 4.5, 4.8) and the wallet's ownership proof at
+ * registration (the sandbox acts on a wallet only for a registration that
+ * proved it: test/security/tenant-trust.test.ts): register, deposit, convert,
+ * borrow over the ceiling then `safe_amount`, repay; in wallet mode each 202 envelope's one
  * `unsigned_transaction` is signed as viem fills it (nonce and gas from the
  * chain) and relayed under the envelope's `tx_id`. The wallet is never funded
  * by the test: the sandbox provides gas ETH and test USDC on the local Anvil.

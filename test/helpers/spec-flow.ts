@@ -1,6 +1,8 @@
 /**
  * The spec's sandbox flow as a client that knows only the spec makes it:
- * register a treasury for a brand-new wallet, deposit, convert, borrow over
+ * register a treasury for a brand-new wallet (with the wallet's ownership
+ * proof, the one extension it uses: the sandbox acts on a wallet only for a
+ * registration that proved it), deposit, convert, borrow over
  * the ceiling then `safe_amount`, repay; in wallet mode each 202 envelope's
  * one `unsigned_transaction` is signed as viem fills it (nonce and gas from
  * the chain) and relayed under the envelope's `tx_id`. Used against a test
@@ -29,11 +31,22 @@ export async function specRequest(c: FlowClient, method: string, path: string, o
   return r;
 }
 
+/**
+ * Register a brand-new wallet with its ownership proof (the statement from
+ * GET /api/v1/treasuries/ownership-statement, signed by the wallet): the
+ * sandbox's chain tools (funding, impersonated managed runs, provided steps)
+ * act only for a registration that proved its wallet (docs/SECURITY.md,
+ * invariant 12).
+ */
 export async function registerNew(c: FlowClient, mode: "wallet" | "managed") {
   const account = privateKeyToAccount(generatePrivateKey());
-  const r = await specRequest(c, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address, execution_mode: mode } });
+  const q = new URLSearchParams({ wallet_address: account.address, chain: "base", execution_mode: mode });
+  const statement = await specRequest(c, "GET", `/api/v1/treasuries/ownership-statement?${q}`);
+  expect(statement.status).toBe(200);
+  const ownership_proof = { signature: await account.signTypedData(statement.body.typed_data), nonce: statement.body.nonce, issued_at: statement.body.issued_at };
+  const r = await specRequest(c, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address, execution_mode: mode, ownership_proof } });
   expect(r.status).toBe(200);
-  expect(r.body).toMatchObject({ object: "treasury", execution_mode: mode, status: "active" });
+  expect(r.body).toMatchObject({ object: "treasury", execution_mode: mode, status: "active", ownership: "proven" });
   const apiKey = r.body.api_key as string;
   const act = (path: string, body: Record<string, unknown>) => specRequest(c, "POST", path, { body, headers: { authorization: `Bearer ${apiKey}`, "idempotency-key": freshKey() } });
   return { account, act, apiKey, treasuryId: r.body.treasury_id as string };

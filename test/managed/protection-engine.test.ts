@@ -29,7 +29,8 @@ async function operatorWithSafe() {
   const operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
   await setEth(operator.account.address);
   const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
-  const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed" });
+  // the Safe proves the registration (EIP-1271): only the Safe's own registration queues its transactions
+  const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
   return { operator, safe, tenant, api: authed(gw.url, tenant.key) };
 }
 

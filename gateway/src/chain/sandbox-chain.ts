@@ -5,7 +5,11 @@
  * signs only the envelope's one `unsigned_transaction`, the steps around it.
  * This module provides them with the chain's own test methods, and only on a
  * local Anvil (a loopback RPC whose client version says `anvil`): never on a
- * chain that is not the sandbox's.
+ * chain that is not the sandbox's. Which wallets it may act on is decided by
+ * its caller (services/action-service.ts `sandboxed`): only the wallet of a
+ * registration that proved it (an ownership proof, or the wallet's own x402
+ * payment), never an unproven registration's (anyone can name any address)
+ * nor a contract wallet.
  *
  *   gas ETH        anvil_setBalance (1 ETH when the wallet holds less than 0.01)
  *   ERC-20 units   anvil_setStorageAt on the token's balance / allowance

@@ -130,19 +130,26 @@ async function reviewer(): Promise<void> {
   }
 }
 
+/**
+ * What an applicant or a reviewer wrote, as text: escaped, and in its own bidirectional isolate (<bdi>), so
+ * that a right-to-left override stored before the gateway refused them (schemas/common.ts personText)
+ * ends with its field and cannot reorder what stands beside it.
+ */
+const userText = (field: string, v: unknown): string => `<bdi data-field="${field}">${esc(v)}</bdi>`;
+
 function requestCard(r: any): string {
-  const history = (r.events ?? []).map((e: any) => `<li>${esc(e.at)}: ${esc(e.fromStatus ?? "(none)")} to <strong>${esc(e.toStatus)}</strong> by ${esc(e.actor)}${e.note ? ` - ${esc(e.note)}` : ""}</li>`).join("");
+  const history = (r.events ?? []).map((e: any) => `<li>${esc(e.at)}: ${esc(e.fromStatus ?? "(none)")} to <strong>${esc(e.toStatus)}</strong> by ${userText("actor", e.actor)}${e.note ? ` - ${userText("note", e.note)}` : ""}</li>`).join("");
   const action =
     r.status === "received"
       ? `<button class="primary" data-review="${esc(r.id)}">Take into review</button>`
       : r.status === "in_review"
         ? `<form data-close="${esc(r.id)}" class="row"><label>Outcome <select name="outcome"><option value="approved">approved (issue a live key)</option><option value="declined">declined</option></select></label>
            <label>Reason or note <input name="note" /></label><button class="primary" type="submit">Close request</button></form>`
-        : `<p>Outcome: <strong>${esc(r.outcome)}</strong>${r.outcome_note ? ` - ${esc(r.outcome_note)}` : ""} (closed ${esc(r.closed_at)})</p>`;
+        : `<p>Outcome: <strong>${esc(r.outcome)}</strong>${r.outcome_note ? ` - ${userText("outcome_note", r.outcome_note)}` : ""} (closed ${esc(r.closed_at)})</p>`;
   return `<div class="card" data-testid="request" data-id="${esc(r.id)}" data-status="${esc(r.status)}">
     <div class="row"><span class="badge">${esc(r.status)}</span><span class="mono">${esc(r.id)}</span><span class="muted">submitted ${esc(r.submitted_at)}</span></div>
-    <dl><dt>Operator</dt><dd>${esc(r.operator_name)} &lt;${esc(r.operator_email)}&gt;</dd><dt>Agent</dt><dd>${esc(r.agent_name)}${r.agent_framework ? ` (${esc(r.agent_framework)})` : ""}</dd>
-    <dt>Use case</dt><dd>${esc(r.use_case)}</dd>${r.wallet_address ? `<dt>Wallet</dt><dd class="mono">${esc(r.wallet_address)} on ${esc(r.chain)}</dd>` : ""}
+    <dl><dt>Operator</dt><dd>${userText("operator_name", r.operator_name)} &lt;${userText("operator_email", r.operator_email)}&gt;${r.company ? ` - ${userText("company", r.company)}` : ""}</dd><dt>Agent</dt><dd>${userText("agent_name", r.agent_name)}${r.agent_framework ? ` (${userText("agent_framework", r.agent_framework)})` : ""}</dd>
+    <dt>Use case</dt><dd class="text">${userText("use_case", r.use_case)}</dd>${r.wallet_address ? `<dt>Wallet</dt><dd class="mono">${esc(r.wallet_address)} on ${esc(r.chain)}</dd>` : ""}
     ${r.expected_monthly_volume_usdc !== null && r.expected_monthly_volume_usdc !== undefined ? `<dt>Monthly volume</dt><dd>${num(r.expected_monthly_volume_usdc)} USDC</dd>` : ""}</dl>
     ${action}<details><summary>History (${(r.events ?? []).length})</summary><ul>${history}</ul></details></div>`;
 }

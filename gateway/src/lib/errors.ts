@@ -28,10 +28,13 @@ export const ERROR_CODES = [
   "method_not_allowed",
   // who is asking
   "unauthorized",
+  // a console session revoked because its owner is no longer an owner of the Safe
+  "owner_removed",
   "key_not_bound",
   "host_not_allowed",
   "origin_not_allowed",
   "not_an_owner",
+  "ownership_not_proven",
   // the rules
   "ltv_limit_exceeded",
   // what is not there

@@ -11,6 +11,9 @@
  *   bytes) is written on the claim before it is sent. An executor that takes
  *   over a lapsed claim re-sends those bytes and reads their receipt; the
  *   Safe's nonce makes a second execution impossible on chain anyway;
+ * - only the Safe's own registration: an item of a treasury that is not the
+ *   managed registration the Safe itself proved fails (ownership_not_proven)
+ *   and nothing is sent, whatever signatures it carries;
  * - the safety rail again at execution: the action is re-planned against the
  *   Safe's position at that moment (the ceiling for a borrow, the balances for
  *   the rest); refused, it fails with the rail's error and nothing is sent;
@@ -40,7 +43,7 @@ import { newId } from "../lib/ids";
 import { ActionService } from "../services/action-service";
 import type { ServiceContext } from "../services/context";
 import { ExecutionRecorder } from "../services/execution-recorder";
-import { SafeTransactionService, safeTransactionRef, type SafeState } from "../services/safe-transaction-service";
+import { isSafesOwnRegistration, SafeTransactionService, safeTransactionRef, type SafeState } from "../services/safe-transaction-service";
 import type { SafeTransactionRecord } from "../store/safe-transaction-store";
 
 export interface SafeExecution {
@@ -129,6 +132,11 @@ export class SafeExecutor {
   }
 
   private async execute(r: SafeTransactionRecord, state: SafeState): Promise<SafeExecution> {
+    // only the Safe's own registration's items execute: the SafeTx hash does not name the treasury, so an item another
+    // registration queued (before this rule) could carry the owners' signatures of the Safe's own item
+    if (!(await isSafesOwnRegistration(this.ctx.stores.treasuries, r.treasuryId, r.safe))) {
+      return this.fail(r, "ownership_not_proven", `treasury ${r.treasuryId} is not the registration the Safe ${r.safe} itself proved: its Safe transactions are never executed (nothing was sent)`);
+    }
     if (BigInt(r.safeTx.nonce) < state.nonce) {
       return this.fail(r, "safe_nonce_used", `the Safe's nonce is ${state.nonce}: another Safe transaction used nonce ${r.safeTx.nonce} (nothing of this one was executed by the service)`);
     }

@@ -3,7 +3,7 @@ import type { TreasuryAction } from "../domain/fees";
 import { requireCredential } from "../http/credential";
 import { ApiError } from "../http/errors";
 import { chainAsPosition } from "../chain/chain-gateway";
-import { SafetyRailError } from "../schemas/common";
+import { ErrorResponse, SafetyRailError } from "../schemas/common";
 import {
   ActionReceipt,
   AuditList,
@@ -34,7 +34,7 @@ import { relayScope, type RelayService } from "../services/relay-service";
 import type { TreasuryService } from "../services/treasury-service";
 import type { DelegationService } from "../services/delegation-service";
 import { z } from "../schemas/zod";
-import { err, RATE_LIMITED, type RouteKit } from "./kit";
+import { bearerRefusals, err, RATE_LIMITED, type RouteKit } from "./kit";
 
 export const ReceiptIdParams = z.object({
   id: z.string().regex(/^(dep|cnv|brw|rep|exe)_[0-9a-f]{32}$/, "must be a receipt id (dep_, cnv_, brw_, rep_ or exe_ and 32 hex digits)"),
@@ -95,7 +95,7 @@ export interface ActionDeps {
 }
 
 const AUTH_ERRORS = {
-  401: err("missing or invalid credential"),
+  ...bearerRefusals(),
   403: err("credential not bound to a treasury"),
   ...RATE_LIMITED,
 };
@@ -137,10 +137,15 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       idempotencyKey: true,
       request: { body, example },
       responses: {
-        200: { description: "action receipt (managed mode); `chain_execution` says whether it ran on chain (the sandbox's local fork: each step sent from the wallet by impersonation) or was only computed", schema: ActionReceipt },
+        200: {
+          description:
+            "action receipt (managed mode); `chain_execution` says whether it ran on chain (the sandbox's local fork: each step sent from the wallet by impersonation, only for a registration that proved its wallet), was queued for a Safe's owners, or was only computed (`simulated: true`; an unproven registration: `ledger: own_sandbox_ledger`, its own ledger, the wallet's chain state neither read nor changed)",
+          schema: ActionReceipt,
+        },
         202: { description: "unsigned transaction envelope (wallet mode)", schema: UnsignedEnvelope },
-        400: err("invalid body, missing Idempotency-Key, below the minimum, or not enough balance (insufficient_balance: only on a chain that is not the sandbox's; on the sandbox's local chain the wallet is funded)"),
+        400: err("invalid body, missing Idempotency-Key, below the minimum, or not enough balance (insufficient_balance: the sandbox's local chain funds the wallet only for a registration that proved it; elsewhere, and for an unproven wallet-mode registration, the wallet's own balance counts)"),
         ...AUTH_ERRORS,
+        403: err("credential not bound to a treasury, or ownership_not_proven: a managed action on a Safe from a registration that is not the one the Safe itself proved (nothing is queued)"),
         409: err("a conflicting operation is pending, or the same Idempotency-Key is in progress"),
         422: err("Idempotency-Key reused with a different body; sandbox_execution_failed (a managed sandbox step did not execute on the local fork)"),
         ...extra,
@@ -162,7 +167,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
   action("borrow", "/api/v1/borrow", "createBorrow", "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)", BorrowRequest, { amount_usdc: 500 },
     { atomic: 50_200n, description: "Prepare or execute a borrow" },
     "Borrow USDC against BTC/ETH collateral (cycle fee). Refused with ltv_limit_exceeded and a safe_amount above the ceiling, before any envelope exists.",
-    { 403: { description: "safety rail (spec 2.2), or credential not bound to a treasury", schema: SafetyRailError } });
+    { 403: { description: "safety rail (spec 2.2, ltv_limit_exceeded with safe_amount); or credential not bound to a treasury; or ownership_not_proven (a managed borrow on a Safe from a registration that is not the one the Safe itself proved)", schema: z.union([SafetyRailError, ErrorResponse]) } });
   action("repay", "/api/v1/repay", "createRepayment", "Repay USDC debt (free)", RepayRequest, { amount_usdc: 100 },
     { atomic: 50_300n, description: "Prepare or execute a repayment" },
     "Repay USDC debt from idle USDC (free; at most the debt is repaid). Wallet mode: USDC approval, then Aave repay at the variable rate.");
@@ -185,7 +190,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     responses: {
       200: { description: "estimate (spec 2.3 and 4.6)", schema: EstimateResult },
       400: err("invalid body"),
-      401: err("missing or invalid credential"),
+      ...bearerRefusals(),
       403: { description: "safety rail (spec 2.2)", schema: SafetyRailError },
       ...RATE_LIMITED,
     },
@@ -211,7 +216,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     security: "bearer_or_x402",
     price: { atomic: 1_000n, description: "Treasury health score, LTV and zones" },
     tool: { name: "get_health", title: "Treasury health", description: "Health score, LTV, LTV zone and zone bounds of the authenticated treasury." },
-    responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, ...bearerRefusals(), ...RATE_LIMITED },
     handler: async ({ res }) => {
       const id = requireCredential(res).treasuryId;
       await deps.relay.reconcileTreasury(id);
@@ -228,7 +233,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     security: "bearer_or_x402",
     price: { atomic: 1_100n, description: "Treasury state" },
     tool: { name: "get_treasury_state", title: "Treasury state", description: "Holdings, value, debt, LTV, health and utilization of the authenticated treasury." },
-    responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, ...bearerRefusals(), ...RATE_LIMITED },
     handler: async ({ res }) => {
       const id = requireCredential(res).treasuryId;
       await deps.relay.reconcileTreasury(id);
@@ -244,7 +249,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Reads"],
     security: "bearer_or_x402",
     price: { atomic: 1_200n, description: "Treasury policy state" },
-    responses: { 200: { description: "policy state (spec 2.12)", schema: PolicyState }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    responses: { 200: { description: "policy state (spec 2.12)", schema: PolicyState }, ...bearerRefusals(), ...RATE_LIMITED },
     handler: async ({ res }) => {
       const t = await deps.actions.treasury(requireCredential(res).treasuryId);
       return { status: 200, body: await deps.policy.forTreasury(t) };
@@ -261,7 +266,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Managed"],
     security: "bearer",
     extension: true,
-    responses: { 200: { description: "delegation", schema: DelegationDocument }, 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    responses: { 200: { description: "delegation", schema: DelegationDocument }, ...bearerRefusals(), ...RATE_LIMITED },
     handler: async ({ res }) => ({ status: 200, body: await deps.delegation.view((await deps.actions.treasury(requireCredential(res).treasuryId))) }),
   });
 
@@ -279,9 +284,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     responses: {
       200: { description: "delegation", schema: DelegationDocument },
       400: err("not a matching ProtectionModule (invalid_module), or a Safe proof that does not verify (invalid_safe_proof)"),
-      401: err("missing or invalid credential"),
+      ...bearerRefusals("no automation address or no RPC for the chain"),
       409: err("the treasury is not managed"),
-      503: err("no automation address or no RPC for the chain"),
       ...RATE_LIMITED,
     },
     handler: async ({ res, body }) => ({
@@ -304,9 +308,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     responses: {
       200: { description: "the Safe transaction to sign and execute", schema: DelegationChange },
       400: err("invalid query"),
-      401: err("missing or invalid credential"),
+      ...bearerRefusals("no RPC for the Safe's chain"),
       409: err("no module attached, or already in the state asked for (invalid_transition)"),
-      503: err("no RPC for the Safe's chain"),
       ...RATE_LIMITED,
     },
     handler: async ({ res, query }) => ({
@@ -326,7 +329,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     price: { atomic: 1_300n, description: "Treasury fee audit trail" },
     extension: true,
     request: { query: AuditQuery },
-    responses: { 200: { description: "a page of the fee audit trail, oldest first (`limit` entries, default 100)", schema: AuditList }, 400: err("invalid limit or cursor"), 401: err("missing or invalid credential"), ...RATE_LIMITED },
+    responses: { 200: { description: "a page of the fee audit trail, oldest first (`limit` entries, default 100)", schema: AuditList }, 400: err("invalid limit or cursor"), ...bearerRefusals(), ...RATE_LIMITED },
     handler: async ({ res, query }) => {
       const treasuryId = requireCredential(res).treasuryId;
       return { status: 200, body: await deps.treasuries.auditView(treasuryId, query) };
@@ -352,7 +355,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     responses: {
       200: { description: "the receipt as recorded when the action executed", schema: ActionReceipt },
       400: err("not a receipt id"),
-      401: err("missing or invalid credential"),
+      ...bearerRefusals(),
       404: err("no receipt of this treasury has this id"),
       ...RATE_LIMITED,
     },

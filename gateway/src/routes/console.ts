@@ -10,7 +10,7 @@ import type { ConsoleSessionService } from "../services/console-sessions";
 import type { ServiceContext } from "../services/context";
 import { HISTORY_MAX_POINTS } from "../store/position-sample-store";
 import { usdcToNumber } from "../domain/money";
-import { err, RATE_LIMITED, type RouteKit } from "./kit";
+import { bearerRefusals, err, RATE_LIMITED, type RouteKit } from "./kit";
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
 
@@ -89,7 +89,7 @@ export function consoleRoutes(kit: RouteKit, ctx: ServiceContext<"positionSample
     operationId: "createConsoleSession",
     summary: "Sign in to the console with a Safe owner's signature (extension)",
     description:
-      "Extension of the spec: the owner's personal_sign signature of the sign-in message (rebuilt by the service from these fields). Accepted when it recovers to `owner`, `owner` is an owner of the Safe on chain now, and the nonce is unused; the answer's `session_key` (sk_console_, shown once, stored hashed) is a bearer key of the Safe's managed treasury for 8 hours.",
+      "Extension of the spec: the owner's personal_sign signature of the sign-in message (rebuilt by the service from these fields). Accepted when it recovers to `owner`, `owner` is an owner of the Safe on chain now, and the nonce is unused; the answer's `session_key` (sk_console_, shown once, stored hashed) is a bearer key of the Safe's managed treasury for 8 hours, while `owner` stays an owner of the Safe: each write made with it checks `isOwner` on chain again, a read when the last check is older than 60 seconds, and an owner who is gone has the key revoked (401 owner_removed from then on).",
     tags: ["Managed"],
     security: "none",
     extension: true,
@@ -119,7 +119,7 @@ export function consoleRoutes(kit: RouteKit, ctx: ServiceContext<"positionSample
     responses: {
       200: { description: "the samples", schema: History },
       400: err("invalid query"),
-      401: err("missing or invalid credential"),
+      ...bearerRefusals(),
       ...RATE_LIMITED,
     },
     handler: async ({ res, query }) => {

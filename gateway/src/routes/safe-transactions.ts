@@ -6,7 +6,7 @@
 import { requireCredential } from "../http/credential";
 import { SafeSignatureRequest, SafeTransaction, SafeTransactionIdParams, SafeTransactionList, SafeTransactionQuery } from "../schemas/safe-transactions";
 import type { SafeTransactionService } from "../services/safe-transaction-service";
-import { err, RATE_LIMITED, type RouteKit } from "./kit";
+import { bearerRefusals, err, RATE_LIMITED, type RouteKit } from "./kit";
 
 export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTransactionService): void {
   kit.route({
@@ -28,7 +28,7 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
     responses: {
       200: { description: "the treasury's Safe transactions", schema: SafeTransactionList },
       400: err("invalid query"),
-      401: err("missing or invalid credential"),
+      ...bearerRefusals(),
       ...RATE_LIMITED,
     },
     handler: async ({ res, query }) => {
@@ -50,7 +50,7 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
     responses: {
       200: { description: "the Safe transaction", schema: SafeTransaction },
       400: err("not a Safe transaction id"),
-      401: err("missing or invalid credential"),
+      ...bearerRefusals(),
       404: err("no Safe transaction of this treasury has this id"),
       ...RATE_LIMITED,
     },
@@ -71,12 +71,11 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
     responses: {
       200: { description: "the Safe transaction with the signature added (`signature.outcome`: added or already_signed)", schema: SafeTransaction },
       400: err("not a 65-byte ECDSA signature"),
-      401: err("missing or invalid credential"),
-      403: err("the signature is not an owner's of the Safe (not_an_owner)"),
+      403: err("the signature is not an owner's of the Safe (not_an_owner), or the treasury is not the registration the Safe itself proved (ownership_not_proven: its items take no signatures)"),
       404: err("no Safe transaction of this treasury has this id"),
       409: err("the Safe transaction takes no more signatures (safe_transaction_not_open: executing, executed, failed or expired)"),
       ...RATE_LIMITED,
-      503: err("the Safe's owners could not be read on its chain"),
+      ...bearerRefusals("the Safe's owners could not be read on its chain"),
     },
     handler: async ({ res, params, body }) => ({ status: 200, body: await safeTransactions.sign(requireCredential(res).treasuryId, params.id, (body as { signature: `0x${string}` }).signature) }),
   });

@@ -51,7 +51,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
       idempotent: false,
     },
     description:
-      "Returns the treasury and its sandbox API key; the key is shown only in this response. With ownership_proof (the wallet's signed statement) the treasury is `proven` and serves the wallet's x402 payments and public address views; without it, it is `unproven` and reachable only with its API key. Free credential creation is limited per client address (429).",
+      "Returns the treasury and its sandbox API key; the key is shown only in this response. With ownership_proof (the wallet's signed statement) the treasury is `proven` and serves the wallet's x402 payments and public address views; without it, it is `unproven` and reachable only with its API key, and nothing the service does on a chain follows from it: a managed one keeps a sandbox ledger of its own (the sandbox never funds, impersonates or provides steps for its wallet, and a Safe's transactions are queued only for the registration the Safe itself proved). Free credential creation is limited per client address (429).",
     tags: ["Treasuries"],
     request: { body: CreateTreasuryRequest },
     responses: {

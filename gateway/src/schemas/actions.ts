@@ -1,4 +1,4 @@
-import { AMOUNT_ALIAS_RULES, queryNumber, schemaRules, usdcAmount, X_RULES } from "./common";
+import { AMOUNT_ALIAS_RULES, personText, queryNumber, schemaRules, usdcAmount, X_RULES } from "./common";
 import { z } from "./zod";
 
 /** deposits start at 100 USDC (spec 8); every action is at most 100,000 */
@@ -24,7 +24,7 @@ export const DepositRequest = z
   .openapi("DepositRequest", schemaRules(AMOUNT_ALIAS_RULES));
 
 export const ConvertRequest = z.strictObject({ ...actionBase, target: z.enum(["btc", "eth"]) }).openapi("ConvertRequest", schemaRules(AMOUNT_ALIAS_RULES));
-export const BorrowRequest = z.strictObject({ ...actionBase, purpose: z.string().max(200).optional() }).openapi("BorrowRequest", schemaRules(AMOUNT_ALIAS_RULES));
+export const BorrowRequest = z.strictObject({ ...actionBase, purpose: personText({ max: 200 }).optional() }).openapi("BorrowRequest", schemaRules(AMOUNT_ALIAS_RULES));
 export const RepayRequest = z.strictObject({ ...actionBase }).openapi("RepayRequest", schemaRules(AMOUNT_ALIAS_RULES));
 
 export const EstimateRequest = z

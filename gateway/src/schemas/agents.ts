@@ -1,16 +1,17 @@
-import { ChainName, Timestamp, WalletAddress } from "./common";
+import { ChainName, personText, Timestamp, WalletAddress } from "./common";
 import { z } from "./zod";
 
 export const AccessRequestBody = z
   .strictObject({
-    // trimmed lengths, stated as patterns (at least 2 and 20 characters between the first and last non-space)
-    operator_name: z.string().trim().min(2).max(200).openapi({ pattern: "^\\s*\\S[\\s\\S]*\\S\\s*$" }),
-    // zod's e-mail rule, stricter than format: email, stated as its own pattern
+    // text a person reads (common.ts personText): no control or bidirectional characters; the trimmed lengths
+    // (at least 2 and 20 characters between the first and last non-space) are part of its pattern
+    operator_name: personText({ min: 2, max: 200 }),
+    // zod's e-mail rule, stricter than format: email (ASCII letters, digits and _'+-. only), stated as its own pattern
     operator_email: z.email().max(254).openapi({ pattern: z.regexes.email.source }),
-    use_case: z.string().trim().min(20).max(5000).openapi({ pattern: "^\\s*\\S[\\s\\S]{18,}\\S\\s*$" }),
-    agent_name: z.string().max(200).optional(),
-    agent_framework: z.string().max(200).optional(),
-    company: z.string().max(200).optional(),
+    use_case: personText({ min: 20, max: 5000, multiline: true }),
+    agent_name: personText({ max: 200 }).optional(),
+    agent_framework: personText({ max: 200 }).optional(),
+    company: personText({ max: 200 }).optional(),
     wallet_address: WalletAddress.optional(),
     chain: ChainName.optional(),
     expected_monthly_volume_usdc: z.number().min(0).max(1e12).optional(),
@@ -45,8 +46,8 @@ export const AccessSchemaDocument = z
   .openapi("AgentAccessSchema");
 
 export const ReviewTransitionBody = z.strictObject({
-  reviewer: z.string().trim().min(2).max(200),
+  reviewer: personText({ min: 2, max: 200 }),
   outcome: z.enum(["approved", "declined"]).optional(),
-  note: z.string().max(2000).optional(),
+  note: personText({ max: 2000, multiline: true }).optional(),
   treasury_id: z.string().regex(/^trs_[0-9a-f]{32}$/).optional(),
 });

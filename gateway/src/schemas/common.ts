@@ -70,3 +70,54 @@ export const queryNumber = () =>
     .pipe(z.number());
 
 export const Timestamp = z.string().datetime({ offset: true }).openapi({ example: "2026-06-25T12:00:00.000Z" });
+
+/**
+ * Text a client writes and a person reads (an access request's names and use case, a borrow's purpose, the
+ * reviewer's name and note: the admin API, the console, the operator's e-mail). Refused anywhere in it:
+ * C0 controls (NUL, ESC, ...) but tab, line feed and carriage return; DEL and the C1 controls (U+0080-U+009F:
+ * NEL, CSI, ...); the bidirectional controls that reorder what a person sees (embeddings and overrides
+ * U+202A-U+202E, isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C: right-to-left scripts render
+ * without them). A one-line text (every one but `multiline`) also refuses tab, line feed, carriage return
+ * and the line and paragraph separators U+2028, U+2029. Accents, emoji (joiners included), CJK and
+ * right-to-left letters pass as written.
+ */
+const CONTROLS = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F";
+const BIDI_CONTROLS = "\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069";
+const LINE_BREAKS = "\\t\\n\\r\\u2028\\u2029";
+
+/**
+ * The rule as one ECMA-262 pattern (what the OpenAPI document, the MCP tools' schemas and the gateway use
+ * alike): only allowed characters and, with `min`, at least `min` characters from the first to the last
+ * non-space (what trimming leaves). Linear time: the leading lookahead refuses a forbidden character before
+ * anything backtracks, and the rest backtracks only over the surrounding spaces.
+ */
+export function personTextPattern(opts: { min?: number; multiline?: boolean } = {}): string {
+  const refused = CONTROLS + BIDI_CONTROLS + (opts.multiline ? "" : LINE_BREAKS);
+  const allowed = `[^${refused}]`;
+  const space = `[^\\S${refused}]`;
+  const visible = `[^\\s${refused}]`;
+  const min = opts.min ?? 0;
+  if (min === 0) return `^${allowed}*$`;
+  const body = min === 1 ? `${space}*${visible}` : `${space}*${visible}${allowed}{${min - 2},}${visible}`;
+  return `^(?=${allowed}*$)${body}${allowed}*$`;
+}
+
+/**
+ * A field of text a person reads: the one declaration of the rule above. Its length and pattern apply to
+ * the text as sent (so the document's minLength, maxLength and pattern are exactly what is enforced); the
+ * value kept is trimmed.
+ */
+export const personText = (opts: { max: number; min?: number; multiline?: boolean }) => {
+  const min = opts.min ?? 0;
+  const rule =
+    `must be text a person can read: no control characters (U+0000-U+001F ${opts.multiline ? "but tab, line feed and carriage return" : "with tab, line feed and carriage return, and no U+2028, U+2029: one line"}; U+007F-U+009F) ` +
+    `and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)` +
+    (min > 0 ? `, at least ${min} characters between the first and last non-space` : "");
+  // a length that is off is the one reason given (the pattern is not tried on it)
+  const s = min > 0 ? z.string().min(min, { abort: true }) : z.string();
+  return s
+    .max(opts.max, { abort: true })
+    .regex(new RegExp(personTextPattern({ min, multiline: opts.multiline })), rule)
+    .trim()
+    .openapi({ description: `text a person reads (kept trimmed): ${rule.replace(/^must be text a person can read: /, "")}` });
+};

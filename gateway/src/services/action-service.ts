@@ -3,9 +3,12 @@
  *
  * - managed mode: 200 with the receipt of 2.4. On an operator's Safe the
  *   action becomes a Safe transaction for its owners to sign, executed by the
- *   service once signed (status processing -> completed | failed); a sandbox
- *   wallet on the local fork runs its steps at once; a simulated treasury
- *   applies them to its ledger;
+ *   service once signed (status processing -> completed | failed), and only
+ *   for the registration the Safe itself proved (another is refused, 403
+ *   ownership_not_proven); a sandbox wallet on the local fork whose
+ *   registration proved it runs its steps at once; a simulated treasury (a
+ *   sandbox key's, or an unproven registration's: its own ledger, never the
+ *   wallet's chain state) applies them to its ledger;
  * - wallet mode: 202 with an unsigned envelope (2.5) of real Aave V3 calls;
  *   nothing changes until every step of it is relayed (relay-service.ts).
  *
@@ -33,7 +36,7 @@ import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 import { ExecutionRecorder } from "./execution-recorder";
 import { safetyRailError } from "./preview-service";
-import { SAFE_TX_TTL_MS, safeTransactionRef } from "./safe-transaction-service";
+import { isSafesOwnRegistration, notSafesRegistration, SAFE_TX_TTL_MS, safeTransactionRef } from "./safe-transaction-service";
 import { safeTxFor, safeTxHash } from "../chain/safe-transaction";
 
 export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
@@ -67,6 +70,27 @@ const slotBusy = () => new TreasuryError("conflicting_operation", "another actio
 /** a sandbox key's managed treasury: a simulated ledger in the store, never chain-backed, never an x402 payer's */
 const onLedgerOnly = (t: TreasuryRecord): boolean => t.origin === "sandbox_key" && t.executionMode === "managed";
 
+/**
+ * Did this registration prove its wallet? `proven`: a signed ownership
+ * statement (EIP-712, or the Safe's EIP-1271), or the Safe's own safe_proof of
+ * a delegation; `paid`: created by the wallet's own x402 payment, whose
+ * EIP-3009 authorization the wallet signed (invariant 1 lets it stand for the
+ * wallet the same way). An `unproven` registration is anyone's claim on an
+ * address: nothing the service does on a chain may follow from it.
+ */
+export const provedWallet = (t: TreasuryRecord): boolean => t.ownership === "proven" || t.ownership === "paid";
+
+/** a managed registration without proof: its actions apply to a sandbox ledger of its own, never to the wallet's chain state */
+const ownLedger = (t: TreasuryRecord): boolean => t.executionMode === "managed" && t.origin !== "sandbox_key" && !provedWallet(t);
+
+/** what a managed action of an unproven registration says it did */
+const OWN_LEDGER_EXECUTION = {
+  simulated: true,
+  ledger: "own_sandbox_ledger",
+  reason: "ownership_unproven",
+  how: "applied to this registration's own sandbox ledger; nothing was sent and the wallet's chain state was neither read nor changed: the registration did not prove its wallet (ownership unproven), and the service acts on a wallet's chain position only for a registration that proved it (ownership_proof at registration, or the wallet's own x402 payment)",
+} as const;
+
 /** how many treasuries' storeOnly answers are kept (oldest forgotten first) */
 const LEDGER_ONLY_MEMORY = 10_000;
 
@@ -85,12 +109,34 @@ export class ActionService {
   }
 
   /**
-   * Does the sandbox provide for this treasury (chain/sandbox-chain.ts)? Only
-   * for a chain-backed treasury on a local Anvil whose wallet is an account
-   * (no code); never for an operator's Safe (funded and run by its owners).
+   * Does the sandbox provide for this treasury (chain/sandbox-chain.ts:
+   * funding, impersonated managed runs, steps provided without a signature)?
+   * Only for a registration that proved its wallet (proven, or paid by the
+   * wallet's own x402 payment), chain-backed on a local Anvil, whose wallet is
+   * an account (no code); never for an unproven registration (anyone can name
+   * anyone's address) nor for an operator's Safe (funded and run by its owners).
    */
   async sandboxed(t: TreasuryRecord): Promise<boolean> {
-    return this.chainBacked(t) && t.origin !== "operator" && (await this.sandbox.active(t.chain)) && !(await this.isContract(t));
+    return provedWallet(t) && this.chainBacked(t) && t.origin !== "operator" && (await this.sandbox.active(t.chain)) && !(await this.isContract(t));
+  }
+
+  /**
+   * A managed action on a Safe is queued only for the Safe's own registration
+   * (the managed treasury the Safe itself proved): the SafeTx hash does not
+   * name the treasury, so another registration's item would take the owners'
+   * signatures meant for the Safe's own. Refused before anything is written.
+   */
+  private async refuseForeignSafe(t: TreasuryRecord): Promise<void> {
+    if (t.executionMode !== "managed" || t.origin === "sandbox_key" || !this.chain.connected(t.chain)) return;
+    let contract: boolean;
+    try {
+      contract = await this.isContract(t);
+    } catch (err) {
+      throw new TreasuryError("chain_unavailable", `could not read the code at ${t.walletAddress} on ${t.chain}: ${(err as Error).message.split("\n")[0]}`);
+    }
+    if (contract && !(await isSafesOwnRegistration(this.ctx.stores.treasuries, t.id, t.walletAddress))) {
+      throw notSafesRegistration(t.id, t.walletAddress, "a managed action on the Safe is not queued for it (nothing was stored)");
+    }
   }
 
   /** a contract wallet (a Safe): run by its owners, never funded or impersonated by the sandbox */
@@ -124,11 +170,13 @@ export class ActionService {
 
   /**
    * A treasury whose chain has an RPC reads its position from the chain, not
-   * the sandbox ledger: wallet-mode treasuries and managed ones (the
-   * operator's Safe). Demo treasuries of sandbox keys stay simulated.
+   * the sandbox ledger: wallet-mode treasuries (nothing moves without the
+   * wallet's own signatures) and managed ones that proved their wallet (the
+   * operator's Safe, a proven sandbox wallet). Demo treasuries of sandbox keys
+   * and unproven managed registrations keep a ledger of their own.
    */
   chainBacked(t: TreasuryRecord): boolean {
-    return this.chain.connected(t.chain) && t.origin !== "sandbox_key";
+    return this.chain.connected(t.chain) && t.origin !== "sandbox_key" && !ownLedger(t);
   }
 
   async chainPosition(t: TreasuryRecord): Promise<ChainPosition | null> {
@@ -170,8 +218,10 @@ export class ActionService {
       await this.guard(t, request, this.ctx.clock.now(), null);
       return async () => {};
     }
-    // the sandbox's funding looks at two balances and the position is read meanwhile: read again only if it funded
-    const [funded, position] = await Promise.all([this.fundForAction(t, request), this.chainPosition(t)]);
+    // the sandbox's funding looks at two balances and the position is read meanwhile: read again only if it funded.
+    // The Safe check runs alongside (one getCode shared with the funding's): the wallet it refuses is a contract,
+    // which the sandbox never funds, so nothing is written before the refusal
+    const [, funded, position] = await Promise.all([this.refuseForeignSafe(t), this.fundForAction(t, request), this.chainPosition(t)]);
     const chain = funded ? await this.chainPosition(t) : position;
     await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
@@ -239,10 +289,20 @@ export class ActionService {
           return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: false, chain: treasury.chain, how: "sandbox: each step sent from the wallet with anvil_impersonateAccount on the local fork", steps: onChain.steps, block_number: Number(onChain.after.blockNumber) } } };
         }
         const plan = await this.guard(treasury, request, now, chain);
-        if (safeNonce !== null) return { status: 200 as const, body: await this.proposeOnSafe(treasury, plan, trigger, now, safeNonce) };
-        // an operator's wallet that is not a contract: computed on the position, not executed on chain, never settled volume
+        if (safeNonce !== null) {
+          // checked again with the proposal: the Safe's own registration, as it is in this transaction
+          if (!(await isSafesOwnRegistration(this.ctx.stores.treasuries, treasury.id, treasury.walletAddress))) {
+            throw notSafesRegistration(treasury.id, treasury.walletAddress, "a managed action on the Safe is not queued for it (nothing was stored)");
+          }
+          return { status: 200 as const, body: await this.proposeOnSafe(treasury, plan, trigger, now, safeNonce) };
+        }
+        // an operator's wallet that is not a contract: computed on the position, not executed on chain, never settled volume;
+        // an unproven registration: its own ledger
         const receipt = await this.execute(treasury, plan, { origin: "managed", envelopeTxId: null, trigger, settled: false }, now);
-        return { status: 200 as const, body: { ...receipt, chain_execution: { simulated: true, how: chain ? `computed on the wallet's Aave position on ${treasury.chain}; nothing was sent (the service holds no key of this wallet)` : "applied to the sandbox ledger; nothing was sent" } } };
+        const how = ownLedger(treasury)
+          ? OWN_LEDGER_EXECUTION
+          : { simulated: true, how: chain ? `computed on the wallet's Aave position on ${treasury.chain}; nothing was sent (the service holds no key of this wallet)` : "applied to the sandbox ledger; nothing was sent" };
+        return { status: 200 as const, body: { ...receipt, chain_execution: how } };
       }
       const plan = await this.guard(treasury, request, now, chain);
       return { status: 202 as const, body: await this.createEnvelope(treasury, plan, now, nonce ?? { nonce: null, source: "none" }) };

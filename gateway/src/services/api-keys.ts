@@ -11,7 +11,7 @@ export interface IssuedKey {
 
 export async function issueApiKey(
   store: ApiKeyStore,
-  opts: { kind: KeyKind; treasuryId: string | null; accessRequestId?: string | null; now: Date; ttlMs: number | null },
+  opts: { kind: KeyKind; treasuryId: string | null; accessRequestId?: string | null; ownerAddress?: string | null; now: Date; ttlMs: number | null },
 ): Promise<IssuedKey> {
   const key = generateApiKey(opts.kind);
   const id = newId("key");
@@ -26,6 +26,8 @@ export async function issueApiKey(
     createdAt: opts.now.toISOString(),
     expiresAt,
     revokedAt: null,
+    ownerAddress: opts.ownerAddress ?? null,
+    revokedReason: null,
   });
   return { key, id, expiresAt };
 }

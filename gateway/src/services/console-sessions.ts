@@ -77,7 +77,8 @@ export class ConsoleSessionService {
     if (!state.owners.some((o) => isAddressEqual(o, r.owner))) throw new TreasuryError("not_an_owner", `${r.owner} is not an owner of the Safe ${r.safe} on ${t.chain}`, { recovered: signer });
     return this.ctx.tx.transaction(async () => {
       if (!(await this.ctx.stores.signedNonces.spend(getAddress(r.owner), r.nonce, "console_sign_in", now.toISOString()))) throw refuse("this nonce was already used; ask for a fresh sign-in message");
-      const key = await issueApiKey(this.ctx.stores.apiKeys, { kind: "console", treasuryId: t.id, now, ttlMs: CONSOLE_SESSION_MS });
+      // the owner goes with the key: each use checks again that it is still an owner (console-ownership.ts)
+      const key = await issueApiKey(this.ctx.stores.apiKeys, { kind: "console", treasuryId: t.id, ownerAddress: getAddress(r.owner), now, ttlMs: CONSOLE_SESSION_MS });
       return {
         object: "console_session",
         session_key: key.key,

@@ -12,7 +12,7 @@ export const BEARER_PATTERN = /^Bearer (sk_(?:test|live|console)_[A-Za-z0-9_-]{1
 
 export type BearerLookup =
   | { kind: "none" }
-  | { kind: "invalid"; reason: string }
+  | { kind: "invalid"; reason: string; revoked?: ApiKeyRecord }
   | { kind: "valid"; key: ApiKeyRecord };
 
 export async function lookupBearer(ctx: ServiceContext<"apiKeys">, authorization: string | undefined): Promise<BearerLookup> {
@@ -21,7 +21,7 @@ export async function lookupBearer(ctx: ServiceContext<"apiKeys">, authorization
   if (!match) return { kind: "invalid", reason: "Authorization must be 'Bearer sk_test_...' or 'Bearer sk_live_...' (or a console session, 'Bearer sk_console_...')" };
   const key = await ctx.stores.apiKeys.findByHash(hashApiKey(match[1]!));
   if (!key) return { kind: "invalid", reason: "unknown API key" };
-  if (key.revokedAt) return { kind: "invalid", reason: "API key revoked" };
+  if (key.revokedAt) return { kind: "invalid", reason: "API key revoked", revoked: key };
   if (key.expiresAt && key.expiresAt <= ctx.clock.now().toISOString()) return { kind: "invalid", reason: "API key expired" };
   return { kind: "valid", key };
 }

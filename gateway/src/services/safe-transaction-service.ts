@@ -7,6 +7,13 @@
  * an owner's signature is accepted only if it recovers to a current owner of
  * the Safe on chain. The service's executor (protection/safe-executor.ts)
  * executes it once the Safe's threshold is reached.
+ *
+ * The SafeTx hash covers the Safe, the calls and the nonce, not the treasury:
+ * two registrations of one Safe proposing the same action get the same hash.
+ * So only the Safe's own registration (the managed treasury the Safe itself
+ * proved: store/treasury-store.ts `managedForWallet`, the one the console signs
+ * owners in to) queues Safe transactions, takes signatures and is executed;
+ * another registration's item is refused (403 ownership_not_proven).
  */
 import { getAddress, type Address, type Hex } from "viem";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
@@ -16,6 +23,7 @@ import { safeSignatureOwner, safeTxTypedDataJson } from "../chain/safe-transacti
 import { usdcToNumber } from "../domain/money";
 import { TreasuryError } from "../lib/errors";
 import type { SafeTransactionRecord, SafeTxStatus } from "../store/safe-transaction-store";
+import type { TreasuryStore } from "../store/treasury-store";
 import type { Links, ServiceContext } from "./context";
 
 /** how long a proposed Safe transaction waits for its owners before the service stops executing it (SAFE_TX_TTL_MS) */
@@ -26,6 +34,25 @@ export function safeTransactionRef(links: Links, id: string, safeTxHash: Hex, st
   return { id, safe_tx_hash: safeTxHash, status, url: links.url(`/api/v1/safe-transactions/${id}`) };
 }
 
+/**
+ * Is `treasuryId` the Safe's own registration: the newest managed treasury the
+ * Safe itself proved (its EIP-1271 ownership proof, or its safe_proof of a
+ * delegation), the same one the console opens for its owners? Only it may
+ * queue the Safe's transactions, have them signed and executed.
+ */
+export async function isSafesOwnRegistration(treasuries: Pick<TreasuryStore, "managedForWallet">, treasuryId: string, safe: string): Promise<boolean> {
+  return (await treasuries.managedForWallet(safe))?.id === treasuryId;
+}
+
+/** the refusal of anything Safe-transaction related from a registration the Safe did not prove */
+export function notSafesRegistration(treasuryId: string, safe: string, what: string): TreasuryError {
+  return new TreasuryError(
+    "ownership_not_proven",
+    `treasury ${treasuryId} is not the registration the Safe ${safe} itself proved: ${what}. Only the Safe's proven registration (POST /api/v1/treasuries with the Safe's ownership_proof, or POST /api/v1/delegation with its safe_proof) queues, signs and executes the Safe's transactions`,
+    { safe },
+  );
+}
+
 export interface SafeState {
   owners: Address[];
   threshold: number;
@@ -34,7 +61,7 @@ export interface SafeState {
 
 export class SafeTransactionService {
   constructor(
-    private readonly ctx: ServiceContext<"safeTransactions">,
+    private readonly ctx: ServiceContext<"safeTransactions" | "treasuries">,
     private readonly chain: ChainGateway,
   ) {}
 
@@ -69,12 +96,18 @@ export class SafeTransactionService {
   }
 
   /**
-   * Add an owner's signature of the SafeTx hash. Refused: a signature that is
-   * not an owner's (recovered and checked against the Safe's owners on chain
-   * now), and a transaction that is no longer awaiting signatures.
+   * Add an owner's signature of the SafeTx hash. Refused: a transaction of a
+   * registration that is not the Safe's own (the same hash may sit in another
+   * registration's queue: the owner's signature counts only on the Safe's own
+   * item), a signature that is not an owner's (recovered and checked against
+   * the Safe's owners on chain now), and a transaction that is no longer
+   * awaiting signatures.
    */
   async sign(treasuryId: string, id: string, signature: Hex): Promise<Record<string, unknown>> {
     const r = await this.own(treasuryId, id);
+    if (!(await isSafesOwnRegistration(this.ctx.stores.treasuries, treasuryId, r.safe))) {
+      throw notSafesRegistration(treasuryId, r.safe, `its Safe transaction ${id} takes no signatures and is never executed`);
+    }
     const now = this.ctx.clock.now().toISOString();
     if (r.status !== "awaiting_signatures" || r.expiresAt <= now) {
       throw new TreasuryError("safe_transaction_not_open", `Safe transaction ${id} is ${r.status === "awaiting_signatures" ? "expired" : r.status}: it takes no more signatures`, { status: r.status === "awaiting_signatures" ? "expired" : r.status });

@@ -21,6 +21,7 @@ import { MarketRatesService } from "./market-rates";
 import { PolicyService } from "./policy-service";
 import { PreviewService } from "./preview-service";
 import { RelayService } from "./relay-service";
+import { ConsoleOwnership } from "./console-ownership";
 import { ConsoleSessionService } from "./console-sessions";
 import { SafeTransactionService } from "./safe-transaction-service";
 import { StatementVerifier } from "./statement-verifier";
@@ -57,7 +58,7 @@ export function createServices(ctx: AppContext): Services {
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
   const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
   const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
-  const safeTransactions = new SafeTransactionService(scope(ctx, "safeTransactions"), chain);
+  const safeTransactions = new SafeTransactionService(scope(ctx, "safeTransactions", "treasuries"), chain);
   return {
     treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
@@ -69,7 +70,7 @@ export function createServices(ctx: AppContext): Services {
     delegation,
     safeTransactions,
     consoleSessions: new ConsoleSessionService(scope(ctx, "apiKeys", "signedNonces", "treasuries"), safeTransactions),
-    authenticate: bearerAuthenticator(scope(ctx, "apiKeys")),
+    authenticate: bearerAuthenticator(scope(ctx, "apiKeys"), new ConsoleOwnership(scope(ctx, "apiKeys", "treasuries"), chain)),
     prices,
     catalog,
     payments: createPaymentGate(scope(ctx, "payments", "treasuries"), {

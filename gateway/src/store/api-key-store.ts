@@ -11,7 +11,13 @@ export interface ApiKeyRecord {
   createdAt: string;
   expiresAt: string | null;
   revokedAt: string | null;
+  /** a console session's owner (the Safe owner who signed in), checked again on chain while the key is used */
+  ownerAddress: string | null;
+  /** why the key was revoked: owner_removed (a console session whose owner left the Safe) */
+  revokedReason: RevocationReason | null;
 }
+
+export type RevocationReason = "owner_removed";
 
 interface Row {
   id: string;
@@ -23,6 +29,8 @@ interface Row {
   created_at: string;
   expires_at: string | null;
   revoked_at: string | null;
+  owner_address: string | null;
+  revoked_reason: RevocationReason | null;
 }
 
 const fromRow = (r: Row): ApiKeyRecord => ({
@@ -35,14 +43,21 @@ const fromRow = (r: Row): ApiKeyRecord => ({
   createdAt: r.created_at,
   expiresAt: r.expires_at,
   revokedAt: r.revoked_at,
+  ownerAddress: r.owner_address,
+  revokedReason: r.revoked_reason,
 });
 
 export class ApiKeyStore {
   constructor(private readonly db: Db) {}
 
   async insert(k: ApiKeyRecord): Promise<void> {
-    await this.db.run(`INSERT INTO api_keys (id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.id, k.keyHash, k.kind, k.last4, k.treasuryId, k.accessRequestId, k.createdAt, k.expiresAt, k.revokedAt);
+    await this.db.run(`INSERT INTO api_keys (id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at, owner_address, revoked_reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.id, k.keyHash, k.kind, k.last4, k.treasuryId, k.accessRequestId, k.createdAt, k.expiresAt, k.revokedAt, k.ownerAddress, k.revokedReason);
+  }
+
+  /** revoke a key for good (the first revocation and its reason stay); false when it was already revoked */
+  async revoke(id: string, at: string, reason: RevocationReason): Promise<boolean> {
+    return (await this.db.run("UPDATE api_keys SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL", at, reason, id)).changes === 1;
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
