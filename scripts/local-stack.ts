@@ -163,7 +163,7 @@ async function main() {
       FACILITATOR_RPC_URL: `http://127.0.0.1:${PORTS.sepolia}`,
       FACILITATOR_PRIVATE_KEY: hexKey(1),
       FACILITATOR_PORT: String(PORTS.facilitator),
-    }, /facilitator listening/),
+    }, /facilitator listening/, true), // supervised like the gateway: a settlement it dies in is reconciled by the retry
   );
   const keystoresReady = timed("keystores", async () => {
     // ethers (the keystore format) is loaded only when a keystore must be made

@@ -42,6 +42,16 @@ it("npm start boots the fork, Base Sepolia, the facilitator and the gateway, and
     expect(rates.rates.find((r: { chain: string }) => r.chain === "base")).toMatchObject({ source: "aave_v3_pool_rpc" });
     // a priced route answers the x402 challenge
     expect((await fetch(`http://127.0.0.1:${gateway}/api/v1/treasury`)).status).toBe(402);
+    // the facilitator is supervised like the gateway: killed (-9), it is started again
+    const killed = childPidOf(stack.pid!, "facilitator");
+    process.kill(killed, "SIGKILL");
+    let back = false;
+    for (let i = 0; i < 100 && !back; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      back = (await fetch(`http://127.0.0.1:${facilitator}/supported`).then((r) => r.ok).catch(() => false)) && childPidOf(stack.pid!, "facilitator") !== killed;
+    }
+    expect(back, out).toBe(true);
+    expect(out).toContain("restarting facilitator");
   } finally {
     const exited = new Promise<number | null>((r) => stack.once("exit", (code) => r(code)));
     stack.kill("SIGTERM");
@@ -50,3 +60,18 @@ it("npm start boots the fork, Base Sepolia, the facilitator and the gateway, and
   // every port is free again
   await expect(fetch(`http://127.0.0.1:${gateway}/api/v1/public/gateway-status`)).rejects.toThrow();
 }, 90_000);
+
+/** the pid of a child of `parent` whose command line names `what` (read from /proc: no ps needed) */
+function childPidOf(parent: number, what: string): number {
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === parent && fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(what)) return Number(entry);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  throw new Error(`no child of ${parent} runs ${what}`);
+}

@@ -65,6 +65,7 @@ export const HTTP_STATUS = {
   chain_unavailable: 503,
   sandbox_unavailable: 503,
   payment_facilitator_unavailable: 503,
+  payment_settlement_unknown: 503,
   automation_unconfigured: 503,
   internal_error: 500,
 } as const satisfies Record<ErrorCode, number>;

@@ -14,7 +14,7 @@ import { newHolder } from "../store/lease";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import type { BazaarCatalog } from "../x402/bazaar";
 import type { PriceList } from "../x402/prices";
-import { hasPayment, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
+import { hasPayment, settlementUnknown, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
 import { jsonTextOf, sendJson, sendJsonText } from "./json-response";
 import { ApiError, errorBody, fromZodError, statusOf } from "./errors";
@@ -159,9 +159,10 @@ const RATE_LIMIT_HEADERS = {
   "X-Request-Id": { description: "request identifier, also in error bodies", schema: { type: "string" as const } },
 };
 
-/** what x402's payment-identifier adds to a priced route's answers (appended to a status the route already documents) */
-const PAYMENT_IDENTIFIER_RESPONSES = (own: Record<number, ResponseSpec>): Record<number, ResponseSpec> => {
+/** what paying with x402 adds to a priced route's answers (appended to a status the route already documents) */
+const PAYMENT_RESPONSES = (own: Record<number, ResponseSpec>): Record<number, ResponseSpec> => {
   const add = {
+    503: "payment_facilitator_unavailable: the x402 facilitator could not be reached to verify the proof (nothing was charged; Retry-After); payment_settlement_unknown: the facilitator did not answer the settlement, which may still be mined: retry with the same proof (or, on an action, the same Idempotency-Key): the request is served once and charged at most once (Retry-After)",
     400: "invalid_payment_identifier: a v2 proof's payment-identifier id is not 16 to 128 characters of [A-Za-z0-9_-]",
     409: "payment_in_progress: the same proof, or a proof with the same payment-identifier (x402 v2), is still being served: retry after Retry-After seconds (charged at most once; never a 402, which would make a conforming client pay again); payment_identifier_reused: that identifier was used for a different request",
   } as const;
@@ -348,6 +349,7 @@ export function registerRoute<B, Q, P>(
     let keyHolder: string | undefined;
     let charged: { payer: string; nonce: string } | undefined;
     let releaseSlot: (() => Promise<void>) | undefined;
+    let creditKept = false;
     const scope = (res.locals.credential as { scope: string }).scope;
     const key = req.header("idempotency-key");
     const fingerprint = requestFingerprint(`${req.method} ${req.path}`, req.body);
@@ -369,7 +371,14 @@ export function registerRoute<B, Q, P>(
           releaseSlot = spec.reserve ? await spec.reserve(c, holderOf(res)) : undefined;
 
           const prepaid = await store.takePrepaid(scope, checkedKey, fingerprint);
-          if (prepaid) {
+          // an earlier proof of this key whose settlement's outcome was unknown is settled now (at most once)
+          const collected = prepaid ? await hooks.payments!.settlePending(prepaid) : undefined;
+          if (collected === "unknown") {
+            await store.addPrepaid(scope, checkedKey, fingerprint, prepaid!, now());
+            creditKept = true; // the key's credit stays the earlier payment; this proof is released unsettled
+            throw settlementUnknown(prepaid!.payer);
+          }
+          if (prepaid && collected === "settled") {
             await claim.release(); // this request was paid for by an earlier proof that did not execute
             charged = prepaid;
           } else {
@@ -390,7 +399,9 @@ export function registerRoute<B, Q, P>(
             await store.complete(scope, checkedKey, outcome, holder);
           }
           keyHolder = undefined;
-          await claim.outcome(outcome.status);
+          // the payment that paid for it is spent: this proof's, or the key's credit's
+          if (charged.payer.toLowerCase() === claim.payer.toLowerCase() && charged.nonce.toLowerCase() === claim.nonce.toLowerCase()) await claim.outcome(outcome.status);
+          else await hooks.payments!.spent(charged, outcome.status);
           sendOutcome(res, outcome, false);
         },
       );
@@ -398,6 +409,9 @@ export function registerRoute<B, Q, P>(
       if (charged) {
         await store.addPrepaid(scope, key!, fingerprint, charged, now());
         await claim.outcome(500); // its value now lives in the prepaid credit
+      } else if (err instanceof ApiError && err.code === "payment_settlement_unknown" && keyHolder && !creditKept) {
+        // maybe charged: the key keeps the payment as its credit, so a retry with a fresh proof settles this one, not both
+        await store.addPrepaid(scope, key!, fingerprint, { payer: claim.payer, nonce: claim.nonce }, now());
       } else await claim.release();
       if (keyHolder) await store.release(scope, key!, keyHolder);
       throw err;
@@ -539,7 +553,7 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
             },
           },
           ...spec.responses,
-          ...PAYMENT_IDENTIFIER_RESPONSES(spec.responses),
+          ...PAYMENT_RESPONSES(spec.responses),
         }
       : spec.responses;
   for (const [status, r] of Object.entries(all)) {

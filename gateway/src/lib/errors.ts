@@ -70,6 +70,7 @@ export const ERROR_CODES = [
   "chain_unavailable",
   "sandbox_unavailable",
   "payment_facilitator_unavailable",
+  "payment_settlement_unknown",
   "automation_unconfigured",
   "internal_error",
 ] as const;

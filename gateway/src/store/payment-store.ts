@@ -80,9 +80,34 @@ export class PaymentStore {
 
   async settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string): Promise<void> {
     await this.db.run(
-      "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ? WHERE payer = ? AND nonce = ?",
+      "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ?, pending_settlement = NULL WHERE payer = ? AND nonce = ?",
       transactionHash, treasuryId, at, payer.toLowerCase(), nonce.toLowerCase(),
     );
+  }
+
+  /**
+   * The settlement was sent and not answered (its outcome is unknown): keep the lock, with the proof and
+   * requirements to settle again, and lapse its lease so the retry takes it over at once.
+   */
+  async pending(payer: string, nonce: string, holder: string, settlement: string, now: Date): Promise<void> {
+    await this.db.run(
+      "UPDATE x402_payments SET pending_settlement = ?, lease_holder = NULL, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ?",
+      settlement, now.toISOString(), payer.toLowerCase(), nonce.toLowerCase(), holder,
+    );
+  }
+
+  /** what a payment whose settlement's outcome is unknown was sent with, or undefined (settled, or never pending) */
+  async pendingSettlement(payer: string, nonce: string): Promise<{ settlement: string; treasuryId: string | null } | undefined> {
+    const row = await this.db.get<{ pending_settlement: string; treasury_id: string | null }>(
+      "SELECT pending_settlement, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked' AND pending_settlement IS NOT NULL",
+      payer.toLowerCase(), nonce.toLowerCase(),
+    );
+    return row ? { settlement: row.pending_settlement, treasuryId: row.treasury_id } : undefined;
+  }
+
+  /** a pending settlement that the facilitator then refused: nothing was charged, nothing is to settle */
+  async settlementFailed(payer: string, nonce: string): Promise<void> {
+    await this.db.run("UPDATE x402_payments SET pending_settlement = NULL WHERE payer = ? AND nonce = ? AND state = 'locked'", payer.toLowerCase(), nonce.toLowerCase());
   }
 
   /** the request this payment paid for answered (or its payment became a prepaid credit): the payment is spent */

@@ -29,7 +29,7 @@
 import type { Request, Response } from "express";
 import { getAddress } from "viem";
 import { paymentMiddleware } from "x402-express";
-import { settleResponseHeader, VerifyError, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
+import { SettleError, settleResponseHeader, VerifyError, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
 import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { TreasuryError } from "../lib/errors";
 import type { Credential } from "../http/credential";
@@ -77,7 +77,24 @@ export interface PaymentGate {
    * that takes no payment (the header buys nothing there).
    */
   provenPayer(req: Request): Promise<string | null | undefined>;
+  /**
+   * A payment whose settlement's outcome was unknown (pending), settled now (once: the facilitator settles an
+   * authorization at most once, and EIP-3009's nonce makes a second transfer impossible): `settled` (also when it
+   * was not pending), `failed` (it cannot be collected; the record says so), or `unknown` again.
+   */
+  settlePending(payment: { payer: string; nonce: string }): Promise<"settled" | "failed" | "unknown">;
+  /** the request a payment paid for (its own, or a key's credit) answered with this status: the payment is spent */
+  spent(payment: { payer: string; nonce: string }, status: number): Promise<void>;
 }
+
+/** a settlement whose outcome is not known: the retry with the same proof (or the same Idempotency-Key) is served once, charged at most once */
+export const settlementUnknown = (payer: string) =>
+  new TreasuryError(
+    "payment_settlement_unknown",
+    "the facilitator did not answer the settlement of this payment: it may still be mined. Retry with the same proof (or the same Idempotency-Key): the request is served once and the payment is charged at most once",
+    { payer, retry_after_seconds: 2 },
+    { "Retry-After": "2" },
+  );
 
 /** the code of a facilitator's reason (`invalid_transaction_state: <the node's words>` -> `invalid_transaction_state`): no parser or node text reaches the client */
 export const reasonCode = (reason: string | undefined): string | undefined => reason?.match(/^[a-z0-9_]+/)?.[0];
@@ -195,6 +212,21 @@ export function createPaymentGate(
 
   const knownPayers = new KnownPayers((payer) => ctx.stores.payments.hasSettled(payer));
 
+  /**
+   * One settlement call, judged: settled (with its transaction), failed (the facilitator answered that it did not
+   * and will not happen: nothing was charged), or unknown (no answer, a timeout, a facilitator error: the transfer
+   * may have been sent, so nothing may be undone).
+   */
+  const settleOnce = async (payment: PaymentPayload, requirements: PaymentRequirements): Promise<{ kind: "settled"; transaction: string } | { kind: "failed"; reason: string } | { kind: "unknown" }> => {
+    try {
+      const settled = await facilitator.settle(payment, requirements);
+      return settled.success ? { kind: "settled", transaction: settled.transaction } : { kind: "failed", reason: reasonCode(settled.errorReason) ?? "settlement_refused" };
+    } catch (err) {
+      if (err instanceof SettleError && err.statusCode < 500) return { kind: "failed", reason: reasonCode(err.errorReason) ?? "settlement_refused" };
+      return { kind: "unknown" };
+    }
+  };
+
   /** the treasury the payer stands behind, or a new `paid` one (wallet mode) created by this payment */
   const payerTreasury = async (payer: `0x${string}`): Promise<{ treasuryId: string; created: boolean }> => {
     const owned = await ctx.stores.treasuries.findOwnedByWallet(payer);
@@ -224,6 +256,25 @@ export function createPaymentGate(
 
     async verifiedPayer(header) {
       return signedPayer(paymentOf(header)?.decoded, opts.asset);
+    },
+
+    async settlePending(payment) {
+      const pending = await ctx.stores.payments.pendingSettlement(payment.payer, payment.nonce);
+      if (!pending) return "settled";
+      const { payment: payload, requirements } = JSON.parse(pending.settlement) as { payment: PaymentPayload; requirements: PaymentRequirements };
+      const outcome = await settleOnce(payload, requirements);
+      if (outcome.kind === "unknown") return "unknown";
+      if (outcome.kind === "failed") {
+        await ctx.stores.payments.settlementFailed(payment.payer, payment.nonce);
+        return "failed";
+      }
+      await ctx.stores.payments.settled(payment.payer, payment.nonce, outcome.transaction, pending.treasuryId ?? "", ctx.clock.now().toISOString());
+      knownPayers.add(payment.payer);
+      return "settled";
+    },
+
+    async spent(payment, status) {
+      await ctx.stores.payments.outcome(payment.payer, payment.nonce, status);
     },
 
     async provenPayer(req) {
@@ -348,26 +399,28 @@ export function createPaymentGate(
             res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: alreadySettled.transaction, payer }));
             return true;
           }
-          let settled: SettleResponse | undefined;
-          let failure: string | undefined;
-          try {
-            // the facilitator settles an authorization at most once: a takeover's second call returns the first settlement
-            settled = await facilitator.settle(payment, requirements);
-            if (!settled.success) failure = settled.errorReason ?? "unknown";
-          } catch (err) {
-            failure = err instanceof Error ? err.message : String(err);
+          // the facilitator settles an authorization at most once: a takeover's second call returns the first settlement
+          const outcome = await settleOnce(payment, requirements);
+          if (outcome.kind === "unknown") {
+            // no answer: the transfer may be on its way. Not a failure: the lock is kept (its lease lapsed, so the retry
+            // takes it over at once) with what to settle again, and the retry with the same proof is served once
+            done = true;
+            await ctx.stores.payments.pending(payer, nonce, holder, JSON.stringify({ payment, requirements }), ctx.clock.now());
+            res.locals.credential = undefined;
+            res.removeHeader("X-Treasury-Id");
+            throw settlementUnknown(payer);
           }
-          if (!settled || failure !== undefined) {
+          if (outcome.kind === "failed") {
             await release();
             res.locals.credential = undefined;
             res.removeHeader("X-Treasury-Id");
-            refuse(req, res, price, "settlement_failed", { reason: failure, payer });
+            refuse(req, res, price, "settlement_failed", { reason: outcome.reason, payer });
             return false;
           }
           done = true;
-          await ctx.stores.payments.settled(payer, nonce, settled.transaction, treasuryId, ctx.clock.now().toISOString());
+          await ctx.stores.payments.settled(payer, nonce, outcome.transaction, treasuryId, ctx.clock.now().toISOString());
           knownPayers.add(payer);
-          res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: settled.transaction, payer: settled.payer ?? payer }));
+          res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: outcome.transaction, payer }));
           return true;
         },
       };
