@@ -88,6 +88,7 @@ const envSchema = z.object({
     .transform((v) => (v && v !== "" ? v : undefined))
     .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address").optional()),
   X402_MAX_TIMEOUT_SECONDS: positiveInt(120),
+  X402_FACILITATOR_TIMEOUT_MS: positiveInt(30_000),
   CDP_API_KEY_ID: z.string().optional(),
   CDP_API_KEY_SECRET: z.string().optional(),
   AUTOMATION_ADDRESS: z
@@ -160,6 +161,8 @@ export interface Config {
     /** address that receives x402 payments (defaults to the fee recipient) */
     payTo: `0x${string}`;
     maxTimeoutSeconds: number;
+    /** how long a facilitator call may take; a settlement not answered in time has an unknown outcome (reconciled by its retry) */
+    facilitatorTimeoutMs: number;
     cdpKeyId: string | undefined;
     cdpKeySecret: string | undefined;
   };
@@ -206,6 +209,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       facilitatorUrl: e.X402_FACILITATOR_URL,
       payTo: (e.X402_PAY_TO ? getAddress(e.X402_PAY_TO.toLowerCase()) : e.FEE_RECIPIENT) as `0x${string}`,
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
+      facilitatorTimeoutMs: e.X402_FACILITATOR_TIMEOUT_MS,
       cdpKeyId: e.CDP_API_KEY_ID,
       cdpKeySecret: e.CDP_API_KEY_SECRET,
     },

@@ -15,7 +15,7 @@ export interface SeenRequest {
   body: any;
 }
 
-export type ScriptedAnswer = ((body: any) => { status: number; type?: string; body: string }) | "hang";
+export type ScriptedAnswer = ((body: any, url: string) => { status: number; type?: string; body: string } | "hang") | "hang";
 
 export interface ScriptedServer {
   url: string;
@@ -36,7 +36,8 @@ export async function startScriptedServer(answer: ScriptedAnswer = () => ({ stat
       scripted.seen.push({ method: req.method!, url: req.url!, contentType: req.headers["content-type"], auth: req.headers.authorization, body });
       const next = scripted.answer;
       if (next === "hang") return;
-      const a = next(body);
+      const a = next(body, req.url!);
+      if (a === "hang") return;
       res.writeHead(a.status, { "content-type": a.type ?? "application/json" });
       res.end(a.body);
     });

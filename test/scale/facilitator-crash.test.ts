@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import { freePort } from "../../fixtures/anvil";
 import { call, startTestGateway, type JsonResponse, type TestGateway } from "../helpers/gateway";
+import { startScriptedServer } from "../helpers/scripted-server";
 import { newIdempotencyKey } from "../helpers/treasury";
 import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader } from "../helpers/x402-stack";
 
@@ -147,5 +148,39 @@ describe("the facilitator dies between sending a settlement and its receipt", ()
     expect(retry.body.object).toBe("treasury_state");
     expect(await chain.balanceOf(account.address)).toBe(before - 1_100n);
     expect(await settledRows(account.address)).toEqual([{ state: "settled", outcome_status: 200 }]);
+  });
+});
+
+describe("a public facilitator that times out on the settlement", () => {
+  it("is treated the same way: 503 payment_settlement_unknown, the lock kept; the retry with the same proof is settled and served once", async () => {
+    // a stand-in for a public facilitator (this machine reaches none): verifies, then hangs on the first settlement
+    const scripted = await startScriptedServer();
+    const gw = await startTestGateway({ X402_FACILITATOR: "public", X402_FACILITATOR_URL: scripted.url, X402_FACILITATOR_TIMEOUT_MS: "500", X402_PAY_TO: devAccount(2).address });
+    try {
+      const { account, wallet } = await newPayer(chain);
+      const proof = await paymentHeader(wallet, await challengeFor(gw.url, "GET", "/api/v1/treasury"));
+      const transaction = `0x${"ab".repeat(32)}`;
+      let settles = 0;
+      const answerSettle = (hang: boolean) => {
+        scripted.answer = (body: { paymentPayload: { payload: { authorization: { from: string } } } }, url) => {
+          const payer = body.paymentPayload.payload.authorization.from;
+          if (url !== "/settle") return { status: 200, body: JSON.stringify({ isValid: true, payer }) };
+          settles++;
+          return hang ? "hang" : { status: 200, body: JSON.stringify({ success: true, transaction, network: "base-sepolia", payer }) };
+        };
+      };
+      answerSettle(true);
+      const first = await call(gw.url, "GET", "/api/v1/treasury", { headers: { "x-payment": proof } });
+      expect([first.status, first.body.error]).toEqual([503, "payment_settlement_unknown"]);
+      answerSettle(false);
+      const retry = await call(gw.url, "GET", "/api/v1/treasury", { headers: { "x-payment": proof } });
+      expect(retry.status, retry.text).toBe(200);
+      expect(settles).toBe(2); // the same authorization, settled again (a facilitator settles it at most once)
+      const rows = await gw.ctx.db.all<{ state: string; outcome_status: number; transaction_hash: string }>("SELECT state, outcome_status, transaction_hash FROM x402_payments WHERE payer = ?", account.address.toLowerCase());
+      expect(rows).toEqual([{ state: "settled", outcome_status: 200, transaction_hash: transaction }]);
+    } finally {
+      await gw.close();
+      scripted.close();
+    }
   });
 });

@@ -31,12 +31,12 @@ export function facilitatorConfig(mode: FacilitatorMode, url: string | undefined
   }
 }
 
-/** how long a facilitator call may take before it fails (x402's fetch had no limit) */
+/** how long a facilitator call may take before it fails, by default (x402's fetch had no limit; X402_FACILITATOR_TIMEOUT_MS) */
 export const FACILITATOR_TIMEOUT_MS = 30_000;
 
 /** one POST of JSON, its status and parsed answer (an answer that is not JSON is an error, as `res.json()` throws) */
-async function postJson(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; statusText: string; data: unknown }> {
-  const res = await keepAlivePost(url, headers, body, { timeoutMs: FACILITATOR_TIMEOUT_MS });
+async function postJson(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<{ status: number; statusText: string; data: unknown }> {
+  const res = await keepAlivePost(url, headers, body, { timeoutMs });
   return { status: res.status, statusText: res.statusText, data: JSON.parse(res.text) };
 }
 
@@ -45,13 +45,13 @@ export interface FacilitatorClient {
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
 }
 
-export function facilitatorClient(config: FacilitatorConfig): FacilitatorClient {
+export function facilitatorClient(config: FacilitatorConfig, timeoutMs = FACILITATOR_TIMEOUT_MS): FacilitatorClient {
   /** one call, answered as useFacilitator answers it: the body when it carries `field`, its typed error when not 200, else an error */
   const call = async <T>(what: "verify" | "settle", field: string, refused: (status: number, body: T) => Error, payload: PaymentPayload, requirements: PaymentRequirements): Promise<T> => {
     let headers: Record<string, string> = { "Content-Type": "application/json" };
     if (config.createAuthHeaders) headers = { ...headers, ...(await config.createAuthHeaders())[what] };
     const body = JSON.stringify({ x402Version: payload.x402Version, paymentPayload: toJsonSafe(payload), paymentRequirements: toJsonSafe(requirements) });
-    const res = await postJson(`${config.url}/${what}`, headers, body);
+    const res = await postJson(`${config.url}/${what}`, headers, body, timeoutMs);
     if (typeof res.data === "object" && res.data !== null && field in res.data) {
       if (res.status !== 200) throw refused(res.status, res.data as T);
       return res.data as T;

@@ -141,7 +141,7 @@ export function createPaymentGate(
 ): PaymentGate {
   const cfg = ctx.config.x402;
   const payTo = getAddress(cfg.payTo);
-  const facilitator = facilitatorClient(opts.facilitator);
+  const facilitator = facilitatorClient(opts.facilitator, cfg.facilitatorTimeoutMs);
 
   const routeConfig = (p: RoutePrice) => ({
     price: { amount: p.atomic.toString(), asset: { address: opts.asset.address, decimals: 6, eip712: { name: opts.asset.name, version: opts.asset.version } } },
