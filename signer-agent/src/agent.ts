@@ -171,14 +171,24 @@ export class SignerAgent {
   async request(action: AgentAction, amountUsdc: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
     const { method, path } = await this.routeOf(`prepare_${action}`);
     const f = await this.authedFetch(method, path);
-    const res = await f(`${this.opts.gatewayUrl}${path}`, {
-      method,
-      headers: { "content-type": "application/json", "idempotency-key": `agent-${randomUUID()}` },
-      body: JSON.stringify({ amount_usdc: amountUsdc, ...extra }),
-    });
-    const body = (await res.json()) as Envelope & { error?: string; message?: string };
-    if (res.status !== 202) throw new RefusedError("gateway", `${res.status} ${body.error ?? ""}: ${body.message ?? JSON.stringify(body)}`, body);
-    return body;
+    // one Idempotency-Key for the request and its retries: a retry is answered once and charged at most once
+    // (a payment whose settlement's outcome was unknown is the key's credit, settled before anything else)
+    const key = `agent-${randomUUID()}`;
+    const deadline = Date.now() + (this.opts.relayRetryMs ?? 120_000);
+    for (;;) {
+      const res = await f(`${this.opts.gatewayUrl}${path}`, {
+        method,
+        headers: { "content-type": "application/json", "idempotency-key": key },
+        body: JSON.stringify({ amount_usdc: amountUsdc, ...extra }),
+      });
+      const body = (await res.json()) as Envelope & { error?: string; message?: string };
+      if (res.status === 202) return body;
+      const retryAfter = Number(res.headers.get("retry-after") ?? 1) * 1_000;
+      const waiting = IN_PROGRESS.has(body.error ?? "") || body.error === "payment_settlement_unknown";
+      if (!waiting || Date.now() + retryAfter > deadline) throw new RefusedError("gateway", `${res.status} ${body.error ?? ""}: ${body.message ?? JSON.stringify(body)}`, body);
+      this.log(`      ${res.status} ${body.error}; asking again with the same Idempotency-Key in ${retryAfter} ms`);
+      await sleep(retryAfter);
+    }
   }
 
   /**

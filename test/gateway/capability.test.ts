@@ -51,7 +51,7 @@ describe("one declaration per capability", () => {
     const doc = buildOpenApiDocument(h.registry, "http://localhost") as any;
     const op = doc.paths["/api/v1/positions"].get;
     expect(op.operationId).toBe("getPositions");
-    expect(Object.keys(op.responses).sort()).toEqual(["200", "400", "401", "402", "409", "429"]);
+    expect(Object.keys(op.responses).sort()).toEqual(["200", "400", "401", "402", "409", "429", "503"]);
     expect(op.security).toEqual([{ bearerAuth: [] }, { x402Payment: [] }, { x402PaymentV2: [] }]);
     const [tool] = h.tools();
     expect(tool).toMatchObject({
