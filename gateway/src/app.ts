@@ -37,6 +37,7 @@ import { createServices, type Services } from "./services/services";
 import { gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
 import { scope, type AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
+import { TREASURY_CHAINS } from "../../contracts-abi/chains";
 
 export const SERVICE_VERSION = "0.1.0";
 
@@ -61,7 +62,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const startedAt = ctx.clock.now();
   const chains = () =>
     Promise.all(
-      (["base", "arbitrum"] as const).map(async (chain): Promise<ChainExecution> => {
+      TREASURY_CHAINS.map(async (chain): Promise<ChainExecution> => {
         if (!services.actions.chain.connected(chain)) return { chain, execution: "simulated", network: "none", sandbox_funding: false };
         const sandbox = await services.actions.sandbox.active(chain);
         return { chain, execution: "broadcast", network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network", sandbox_funding: sandbox };

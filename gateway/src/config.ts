@@ -3,6 +3,7 @@
  * the README; nothing else reads process.env.
  */
 import path from "node:path";
+import { TREASURY_CHAINS, type ChainKey, type TreasuryChain } from "../../contracts-abi/chains";
 import type { DatabaseLocation } from "./store/db";
 import { getAddress } from "viem";
 import { z } from "zod";
@@ -68,7 +69,7 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""))
-    .pipe(z.array(z.enum(["base", "arbitrum"]))),
+    .pipe(z.array(z.enum(TREASURY_CHAINS))),
   RELAY_RECEIPT_TIMEOUT_MS: positiveInt(30_000),
   SANDBOX_CHAIN_TOOLS: z.enum(["auto", "off"]).default("auto"),
   SANDBOX_KEY_TTL_DAYS: positiveInt(30),
@@ -135,7 +136,7 @@ export interface Config {
    * of live treasuries on these chains are live and count toward platform
    * volume; everything else (the local fork, sandbox keys) is sandbox.
    */
-  liveChains: ("base" | "arbitrum")[];
+  liveChains: TreasuryChain[];
   /** how long the relay waits for a receipt before answering 202 broadcasting (reconciled later) */
   relayReceiptTimeoutMs: number;
   /**
@@ -147,7 +148,7 @@ export interface Config {
   sandboxKeyTtlDays: number;
   sandboxKeyCapacity: number;
   bodyLimitBytes: number;
-  rpcUrls: { ethereum?: string; arbitrum?: string; base?: string };
+  rpcUrls: Partial<Record<ChainKey, string>>;
   marketRatesTtlSeconds: number;
   rpcTimeoutMs: number;
   /** address that receives service fees in wallet-mode envelopes */

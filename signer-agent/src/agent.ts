@@ -3,6 +3,8 @@
  * envelope, check it against the intent and the policy, preflight each step on
  * the fork, sign with the local key, relay, and read the result on chain.
  */
+import { declarationOf, type TreasuryAction } from "../../gateway/src/actions";
+import type { ActionBody } from "../../gateway/src/actions/declaration";
 import { randomUUID } from "node:crypto";
 import { createWalletClient, type Hex } from "viem";
 import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
@@ -20,7 +22,8 @@ import { formatDecimal, parseDecimal, parseUsdc } from "../../gateway/src/domain
 import { Preflight, PreflightError } from "./preflight";
 import { SpendingCaps } from "./caps";
 
-export type AgentAction = "deposit" | "convert" | "borrow" | "repay";
+/** the actions the agent asks for: every treasury action the gateway declares (gateway/src/actions) */
+export type AgentAction = TreasuryAction;
 
 export interface AgentOptions {
   privateKey: Hex;
@@ -167,8 +170,15 @@ export class SignerAgent {
   /** the x402 requirements of each paid route ("METHOD path") as its last 402 stated them */
   private readonly challenges = new Map<string, { x402Version: number; accepts: PaymentRequirements[] }>();
 
-  /** ask the gateway for an action (returns the envelope, or throws with its typed error) */
-  async request(action: AgentAction, amountUsdc: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
+  /** the request body of an action: its declaration's (gateway/src/actions), with any extra fields given */
+  static bodyOf(action: AgentAction, amount: number, extra: Record<string, unknown> = {}): ActionBody {
+    // the command line's flags (target, asset) through the declaration; a library caller's allocation or purpose as given
+    const { allocation, purpose } = extra as ActionBody;
+    return { ...(allocation ? { allocation } : {}), ...(purpose ? { purpose } : {}), ...declarationOf(action).cli.body(amount, extra as Record<string, string>) };
+  }
+
+  /** ask the gateway for an action (returns the envelope, or throws with its typed error); `amount` in USDC, or in the asset's units for a token amount (withdraw of ETH) */
+  async request(action: AgentAction, amount: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
     const { method, path } = await this.routeOf(`prepare_${action}`);
     const f = await this.authedFetch(method, path);
     // one Idempotency-Key for the request and its retries: a retry is answered once and charged at most once
@@ -179,7 +189,7 @@ export class SignerAgent {
       const res = await f(`${this.opts.gatewayUrl}${path}`, {
         method,
         headers: { "content-type": "application/json", "idempotency-key": key },
-        body: JSON.stringify({ amount_usdc: amountUsdc, ...extra }),
+        body: JSON.stringify(SignerAgent.bodyOf(action, amount, extra)),
       });
       const body = (await res.json()) as Envelope & { error?: string; message?: string };
       if (res.status === 202) return body;
@@ -290,12 +300,16 @@ export class SignerAgent {
   }
 
   /** the whole loop */
-  async run(action: AgentAction, amountUsdc: number, extra: Record<string, unknown> = {}) {
-    this.log(`requesting ${action} of ${amountUsdc} USDC from ${this.opts.gatewayUrl}`);
-    const envelope = await this.request(action, amountUsdc, extra);
+  async run(action: AgentAction, amount: number, extra: Record<string, unknown> = {}) {
+    const d = declarationOf(action);
+    const params = d.params(SignerAgent.bodyOf(action, amount, extra));
+    this.log(`requesting ${action} of ${amount} ${params.asset ?? "USDC"} from ${this.opts.gatewayUrl}`);
+    const envelope = await this.request(action, amount, extra);
     this.log(`envelope ${envelope.tx_id}: ${envelope.steps.length} steps`);
     try {
-      checkIntent({ action, amountMicro: parseUsdc(amountUsdc), target: extra.target as "btc" | "eth" | undefined }, envelope, this.address, this.opts.policy);
+      // what was asked, exactly: micro-USDC, or for a token amount its asset and units
+      const intent = { action, amountMicro: d.valueMicro ? 0n : parseUsdc(amount), target: params.target, asset: params.asset, units: params.units === undefined ? undefined : BigInt(params.units) };
+      checkIntent(intent, envelope, this.address, this.opts.policy);
     } catch (err) {
       if (err instanceof PolicyRefusal) {
         this.opts.audit.append({ event: "refused", reason: err.message, tx_id: envelope.tx_id });

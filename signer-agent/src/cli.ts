@@ -4,7 +4,7 @@
  *   signer-agent init [--fee-recipient 0x...]      create an encrypted keystore and a default policy
  *   signer-agent address                           print the wallet address
  *   signer-agent balance                           ETH, USDC and the Aave position on the fork
- *   signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth] [--bearer sk_...]
+ *   signer-agent run <action> <amount> [--target btc|eth] [--bearer sk_...]   (actions: the gateway's declarations)
  *   signer-agent serve [--port 4030]               loopback signing endpoint (SIGNER_SERVE_TOKEN)
  *   signer-agent where [gateway|rpc|x402-rpc|facilitator]   a URL of the running local stack (its file), else the default
  *   signer-agent operator <create-safe|fund <weth> [--borrow <usdc>]|register|approve [--protect-below 1.4]|revoke|propose <action> <usdc>|queue|sign [stx_id] [--wait]|status>
@@ -22,7 +22,8 @@ import path from "node:path";
 import { createPublicClient, formatEther } from "viem";
 import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import { randomBytes } from "node:crypto";
-import { RefusedError, SignerAgent, type AgentAction } from "./agent";
+import { DECLARED, declarationOf, TREASURY_ACTIONS, type TreasuryAction } from "../../gateway/src/actions";
+import { RefusedError, SignerAgent } from "./agent";
 import { AuditLog } from "./audit-log";
 import { agentConfig } from "./config";
 import { createKeystore, keystoreAddress, loadKey, promptPassphrase } from "./keystore";
@@ -139,16 +140,16 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
     case "propose": {
       // a managed action through the Safe: the gateway answers its receipt and queues one Safe transaction for the owners
       const [, action, amount] = rest;
-      if (!action || !["deposit", "convert", "borrow", "repay"].includes(action) || !amount) throw new Error("usage: signer-agent operator propose <deposit|convert|borrow|repay> <amount_usdc> [--target btc|eth]");
-      const path_ = action === "deposit" ? "/api/v1/deposits" : `/api/v1/${action}`;
-      const res = await fetch(`${cfg.gatewayUrl}${path_}`, {
+      if (!isTreasuryAction(action) || !amount) throw new Error(`usage: signer-agent operator propose <${TREASURY_ACTIONS.join("|")}> <amount_usdc> [--target btc|eth]`);
+      const d = declarationOf(action);
+      const res = await fetch(`${cfg.gatewayUrl}${d.route.path}`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${state.api_key}`, "idempotency-key": `op-${Date.now()}-${Math.random().toString(36).slice(2)}` },
-        body: JSON.stringify({ amount_usdc: Number(amount), ...(flags.target ? { target: flags.target } : {}) }),
+        body: JSON.stringify(d.cli.body(Number(amount), flags)),
       });
       const receipt = (await res.json()) as Record<string, any>;
       if (!res.ok) throw new Error(`${action}: ${res.status} ${receipt.error}: ${receipt.message}`);
-      out(`${action} ${amount} USDC: receipt ${receipt.deposit_id ?? receipt.conversion_id ?? receipt.borrow_id ?? receipt.repayment_id} ${receipt.status}; Safe transaction ${receipt.safe_transaction?.id ?? "(none)"} awaits the owners (signer-agent operator sign)`);
+      out(`${action} ${amount} USDC: receipt ${receipt[d.receiptId]} ${receipt.status}; Safe transaction ${receipt.safe_transaction?.id ?? "(none)"} awaits the owners (signer-agent operator sign)`);
       return 0;
     }
     case "queue": {
@@ -223,14 +224,14 @@ export async function main(argv: string[]): Promise<number> {
       }
       case "run": {
         const [action, amount] = rest;
-        if (!["deposit", "convert", "borrow", "repay"].includes(action ?? "") || !amount || Number.isNaN(Number(amount))) {
-          throw new Error("usage: signer-agent run <deposit|convert|borrow|repay> <amount> [--target btc|eth]");
+        if (!isTreasuryAction(action) || !amount || Number.isNaN(Number(amount))) {
+          throw new Error(`usage: signer-agent run <action> <amount> [--target btc|eth]; actions: ${DECLARED.map((d) => d.cli.usage).join("; ")}`);
         }
         const agent = await agentFrom(cfg);
         out(`agent ${agent.address}, paying with ${cfg.bearer ? "a bearer key" : "x402"}`);
-        const result = await agent.run(action as AgentAction, Number(amount), flags.target ? { target: flags.target } : {});
+        const result = await agent.run(action, Number(amount), flags);
         const last = result.receipts.at(-1)!;
-        out(`done: ${action} ${amount} USDC, resulting LTV ${last.result.resulting_ltv}%, tx ${last.tx_hash} (${last.simulated ? "simulated" : "confirmed on chain"})`);
+        out(`done: ${action} ${amount} ${typeof flags.asset === "string" ? flags.asset.toUpperCase() : "USDC"}, resulting LTV ${last.result.resulting_ltv}%, tx ${last.tx_hash} (${last.simulated ? "simulated" : "confirmed on chain"})`);
         out(`on chain: ${JSON.stringify(result.onChain)}`);
         return 0;
       }
@@ -266,3 +267,5 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
 }
+
+const isTreasuryAction = (a: string | undefined): a is TreasuryAction => (TREASURY_ACTIONS as readonly (string | undefined)[]).includes(a);

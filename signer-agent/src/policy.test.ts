@@ -13,9 +13,9 @@ import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
 import { planSteps } from "../../gateway/src/chain/envelope-plan";
-import { feeFor } from "../../gateway/src/domain/fees";
 import { parseUsdc } from "../../gateway/src/domain/money";
 import { checkIntent, checkStep, DEFAULT_MAX_FEE_BPS, defaultPolicy, loadPolicy, maxFeeFor, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
+import { feeOf } from "../../gateway/src/actions";
 
 const m = AAVE_MARKETS.base;
 const FEE = getAddress("0x000000000000000000000000000000000000fEe5");
@@ -88,7 +88,7 @@ describe("checkStep: what one call does, from its calldata", () => {
 /** a planned envelope for `self`, as the gateway sends it */
 const envelope = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth", feeMicro?: bigint) => {
   const amountMicro = parseUsdc(usdc);
-  const steps = planSteps({ action, chain: "base", wallet: self, amountMicro, feeMicro: feeMicro ?? feeFor(action, amountMicro).feeMicro, feeRecipient: FEE, target });
+  const steps = planSteps({ action, chain: "base", wallet: self, amountMicro, feeMicro: feeMicro ?? feeOf(action, amountMicro).feeMicro, feeRecipient: FEE, target });
   return { action, steps: steps.map((s) => ({ unsigned_transaction: tx(s.to, s.data) })) };
 };
 const intent = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") => ({ action, amountMicro: parseUsdc(usdc), target });
@@ -134,7 +134,7 @@ describe("checkIntent: the envelope is exactly the asked-for action", () => {
     expect(refusal(() => checkIntent(intent("deposit", 500), d, self, lower))).toBe("the fee of 10 USDC is above the 1% rate on 500 (at most 5)");
     expect(refusal(() => checkIntent(intent("deposit", 500), withSteps(d, [fee!, feeOf(0n), approve!, supply!]), self, policy))).toBe("the envelope pays 2 fees; at most one is allowed");
     const r = envelope("repay", 50);
-    expect(refusal(() => checkIntent(intent("repay", 50), withSteps(r, [...r.steps.map((s) => s.unsigned_transaction), feeOf(1n)]), self, policy))).toBe("a repayment is free; the envelope pays a fee");
+    expect(refusal(() => checkIntent(intent("repay", 50), withSteps(r, [...r.steps.map((s) => s.unsigned_transaction), feeOf(1n)]), self, policy))).toBe("a repay is free (a downward leg); the envelope pays a fee");
   });
 
   it("deposit: the supply and the fee add up to the amount; the approval equals the supply", () => {
@@ -242,9 +242,12 @@ describe("checkIntent: each call is the right token to the right contract", () =
   });
 
   it("a known function outside the roles is refused even when the policy allows it", () => {
-    const withWithdraw: Policy = { ...policy, allowed_functions: [...policy.allowed_functions, "withdraw"] };
-    expect(refusal(() => checkStep(withWithdraw, pool("withdraw", [m.usdc, 1n, self]), self))).toBe("function withdraw is not allowed");
-    expect(refusal(() => checkStep(policy, pool("withdraw", [m.usdc, 1n, self]), self))).toBe("function withdraw is not allowed");
+    const allowing: Policy = { ...policy, allowed_functions: [...policy.allowed_functions, "repayWithATokens"] };
+    expect(refusal(() => checkStep(allowing, pool("repayWithATokens", [m.usdc, 1n, 2n]), self))).toBe("function repayWithATokens is not allowed");
+    expect(refusal(() => checkStep(policy, pool("repayWithATokens", [m.usdc, 1n, 2n]), self))).toBe("function repayWithATokens is not allowed");
+    // a withdrawal goes to this wallet only
+    expect(checkStep(policy, pool("withdraw", [m.usdc, 1n, self]), self)).toMatchObject({ role: "withdraw", amount: 1n, usdcMoved: 0n });
+    expect(refusal(() => checkStep(policy, pool("withdraw", [m.usdc, 1n, "0x000000000000000000000000000000000000dEaD"]), self))).toBe("withdrawal to 0x000000000000000000000000000000000000dEaD, not this wallet");
     expect(refusal(() => checkStep(policy, tx(m.pool, "0x12345678aabbccdd"), self))).toBe("calldata 0x12345678 is not a known function");
   });
 });
@@ -252,7 +255,7 @@ describe("checkIntent: each call is the right token to the right contract", () =
 describe("the policy file", () => {
   it("the default policy: Base and Arbitrum, their pools and tokens, the router, caps, the 2% fee", () => {
     expect(policy.allowed_chains).toEqual([8453, 42161]);
-    expect(policy.allowed_functions).toEqual(["supply", "borrow", "repay", "approve", "transfer", "exactInputSingle"]);
+    expect(policy.allowed_functions).toEqual(["transfer", "approve", "supply", "exactInputSingle", "borrow", "repay", "withdraw"]);
     expect(policy.allowed_targets[m.pool]).toBe("Aave V3 Pool (base)");
     expect(policy.allowed_targets[AAVE_MARKETS.arbitrum.usdc]).toBe("USDC (arbitrum)");
     expect(policy.allowed_targets[m.btc]).toBe("cbBTC (base)");

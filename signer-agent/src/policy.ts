@@ -7,9 +7,11 @@ import fs from "node:fs";
 import { decodeFunctionData, getAddress, type Hex } from "viem";
 import { z } from "zod";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { AAVE_MARKETS } from "../../contracts-abi/chains";
+import { AAVE_MARKETS, CHAINS, TREASURY_CHAINS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
+import { declarationOf, DECLARED, type TreasuryAction } from "../../gateway/src/actions";
+import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent } from "../../gateway/src/actions/signer-rule";
 import { formatDecimal, isExactUsdc, parseUsdc } from "../../gateway/src/domain/money";
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/).transform((a) => getAddress(a));
@@ -33,29 +35,29 @@ export const PolicySchema = z.object({
 });
 export type Policy = z.infer<typeof PolicySchema>;
 
-export class PolicyRefusal extends Error {}
+export { PolicyRefusal } from "../../gateway/src/actions/signer-rule";
 
 /** the published service fee rate: 2% (spec section 1) */
 export const DEFAULT_MAX_FEE_BPS = 200;
 
-/** the default policy: Aave pools and tokens of the address book (Base, Arbitrum), the convert router */
+/** the default policy: Aave pools and tokens of the address book (the treasury chains: Base, Arbitrum), the convert router */
 export function defaultPolicy(feeRecipients: string[]): Policy {
   const targets: Record<string, string> = {};
   const spenders: `0x${string}`[] = [];
-  for (const key of ["base", "arbitrum"] as const) {
-    const m = AAVE_MARKETS[key];
+  for (const key of TREASURY_CHAINS) {
+    const { market: m, btcSymbol } = CHAINS[key];
     targets[m.pool] = `Aave V3 Pool (${key})`;
     targets[m.usdc] = `USDC (${key})`;
     targets[m.weth] = `WETH (${key})`;
-    targets[m.btc] = `${key === "base" ? "cbBTC" : "WBTC"} (${key})`;
+    targets[m.btc] = `${btcSymbol} (${key})`;
     const router = swapRouter02(m.chainId);
     targets[router] = `Uniswap V3 SwapRouter02 (${key})`;
     spenders.push(m.pool, router);
   }
   return {
-    allowed_chains: [8453, 42161],
+    allowed_chains: TREASURY_CHAINS.map((key) => CHAINS[key].chainId),
     allowed_targets: targets,
-    allowed_functions: ["supply", "borrow", "repay", "approve", "transfer", "exactInputSingle"],
+    allowed_functions: [...new Set(DECLARED.flatMap((d) => d.signer.functions))],
     approve_spenders: spenders,
     transfer_recipients: feeRecipients.map((a) => getAddress(a)),
     per_transaction_cap_usdc: 10_000,
@@ -77,33 +79,8 @@ const ABIS = [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI];
 /** a policy amount (JSON number of USDC) as exact micro-USDC */
 export const policyMicro = (usdc: number): bigint => parseUsdc(usdc);
 
-/**
- * What a decoded call does, read from the calldata alone (never from a label
- * the gateway or the caller put on the step):
- *   fee          USDC transfer to an allowed fee recipient
- *   approve      token approval (moves nothing by itself)
- *   supply       Aave supply on behalf of this wallet
- *   borrow       Aave borrow on behalf of this wallet
- *   repay        Aave repay on behalf of this wallet
- *   swap         Uniswap exactInputSingle to this wallet
- */
-export type Role = "fee" | "approve" | "supply" | "borrow" | "repay" | "swap";
-
-export interface DecodedCall {
-  functionName: string;
-  role: Role;
-  args: readonly unknown[];
-  /** the contract called */
-  to: `0x${string}`;
-  /** the token the call moves or approves */
-  token: `0x${string}`;
-  /** units of `token` moved (or approved), exact */
-  amount: bigint;
-  /** the approval's spender, the transfer's recipient, the swap's output token */
-  counterparty?: `0x${string}`;
-  /** micro-USDC this call moves out of or into the wallet's position (0 for approvals and non-USDC moves) */
-  usdcMoved: bigint;
-}
+/** what a decoded call does, read from the calldata alone (never from a label the gateway or the caller put on the step) */
+export type { DecodedCall, Role } from "../../gateway/src/actions/signer-rule";
 
 export interface StepTx {
   chain_id: number;
@@ -160,6 +137,12 @@ export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): Deco
       if (!isUsdc(to)) refuse("only USDC may be transferred (the service fee)");
       call = { functionName: fn, role: "fee", args: a, to, token: to, amount: a[1] as bigint, counterparty: getAddress(a[0] as string), usdcMoved: a[1] as bigint };
       break;
+    case "withdraw":
+      // out of Aave, only ever to this wallet; what comes back to the wallet is not counted against its caps
+      if (getAddress(a[2] as string) !== me) refuse(`withdrawal to ${a[2]}, not this wallet`);
+      if (!targets[getAddress(a[0] as string)]) refuse(`asset ${a[0]} is not allowed`);
+      call = { functionName: fn, role: "withdraw", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: 0n };
+      break;
     case "exactInputSingle": {
       const p = a[0] as { tokenIn: string; tokenOut: string; recipient: string; amountIn: bigint; amountOutMinimum: bigint };
       if (getAddress(p.recipient) !== me) refuse(`swap proceeds go to ${p.recipient}, not this wallet`);
@@ -180,18 +163,14 @@ export const maxFeeFor = (amount: bigint, bps: bigint) => (amount * bps + 5_000n
 /**
  * What the agent asked for must be exactly what the envelope does, read from
  * the decoded calldata alone: the calls an action needs, each once, nothing
- * else; the amounts add up to the intent; exactly one fee (none for repay) of
- * at most the published rate (policy max_fee_bps), paid to an allowed
- * recipient. A tampered or inflated envelope is refused.
- *
- *   deposit  fee F, approve(USDC -> Pool, N), supply(USDC, N)         F + N = amount
- *   borrow   borrow(USDC, amount), fee F
- *   repay    approve(USDC -> Pool, amount), repay(USDC, amount)
- *   convert  fee F, approve(USDC -> router, N), swap(USDC -> target, N, min M),
- *            approve(target -> Pool, M), supply(target, M)            F + N = amount
+ * else; the amounts add up to the intent; at most one fee of at most the
+ * published rate (policy max_fee_bps), paid to an allowed recipient, and none
+ * on a downward leg. Each action's own rule is in its declaration
+ * (gateway/src/actions/<action>.ts, `signer.check`). A tampered or inflated
+ * envelope is refused.
  */
 export function checkIntent(
-  intent: { action: "deposit" | "convert" | "borrow" | "repay"; amountMicro: bigint; target?: "btc" | "eth" },
+  intent: SignerIntent & { action: TreasuryAction },
   envelope: { action: string; steps: { unsigned_transaction: StepTx }[] },
   self: `0x${string}`,
   policy: Policy,
@@ -206,67 +185,12 @@ export function checkIntent(
   if (chainIds.size !== 1) refuse("the envelope's steps are on different chains");
   const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === envelope.steps[0]?.unsigned_transaction.chain_id);
   if (!market) return refuse("the envelope is on no known Aave market");
-  const pool = getAddress(market.pool);
-  const usdc = getAddress(market.usdc);
-  const router = getAddress(swapRouter02(market.chainId));
-  const amount = intent.amountMicro;
-  const maxFee = maxFeeFor(amount, BigInt(policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS));
-
-  const count = (role: Role) => calls.filter((c) => c.role === role).length;
-  const only = (role: Role, where: (c: DecodedCall) => boolean, what: string): DecodedCall => {
-    const found = calls.filter((c) => c.role === role && where(c));
-    if (found.length !== 1) refuse(`the ${intent.action} needs exactly one ${what}; the envelope has ${found.length}`);
-    return found[0]!;
-  };
-  const fee = (): bigint => {
-    const fees = calls.filter((c) => c.role === "fee");
-    if (fees.length > 1) refuse(`the envelope pays ${fees.length} fees; at most one is allowed`);
-    const f = fees[0]?.amount ?? 0n;
-    if (f > maxFee) refuse(`the fee of ${formatDecimal(f, 6)} USDC is above the ${Number(policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS) / 100}% rate on ${formatDecimal(amount, 6)} (at most ${formatDecimal(maxFee, 6)})`);
-    return f;
-  };
-  let expected: number;
-  switch (intent.action) {
-    case "deposit": {
-      const f = fee();
-      const supply = only("supply", (c) => c.token === usdc && c.to === pool, "USDC supply to the Pool");
-      const approve = only("approve", (c) => c.token === usdc && c.counterparty === pool, "USDC approval to the Pool");
-      if (supply.amount + f !== amount) refuse(`the deposit moves ${formatDecimal(supply.amount + f, 6)} USDC (supply ${formatDecimal(supply.amount, 6)} + fee ${formatDecimal(f, 6)}), not the ${formatDecimal(amount, 6)} asked for`);
-      if (approve.amount !== supply.amount) refuse("the approval does not equal the supply");
-      expected = 2 + (f > 0n ? 1 : 0);
-      break;
-    }
-    case "borrow": {
-      const f = fee();
-      const borrow = only("borrow", (c) => c.token === usdc && c.to === pool, "USDC borrow from the Pool");
-      if (borrow.amount !== amount) refuse(`the borrow takes ${formatDecimal(borrow.amount, 6)} USDC, not ${formatDecimal(amount, 6)}`);
-      expected = 1 + (f > 0n ? 1 : 0);
-      break;
-    }
-    case "repay": {
-      if (count("fee") > 0) refuse("a repayment is free; the envelope pays a fee");
-      const repay = only("repay", (c) => c.token === usdc && c.to === pool, "USDC repayment to the Pool");
-      const approve = only("approve", (c) => c.token === usdc && c.counterparty === pool, "USDC approval to the Pool");
-      if (repay.amount !== amount) refuse(`the repayment moves ${formatDecimal(repay.amount, 6)} USDC, not ${formatDecimal(amount, 6)}`);
-      if (approve.amount !== amount) refuse("the approval does not equal the repayment");
-      expected = 2;
-      break;
-    }
-    case "convert": {
-      const f = fee();
-      const target = getAddress(intent.target === "btc" ? market.btc : market.weth);
-      const swap = only("swap", (c) => c.token === usdc && c.counterparty === target && c.to === router, `USDC to ${intent.target ?? "?"} swap`);
-      const approveIn = only("approve", (c) => c.token === usdc && c.counterparty === router, "USDC approval to the router");
-      const minOut = (swap.args[0] as { amountOutMinimum: bigint }).amountOutMinimum;
-      const supply = only("supply", (c) => c.token === target && c.to === pool, "supply of the bought asset");
-      const approveOut = only("approve", (c) => c.token === target && c.counterparty === pool, "approval of the bought asset to the Pool");
-      if (swap.amount + f !== amount) refuse(`the conversion moves ${formatDecimal(swap.amount + f, 6)} USDC, not ${formatDecimal(amount, 6)}`);
-      if (approveIn.amount !== swap.amount) refuse("the USDC approval does not equal the swap");
-      if (supply.amount > minOut || approveOut.amount !== supply.amount) refuse("the supply of the bought asset does not match the swap's guaranteed output");
-      expected = 4 + (f > 0n ? 1 : 0);
-      break;
-    }
-  }
+  const d = declarationOf(intent.action);
+  const maxFeeBps = policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS;
+  const ctx = signerRuleContext(intent.action, calls, { ...market, pool: getAddress(market.pool), usdc: getAddress(market.usdc), btc: getAddress(market.btc), weth: getAddress(market.weth), router: getAddress(swapRouter02(market.chainId)) }, intent.amountMicro, maxFeeFor(intent.amountMicro, BigInt(maxFeeBps)), maxFeeBps);
+  // a downward leg is free: a fee on one is refused, whatever its rule says
+  if (d.direction === "down" && ctx.count("fee") > 0) refuse(`a ${intent.action} is free (a downward leg); the envelope pays a fee`);
+  const expected = d.signer.check(calls, intent, ctx);
   if (calls.length !== expected) refuse(`the ${intent.action} needs ${expected} calls; the envelope has ${calls.length}`);
   return calls;
 }

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ACTIONS, feeFor, isUpwardLeg } from "../../gateway/src/domain/fees";
 import { advanceRatchet, FEE_TIERS, INITIAL_RATCHET, tierIndexForVolume } from "../../gateway/src/domain/fee-schedule";
+import { ACTIONS, feeOf, isUpwardLeg } from "../../gateway/src/actions";
 
 const micro = fc.bigInt({ min: 0n, max: 100_000_000_000n }); // up to 100,000 USDC
 const twoPct = (a: bigint) => (a * 200n + 5000n) / 10000n;
@@ -10,7 +10,7 @@ describe("fees (spec section 1)", () => {
   it("charges exactly 2% on deposit, convert and borrow at the launch tier", () => {
     fc.assert(
       fc.property(fc.constantFrom("deposit", "convert", "borrow" as const), micro, (action, amount) => {
-        const fee = feeFor(action, amount, 0);
+        const fee = feeOf(action, amount, 0);
         expect(fee.feeMicro).toBe(twoPct(amount));
         expect(fee.feeBps).toBe(200n);
         // the fee is within half a micro-unit of the exact 2%
@@ -25,7 +25,7 @@ describe("fees (spec section 1)", () => {
     expect(downward.sort()).toEqual(["auto_deleverage", "auto_repay", "exit", "protection", "repay", "sell", "withdraw"]);
     fc.assert(
       fc.property(fc.constantFrom(...downward), micro, fc.integer({ min: 0, max: FEE_TIERS.length - 1 }), (action, amount, tier) => {
-        expect(feeFor(action, amount, tier).feeMicro).toBe(0n);
+        expect(feeOf(action, amount, tier).feeMicro).toBe(0n);
       }),
     );
   });

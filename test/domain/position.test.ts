@@ -15,6 +15,7 @@ import {
 } from "../../gateway/src/domain/position";
 import { ceilingBps, PRESETS, PRESET_NAMES } from "../../gateway/src/domain/presets";
 import { DEMO_HOLDINGS, positionOf } from "../../gateway/src/domain/portfolio";
+import { ruleOf, simulateAction } from "../../gateway/src/actions";
 
 const position = fc.record({
   collateralMicro: fc.bigInt({ min: 1n, max: 10n ** 12n }),
@@ -82,8 +83,8 @@ describe("simulated actions", () => {
           // collateral-funded repayments are defined for solvent positions (debt <= collateral);
           // an underwater position is Aave's liquidation domain, not the treasury's
           fc.pre(p.debtMicro <= p.collateralMicro);
-          const sLo = simulate(p, action, lo, PRESETS.aggressive);
-          const sHi = simulate(p, action, hi, PRESETS.aggressive);
+          const sLo = simulateAction(p, action, lo, PRESETS.aggressive);
+          const sHi = simulateAction(p, action, hi, PRESETS.aggressive);
           // exact comparison of debt/collateral ratios
           const r = (q: Position) => [q.debtMicro, q.collateralMicro] as const;
           const [dl, cl] = r(sLo.after);
@@ -100,8 +101,8 @@ describe("simulated actions", () => {
       fc.property(position, fc.constantFrom("withdraw", "sell" as const), amount, amount, (p, action, a, b) => {
         const [lo, hi] = a < b ? [a, b] : [b, a];
         fc.pre(hi < p.collateralMicro);
-        const sLo = simulate(p, action, lo, PRESETS.balanced);
-        const sHi = simulate(p, action, hi, PRESETS.balanced);
+        const sLo = simulateAction(p, action, lo, PRESETS.balanced);
+        const sHi = simulateAction(p, action, hi, PRESETS.balanced);
         expect(sHi.ltvAfter).toBeGreaterThanOrEqual(sLo.ltvAfter);
       }),
     );
@@ -113,9 +114,9 @@ describe("safety rail", () => {
     fc.assert(
       fc.property(preset, position, (pr, p) => {
         const ceil = ceilingBps(pr);
-        const safe = safeAmount(p, "borrow", ceil, 0n);
-        expect(simulate(p, "borrow", safe, pr).breach).toBeNull();
-        const over = simulate(p, "borrow", safe + 1n, pr);
+        const safe = safeAmount(p, ruleOf("borrow"), ceil, 0n);
+        expect(simulateAction(p, "borrow", safe, pr).breach).toBeNull();
+        const over = simulateAction(p, "borrow", safe + 1n, pr);
         expect(over.breach).not.toBeNull();
         expect(over.breach!.safeAmountMicro).toBe(safe);
       }),
@@ -126,9 +127,9 @@ describe("safety rail", () => {
     fc.assert(
       fc.property(preset, withinCeiling(6000n), fc.constantFrom("withdraw", "sell" as const), (pr, p, action) => {
         const ceil = ceilingBps(pr);
-        const safe = safeAmount(p, action, ceil, 0n);
-        expect(simulate(p, action, safe, pr).breach).toBeNull();
-        if (safe < p.collateralMicro) expect(simulate(p, action, safe + 1n, pr).breach).not.toBeNull();
+        const safe = safeAmount(p, ruleOf(action), ceil, 0n);
+        expect(simulateAction(p, action, safe, pr).breach).toBeNull();
+        if (safe < p.collateralMicro) expect(simulateAction(p, action, safe + 1n, pr).breach).not.toBeNull();
       }),
     );
   });
@@ -136,10 +137,10 @@ describe("safety rail", () => {
   it("a refused borrow reports resulting LTV above the ceiling, and retrying with safe_amount passes", () => {
     fc.assert(
       fc.property(preset, position, amount, (pr, p, a) => {
-        const s = simulate(p, "borrow", a, pr);
+        const s = simulateAction(p, "borrow", a, pr);
         if (s.breach) {
           expect(s.ltvAfter).toBeGreaterThanOrEqual(pr.ceiling);
-          expect(simulate(p, "borrow", s.breach.safeAmountMicro, pr).breach).toBeNull();
+          expect(simulateAction(p, "borrow", s.breach.safeAmountMicro, pr).breach).toBeNull();
         } else {
           expect((p.debtMicro + a) * BPS <= ceilingBps(pr) * p.collateralMicro || a === 0n).toBe(true);
         }
@@ -151,14 +152,14 @@ describe("safety rail", () => {
     fc.assert(
       fc.property(position, fc.constantFrom("repay", "protection", "auto_repay", "auto_deleverage", "exit" as const), amount, (p, action, a) => {
         fc.pre(p.debtMicro <= p.collateralMicro);
-        expect(simulate(p, action, a, PRESETS.conservative).breach).toBeNull();
+        expect(simulateAction(p, action, a, PRESETS.conservative).breach).toBeNull();
       }),
     );
   });
 
   it("refuses a 10,000 USDC borrow on a 60,000 portfolio at 55% and offers 3,000", () => {
     const p = positionAtLtv(60_000_000_000n, 55, 8050);
-    const s = simulate(p, "borrow", 10_000_000_000n, PRESETS.balanced);
+    const s = simulateAction(p, "borrow", 10_000_000_000n, PRESETS.balanced);
     expect(s.breach?.safeAmountMicro).toBe(3_000_000_000n);
     expect(s.ltvAfter).toBe(71.67);
   });

@@ -351,7 +351,10 @@ describe("estimate and reads", () => {
     expect(rail.body.safe_amount).toBe(12000);
     expect((await api.post("/api/v1/estimate", { action: "convert", amount_usdc: 10 }, null)).status).toBe(400);
     expect((await api.post("/api/v1/estimate", { action: "convert", amount_usdc: 10, target: "eth" }, null)).status).toBe(200);
-    expect((await api.post("/api/v1/estimate", { action: "withdraw", amount_usdc: 10 }, null)).status).toBe(400);
+    // a downward leg is estimated free; an action no route performs is refused
+    const withdrawal = await api.post("/api/v1/estimate", { action: "withdraw", amount_usdc: 10 }, null);
+    expect([withdrawal.status, withdrawal.body.service_fee]).toEqual([200, 0]);
+    expect((await api.post("/api/v1/estimate", { action: "protection", amount_usdc: 10 }, null)).status).toBe(400);
     // estimate changes nothing
     expect((await api.get("/api/v1/audit")).body.data).toEqual([]);
   });

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { feeFor } from "../../gateway/src/domain/fees";
 import { FEE_TIERS } from "../../gateway/src/domain/fee-schedule";
 import { newId } from "../../gateway/src/lib/ids";
 import { migrationsFor, openDatabase, schemaVersion } from "../../gateway/src/store/db";
 import { MIGRATIONS, POSTGRES_MIGRATIONS } from "../../gateway/src/store/migrations";
 import { call, startTestGateway } from "../helpers/gateway";
 import { TEST_STORE } from "../helpers/store";
+import { feeOf } from "../../gateway/src/actions";
 
 describe("persistence across a restart", () => {
   it("keeps treasuries, keys, access requests, the fee audit trail and the ratchet", async () => {
@@ -20,7 +20,7 @@ describe("persistence across a restart", () => {
 
     // a fee-bearing execution large enough to cross the first volume threshold
     const amount = FEE_TIERS[1]!.minVolumeMicro;
-    const fee = feeFor("borrow", amount, 0);
+    const fee = feeOf("borrow", amount, 0);
     await gw.ctx.stores.fees.record({
       id: newId("fee"),
       treasuryId: treasury.treasury_id,

@@ -74,7 +74,11 @@ export class SchemaSampler {
       if (required.has(name) || (depth < 3 && this.random() < 0.5)) out[name] = this.sample(p, depth + 1);
     }
     // if/then (the document's: a const or enum on a member)
-    if (s.if && s.then && this.matches(out, s.if)) for (const r of s.then.required ?? []) if (!(r in out)) out[r] = this.sample(props[r] ?? {}, depth + 1);
+    if (s.if && s.then && this.matches(out, s.if)) {
+      for (const r of s.then.required ?? []) if (!(r in out)) out[r] = this.sample(props[r] ?? {}, depth + 1);
+      // `then: { not: { required: [...] } }`: members that must be absent
+      for (const r of (s.then.not as Schema | undefined)?.required ?? []) delete out[r];
+    }
     const equal = s["x-equal-when-both-present"] as string[] | undefined;
     if (equal && equal.every((k) => k in out)) for (const k of equal.slice(1)) out[k] = out[equal[0]!];
     const sum = s["x-sum-equals"] as { members: string[]; equals: number } | undefined;

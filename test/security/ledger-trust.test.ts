@@ -10,10 +10,10 @@ import path from "node:path";
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { feeFor } from "../../gateway/src/domain/fees";
 import { ExecutionRecorder } from "../../gateway/src/services/execution-recorder";
 import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { authed, newIdempotencyKey, registerTreasury, sandboxTenant } from "../helpers/treasury";
+import { feeOf } from "../../gateway/src/actions";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -80,7 +80,7 @@ describe("finding 3: free simulated volume never moves real prices", () => {
       expect(await production.environmentOf(treasury)).toBe("live");
       const borrow = (settled: boolean) =>
         live.ctx.db.transaction(() =>
-          production.record({ treasury, action: "borrow", amountMicro: 10_000_000_000_000n, fee: feeFor("borrow", 10_000_000_000_000n), origin: "relay", envelopeTxId: null, trigger: "test", settled, receipt: () => ({}), at: new Date() }),
+          production.record({ treasury, action: "borrow", amountMicro: 10_000_000_000_000n, fee: feeOf("borrow", 10_000_000_000_000n), origin: "relay", envelopeTxId: null, trigger: "test", settled, receipt: () => ({}), at: new Date() }),
         );
       await borrow(false);
       expect((await call(live.url, "GET", "/fees.json")).body.current_tier.tier).toBe("launch");

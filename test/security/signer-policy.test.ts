@@ -17,11 +17,11 @@ import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { planSteps } from "../../gateway/src/chain/envelope-plan";
-import { feeFor } from "../../gateway/src/domain/fees";
 import { parseUsdc } from "../../gateway/src/domain/money";
 import { AuditLog } from "../../signer-agent/src/audit-log";
 import { RefusedError, SignerAgent } from "../../signer-agent/src/agent";
 import { checkIntent, defaultPolicy, PolicyRefusal, type Policy } from "../../signer-agent/src/policy";
+import { feeOf } from "../../gateway/src/actions";
 
 const FEE = devAccount(4).address;
 const m = AAVE_MARKETS.base;
@@ -31,7 +31,7 @@ const policy = defaultPolicy([FEE]);
 /** an envelope as the gateway plans it: steps with kinds, calldata, chain id */
 function envelope(action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") {
   const amountMicro = parseUsdc(usdc);
-  const steps = planSteps({ action, chain: "base", wallet: self, amountMicro, feeMicro: feeFor(action, amountMicro).feeMicro, feeRecipient: FEE, target });
+  const steps = planSteps({ action, chain: "base", wallet: self, amountMicro, feeMicro: feeOf(action, amountMicro).feeMicro, feeRecipient: FEE, target });
   return { action, steps: steps.map((s) => ({ kind: s.kind as string, unsigned_transaction: { chain_id: 8453, to: s.to, data: s.data, value: "0" } })) };
 }
 const transfer = (to: `0x${string}`, micro: bigint) => ({ kind: "fee_transfer", unsigned_transaction: { chain_id: 8453, to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: [to, micro] }), value: "0" } });

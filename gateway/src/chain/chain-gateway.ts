@@ -13,15 +13,14 @@ import {
   type PublicClient,
 } from "viem";
 import { AnvilReads } from "./anvil-reads";
+import { oraclePrices } from "./market-reads";
 import { rpcHttp } from "./rpc-transport";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
-import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { HEALTH_SCORE_CAP } from "../domain/position";
 import { TreasuryError } from "../lib/errors";
-
-export type TreasuryChain = "base" | "arbitrum";
 
 export interface ChainPosition {
   /** collateral value, micro-USD (Aave's base currency has 8 decimals) */
@@ -188,6 +187,17 @@ export class ChainGateway {
       };
     } catch (err) {
       throw new TreasuryError("chain_unavailable", `could not read the treasury's position on ${chain}: ${describeRevert(err)}`);
+    }
+  }
+
+  /** the market's USDC, ETH and BTC prices from its Aave oracle, in micro-USDC per whole unit (the oracle's 8-decimal USD / 100) */
+  async pricesMicro(chain: TreasuryChain): Promise<Record<"USDC" | "ETH" | "BTC", bigint>> {
+    const m = AAVE_MARKETS[chain];
+    try {
+      const [usdc, eth, btc] = await oraclePrices(this.client(chain), m.oracle, [m.usdc, m.weth, m.btc]);
+      return { USDC: usdc! / 100n, ETH: eth! / 100n, BTC: btc! / 100n };
+    } catch (err) {
+      throw new TreasuryError("chain_unavailable", `could not read the oracle's prices on ${chain}: ${describeRevert(err)}`);
     }
   }
 

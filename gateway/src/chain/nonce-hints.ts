@@ -4,18 +4,19 @@
  * when it does not answer in time, there is no hint (null) and the envelope says so.
  */
 import { createPublicClient, type PublicClient } from "viem";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import { rpcHttp } from "./rpc-transport";
 
 export class NonceHints {
   private readonly clients = new Map<string, PublicClient>();
 
-  constructor(rpcUrls: Partial<Record<"base" | "arbitrum", string>>, timeoutMs: number) {
+  constructor(rpcUrls: Partial<Record<TreasuryChain, string>>, timeoutMs: number) {
     for (const [chain, url] of Object.entries(rpcUrls)) {
       if (url) this.clients.set(chain, createPublicClient({ transport: rpcHttp(url, { timeout: timeoutMs, retryCount: 0 }) }));
     }
   }
 
-  async next(chain: "base" | "arbitrum", address: `0x${string}`): Promise<{ nonce: number | null; source: string }> {
+  async next(chain: TreasuryChain, address: `0x${string}`): Promise<{ nonce: number | null; source: string }> {
     const client = this.clients.get(chain);
     if (!client) return { nonce: null, source: `no RPC configured for ${chain}` };
     try {

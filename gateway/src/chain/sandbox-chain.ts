@@ -29,7 +29,7 @@ import { V3_CORE_FACTORY_ADDRESSES } from "@uniswap/sdk-core";
 import { decodeFunctionData, encodeAbiParameters, getAddress, keccak256, pad, parseAbi, toHex, type Hex } from "viem";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI } from "../../../contracts-abi/uniswap";
-import type { Chain } from "../store/treasury-store";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import type { ChainGateway } from "./chain-gateway";
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
@@ -49,7 +49,7 @@ export interface ProvidedStep {
 }
 
 export class SandboxChain {
-  private readonly local = new Map<Chain, Promise<boolean>>();
+  private readonly local = new Map<TreasuryChain, Promise<boolean>>();
   private readonly balanceSlots = new Map<string, Promise<bigint>>();
   private readonly allowanceSlots = new Map<string, Promise<bigint>>();
 
@@ -57,11 +57,11 @@ export class SandboxChain {
     private readonly chains: ChainGateway,
     private readonly mode: SandboxMode,
     /** chains whose RPC is a production network (config LIVE_CHAINS): never the sandbox's */
-    private readonly live: readonly Chain[],
+    private readonly live: readonly TreasuryChain[],
   ) {}
 
   /** does this chain take the sandbox's test methods (a local Anvil, and the sandbox not switched off)? */
-  active(chain: Chain): Promise<boolean> {
+  active(chain: TreasuryChain): Promise<boolean> {
     if (this.mode === "off" || this.live.includes(chain) || !this.chains.connected(chain)) return Promise.resolve(false);
     let known = this.local.get(chain);
     if (!known) {
@@ -74,7 +74,7 @@ export class SandboxChain {
     return known.catch(() => false);
   }
 
-  private async detect(chain: Chain): Promise<boolean> {
+  private async detect(chain: TreasuryChain): Promise<boolean> {
     const url = this.chains.rpcUrl(chain);
     if (!url) return false;
     let host: string;
@@ -89,7 +89,7 @@ export class SandboxChain {
   }
 
   /** what the wallet needs for an action: gas ETH, and `usdcMicro` of USDC in the wallet (topped up, never taken away) */
-  async fund(chain: Chain, usdc: `0x${string}`, wallet: `0x${string}`, usdcMicro: bigint): Promise<{ gas_eth_set: boolean; usdc_added_micro: bigint }> {
+  async fund(chain: TreasuryChain, usdc: `0x${string}`, wallet: `0x${string}`, usdcMicro: bigint): Promise<{ gas_eth_set: boolean; usdc_added_micro: bigint }> {
     const c = this.chains.client(chain);
     let gas = false;
     // both balances in one round
@@ -104,7 +104,7 @@ export class SandboxChain {
   }
 
   /** move token units between two holders by storage (the total supply is unchanged) */
-  async move(chain: Chain, token: `0x${string}`, from: `0x${string}`, to: `0x${string}`, units: bigint): Promise<void> {
+  async move(chain: TreasuryChain, token: `0x${string}`, from: `0x${string}`, to: `0x${string}`, units: bigint): Promise<void> {
     if (units === 0n) return;
     const [a, b] = await Promise.all([this.balanceOf(chain, token, from), this.balanceOf(chain, token, to)]);
     if (a < units) throw new Error(`${from} holds ${a} of ${token}, fewer than the ${units} to move`);
@@ -116,7 +116,7 @@ export class SandboxChain {
    * Carry out a step without the wallet's signature: an ERC-20 transfer or
    * approval, or a SwapRouter02 exactInputSingle (at the quoted minimum out).
    */
-  async provide(chain: Chain, wallet: `0x${string}`, step: { to: `0x${string}`; data: Hex }, opts: { outputDelivered?: boolean } = {}): Promise<ProvidedStep> {
+  async provide(chain: TreasuryChain, wallet: `0x${string}`, step: { to: `0x${string}`; data: Hex }, opts: { outputDelivered?: boolean } = {}): Promise<ProvidedStep> {
     const provided = (effect: string): ProvidedStep => ({ object: "provided_step", provided_by: "sandbox", method: "anvil_setStorageAt", effect });
     try {
       const call = decodeFunctionData({ abi: ERC20_ABI, data: step.data });
@@ -147,7 +147,7 @@ export class SandboxChain {
    * the pool (its input follows at the relay; `takeBack` undoes the delivery
    * when the wallet swaps for real instead).
    */
-  async prepare(chain: Chain, wallet: `0x${string}`, step: { kind: string; to: `0x${string}`; data: Hex }): Promise<"approval_set" | "output_delivered" | null> {
+  async prepare(chain: TreasuryChain, wallet: `0x${string}`, step: { kind: string; to: `0x${string}`; data: Hex }): Promise<"approval_set" | "output_delivered" | null> {
     if (step.kind === "approval") {
       await this.provide(chain, wallet, step);
       return "approval_set";
@@ -161,12 +161,12 @@ export class SandboxChain {
   }
 
   /** undo `prepare`'s delivery of a swap's output (the wallet swapped for real) */
-  async takeBack(chain: Chain, step: { data: Hex }): Promise<void> {
+  async takeBack(chain: TreasuryChain, step: { data: Hex }): Promise<void> {
     const { p, pool } = await this.swapOf(chain, step.data);
     await this.move(chain, p.tokenOut, p.recipient, pool, p.amountOutMinimum);
   }
 
-  private async swapOf(chain: Chain, data: Hex) {
+  private async swapOf(chain: TreasuryChain, data: Hex) {
     const p = decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data }).args[0];
     const chainId = await this.chains.client(chain).getChainId();
     const factory = V3_CORE_FACTORY_ADDRESSES[chainId];
@@ -176,7 +176,7 @@ export class SandboxChain {
   }
 
   /** send a call from the wallet itself (anvil_impersonateAccount); resolves with the mined receipt */
-  async sendAs(chain: Chain, from: `0x${string}`, call: { to: `0x${string}`; data: Hex }): Promise<{ hash: Hex; blockNumber: bigint; gasUsed: bigint; status: "success" | "reverted" }> {
+  async sendAs(chain: TreasuryChain, from: `0x${string}`, call: { to: `0x${string}`; data: Hex }): Promise<{ hash: Hex; blockNumber: bigint; gasUsed: bigint; status: "success" | "reverted" }> {
     const c = this.chains.client(chain);
     await this.rpc(chain, "anvil_impersonateAccount", [from]);
     const hash = await this.rpc<Hex>(chain, "eth_sendTransaction", [{ from, to: call.to, data: call.data, gas: toHex(1_000_000n) }]);
@@ -185,7 +185,7 @@ export class SandboxChain {
   }
 
   /** would the call succeed from the wallet now? */
-  async wouldSucceed(chain: Chain, from: `0x${string}`, call: { to: `0x${string}`; data: Hex }): Promise<boolean> {
+  async wouldSucceed(chain: TreasuryChain, from: `0x${string}`, call: { to: `0x${string}`; data: Hex }): Promise<boolean> {
     try {
       await this.chains.client(chain).call({ account: from, to: call.to, data: call.data });
       return true;
@@ -194,17 +194,17 @@ export class SandboxChain {
     }
   }
 
-  private balanceOf(chain: Chain, token: `0x${string}`, owner: `0x${string}`): Promise<bigint> {
+  private balanceOf(chain: TreasuryChain, token: `0x${string}`, owner: `0x${string}`): Promise<bigint> {
     return this.chains.client(chain).readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [owner] });
   }
 
-  private async setBalance(chain: Chain, token: `0x${string}`, owner: `0x${string}`, units: bigint): Promise<void> {
+  private async setBalance(chain: TreasuryChain, token: `0x${string}`, owner: `0x${string}`, units: bigint): Promise<void> {
     const slot = await this.slotOf(this.balanceSlots, chain, token, (s, probe) => balanceKey(probe, s), (probe) => this.balanceOf(chain, token, probe));
     await this.write(chain, token, balanceKey(owner, slot), units);
     if ((await this.balanceOf(chain, token, owner)) !== units) throw new Error(`writing ${owner}'s balance of ${token} did not take`);
   }
 
-  private async setAllowance(chain: Chain, token: `0x${string}`, owner: `0x${string}`, spender: `0x${string}`, units: bigint): Promise<void> {
+  private async setAllowance(chain: TreasuryChain, token: `0x${string}`, owner: `0x${string}`, spender: `0x${string}`, units: bigint): Promise<void> {
     const spenderProbe = "0x00000000000000000000000000000000005a4d42" as const;
     const read = (probe: `0x${string}`) => this.chains.client(chain).readContract({ address: token, abi: ERC20_ABI, functionName: "allowance", args: [probe, spenderProbe] });
     const slot = await this.slotOf(this.allowanceSlots, chain, token, (s, probe) => allowanceKey(probe, spenderProbe, s), read);
@@ -212,7 +212,7 @@ export class SandboxChain {
   }
 
   /** find the storage slot of a token's mapping: write a sentinel for a probe address at each candidate, read it back, restore */
-  private slotOf(cache: Map<string, Promise<bigint>>, chain: Chain, token: `0x${string}`, key: (slot: bigint, probe: `0x${string}`) => Hex, read: (probe: `0x${string}`) => Promise<bigint>): Promise<bigint> {
+  private slotOf(cache: Map<string, Promise<bigint>>, chain: TreasuryChain, token: `0x${string}`, key: (slot: bigint, probe: `0x${string}`) => Hex, read: (probe: `0x${string}`) => Promise<bigint>): Promise<bigint> {
     const id = `${chain}:${token.toLowerCase()}`;
     let found = cache.get(id);
     if (!found) {
@@ -235,11 +235,11 @@ export class SandboxChain {
     return found;
   }
 
-  private write(chain: Chain, address: `0x${string}`, key: Hex, value: bigint): Promise<unknown> {
+  private write(chain: TreasuryChain, address: `0x${string}`, key: Hex, value: bigint): Promise<unknown> {
     return this.rpc(chain, "anvil_setStorageAt", [address, key, pad(toHex(value))]);
   }
 
-  private rpc<T = unknown>(chain: Chain, method: string, params: unknown[]): Promise<T> {
+  private rpc<T = unknown>(chain: TreasuryChain, method: string, params: unknown[]): Promise<T> {
     return this.chains.client(chain).request({ method: method as never, params: params as never }) as Promise<T>;
   }
 }

@@ -60,7 +60,8 @@ export function tierAt(index: number): FeeTier {
 const bpsToPct = (bps: bigint): number => Number(bps) / 100;
 
 /** The JSON shape of GET /fees.json (spec 2.16, open object). */
-export function feeScheduleDocument(state: RatchetState, feeScheduleUrl: string) {
+/** the fee schedule document of /fees.json; `freeActions`: the actions that pay no fee (actions/index.ts FREE_ACTIONS) */
+export function feeScheduleDocument(state: RatchetState, feeScheduleUrl: string, freeActions: readonly string[]) {
   const current = tierAt(state.tierIndex);
   return {
     object: "service_fee_schedule",
@@ -82,7 +83,7 @@ export function feeScheduleDocument(state: RatchetState, feeScheduleUrl: string)
       buy_fee_pct: bpsToPct(t.buyFeeBps),
       cycle_fee_pct: bpsToPct(t.cycleFeeBps),
     })),
-    free_actions: ["repay", "sell", "withdraw", "exit", "protection", "auto_repay", "auto_deleverage"],
+    free_actions: freeActions,
     invariants: FEE_INVARIANTS,
     url: feeScheduleUrl,
   };

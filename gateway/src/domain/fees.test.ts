@@ -1,15 +1,15 @@
 /** Fee rules (spec section 1) and the one-way ratchet: exact fees, rates and bases at every tier. */
 import { describe, expect, it } from "vitest";
 import { advanceRatchet, FEE_INVARIANTS, FEE_TIERS, feeScheduleDocument, INITIAL_RATCHET, tierAt, tierIndexForVolume } from "./fee-schedule";
-import { ACTIONS, feeFor, feeKindOf, isUpwardLeg, TREASURY_ACTIONS } from "./fees";
+import { ACTIONS, FREE_ACTIONS, TREASURY_ACTIONS, feeKindOf, feeOf, isUpwardLeg } from "../actions";
 
 const M = 1_000_000_000_000n; // one million USDC in micro
 
 describe("feeFor", () => {
   it("deposit and convert cost 2% at every tier: they never step down with volume", () => {
     for (let tier = 0; tier < FEE_TIERS.length; tier++) {
-      expect(feeFor("deposit", 1_000_000_000n, tier)).toEqual({ feeMicro: 20_000_000n, feeBps: 200n, basis: "2% of the amount when funds enter the service" });
-      expect(feeFor("convert", 1_000_000_000n, tier)).toEqual({ feeMicro: 20_000_000n, feeBps: 200n, basis: "2% of the amount converted from USDC to BTC/ETH" });
+      expect(feeOf("deposit", 1_000_000_000n, tier)).toEqual({ feeMicro: 20_000_000n, feeBps: 200n, basis: "2% of the amount when funds enter the service" });
+      expect(feeOf("convert", 1_000_000_000n, tier)).toEqual({ feeMicro: 20_000_000n, feeBps: 200n, basis: "2% of the amount converted from USDC to BTC/ETH" });
     }
   });
 
@@ -21,7 +21,7 @@ describe("feeFor", () => {
       [125n, 12_500_000n, "institutional", 1.25],
     ] as const;
     expected.forEach(([bps, fee, tier, pct], i) => {
-      expect(feeFor("borrow", 1_000_000_000n, i)).toEqual({
+      expect(feeOf("borrow", 1_000_000_000n, i)).toEqual({
         feeMicro: fee,
         feeBps: bps,
         basis: `${pct}% of the amount borrowed per execution (cycle fee, tier ${tier}); the lending protocol's variable interest applies in addition`,
@@ -31,22 +31,22 @@ describe("feeFor", () => {
 
   it("every downward leg is free", () => {
     for (const action of ["repay", "sell", "withdraw", "exit", "protection", "auto_repay", "auto_deleverage"] as const) {
-      expect(feeFor(action, 123_456_789n, 0)).toEqual({ feeMicro: 0n, feeBps: 0n, basis: "downward legs are free (0%)" });
+      expect(feeOf(action, 123_456_789n, 0)).toEqual({ feeMicro: 0n, feeBps: 0n, basis: "downward legs are free (0%)" });
       expect(feeKindOf(action)).toBe("none");
       expect(isUpwardLeg(action)).toBe(false);
     }
   });
 
   it("rounds half up to the micro-USDC and defaults to the launch tier", () => {
-    expect(feeFor("deposit", 25n).feeMicro).toBe(1n); // 0.5 -> 1
-    expect(feeFor("deposit", 24n).feeMicro).toBe(0n); // 0.48 -> 0
-    expect(feeFor("borrow", 1_000_000n).feeBps).toBe(200n);
+    expect(feeOf("deposit", 25n).feeMicro).toBe(1n); // 0.5 -> 1
+    expect(feeOf("deposit", 24n).feeMicro).toBe(0n); // 0.48 -> 0
+    expect(feeOf("borrow", 1_000_000n).feeBps).toBe(200n);
   });
 
   it("knows the kinds of the upward legs and the action lists", () => {
     expect([feeKindOf("deposit"), feeKindOf("convert"), feeKindOf("borrow")]).toEqual(["deposit", "buy", "cycle"]);
-    expect(ACTIONS.filter(isUpwardLeg)).toEqual(["borrow", "deposit", "convert"]);
-    expect(TREASURY_ACTIONS).toEqual(["deposit", "convert", "borrow", "repay"]);
+    expect(ACTIONS.filter(isUpwardLeg)).toEqual(["deposit", "convert", "borrow"]);
+    expect(TREASURY_ACTIONS).toEqual(["deposit", "convert", "borrow", "repay", "withdraw"]);
   });
 });
 
@@ -88,7 +88,7 @@ describe("the fee schedule and its ratchet", () => {
   });
 
   it("the /fees.json document states the current tier, the ratchet, every tier and the invariants", () => {
-    const doc = feeScheduleDocument({ tierIndex: 1, platformVolumeMicro: 12n * M + 999_999n }, "https://gw.example/fees.json");
+    const doc = feeScheduleDocument({ tierIndex: 1, platformVolumeMicro: 12n * M + 999_999n }, "https://gw.example/fees.json", FREE_ACTIONS);
     expect(doc).toEqual({
       object: "service_fee_schedule",
       current_tier: { tier: "growth", deposit_fee_pct: 2, buy_fee_pct: 2, cycle_fee_pct: 1.75 },
@@ -103,7 +103,7 @@ describe("the fee schedule and its ratchet", () => {
         { tier: "scale", min_platform_volume_usdc: 50_000_000, deposit_fee_pct: 2, buy_fee_pct: 2, cycle_fee_pct: 1.5 },
         { tier: "institutional", min_platform_volume_usdc: 250_000_000, deposit_fee_pct: 2, buy_fee_pct: 2, cycle_fee_pct: 1.25 },
       ],
-      free_actions: ["repay", "sell", "withdraw", "exit", "protection", "auto_repay", "auto_deleverage"],
+      free_actions: ["repay", "withdraw", "sell", "exit", "protection", "auto_repay", "auto_deleverage"],
       invariants: FEE_INVARIANTS,
       url: "https://gw.example/fees.json",
     });

@@ -6,42 +6,8 @@
 import { tierAt } from "./fee-schedule";
 import { applyBps, type Micro } from "./money";
 
-export const ACTIONS = [
-  "borrow",
-  "deposit",
-  "convert",
-  "repay",
-  "sell",
-  "withdraw",
-  "exit",
-  "protection",
-  "auto_repay",
-  "auto_deleverage",
-] as const;
-export type Action = (typeof ACTIONS)[number];
-
-/** The four actions an authenticated treasury executes (spec 4.5). */
-export const TREASURY_ACTIONS = ["deposit", "convert", "borrow", "repay"] as const;
-export type TreasuryAction = (typeof TREASURY_ACTIONS)[number];
-
+/** which fee an action pays: deposit (funds enter), buy (USDC into BTC/ETH), cycle (borrowing), or none (every downward leg) */
 export type FeeKind = "deposit" | "buy" | "cycle" | "none";
-
-export function feeKindOf(action: Action): FeeKind {
-  switch (action) {
-    case "deposit":
-      return "deposit";
-    case "convert":
-      return "buy";
-    case "borrow":
-      return "cycle";
-    default:
-      return "none";
-  }
-}
-
-export function isUpwardLeg(action: Action): boolean {
-  return feeKindOf(action) !== "none";
-}
 
 export interface Fee {
   feeMicro: Micro;
@@ -49,9 +15,9 @@ export interface Fee {
   basis: string;
 }
 
-export function feeFor(action: Action, amountMicro: Micro, tierIndex = 0): Fee {
+/** the fee of `kind` on `amountMicro` at the ratchet's tier (actions/*.ts declare each action's kind) */
+export function feeFor(kind: FeeKind, amountMicro: Micro, tierIndex = 0): Fee {
   const tier = tierAt(tierIndex);
-  const kind = feeKindOf(action);
   const bps = kind === "deposit" ? tier.depositFeeBps : kind === "buy" ? tier.buyFeeBps : kind === "cycle" ? tier.cycleFeeBps : 0n;
   const pct = Number(bps) / 100;
   const basis =

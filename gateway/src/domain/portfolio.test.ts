@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { ASSETS, REFERENCE_LIQUIDATION_THRESHOLD_BPS, SUPPORTED_ASSETS, sandboxUnitsFor, sandboxValueMicro } from "./assets";
 import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf } from "./portfolio";
 import { ceilingBps, DEFAULT_PRESET, policyOf, PRESET_NAMES, PRESETS } from "./presets";
-import { applyToLedger, boughtValueMicro, LedgerError } from "./sandbox-ledger";
+import { boughtValueMicro, LedgerError } from "./sandbox-ledger";
+import { declarationOf } from "../actions";
 
 describe("assets and presets", () => {
   it("values and buys at the sandbox prices, rounding down", () => {
@@ -52,14 +53,14 @@ describe("holdings", () => {
 describe("the sandbox ledger", () => {
   const h = { btcUnits: 0n, ethUnits: 0n, usdcMicro: 10_000_000_000n, debtMicro: 1_000_000_000n };
   it("deposit: the fee taken, the net split by allocation into BTC and ETH", () => {
-    const r = applyToLedger(h, "deposit", 6_000_000_000n, 120_000_000n, {});
+    const r = declarationOf("deposit").ledger(h, 6_000_000_000n, 120_000_000n, {});
     expect(r.bought).toEqual({ BTC: 4_900_000n, ETH: 98n * 10n ** 16n });
     expect(r.holdings).toEqual({ ...h, btcUnits: 4_900_000n, ethUnits: 98n * 10n ** 16n });
     expect(r.repaidMicro).toBe(0n);
     expect(boughtValueMicro(r.bought)).toBe(5_880_000_000n);
-    const skewed = applyToLedger(h, "deposit", 1_000_000_000n, 0n, { allocation: { btc: 25, eth: 75 } });
+    const skewed = declarationOf("deposit").ledger(h, 1_000_000_000n, 0n, { allocation: { btc: 25, eth: 75 } });
     expect(skewed.bought).toEqual({ BTC: sandboxUnitsFor("BTC", 250_000_000n), ETH: sandboxUnitsFor("ETH", 750_000_000n) });
-    expect(() => applyToLedger(h, "deposit", 1n, 0n, { allocation: { btc: 50, eth: 49 } })).toThrow("allocation btc and eth must add up to 100");
+    expect(() => declarationOf("deposit").ledger(h, 1n, 0n, { allocation: { btc: 50, eth: 49 } })).toThrow("allocation btc and eth must add up to 100");
     const codeOf = (f: () => unknown) => {
       try {
         f();
@@ -67,39 +68,39 @@ describe("the sandbox ledger", () => {
         return (e as LedgerError).code;
       }
     };
-    expect(codeOf(() => applyToLedger(h, "deposit", 1n, 0n, { allocation: { btc: 50, eth: 49 } }))).toBe("invalid_request");
-    expect(codeOf(() => applyToLedger({ ...h, debtMicro: 0n }, "repay", 1n, 0n, {}))).toBe("no_debt");
-    expect(codeOf(() => applyToLedger({ ...h, usdcMicro: 0n }, "repay", 1n, 0n, {}))).toBe("insufficient_balance");
+    expect(codeOf(() => declarationOf("deposit").ledger(h, 1n, 0n, { allocation: { btc: 50, eth: 49 } }))).toBe("invalid_request");
+    expect(codeOf(() => declarationOf("repay").ledger({ ...h, debtMicro: 0n }, 1n, 0n, {}))).toBe("no_debt");
+    expect(codeOf(() => declarationOf("repay").ledger({ ...h, usdcMicro: 0n }, 1n, 0n, {}))).toBe("insufficient_balance");
   });
   it("convert: idle USDC out, the bought asset in (fee taken), refused beyond the idle balance", () => {
-    const eth = applyToLedger(h, "convert", 3_000_000_000n, 60_000_000n, { target: "eth" });
+    const eth = declarationOf("convert").ledger(h, 3_000_000_000n, 60_000_000n, { target: "eth" });
     expect(eth.holdings).toEqual({ ...h, usdcMicro: 7_000_000_000n, ethUnits: 98n * 10n ** 16n });
     expect(eth.bought).toEqual({ ETH: 98n * 10n ** 16n });
-    const btc = applyToLedger(h, "convert", 6_000_000_000n, 0n, { target: "btc" });
+    const btc = declarationOf("convert").ledger(h, 6_000_000_000n, 0n, { target: "btc" });
     expect(btc.holdings.btcUnits).toBe(10_000_000n);
     expect(btc.holdings.ethUnits).toBe(0n);
     const err = (() => {
       try {
-        applyToLedger(h, "convert", 10_000_000_001n, 0n, { target: "btc" });
+        declarationOf("convert").ledger(h, 10_000_000_001n, 0n, { target: "btc" });
       } catch (e) {
         return e as LedgerError;
       }
     })()!;
     expect(err.code).toBe("insufficient_balance");
     expect(err.message).toBe("convert needs 10000.000001 USDC idle; the treasury holds 10000");
-    expect(applyToLedger(h, "convert", 10_000_000_000n, 0n, { target: "eth" }).holdings.usdcMicro).toBe(0n);
+    expect(declarationOf("convert").ledger(h, 10_000_000_000n, 0n, { target: "eth" }).holdings.usdcMicro).toBe(0n);
   });
   it("borrow: debt up by the amount, the proceeds less the fee as idle USDC", () => {
-    expect(applyToLedger(h, "borrow", 1_000_000_000n, 20_000_000n, {}).holdings).toEqual({ ...h, debtMicro: 2_000_000_000n, usdcMicro: 10_980_000_000n });
+    expect(declarationOf("borrow").ledger(h, 1_000_000_000n, 20_000_000n, {}).holdings).toEqual({ ...h, debtMicro: 2_000_000_000n, usdcMicro: 10_980_000_000n });
   });
   it("repay: at most the debt, from idle USDC; refused without debt or without the USDC", () => {
-    const r = applyToLedger(h, "repay", 5_000_000_000n, 0n, {});
+    const r = declarationOf("repay").ledger(h, 5_000_000_000n, 0n, {});
     expect(r.repaidMicro).toBe(1_000_000_000n);
     expect(r.holdings).toEqual({ ...h, usdcMicro: 9_000_000_000n, debtMicro: 0n });
-    expect(() => applyToLedger({ ...h, debtMicro: 0n }, "repay", 1n, 0n, {})).toThrow("the treasury has no debt to repay");
-    expect(() => applyToLedger({ ...h, usdcMicro: 999_999_999n }, "repay", 1_000_000_000n, 0n, {})).toThrow(
+    expect(() => declarationOf("repay").ledger({ ...h, debtMicro: 0n }, 1n, 0n, {})).toThrow("the treasury has no debt to repay");
+    expect(() => declarationOf("repay").ledger({ ...h, usdcMicro: 999_999_999n }, 1_000_000_000n, 0n, {})).toThrow(
       "repaying 1000 USDC needs that much idle USDC; the treasury holds 999.999999",
     );
-    expect(applyToLedger({ ...h, usdcMicro: 1_000_000_000n }, "repay", 1_000_000_000n, 0n, {}).holdings.usdcMicro).toBe(0n);
+    expect(declarationOf("repay").ledger({ ...h, usdcMicro: 1_000_000_000n }, 1_000_000_000n, 0n, {}).holdings.usdcMicro).toBe(0n);
   });
 });

@@ -1,9 +1,7 @@
 /** LTV, health, zones, liquidation distance, actions on a position and the safety rail, at their edges. */
 import { describe, expect, it } from "vitest";
-import { feeFor } from "./fees";
 import {
   aboveCeiling,
-  applyAction,
   breachesCeiling,
   HEALTH_SCORE_CAP,
   healthScore,
@@ -21,9 +19,10 @@ import {
   type Position,
 } from "./position";
 import { PRESETS } from "./presets";
+import { feeOf, ruleOf, simulateAction } from "../actions";
 
 const pos = (collateralMicro: bigint, debtMicro: bigint, liquidationThresholdBps = 8000): Position => ({ collateralMicro, debtMicro, liquidationThresholdBps });
-const none = feeFor("repay", 0n);
+const none = feeOf("repay", 0n);
 
 describe("figures", () => {
   it("ltvPct: 0 without debt, the cap without collateral, else rounded to 2 decimals and capped", () => {
@@ -66,38 +65,38 @@ describe("figures", () => {
 describe("applyAction", () => {
   const p = pos(10_000n, 4_000n);
   it("deposit and convert add the net amount as collateral; borrow adds debt", () => {
-    expect(applyAction(p, "deposit", 1_000n, feeFor("deposit", 1_000n))).toEqual(pos(10_980n, 4_000n));
-    expect(applyAction(p, "convert", 1_000n, feeFor("convert", 1_000n))).toEqual(pos(10_980n, 4_000n));
-    expect(applyAction(p, "borrow", 1_000n, feeFor("borrow", 1_000n))).toEqual(pos(10_000n, 5_000n));
+    expect(ruleOf("deposit").effect(p, 1_000n, feeOf("deposit", 1_000n))).toEqual(pos(10_980n, 4_000n));
+    expect(ruleOf("convert").effect(p, 1_000n, feeOf("convert", 1_000n))).toEqual(pos(10_980n, 4_000n));
+    expect(ruleOf("borrow").effect(p, 1_000n, feeOf("borrow", 1_000n))).toEqual(pos(10_000n, 5_000n));
   });
   it("repay pays at most the debt", () => {
-    expect(applyAction(p, "repay", 1_000n, none)).toEqual(pos(10_000n, 3_000n));
-    expect(applyAction(p, "repay", 9_000n, none)).toEqual(pos(10_000n, 0n));
+    expect(ruleOf("repay").effect(p, 1_000n, none)).toEqual(pos(10_000n, 3_000n));
+    expect(ruleOf("repay").effect(p, 9_000n, none)).toEqual(pos(10_000n, 0n));
   });
   it("sell and withdraw take collateral out, never more than there is", () => {
-    expect(applyAction(p, "sell", 10_000n, none)).toEqual(pos(0n, 4_000n));
-    expect(applyAction(p, "withdraw", 1n, none)).toEqual(pos(9_999n, 4_000n));
-    expect(() => applyAction(p, "withdraw", 10_001n, none)).toThrow(PositionError);
-    expect(() => applyAction(p, "sell", 10_001n, none)).toThrow("amount exceeds the collateral of 0.01 USDC");
+    expect(ruleOf("sell").effect(p, 10_000n, none)).toEqual(pos(0n, 4_000n));
+    expect(ruleOf("withdraw").effect(p, 1n, none)).toEqual(pos(9_999n, 4_000n));
+    expect(() => ruleOf("withdraw").effect(p, 10_001n, none)).toThrow(PositionError);
+    expect(() => ruleOf("sell").effect(p, 10_001n, none)).toThrow("amount exceeds the collateral of 0.01 USDC");
     try {
-      applyAction(p, "sell", 10_001n, none);
+      ruleOf("sell").effect(p, 10_001n, none);
     } catch (e) {
       expect((e as PositionError).code).toBe("insufficient_collateral");
     }
   });
   it("protection, auto_repay and auto_deleverage repay debt from collateral; exit closes everything", () => {
     for (const a of ["protection", "auto_repay", "auto_deleverage"] as const) {
-      expect(applyAction(p, a, 1_000n, none)).toEqual(pos(9_000n, 3_000n));
-      expect(applyAction(p, a, 99_000n, none)).toEqual(pos(6_000n, 0n));
+      expect(ruleOf(a).effect(p, 1_000n, none)).toEqual(pos(9_000n, 3_000n));
+      expect(ruleOf(a).effect(p, 99_000n, none)).toEqual(pos(6_000n, 0n));
     }
-    expect(() => applyAction(pos(100n, 400n), "protection", 400n, none)).toThrow("collateral does not cover the repayment");
+    expect(() => ruleOf("protection").effect(pos(100n, 400n), 400n, none)).toThrow("collateral does not cover the repayment");
     try {
-      applyAction(pos(100n, 400n), "auto_deleverage", 400n, none);
+      ruleOf("auto_deleverage").effect(pos(100n, 400n), 400n, none);
     } catch (e) {
       expect((e as PositionError).code).toBe("insufficient_collateral");
     }
-    expect(applyAction(pos(100n, 100n), "auto_repay", 100n, none)).toEqual(pos(0n, 0n));
-    expect(applyAction(p, "exit", 1n, none)).toEqual(pos(0n, 0n));
+    expect(ruleOf("auto_repay").effect(pos(100n, 100n), 100n, none)).toEqual(pos(0n, 0n));
+    expect(ruleOf("exit").effect(p, 1n, none)).toEqual(pos(0n, 0n));
   });
 });
 
@@ -128,20 +127,20 @@ describe("the safety rail", () => {
   });
 
   it("safeAmount: borrow room, withdrawable collateral, else the request", () => {
-    expect(safeAmount(pos(100_000n, 40_000n), "borrow", 6000n, 1n)).toBe(20_000n);
-    expect(safeAmount(pos(100_000n, 70_000n), "borrow", 6000n, 1n)).toBe(0n);
-    expect(safeAmount(pos(100_000n, 0n), "withdraw", 6000n, 1n)).toBe(100_000n);
-    expect(safeAmount(pos(100_000n, 30_000n), "sell", 6000n, 1n)).toBe(50_000n);
-    expect(safeAmount(pos(100_000n, 30_001n), "withdraw", 6000n, 1n)).toBe(49_998n); // ceilDiv keeps it under
-    expect(safeAmount(pos(10_000n, 9_000n), "withdraw", 6000n, 1n)).toBe(0n);
-    expect(safeAmount(pos(100_000n, 0n), "deposit", 6000n, 777n)).toBe(777n);
+    expect(safeAmount(pos(100_000n, 40_000n), ruleOf("borrow"), 6000n, 1n)).toBe(20_000n);
+    expect(safeAmount(pos(100_000n, 70_000n), ruleOf("borrow"), 6000n, 1n)).toBe(0n);
+    expect(safeAmount(pos(100_000n, 0n), ruleOf("withdraw"), 6000n, 1n)).toBe(100_000n);
+    expect(safeAmount(pos(100_000n, 30_000n), ruleOf("sell"), 6000n, 1n)).toBe(50_000n);
+    expect(safeAmount(pos(100_000n, 30_001n), ruleOf("withdraw"), 6000n, 1n)).toBe(49_998n); // ceilDiv keeps it under
+    expect(safeAmount(pos(10_000n, 9_000n), ruleOf("withdraw"), 6000n, 1n)).toBe(0n);
+    expect(safeAmount(pos(100_000n, 0n), ruleOf("deposit"), 6000n, 777n)).toBe(777n);
   });
 
   it("simulate: fee, figures and the breach with its safe amount", () => {
-    const ok = simulate(pos(60_000_000_000n, 24_000_000_000n, 8050), "borrow", 1_000_000_000n, PRESETS.balanced, 1);
+    const ok = simulateAction(pos(60_000_000_000n, 24_000_000_000n, 8050), "borrow", 1_000_000_000n, PRESETS.balanced, 1);
     expect(ok).toMatchObject({ action: "borrow", amountMicro: 1_000_000_000n, ltvBefore: 40, ltvAfter: 41.67, healthAfter: 1.93, breach: null });
     expect(ok.fee.feeMicro).toBe(17_500_000n);
-    const refused = simulate(pos(60_000_000_000n, 24_000_000_000n, 8050), "borrow", 20_000_000_000n, PRESETS.balanced);
+    const refused = simulateAction(pos(60_000_000_000n, 24_000_000_000n, 8050), "borrow", 20_000_000_000n, PRESETS.balanced);
     expect(refused.breach).toEqual({ safeAmountMicro: 12_000_000_000n });
     expect(refused.after).toEqual(pos(60_000_000_000n, 44_000_000_000n, 8050));
   });

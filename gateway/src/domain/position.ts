@@ -7,7 +7,7 @@
  *   health score  = collateral x liquidation threshold / debt (Aave's health factor)
  *   price drop to liquidation = 1 - LTV / liquidation threshold
  */
-import { feeFor, type Action, type Fee } from "./fees";
+import { feeFor, type Fee, type FeeKind } from "./fees";
 import { BPS, ceilDiv, formatDecimal, maxBig, minBig, ratioToPct, type Micro } from "./money";
 import { ceilingBps, type Preset } from "./presets";
 
@@ -79,49 +79,50 @@ export class PositionError extends Error {
 }
 
 /**
- * Position after an action of `amount` micro-USDC (fee already known).
- * deposit/convert add the net amount as collateral; borrow adds debt; repay
- * pays debt from the wallet (capped at the debt, as Aave repays at most the
- * debt); sell/withdraw take collateral out; protection, auto_repay and
- * auto_deleverage repay debt from collateral; exit closes everything.
+ * What an action does to a position, as its declaration states it
+ * (actions/*.ts): its fee kind, the position after it (the USD model of the
+ * preview and the safety rail), and the most the rail accepts of it.
  */
-export function applyAction(p: Position, action: Action, amount: Micro, fee: Fee): Position {
-  const next = { ...p };
-  switch (action) {
-    case "deposit":
-    case "convert":
-      next.collateralMicro = p.collateralMicro + amount - fee.feeMicro;
-      break;
-    case "borrow":
-      next.debtMicro = p.debtMicro + amount;
-      break;
-    case "repay":
-      next.debtMicro = p.debtMicro - minBig(amount, p.debtMicro);
-      break;
-    case "sell":
-    case "withdraw":
-      if (amount > p.collateralMicro) {
-        throw new PositionError("insufficient_collateral", `amount exceeds the collateral of ${formatDecimal(p.collateralMicro, 6)} USDC`);
-      }
-      next.collateralMicro = p.collateralMicro - amount;
-      break;
-    case "protection":
-    case "auto_repay":
-    case "auto_deleverage": {
-      const repaid = minBig(amount, p.debtMicro);
-      if (repaid > p.collateralMicro) {
-        throw new PositionError("insufficient_collateral", "collateral does not cover the repayment");
-      }
-      next.collateralMicro = p.collateralMicro - repaid;
-      next.debtMicro = p.debtMicro - repaid;
-      break;
-    }
-    case "exit":
-      next.collateralMicro = 0n;
-      next.debtMicro = 0n;
-      break;
-  }
-  return next;
+export interface PositionRule {
+  name: string;
+  fee: FeeKind;
+  effect(p: Position, amount: Micro, fee: Fee): Position;
+  /** the largest amount the rail accepts (only for actions that can raise LTV) */
+  safeAmount?(p: Position, ceilingBps: bigint): Micro;
+}
+
+/** funds in: the net amount (after the fee) becomes collateral */
+export const addCollateral = (p: Position, amount: Micro, fee: Fee): Position => ({ ...p, collateralMicro: p.collateralMicro + amount - fee.feeMicro });
+
+/** debt in */
+export const addDebt = (p: Position, amount: Micro): Position => ({ ...p, debtMicro: p.debtMicro + amount });
+
+/** debt out, paid from outside the position (at most the debt, as Aave repays at most the debt) */
+export const repayDebt = (p: Position, amount: Micro): Position => ({ ...p, debtMicro: p.debtMicro - minBig(amount, p.debtMicro) });
+
+/** collateral out (withdrawn or sold) */
+export function removeCollateral(p: Position, amount: Micro): Position {
+  if (amount > p.collateralMicro) throw new PositionError("insufficient_collateral", `amount exceeds the collateral of ${formatDecimal(p.collateralMicro, 6)} USDC`);
+  return { ...p, collateralMicro: p.collateralMicro - amount };
+}
+
+/** debt paid from the collateral (protection, deleverage) */
+export function repayFromCollateral(p: Position, amount: Micro): Position {
+  const repaid = minBig(amount, p.debtMicro);
+  if (repaid > p.collateralMicro) throw new PositionError("insufficient_collateral", "collateral does not cover the repayment");
+  return { ...p, collateralMicro: p.collateralMicro - repaid, debtMicro: p.debtMicro - repaid };
+}
+
+/** everything closed */
+export const closed = (p: Position): Position => ({ ...p, collateralMicro: 0n, debtMicro: 0n });
+
+/** the most debt the ceiling allows on top of `p` */
+export const borrowSafeAmount = (p: Position, ceiling: bigint): Micro => maxBig(0n, (ceiling * p.collateralMicro) / BPS - p.debtMicro);
+
+/** the most collateral that can leave `p` with LTV at or under the ceiling (all of it without debt) */
+export function withdrawSafeAmount(p: Position, ceiling: bigint): Micro {
+  if (p.debtMicro === 0n) return p.collateralMicro;
+  return minBig(p.collateralMicro, maxBig(0n, p.collateralMicro - ceilDiv(p.debtMicro * BPS, ceiling)));
 }
 
 /** Exact comparison: does `after` carry a higher LTV than `before`? */
@@ -149,24 +150,15 @@ export function breachesCeiling(before: Position, after: Position, ceiling: bigi
 }
 
 /**
- * Largest amount of `action` that the rail accepts on `p`. For actions that
+ * Largest amount of an action that the rail accepts on `p`. For actions that
  * cannot raise LTV it is `requested` itself.
  */
-export function safeAmount(p: Position, action: Action, ceiling: bigint, requested: Micro): Micro {
-  switch (action) {
-    case "borrow":
-      return maxBig(0n, (ceiling * p.collateralMicro) / BPS - p.debtMicro);
-    case "sell":
-    case "withdraw":
-      if (p.debtMicro === 0n) return p.collateralMicro;
-      return minBig(p.collateralMicro, maxBig(0n, p.collateralMicro - ceilDiv(p.debtMicro * BPS, ceiling)));
-    default:
-      return requested;
-  }
+export function safeAmount(p: Position, rule: PositionRule, ceiling: bigint, requested: Micro): Micro {
+  return rule.safeAmount ? rule.safeAmount(p, ceiling) : requested;
 }
 
 export interface Simulation {
-  action: Action;
+  action: string;
   amountMicro: Micro;
   fee: Fee;
   before: Position;
@@ -179,13 +171,13 @@ export interface Simulation {
 }
 
 /** Run an action against a position under a preset's ceiling. */
-export function simulate(p: Position, action: Action, amount: Micro, preset: Preset, tierIndex = 0): Simulation {
-  const fee = feeFor(action, amount, tierIndex);
-  const after = applyAction(p, action, amount, fee);
+export function simulate(p: Position, rule: PositionRule, amount: Micro, preset: Preset, tierIndex = 0): Simulation {
+  const fee = feeFor(rule.fee, amount, tierIndex);
+  const after = rule.effect(p, amount, fee);
   const ceiling = ceilingBps(preset);
-  const breach = breachesCeiling(p, after, ceiling) ? { safeAmountMicro: safeAmount(p, action, ceiling, amount) } : null;
+  const breach = breachesCeiling(p, after, ceiling) ? { safeAmountMicro: safeAmount(p, rule, ceiling, amount) } : null;
   return {
-    action,
+    action: rule.name,
     amountMicro: amount,
     fee,
     before: p,

@@ -1,16 +1,12 @@
 /**
- * The simulated treasury ledger: what an executed action does to the holdings
- * of a sandbox treasury. Pure; the same function runs for managed execution
- * and for a relayed wallet-mode envelope, so both end in the same state.
- *
- *   deposit  funds enter: fee taken, the net split into BTC/ETH by allocation (collateral)
- *   convert  idle USDC -> BTC or ETH collateral, fee taken from the amount
- *   borrow   debt += amount; the proceeds less the cycle fee land as idle USDC
- *   repay    idle USDC pays the debt, at most the debt (as Aave repays at most the debt)
+ * The simulated treasury ledger: the holdings of a sandbox treasury, changed by
+ * each executed action as its declaration says (`ledger` in actions/*.ts). The
+ * same function runs for managed execution and for a relayed wallet-mode
+ * envelope, so both end in the same state. This module holds the shapes and
+ * the refusals they share.
  */
-import { sandboxUnitsFor, sandboxValueMicro, type AssetSymbol } from "./assets";
-import type { TreasuryAction } from "./fees";
-import { formatDecimal, minBig, type Micro } from "./money";
+import { sandboxValueMicro, type AssetSymbol } from "./assets";
+import type { Micro } from "./money";
 import type { Holdings } from "./portfolio";
 
 export class LedgerError extends Error {
@@ -26,6 +22,9 @@ export interface ActionParams {
   target?: "btc" | "eth";
   /** borrow: a free label */
   purpose?: string;
+  /** withdraw, sell: the asset taken out of Aave, and how many of its base units (a decimal string: JSON keeps it exact) */
+  asset?: AssetSymbol;
+  units?: string;
 }
 
 export interface LedgerResult {
@@ -34,57 +33,6 @@ export interface LedgerResult {
   bought: Partial<Record<AssetSymbol, bigint>>;
   /** amount of debt actually repaid (repay) */
   repaidMicro: Micro;
-}
-
-export function applyToLedger(h: Holdings, action: TreasuryAction, amount: Micro, fee: Micro, params: ActionParams): LedgerResult {
-  const next: Holdings = { ...h };
-  const bought: Partial<Record<AssetSymbol, bigint>> = {};
-  let repaidMicro = 0n;
-  switch (action) {
-    case "deposit": {
-      const net = amount - fee;
-      const allocation = params.allocation ?? { btc: 50, eth: 50 };
-      if (allocation.btc + allocation.eth !== 100) throw new LedgerError("invalid_request", "allocation btc and eth must add up to 100");
-      const toBtc = (net * BigInt(Math.round(allocation.btc * 100))) / 10_000n;
-      const toEth = net - toBtc;
-      bought.BTC = sandboxUnitsFor("BTC", toBtc);
-      bought.ETH = sandboxUnitsFor("ETH", toEth);
-      next.btcUnits += bought.BTC;
-      next.ethUnits += bought.ETH;
-      break;
-    }
-    case "convert": {
-      if (h.usdcMicro < amount) {
-        throw new LedgerError("insufficient_balance", `convert needs ${formatUsdc(amount)} USDC idle; the treasury holds ${formatUsdc(h.usdcMicro)}`);
-      }
-      const symbol: AssetSymbol = params.target === "btc" ? "BTC" : "ETH";
-      const units = sandboxUnitsFor(symbol, amount - fee);
-      bought[symbol] = units;
-      next.usdcMicro -= amount;
-      if (symbol === "BTC") next.btcUnits += units;
-      else next.ethUnits += units;
-      break;
-    }
-    case "borrow":
-      next.debtMicro += amount;
-      next.usdcMicro += amount - fee;
-      break;
-    case "repay": {
-      if (h.debtMicro === 0n) throw new LedgerError("no_debt", "the treasury has no debt to repay");
-      repaidMicro = minBig(amount, h.debtMicro);
-      if (h.usdcMicro < repaidMicro) {
-        throw new LedgerError("insufficient_balance", `repaying ${formatUsdc(repaidMicro)} USDC needs that much idle USDC; the treasury holds ${formatUsdc(h.usdcMicro)}`);
-      }
-      next.usdcMicro -= repaidMicro;
-      next.debtMicro -= repaidMicro;
-      break;
-    }
-  }
-  return { holdings: next, bought, repaidMicro };
-}
-
-function formatUsdc(micro: Micro): string {
-  return formatDecimal(micro, 6);
 }
 
 /** value of what was bought, for receipts */

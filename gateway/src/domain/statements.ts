@@ -16,7 +16,7 @@
  * "n-2f6c...", issuedAt: new Date().toISOString() }))`.
  */
 import { hashTypedData } from "viem";
-import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 
 export const STATEMENT_DOMAIN_NAME = "Agent Treasury Gateway";
 export const STATEMENT_DOMAIN_VERSION = "1";
@@ -24,14 +24,12 @@ export const STATEMENT_DOMAIN_VERSION = "1";
 export const STATEMENT_MAX_AGE_SECONDS = 600;
 export const STATEMENT_NONCE_PATTERN = /^[A-Za-z0-9._:-]{16,128}$/;
 
-export type StatementChain = "base" | "arbitrum";
-
-export const statementDomain = (chain: StatementChain) => ({ name: STATEMENT_DOMAIN_NAME, version: STATEMENT_DOMAIN_VERSION, chainId: AAVE_MARKETS[chain].chainId }) as const;
+export const statementDomain = (chain: TreasuryChain) => ({ name: STATEMENT_DOMAIN_NAME, version: STATEMENT_DOMAIN_VERSION, chainId: AAVE_MARKETS[chain].chainId }) as const;
 
 export interface RegistrationFacts {
   service: string;
   wallet: `0x${string}`;
-  chain: StatementChain;
+  chain: TreasuryChain;
   executionMode: "wallet" | "managed";
   nonce: string;
   issuedAt: string;
@@ -58,7 +56,7 @@ export function registrationStatement(f: RegistrationFacts) {
 
 export interface DelegationFacts {
   service: string;
-  chain: StatementChain;
+  chain: TreasuryChain;
   treasuryId: string;
   safe: `0x${string}`;
   module: `0x${string}`;

@@ -1,7 +1,8 @@
 /** Prefixed identifiers with 128 random bits (32 hex characters). */
 import { randomBytes } from "node:crypto";
 
-export type IdPrefix = "trs" | "agr" | "key" | "dep" | "cnv" | "brw" | "rep" | "tx" | "fee" | "msg" | "req" | "exe" | "eng" | "stx";
+/** the service's own kinds; an action declares its receipt prefix (actions/*.ts `idPrefix`) */
+export type IdPrefix = "trs" | "agr" | "key" | "tx" | "fee" | "msg" | "req" | "exe" | "eng" | "stx" | (string & {});
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBytes(16).toString("hex")}`;

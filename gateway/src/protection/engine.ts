@@ -29,7 +29,7 @@
 import { encodeFunctionData, keccak256, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
-import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
 import { ChainGateway, chainHealthScore, usdOfWei } from "../chain/chain-gateway";
@@ -106,7 +106,7 @@ export class ProtectionEngine {
   constructor(
     private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "positionSamples" | "protectionClaims" | "treasuries">,
     private readonly opts: {
-      rpcUrls: { base?: string; arbitrum?: string };
+      rpcUrls: Partial<Record<TreasuryChain, string>>;
       automationKey: Hex;
       gasCaps?: { perActionUsd: number; perMonthUsd: number };
       /** priority fee per gas (default 0.001 gwei, an L2 tip) */
@@ -200,7 +200,7 @@ export class ProtectionEngine {
   }
 
   /** the repayment that parks the position, its calls and gas, or why nothing can be done (recorded as skipped) */
-  private async plan(d: DelegationRecord, chain: "base" | "arbitrum", position: Awaited<ReturnType<ChainGateway["position"]>>, health: number): Promise<Plan | TickResult> {
+  private async plan(d: DelegationRecord, chain: TreasuryChain, position: Awaited<ReturnType<ChainGateway["position"]>>, health: number): Promise<Plan | TickResult> {
     const t = (await this.ctx.stores.treasuries.get(d.treasuryId))!;
     const m = AAVE_MARKETS[chain];
     const park = BigInt(PRESETS[t.preset].parkTarget * 100);
@@ -345,7 +345,7 @@ export class ProtectionEngine {
       // fenced: an engine that lost the claim records nothing (its successor does)
       if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim();
       await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: null, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: ltvPct(after), repayMicro: repay, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: now.toISOString() });
-      await this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("protection", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: claim.actionId, at: now });
+      await this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("none", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: claim.actionId, at: now });
       // re-armed only once the action restored the position; an action that did not is not repeated for the same trigger
       if (chainHealthScore(after) >= run.threshold) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
     });

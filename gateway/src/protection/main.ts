@@ -6,6 +6,7 @@
  */
 import { pino } from "pino";
 import type { Hex } from "viem";
+import { onTreasuryChains } from "../../../contracts-abi/chains";
 import { loadConfig } from "../config";
 import { systemClock } from "../lib/clock";
 import { SecretBox } from "../lib/secrets";
@@ -23,8 +24,8 @@ const config = loadConfig();
 const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
 const db = await openDatabase(config.database);
 const ctx = scope({ config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") }, "delegations", "treasuries", "apiKeys", "fees", "executions", "protectionClaims", "envelopes", "safeTransactions", "slots", "positionSamples");
-const engine = new ProtectionEngine(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
-const executor = new SafeExecutor(ctx, { rpcUrls: { base: config.rpcUrls.base, arbitrum: config.rpcUrls.arbitrum }, automationKey: key });
+const engine = new ProtectionEngine(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
+const executor = new SafeExecutor(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
 logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");
 const timer = setInterval(async () => {

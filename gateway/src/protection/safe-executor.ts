@@ -28,16 +28,16 @@
  *   in the same database transaction; failed: the receipt moves to `failed`
  *   with the reason and no fee is audited (none was taken).
  */
+import { declarationOf } from "../actions";
 import { decodeAbiParameters, encodeFunctionData, hexToBigInt, keccak256, parseEventLogs, size, sliceHex, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { SAFE_ABI, SIMULATE_TX_ACCESSOR_ABI } from "../../../contracts-abi/safe";
 import { simulateTxAccessor } from "../../../contracts-abi/safe-deployments";
-import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 import { ChainGateway, chainHealthScore, describeRevert, describeRevertData, revertDataOf, usdOfWei } from "../chain/chain-gateway";
 import { packSignatures, safeTxFor } from "../chain/safe-transaction";
 import type { ActionParams } from "../domain/sandbox-ledger";
 import { ltvPct } from "../domain/position";
-import { usdcToNumber } from "../domain/money";
 import { TreasuryError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { ActionService } from "../services/action-service";
@@ -80,7 +80,7 @@ export class SafeExecutor {
 
   constructor(
     private readonly ctx: Ctx,
-    private readonly opts: { rpcUrls: { base?: string; arbitrum?: string }; automationKey: Hex; gasUsdPerMonth?: number },
+    private readonly opts: { rpcUrls: Partial<Record<TreasuryChain, string>>; automationKey: Hex; gasUsdPerMonth?: number },
   ) {
     this.chain = new ChainGateway(opts.rpcUrls, 10_000);
     this.actions = new ActionService(ctx, undefined, this.chain);
@@ -263,7 +263,7 @@ export class SafeExecutor {
         block_number: Number(receipt.blockNumber),
         ltv_after: ltvPct(after),
         health_score_after: chainHealthScore(after),
-        ...(r.action === "repay" ? { remaining_borrow: usdcToNumber(after.debtMicro) } : {}),
+        ...(declarationOf(r.action).onExecuted?.(after) ?? {}),
         completed_at: now.toISOString(),
         safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "executed"),
       });

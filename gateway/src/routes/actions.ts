@@ -1,16 +1,14 @@
 /** Authenticated actions, estimate, reads and relay (spec 4.5 to 4.8). */
-import type { TreasuryAction } from "../domain/fees";
+import { DECLARED, type TreasuryAction } from "../actions";
+import type { ActionBody, ActionDeclaration } from "../actions/declaration";
 import { requireCredential } from "../http/credential";
 import { ApiError } from "../http/errors";
 import { chainAsPosition } from "../chain/chain-gateway";
-import { ErrorResponse, SafetyRailError } from "../schemas/common";
+import { SafetyRailError } from "../schemas/common";
 import {
   ActionReceipt,
   AuditList,
   AuditQuery,
-  BorrowRequest,
-  ConvertRequest,
-  DepositRequest,
   EstimateRequest,
   EstimateResult,
   HealthState,
@@ -19,14 +17,11 @@ import {
   RelayRequest,
   RelayStatus,
   RelayStepParams,
-  RepayRequest,
   TreasuryState,
   UnsignedEnvelope,
 } from "../schemas/actions";
 import { PolicyState } from "../schemas/public";
 import { SignedProof } from "../schemas/treasuries";
-import type { ZodType } from "zod";
-import type { ActionParams } from "../domain/sandbox-ledger";
 import type { ActionRequest, ActionService } from "../services/action-service";
 import type { PolicyService } from "../services/policy-service";
 import { resolveAmount, type PreviewService } from "../services/preview-service";
@@ -36,8 +31,9 @@ import type { DelegationService } from "../services/delegation-service";
 import { z } from "../schemas/zod";
 import { bearerRefusals, err, RATE_LIMITED, type RouteKit } from "./kit";
 
+const RECEIPT_PREFIXES = [...DECLARED.map((d) => d.idPrefix), "exe"];
 export const ReceiptIdParams = z.object({
-  id: z.string().regex(/^(dep|cnv|brw|rep|exe)_[0-9a-f]{32}$/, "must be a receipt id (dep_, cnv_, brw_, rep_ or exe_ and 32 hex digits)"),
+  id: z.string().regex(new RegExp(`^(${RECEIPT_PREFIXES.join("|")})_[0-9a-f]{32}$`), `must be a receipt id (${RECEIPT_PREFIXES.map((p) => `${p}_`).join(", ")} and 32 hex digits)`),
 });
 
 export const DelegationRequest = z
@@ -100,42 +96,28 @@ const AUTH_ERRORS = {
   ...RATE_LIMITED,
 };
 
-function actionRequest(action: TreasuryAction, body: ActionBody): ActionRequest {
-  const params: ActionParams = {};
-  if (body.allocation) params.allocation = body.allocation;
-  if (body.target) params.target = body.target;
-  if (body.purpose) params.purpose = body.purpose;
-  return { action, amountMicro: resolveAmount(body.amount, body.amount_usdc), params };
+function actionRequest(d: ActionDeclaration<TreasuryAction>, body: ActionBody): ActionRequest {
+  // an amount in USDC (its aliases must agree), or in a token's units, valued when it is planned
+  const usdc = !d.valueMicro || (body.asset ?? "USDC") === "USDC";
+  return { action: d.name, amountMicro: usdc ? resolveAmount(body.amount, body.amount_usdc) : 0n, params: d.params(body) };
 }
 
-type ActionBody = { amount?: number; amount_usdc?: number; allocation?: { btc: number; eth: number }; target?: "btc" | "eth"; purpose?: string };
-
 export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
-  /** one action capability: its route, x402 price and MCP tool (prepare_<action>) */
-  const action = (
-    name: TreasuryAction,
-    path: string,
-    operationId: string,
-    summary: string,
-    body: ZodType<ActionBody>,
-    example: ActionBody,
-    price: { atomic: bigint; description: string },
-    toolDescription: string,
-    extra: Record<number, { description: string; schema?: ZodType }> = {},
-  ) =>
+  /** one action capability, from its declaration (actions/*.ts): its route, x402 price and MCP tool (prepare_<action>) */
+  const action = (d: ActionDeclaration<TreasuryAction>) =>
     kit.route<ActionBody, unknown, unknown>({
       method: "post",
-      path,
-      operationId,
-      summary,
-      price,
-      tool: { name: `prepare_${name}`, title: `Prepare a ${name}`, description: toolDescription },
+      path: d.route.path,
+      operationId: d.route.operationId,
+      summary: d.route.summary,
+      price: d.route.price,
+      tool: { name: `prepare_${d.name}`, title: `Prepare a ${d.name}`, description: d.route.toolDescription },
       description:
         "Managed treasuries execute at once in simulation (200, receipt). Wallet-mode treasuries get 202 with an unsigned envelope of real Aave V3 calls; nothing changes until its steps are relayed. 409 while another envelope of the treasury awaits signature.",
       tags: ["Actions"],
       security: "bearer_or_x402",
       idempotencyKey: true,
-      request: { body, example },
+      request: { body: d.body, example: d.route.example },
       responses: {
         200: {
           description:
@@ -148,29 +130,17 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         403: err("credential not bound to a treasury, or ownership_not_proven: a managed action on a Safe from a registration that is not the one the Safe itself proved (nothing is queued)"),
         409: err("a conflicting operation is pending, or the same Idempotency-Key is in progress"),
         422: err("Idempotency-Key reused with a different body; sandbox_execution_failed (a managed sandbox step did not execute on the local fork)"),
-        ...extra,
+        ...(d.route.extraResponses ?? {}),
       },
-      reserve: ({ body, res }, holder) => deps.actions.reserve(requireCredential(res).treasuryId, actionRequest(name, body), holder),
+      reserve: ({ body, res }, holder) => deps.actions.reserve(requireCredential(res).treasuryId, actionRequest(d, body), holder),
       storeOnly: ({ res }) => deps.actions.storeOnly(requireCredential(res).treasuryId),
       handler: ({ body, res }) => {
         const credential = requireCredential(res);
-        return deps.actions.perform(credential.treasuryId, actionRequest(name, body), credential.kind === "x402" ? "x402_payment" : "api_request", res.locals.slotHolder as string | undefined);
+        return deps.actions.perform(credential.treasuryId, actionRequest(d, body), credential.kind === "x402" ? "x402_payment" : "api_request", res.locals.slotHolder as string | undefined);
       },
     });
 
-  action("deposit", "/api/v1/deposits", "createDeposit", "Deposit USDC (2% entry fee; minimum 100 USDC)", DepositRequest, { amount_usdc: 1000 },
-    { atomic: 50_000n, description: "Prepare or execute a deposit" },
-    "Deposit USDC (minimum 100; 2% fee). Wallet-mode treasuries get an unsigned envelope of real Aave V3 calls to sign and relay; managed ones execute in simulation.");
-  action("convert", "/api/v1/convert", "createConversion", "Convert USDC into BTC or ETH exposure (2% of the amount)", ConvertRequest, { amount_usdc: 500, target: "eth" },
-    { atomic: 50_100n, description: "Prepare or execute a conversion to BTC or ETH" },
-    "Convert idle USDC into BTC or ETH collateral (2% fee). Wallet mode: fee, approval, Uniswap V3 swap, approval, Aave supply.");
-  action("borrow", "/api/v1/borrow", "createBorrow", "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)", BorrowRequest, { amount_usdc: 500 },
-    { atomic: 50_200n, description: "Prepare or execute a borrow" },
-    "Borrow USDC against BTC/ETH collateral (cycle fee). Refused with ltv_limit_exceeded and a safe_amount above the ceiling, before any envelope exists.",
-    { 403: { description: "safety rail (spec 2.2, ltv_limit_exceeded with safe_amount); or credential not bound to a treasury; or ownership_not_proven (a managed borrow on a Safe from a registration that is not the one the Safe itself proved)", schema: z.union([SafetyRailError, ErrorResponse]) } });
-  action("repay", "/api/v1/repay", "createRepayment", "Repay USDC debt (free)", RepayRequest, { amount_usdc: 100 },
-    { atomic: 50_300n, description: "Prepare or execute a repayment" },
-    "Repay USDC debt from idle USDC (free; at most the debt is repaid). Wallet mode: USDC approval, then Aave repay at the variable rate.");
+  for (const d of DECLARED) action(d as ActionDeclaration<TreasuryAction>);
 
   kit.route({
     method: "post",

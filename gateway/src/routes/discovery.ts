@@ -1,4 +1,5 @@
 /** GET /agents.json, GET /fees.json (spec 2.15, 2.16, 4.2). */
+import { FREE_ACTIONS } from "../actions";
 import { feeScheduleDocument, type RatchetState } from "../domain/fee-schedule";
 import { JsonText } from "../http/json-response";
 import { SUPPORTED_ASSETS } from "../domain/assets";
@@ -12,7 +13,7 @@ export function discoveryRoutes(kit: RouteKit, ctx: ServiceContext<"fees">): voi
   let schedule: { tierIndex: number; volume: bigint; text: JsonText } | undefined;
   const feeSchedule = (ratchet: RatchetState): JsonText => {
     if (schedule?.tierIndex !== ratchet.tierIndex || schedule.volume !== ratchet.platformVolumeMicro) {
-      schedule = { tierIndex: ratchet.tierIndex, volume: ratchet.platformVolumeMicro, text: new JsonText(JSON.stringify(feeScheduleDocument(ratchet, url("/fees.json")))) };
+      schedule = { tierIndex: ratchet.tierIndex, volume: ratchet.platformVolumeMicro, text: new JsonText(JSON.stringify(feeScheduleDocument(ratchet, url("/fees.json"), FREE_ACTIONS))) };
     }
     return schedule.text;
   };

@@ -1,35 +1,10 @@
-import { AMOUNT_ALIAS_RULES, personText, queryNumber, schemaRules, usdcAmount, X_RULES } from "./common";
+import { TREASURY_ACTIONS, type TreasuryAction } from "../actions";
+import { AMOUNT_ALIAS_RULES, queryNumber, schemaRules, usdcAmount } from "./common";
 import { z } from "./zod";
-
-/** deposits start at 100 USDC (spec 8); every action is at most 100,000 */
-export const MIN_DEPOSIT_USDC = 100;
-const amountField = (min?: number) =>
-  min === undefined ? usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({ exclusiveMinimum: 0, maximum: 100_000 }) : usdcAmount({ min, max: 100_000 }).openapi({ minimum: min, maximum: 100_000 });
-
-const amounts = (min?: number) => ({
-  amount_usdc: amountField(min).optional().openapi({ description: "USDC amount (required unless its alias `amount` is sent)" }),
-  amount: amountField(min).optional().openapi({ description: "alias of amount_usdc; when both are sent they must be equal" }),
-});
-const actionBase = amounts();
-
-export const DepositRequest = z
-  .strictObject({
-    ...amounts(MIN_DEPOSIT_USDC),
-    allocation: z
-      .strictObject({ btc: z.number().min(0).max(100), eth: z.number().min(0).max(100) })
-      .refine((a) => a.btc + a.eth === 100, { message: "btc and eth must add up to 100" })
-      .optional()
-      .openapi(schemaRules({ description: "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100", [X_RULES.sumEquals]: { members: ["btc", "eth"], equals: 100 } })),
-  })
-  .openapi("DepositRequest", schemaRules(AMOUNT_ALIAS_RULES));
-
-export const ConvertRequest = z.strictObject({ ...actionBase, target: z.enum(["btc", "eth"]) }).openapi("ConvertRequest", schemaRules(AMOUNT_ALIAS_RULES));
-export const BorrowRequest = z.strictObject({ ...actionBase, purpose: personText({ max: 200 }).optional() }).openapi("BorrowRequest", schemaRules(AMOUNT_ALIAS_RULES));
-export const RepayRequest = z.strictObject({ ...actionBase }).openapi("RepayRequest", schemaRules(AMOUNT_ALIAS_RULES));
 
 export const EstimateRequest = z
   .strictObject({
-    action: z.enum(["deposit", "convert", "borrow", "repay"]),
+    action: z.enum(TREASURY_ACTIONS as [TreasuryAction, ...TreasuryAction[]]),
     amount_usdc: usdcAmount({ exclusiveMin: 0 }).optional(),
     amount: usdcAmount({ exclusiveMin: 0 }).optional(),
     target: z.enum(["btc", "eth"]).optional().openapi({ description: "required when action is convert" }),
@@ -49,7 +24,7 @@ export const ActionReceipt = z
   .object({
     sandbox: z.boolean(),
     object: z.literal("action_receipt"),
-    action: z.enum(["deposit", "convert", "borrow", "repay"]),
+    action: z.enum(TREASURY_ACTIONS as [TreasuryAction, ...TreasuryAction[]]),
     amount_usdc: z.number(),
     fee_usdc: z.number(),
     ltv_before: z.number(),

@@ -1,3 +1,4 @@
+import { TREASURY_CHAINS } from "../../../contracts-abi/chains";
 import { isExactUsdc } from "../domain/money";
 import { z } from "./zod";
 
@@ -27,7 +28,11 @@ export const WalletAddress = z
   .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte hex address")
   .openapi({ example: "0x1111111111111111111111111111111111111111" });
 
-export const ChainName = z.enum(["arbitrum", "base"]);
+/**
+ * A treasury chain in a request or a treasury. Its OpenAPI enum lists the chains alphabetically
+ * (arbitrum, base), as it always has; the status and Safe transaction schemas list TREASURY_CHAINS as declared.
+ */
+export const ChainName = z.enum([...TREASURY_CHAINS].sort());
 export const PresetNameSchema = z.enum(["conservative", "balanced", "aggressive"]);
 export const ExecutionModeSchema = z.enum(["wallet", "managed"]);
 export const AssetSchema = z.enum(["USDC", "BTC", "ETH"]);
@@ -121,3 +126,13 @@ export const personText = (opts: { max: number; min?: number; multiline?: boolea
     .trim()
     .openapi({ description: `text a person reads (kept trimmed): ${rule.replace(/^must be text a person can read: /, "")}` });
 };
+
+/** an action's amount, USDC: greater than 0 (or at least `min`) and at most 100,000 (spec 8) */
+const actionAmountField = (min?: number) =>
+  min === undefined ? usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({ exclusiveMinimum: 0, maximum: 100_000 }) : usdcAmount({ min, max: 100_000 }).openapi({ minimum: min, maximum: 100_000 });
+
+/** the amount fields of an action's body: `amount_usdc` and its alias `amount` (spec 4.5) */
+export const actionAmounts = (min?: number) => ({
+  amount_usdc: actionAmountField(min).optional().openapi({ description: "USDC amount (required unless its alias `amount` is sent)" }),
+  amount: actionAmountField(min).optional().openapi({ description: "alias of amount_usdc; when both are sent they must be equal" }),
+});

@@ -1,4 +1,5 @@
-import { ACTIONS } from "../domain/fees";
+import { TREASURY_CHAINS } from "../../../contracts-abi/chains";
+import { ACTIONS } from "../actions";
 import { AssetSchema, Timestamp, X_RULES, queryNumber, schemaRules, usdcAmount } from "./common";
 import { z } from "./zod";
 
@@ -127,7 +128,7 @@ export const GatewayStatus = z
     chains: z
       .array(
         z.object({
-          chain: z.enum(["base", "arbitrum"]),
+          chain: z.enum(TREASURY_CHAINS),
           execution: z.enum(["broadcast", "simulated"]),
           network: z.enum(["live", "local_sandbox_chain", "test_network", "none"]),
           sandbox_funding: z.boolean(),

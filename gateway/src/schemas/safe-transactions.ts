@@ -1,4 +1,6 @@
 /** The operator's queue of Safe transactions (extension, issue 15). */
+import { TREASURY_ACTIONS, type TreasuryAction } from "../actions";
+import { TREASURY_CHAINS } from "../../../contracts-abi/chains";
 import { z } from "./zod";
 
 const Hex = z.string().regex(/^0x[0-9a-fA-F]*$/);
@@ -30,10 +32,10 @@ export const SafeTransaction = z
     id: z.string().regex(/^stx_/),
     treasury_id: z.string(),
     receipt_id: z.string().openapi({ description: "the action receipt this execution completes (GET /api/v1/receipts/{id})" }),
-    action: z.enum(["deposit", "convert", "borrow", "repay"]),
+    action: z.enum(TREASURY_ACTIONS as [TreasuryAction, ...TreasuryAction[]]),
     amount_usdc: z.number(),
     fee_usdc: z.number(),
-    chain: z.enum(["base", "arbitrum"]),
+    chain: z.enum(TREASURY_CHAINS),
     chain_id: z.number().int(),
     safe: Address,
     status: z.enum(["awaiting_signatures", "executing", "executed", "failed", "expired"]),

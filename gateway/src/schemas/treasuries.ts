@@ -1,3 +1,4 @@
+import { CHAINS, TREASURY_CHAINS } from "../../../contracts-abi/chains";
 import { ChainName, ExecutionModeSchema, PresetNameSchema, Timestamp, WalletAddress } from "./common";
 import { z } from "./zod";
 
@@ -18,7 +19,7 @@ export const CreateTreasuryRequest = z
     execution_mode: ExecutionModeSchema.optional().default("wallet"),
     ownership_proof: SignedProof.optional().openapi({
       description:
-        "Optional proof that the caller controls wallet_address: the wallet's EIP-712 signature of RegisterTreasury(string service, address wallet, string chain, string executionMode, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId: 8453 (base) or 42161 (arbitrum)}, where service is this gateway's public base URL. A contract wallet signs through EIP-1271. With it the treasury is `proven`: the wallet's x402 payments and the public address views use it. Without it the treasury is `unproven`: reachable only with its own API key, never selected for the wallet's payments or public views. GET /api/v1/treasuries/ownership-statement returns the exact typed data to sign.",
+        `Optional proof that the caller controls wallet_address: the wallet's EIP-712 signature of RegisterTreasury(string service, address wallet, string chain, string executionMode, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId: ${TREASURY_CHAINS.map((c) => `${CHAINS[c].chainId} (${c})`).join(" or ")}}, where service is this gateway's public base URL. A contract wallet signs through EIP-1271. With it the treasury is \`proven\`: the wallet's x402 payments and the public address views use it. Without it the treasury is \`unproven\`: reachable only with its own API key, never selected for the wallet's payments or public views. GET /api/v1/treasuries/ownership-statement returns the exact typed data to sign.`,
     }),
   })
   .openapi("CreateTreasuryRequest");

@@ -9,7 +9,7 @@ import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { TreasuryError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { AccessOutcome, AccessRequestRecord, AccessRequestStatus } from "../store/access-request-store";
-import type { Chain } from "../store/treasury-store";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import { issueApiKey } from "./api-keys";
 import type { ServiceContext } from "./context";
 
@@ -31,7 +31,7 @@ export interface AccessRequestInput {
   agent_framework?: string | undefined;
   company?: string | undefined;
   wallet_address?: string | undefined;
-  chain?: Chain | undefined;
+  chain?: TreasuryChain | undefined;
   expected_monthly_volume_usdc?: number | undefined;
 }
 
@@ -138,7 +138,7 @@ export class AccessRequestService {
           await this.ctx.stores.treasuries.insert({
             id: boundTreasury,
             walletAddress: r.walletAddress as `0x${string}`,
-            chain: (r.chain as Chain | null) ?? "arbitrum",
+            chain: (r.chain as TreasuryChain | null) ?? "arbitrum",
             preset: "balanced",
             executionMode: "wallet",
             status: "active",

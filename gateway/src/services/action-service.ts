@@ -22,15 +22,17 @@ import { ChainGateway, chainAsPosition, chainHealthScore, type ChainPosition } f
 import { NonceHints } from "../chain/nonce-hints";
 import { SandboxChain } from "../chain/sandbox-chain";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
-import { ASSETS, sandboxUnitsFor } from "../domain/assets";
-import { feeFor, type Fee, type TreasuryAction } from "../domain/fees";
-import { formatDecimal, MICRO_PER_USDC, minBig, usdcToNumber, type Micro } from "../domain/money";
+import { declarationOf, type TreasuryAction } from "../actions";
+import type { ActionDeclaration, PriceOf } from "../actions/declaration";
+import { ASSETS } from "../domain/assets";
+import { feeFor, type Fee } from "../domain/fees";
+import { formatDecimal, usdcToNumber, type Micro } from "../domain/money";
 import { positionOf } from "../domain/portfolio";
-import { healthScore, ltvPct, simulate } from "../domain/position";
-import { PRESETS } from "../domain/presets";
-import { applyToLedger, LedgerError, type ActionParams, type LedgerResult } from "../domain/sandbox-ledger";
+import { healthScore, ltvPct, PositionError, simulate, type Simulation } from "../domain/position";
+import { PRESETS, type Preset } from "../domain/presets";
+import { LedgerError, type ActionParams, type LedgerResult } from "../domain/sandbox-ledger";
 import { TreasuryError } from "../lib/errors";
-import { newId, type IdPrefix } from "../lib/ids";
+import { newId } from "../lib/ids";
 import type { EnvelopeRecord, StepRecord } from "../store/envelope-store";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
@@ -40,7 +42,6 @@ import { isSafesOwnRegistration, notSafesRegistration, SAFE_TX_TTL_MS, safeTrans
 import { safeTxFor, safeTxHash } from "../chain/safe-transaction";
 
 export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
-export const MIN_DEPOSIT_MICRO = 100n * MICRO_PER_USDC;
 
 export interface ActionRequest {
   action: TreasuryAction;
@@ -66,6 +67,31 @@ export function mainStep(steps: StepRecord[]): StepRecord {
 
 /** another action of the treasury holds its slot */
 const slotBusy = () => new TreasuryError("conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
+
+/**
+ * The safety rail's refusal (spec 2.2); for an amount in a token (withdraw of ETH, say) `safe_amount` is in the
+ * request's own unit, so retrying with it passes, and never more than is supplied.
+ */
+function railError(d: ActionDeclaration<TreasuryAction>, sim: Simulation, preset: Preset, request: ActionRequest, price: PriceOf | null): TreasuryError {
+  const err = safetyRailError(sim, preset);
+  if (!d.safeUnits || !price) return err;
+  const safe = d.safeUnits(request.params, sim.breach!.safeAmountMicro, price);
+  return new TreasuryError(
+    err.code,
+    `this ${request.action} would take LTV from ${sim.ltvBefore}% to ${sim.ltvAfter}%, above the ${preset.ceiling}% ceiling; the most that stays within it is ${safe.amount} ${safe.asset}`,
+    { ...err.fields, safe_amount: Number(safe.amount), safe_amount_usdc: usdcToNumber(sim.breach!.safeAmountMicro), asset: safe.asset },
+  );
+}
+
+/** a simulation whose action cannot apply to the position (more collateral out than there is) is a typed 400 */
+function simulated(run: () => Simulation): Simulation {
+  try {
+    return run();
+  } catch (err) {
+    if (err instanceof PositionError) throw new TreasuryError(err.code, err.message);
+    throw err;
+  }
+}
 
 /** a sandbox key's managed treasury: a simulated ledger in the store, never chain-backed, never an x402 payer's */
 const onLedgerOnly = (t: TreasuryRecord): boolean => t.origin === "sandbox_key" && t.executionMode === "managed";
@@ -94,7 +120,6 @@ const OWN_LEDGER_EXECUTION = {
 /** how many treasuries' storeOnly answers are kept (oldest forgotten first) */
 const LEDGER_ONLY_MEMORY = 10_000;
 
-const ID_PREFIX: Record<TreasuryAction, IdPrefix> = { deposit: "dep", convert: "cnv", borrow: "brw", repay: "rep" };
 
 export class ActionService {
   readonly recorder: ExecutionRecorder;
@@ -159,7 +184,7 @@ export class ActionService {
   /** on the sandbox's chain: gas ETH and the USDC the action takes, so any new wallet can try every action; true when it changed a balance */
   async fundForAction(t: TreasuryRecord, request: { action: TreasuryAction; amountMicro: Micro }): Promise<boolean> {
     if (!(await this.sandboxed(t))) return false;
-    const usdcNeeded = request.action === "borrow" ? 0n : request.amountMicro;
+    const usdcNeeded = declarationOf(request.action).sandboxUsdcMicro(request.amountMicro);
     try {
       const funded = await this.sandbox.fund(t.chain, AAVE_MARKETS[t.chain].usdc, t.walletAddress, usdcNeeded);
       return funded.gas_eth_set || funded.usdc_added_micro > 0n;
@@ -234,8 +259,10 @@ export class ActionService {
   }
 
   private async guard(treasury: TreasuryRecord, request: ActionRequest, now: Date, chain: ChainPosition | null): Promise<Plan> {
-    if (request.action === "deposit" && request.amountMicro < MIN_DEPOSIT_MICRO) {
-      throw new TreasuryError("invalid_request", "the minimum deposit is 100 USDC", { details: [{ location: "body", field: "amount_usdc", message: "must be at least 100" }] });
+    const minimum = declarationOf(request.action).minimumMicro;
+    if (minimum !== undefined && request.amountMicro < minimum) {
+      const least = formatDecimal(minimum, 6);
+      throw new TreasuryError("invalid_request", `the minimum ${request.action} is ${least} USDC`, { details: [{ location: "body", field: "amount_usdc", message: `must be at least ${least}` }] });
     }
     const pending = await this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
     if (pending) {
@@ -345,7 +372,7 @@ export class ActionService {
    */
   private async proposeOnSafe(t: TreasuryRecord, plan: Plan, trigger: string, now: Date, nonce: bigint): Promise<Record<string, unknown>> {
     const { request, fee } = plan;
-    const planned = planSteps({ action: request.action, chain: t.chain, wallet: t.walletAddress, amountMicro: request.amountMicro, feeMicro: fee.feeMicro, feeRecipient: this.ctx.config.feeRecipient, target: request.params.target });
+    const planned = planSteps({ action: request.action, chain: t.chain, wallet: t.walletAddress, amountMicro: request.amountMicro, feeMicro: fee.feeMicro, feeRecipient: this.ctx.config.feeRecipient, params: request.params });
     const chainId = AAVE_MARKETS[t.chain].chainId;
     const safeTx = safeTxFor(chainId, planned, nonce);
     const hash = safeTxHash(chainId, t.walletAddress, safeTx);
@@ -361,8 +388,8 @@ export class ActionService {
       envelopeTxId: null,
       trigger,
       settled: false,
-      executionId: newId(ID_PREFIX[request.action]),
-      receipt: (eid) => ({ ...this.receipt(eid, plan, now.toISOString()), status: request.action === "borrow" ? "approved" : "processing", safe_transaction: pending }),
+      executionId: newId(declarationOf(request.action).idPrefix),
+      receipt: (eid) => ({ ...this.receipt(eid, plan, now.toISOString()), status: declarationOf(request.action).proposedStatus, safe_transaction: pending }),
       at: now,
     });
     await this.ctx.stores.safeTransactions.insert({
@@ -434,7 +461,7 @@ export class ActionService {
       amountMicro: plan.request.amountMicro,
       feeMicro: plan.fee.feeMicro,
       feeRecipient: this.ctx.config.feeRecipient,
-      target: plan.request.params.target,
+      params: plan.request.params,
     });
     const steps: Record<string, unknown>[] = [];
     for (const s of planned) {
@@ -459,34 +486,50 @@ export class ActionService {
    * chain-backed treasury is checked against its position as Aave reports it
    * and its wallet's USDC; a sandbox treasury against its simulated ledger.
    */
-  async plan(treasury: TreasuryRecord, request: ActionRequest, chain: ChainPosition | null = null, signedFee?: Fee): Promise<Plan> {
+  async plan(treasury: TreasuryRecord, given: ActionRequest, chain: ChainPosition | null = null, signedFee?: Fee): Promise<Plan> {
     const preset = PRESETS[treasury.preset];
     const tier = (await this.ctx.stores.fees.ratchet()).tierIndex;
+    const d = declarationOf(given.action);
+    // an amount in a token (withdraw of ETH, say) is valued at the chain's oracle, or on a ledger at the sandbox's price
+    const price: PriceOf | null = d.valueMicro ? await this.priceOf(treasury, chain) : null;
+    const request = d.valueMicro && price ? { ...given, amountMicro: d.valueMicro(given.params, price) } : given;
     if (chain) {
       const position = chainAsPosition(chain)!;
-      const sim = simulate(position, request.action, request.amountMicro, preset, tier);
-      if (sim.breach) throw safetyRailError(sim, preset);
-      const usdcNeeded = request.action === "repay" ? minBig(request.amountMicro, chain.debtMicro) : request.action === "borrow" ? 0n : request.amountMicro;
-      if (request.action === "repay" && chain.debtMicro === 0n) throw new TreasuryError("no_debt", "the wallet has no USDC debt on Aave to repay");
+      const needs = d.walletNeeds(request.amountMicro, chain, request.params);
+      if (needs.refusal) throw new TreasuryError(needs.refusal.code, needs.refusal.message);
+      const sim = simulated(() => simulate(position, d, request.amountMicro, preset, tier));
+      if (sim.breach) throw railError(d, sim, preset, request, price);
+      // Aave's own rule after a downward leg: a health factor under 1 reverts (the rail's ceilings are under every liquidation threshold, so it holds)
+      if (d.direction === "down" && sim.after.debtMicro > 0n && sim.healthAfter < 1) {
+        throw new TreasuryError("transaction_would_revert", `Aave refuses this ${request.action}: the health factor would fall to ${sim.healthAfter}, under 1`);
+      }
+      const usdcNeeded = needs.usdcMicro;
       if (chain.holdings.walletUsdc < usdcNeeded) {
         throw new TreasuryError("insufficient_balance", `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`);
       }
       return { request, fee: sim.fee, ledger: null, ltvBefore: sim.ltvBefore, ltvAfter: sim.ltvAfter, healthAfter: sim.healthAfter, debtAfterMicro: sim.after.debtMicro };
     }
     const before = positionOf(treasury.holdings);
-    const sim = simulate(before, request.action, request.amountMicro, preset, tier);
-    if (sim.breach) throw safetyRailError(sim, preset);
+    const sim = simulated(() => simulate(before, d, request.amountMicro, preset, tier));
+    if (sim.breach) throw railError(d, sim, preset, request, price);
     // a relayed envelope applies the fee it was signed with, not today's tier
     const fee = signedFee ?? sim.fee;
     let ledger: LedgerResult;
     try {
-      ledger = applyToLedger(treasury.holdings, request.action, request.amountMicro, fee.feeMicro, request.params);
+      ledger = declarationOf(request.action).ledger(treasury.holdings, request.amountMicro, fee.feeMicro, request.params);
     } catch (err) {
       if (err instanceof LedgerError) throw new TreasuryError(err.code, err.message);
       throw err;
     }
     const after = positionOf(ledger.holdings);
     return { request, fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
+  }
+
+  /** the prices an amount in a token is valued at: the chain's Aave oracle for a chain-backed treasury, else the sandbox's */
+  private async priceOf(treasury: TreasuryRecord, chain: ChainPosition | null): Promise<PriceOf> {
+    if (!chain) return (symbol) => ASSETS[symbol].sandboxPriceMicro;
+    const prices = await this.chain.pricesMicro(treasury.chain);
+    return (symbol) => prices[symbol];
   }
 
   /**
@@ -511,7 +554,7 @@ export class ActionService {
       envelopeTxId: how.envelopeTxId,
       trigger: how.trigger,
       settled: how.settled,
-      executionId: newId(ID_PREFIX[request.action]),
+      executionId: newId(declarationOf(request.action).idPrefix),
       receipt: (id) => this.receipt(id, plan, now.toISOString()),
       at: now,
     });
@@ -522,7 +565,7 @@ export class ActionService {
   envelopeFee(envelope: EnvelopeRecord): Fee {
     if (envelope.feeBps !== null && envelope.feeBasis !== null) return { feeMicro: envelope.feeMicro, feeBps: BigInt(envelope.feeBps), basis: envelope.feeBasis };
     // envelopes from before the fee was kept with them: the amount is theirs, the basis of their action
-    const f = feeFor(envelope.action, envelope.amountMicro, 0);
+    const f = feeFor(declarationOf(envelope.action).fee, envelope.amountMicro, 0);
     return { ...f, feeMicro: envelope.feeMicro };
   }
 
@@ -558,54 +601,12 @@ export class ActionService {
       health_score_after: plan.healthAfter,
       created_at: createdAt,
     };
-    switch (request.action) {
-      case "deposit":
-        return {
-          ...common,
-          deposit_id: id,
-          net_amount: usdcToNumber(request.amountMicro - fee.feeMicro),
-          fee_basis: fee.basis,
-          allocation: request.params.allocation ?? { btc: 50, eth: 50 },
-          ...(ledger
-            ? {
-                bought: {
-                  btc: Number(formatDecimal(ledger.bought.BTC ?? 0n, ASSETS.BTC.decimals)),
-                  eth: Number(formatDecimal(ledger.bought.ETH ?? 0n, ASSETS.ETH.decimals)),
-                },
-              }
-            : {}),
-          status: "processing",
-        };
-      case "convert": {
-        const symbol = request.params.target === "btc" ? "BTC" : "ETH";
-        return {
-          ...common,
-          conversion_id: id,
-          target: request.params.target,
-          estimated_amount: Number(formatDecimal(ledger ? (ledger.bought[symbol] ?? 0n) : sandboxUnitsFor(symbol, request.amountMicro - fee.feeMicro), ASSETS[symbol].decimals)),
-          fee_basis: fee.basis,
-          status: "processing",
-        };
-      }
-      case "borrow":
-        return {
-          ...common,
-          borrow_id: id,
-          fee_basis: fee.basis,
-          current_ltv: plan.ltvBefore,
-          net_amount: usdcToNumber(request.amountMicro - fee.feeMicro),
-          ...(request.params.purpose ? { purpose: request.params.purpose } : {}),
-          status: "approved",
-        };
-      case "repay":
-        return {
-          ...common,
-          repayment_id: id,
-          repaid_usdc: usdcToNumber(ledger ? ledger.repaidMicro : request.amountMicro),
-          remaining_borrow: usdcToNumber(plan.debtAfterMicro),
-          status: "completed",
-        };
-    }
+    const d = declarationOf(request.action);
+    return {
+      ...common,
+      ...d.receipt({ id, amountMicro: request.amountMicro, fee, params: request.params, ledger, ltvBefore: plan.ltvBefore, debtAfterMicro: plan.debtAfterMicro }),
+      status: d.status,
+    };
   }
 
   private async createEnvelope(treasury: TreasuryRecord, plan: Plan, now: Date, nonce: { nonce: number | null; source: string }): Promise<Record<string, unknown>> {
@@ -616,7 +617,7 @@ export class ActionService {
       amountMicro: plan.request.amountMicro,
       feeMicro: plan.fee.feeMicro,
       feeRecipient: this.ctx.config.feeRecipient,
-      target: plan.request.params.target,
+      params: plan.request.params,
     });
     const market = AAVE_MARKETS[treasury.chain];
     const stepIds = planned.map(() => newId("tx"));

@@ -7,7 +7,7 @@
  * shown once) bound to that treasury, used as a bearer key by the console.
  */
 import { getAddress, hashMessage, isAddressEqual, type Hex } from "viem";
-import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 import { signInMessage } from "../domain/sign-in";
 import { STATEMENT_MAX_AGE_SECONDS, STATEMENT_NONCE_PATTERN, statementTimeProblem } from "../domain/statements";
 import { TreasuryError } from "../lib/errors";
@@ -42,7 +42,7 @@ export class ConsoleSessionService {
     return t;
   }
 
-  private message(owner: `0x${string}`, safe: `0x${string}`, chain: "base" | "arbitrum", nonce: string, issuedAt: string): string {
+  private message(owner: `0x${string}`, safe: `0x${string}`, chain: TreasuryChain, nonce: string, issuedAt: string): string {
     const base = new URL(this.ctx.links.base);
     return signInMessage({
       domain: base.host,

@@ -12,7 +12,8 @@
  * ratchet. A live execution counts toward platform volume only once settled
  * on chain (`settled`).
  */
-import type { Action, Fee } from "../domain/fees";
+import type { Action } from "../actions";
+import type { Fee } from "../domain/fees";
 import type { Micro } from "../domain/money";
 import { newId } from "../lib/ids";
 import type { TreasuryRecord } from "../store/treasury-store";

@@ -5,12 +5,13 @@
  * of network (live, the sandbox's local Anvil, or another test network), and
  * whether the sandbox funds wallets there.
  */
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import { SUPPORTED_ASSETS } from "../domain/assets";
 import { API_VERSION } from "../http/openapi";
 import type { Clock } from "../lib/clock";
 
 export interface ChainExecution {
-  chain: "base" | "arbitrum";
+  chain: TreasuryChain;
   /** `broadcast`: relayed transactions are sent to the chain; `simulated`: applied to the sandbox ledger */
   execution: "broadcast" | "simulated";
   network: "live" | "local_sandbox_chain" | "test_network" | "none";

@@ -3,7 +3,8 @@
  * after, health after, and the safety rail (spec 2.2) when the action would
  * end above the ceiling.
  */
-import type { Action, TreasuryAction } from "../domain/fees";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
+import { ruleOf, type Action, type TreasuryAction } from "../actions";
 import { parseUsdc, usdcToNumber, type Micro } from "../domain/money";
 import { DEMO_HOLDINGS, positionOf } from "../domain/portfolio";
 import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "../domain/position";
@@ -54,7 +55,7 @@ export class PreviewService {
   constructor(
     private readonly ctx: ServiceContext<"fees">,
     /** fresh native-USDC variable borrow APY of a chain, or null */
-    private readonly borrowApy: (chain: "base" | "arbitrum") => number | null = () => null,
+    private readonly borrowApy: (chain: TreasuryChain) => number | null = () => null,
   ) {}
 
   /** POST /api/v1/estimate (spec 4.6): the preview of 2.3 on the treasury, plus the reference page's fields. */
@@ -79,7 +80,7 @@ export class PreviewService {
     const tier = (await this.ctx.stores.fees.ratchet()).tierIndex;
     let sim: Simulation;
     try {
-      sim = simulate(position, input.action, input.amountMicro, preset, tier);
+      sim = simulate(position, ruleOf(input.action), input.amountMicro, preset, tier);
     } catch (err) {
       if (err instanceof PositionError) throw new TreasuryError(err.code, err.message);
       throw err;

@@ -17,7 +17,7 @@
  */
 import { getAddress, type Address, type Hex } from "viem";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
-import { AAVE_MARKETS } from "../../../contracts-abi/chains";
+import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 import type { ChainGateway } from "../chain/chain-gateway";
 import { safeSignatureOwner, safeTxTypedDataJson } from "../chain/safe-transaction";
 import { usdcToNumber } from "../domain/money";
@@ -66,7 +66,7 @@ export class SafeTransactionService {
   ) {}
 
   /** the Safe's owners, threshold and nonce on its chain, read now */
-  async safeState(chain: "base" | "arbitrum", safe: Address): Promise<SafeState> {
+  async safeState(chain: TreasuryChain, safe: Address): Promise<SafeState> {
     const c = this.chain.client(chain);
     try {
       const [owners, threshold, nonce] = await Promise.all([

@@ -4,6 +4,7 @@
  * app.ts (the HTTP assembly) so that the MCP tools and the routes depend on
  * the services, never on the app.
  */
+import { onTreasuryChains } from "../../../contracts-abi/chains";
 import { ChainGateway } from "../chain/chain-gateway";
 import { NonceHints } from "../chain/nonce-hints";
 import { SandboxChain } from "../chain/sandbox-chain";
@@ -53,7 +54,7 @@ export function createServices(ctx: AppContext): Services {
   });
   const prices = new PriceList();
   const catalog = new BazaarCatalog();
-  const chainRpcs = { base: ctx.config.rpcUrls.base, arbitrum: ctx.config.rpcUrls.arbitrum };
+  const chainRpcs = onTreasuryChains(ctx.config.rpcUrls);
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
   const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);

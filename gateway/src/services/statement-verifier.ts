@@ -11,8 +11,9 @@
  */
 import { getAddress, isAddressEqual, type Hex } from "viem";
 import { recoverHashSigner } from "../lib/recover-signer";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import { EIP1271_ABI, EIP1271_MAGIC_VALUE } from "../../../contracts-abi/protection-module";
-import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement, type StatementChain } from "../domain/statements";
+import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement } from "../domain/statements";
 import { TreasuryError, type ErrorCode } from "../lib/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { ServiceContext } from "./context";
@@ -37,7 +38,7 @@ export class StatementVerifier {
   ) {}
 
   /** checks time, nonce shape and freshness, and the signature; throws a typed 400 (code `code`) */
-  async verify(code: StatementErrorCode, o: { chain: StatementChain; signer: `0x${string}`; statement: Statement; proof: SignedProof; contractOnly?: boolean }): Promise<ProofMethod> {
+  async verify(code: StatementErrorCode, o: { chain: TreasuryChain; signer: `0x${string}`; statement: Statement; proof: SignedProof; contractOnly?: boolean }): Promise<ProofMethod> {
     const time = statementTimeProblem(o.proof.issued_at, this.ctx.clock.now());
     if (time) throw invalid(code, time);
     if (!STATEMENT_NONCE_PATTERN.test(o.proof.nonce)) throw invalid(code, "nonce must be 16 to 128 characters of [A-Za-z0-9._:-]");

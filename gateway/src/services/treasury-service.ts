@@ -2,6 +2,7 @@
  * Treasury registration, sandbox keys and the views of a treasury.
  */
 import { randomBytes } from "node:crypto";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import { getAddress } from "viem";
 import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf, type Holdings } from "../domain/portfolio";
 import { healthScore, ltvPct, ltvZonesOf, zoneOf } from "../domain/position";
@@ -12,7 +13,7 @@ import { usdcToNumber } from "../domain/money";
 import { TreasuryError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/statements";
-import type { Chain, ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
+import type { ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
 import type { AuditPosition } from "../store/fee-store";
 import { AUDIT_PAGE } from "../schemas/actions";
 import type { SignedProof, StatementVerifier } from "./statement-verifier";
@@ -23,7 +24,7 @@ const DAY_MS = 86_400_000;
 
 export interface CreateTreasuryInput {
   wallet_address: string;
-  chain: Chain;
+  chain: TreasuryChain;
   preset: PresetName;
   execution_mode: ExecutionMode;
   ownership_proof?: SignedProof;
@@ -42,7 +43,7 @@ export class TreasuryService {
   }
 
   /** the exact typed data a wallet signs to prove it controls `wallet` at registration */
-  ownershipStatement(wallet: string, chain: Chain, executionMode: ExecutionMode) {
+  ownershipStatement(wallet: string, chain: TreasuryChain, executionMode: ExecutionMode) {
     const now = this.ctx.clock.now();
     const nonce = `own_${randomBytes(16).toString("hex")}`;
     const issuedAt = now.toISOString();
@@ -275,7 +276,7 @@ export class TreasuryService {
 
   private async insertTreasury(o: {
     walletAddress: `0x${string}`;
-    chain: Chain;
+    chain: TreasuryChain;
     preset: PresetName;
     executionMode: ExecutionMode;
     origin: TreasuryOrigin;

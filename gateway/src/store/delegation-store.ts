@@ -1,4 +1,5 @@
 /** Managed-treasury delegations and the protection engine's actions and gas ledger. */
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import type { Db } from "./db";
 
 export interface DelegationRecord {
@@ -10,7 +11,7 @@ export interface DelegationRecord {
   firstApprovedAt: string | null;
   protectBelowHealth: number | null;
   armed: boolean;
-  chain: "base" | "arbitrum" | null;
+  chain: TreasuryChain | null;
   /** when the Safe's own signature (EIP-1271) attached it; the engine acts only on proven delegations */
   provenAt: string | null;
 }
@@ -24,7 +25,7 @@ interface Row {
   first_approved_at: string | null;
   protect_below_health: number | null;
   armed: number;
-  chain: "base" | "arbitrum" | null;
+  chain: TreasuryChain | null;
   proven_at: string | null;
 }
 

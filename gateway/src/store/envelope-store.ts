@@ -1,5 +1,5 @@
 /** Unsigned transaction envelopes (spec 2.5, 3.2) and their ordered steps. */
-import type { TreasuryAction } from "../domain/fees";
+import type { TreasuryAction } from "../actions";
 import type { Micro } from "../domain/money";
 import type { Db } from "./db";
 

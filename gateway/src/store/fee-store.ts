@@ -3,7 +3,7 @@
  * in one transaction so the platform volume and the audit can never disagree.
  */
 import { advanceRatchet, tierAt, type RatchetState } from "../domain/fee-schedule";
-import type { Action } from "../domain/fees";
+import type { Action } from "../actions";
 import type { Micro } from "../domain/money";
 import type { Db } from "./db";
 

@@ -11,8 +11,10 @@
  * never signing a second execution; the Safe's own nonce makes a second
  * execution of the same Safe transaction impossible on chain as well.
  */
+import type { TreasuryAction } from "../actions";
 import type { Address, Hex } from "viem";
 import type { SafeTx } from "../chain/safe-transaction";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import type { Db } from "./db";
 import { leaseUntil } from "./lease";
 
@@ -37,9 +39,9 @@ export interface SafeTransactionRecord {
   treasuryId: string;
   /** the receipt this execution completes (deposit_id, conversion_id, borrow_id, repayment_id) */
   executionId: string;
-  chain: "base" | "arbitrum";
+  chain: TreasuryChain;
   safe: Address;
-  action: "deposit" | "convert" | "borrow" | "repay";
+  action: TreasuryAction;
   amountMicro: bigint;
   feeMicro: bigint;
   /** the request as checked at proposal (params, fee bps and basis, trigger), checked again at execution */
@@ -66,7 +68,7 @@ interface Row {
   id: string;
   treasury_id: string;
   execution_id: string;
-  chain: "base" | "arbitrum";
+  chain: TreasuryChain;
   safe: Address;
   action: SafeTransactionRecord["action"];
   amount_micro: string;

@@ -1,8 +1,8 @@
 import type { PresetName } from "../domain/presets";
 import type { Holdings } from "../domain/portfolio";
+import type { TreasuryChain } from "../../../contracts-abi/chains";
 import type { Db } from "./db";
 
-export type Chain = "arbitrum" | "base";
 export type ExecutionMode = "wallet" | "managed";
 /** how the treasury came to exist */
 export type TreasuryOrigin = "registration" | "sandbox_key" | "x402_payer" | "operator";
@@ -17,7 +17,7 @@ export type Ownership = "unproven" | "proven" | "paid";
 export interface TreasuryRecord {
   id: string;
   walletAddress: `0x${string}`;
-  chain: Chain;
+  chain: TreasuryChain;
   preset: PresetName;
   executionMode: ExecutionMode;
   status: string;
@@ -31,7 +31,7 @@ export interface TreasuryRecord {
 interface Row {
   id: string;
   wallet_address: string;
-  chain: Chain;
+  chain: TreasuryChain;
   preset: PresetName;
   execution_mode: ExecutionMode;
   status: string;

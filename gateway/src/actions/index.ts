@@ -1,0 +1,61 @@
+/**
+ * Every action, declared once (one file each, beside its tests), and what is
+ * derived from them: the lists, the types, fee kinds and directions. The
+ * treasury actions are registered in this order (routes, MCP tools, x402
+ * prices); the public preview (spec 4.3) knows them and a few more kinds the
+ * service runs itself or only previews (protection and the automated legs).
+ */
+import { feeFor, type Fee } from "../domain/fees";
+import type { Micro } from "../domain/money";
+import { closed, removeCollateral, repayFromCollateral, simulate, withdrawSafeAmount, type Position, type PositionRule, type Simulation } from "../domain/position";
+import type { Preset } from "../domain/presets";
+import { borrow } from "./borrow";
+import { convert } from "./convert";
+import type { ActionDeclaration } from "./declaration";
+import { deposit } from "./deposit";
+import { repay } from "./repay";
+import { withdraw } from "./withdraw";
+
+/** the actions a treasury executes: a route, an MCP tool, an x402 price, an envelope, a Safe transaction each */
+export const DECLARED = [deposit, convert, borrow, repay, withdraw] as const;
+export type TreasuryAction = (typeof DECLARED)[number]["name"];
+export const TREASURY_ACTIONS = DECLARED.map((d) => d.name) as TreasuryAction[];
+
+/** kinds the public preview knows without a route of their own: the downward legs not yet executable, and the service's own protection */
+const PREVIEW_ONLY = [
+  { name: "sell", fee: "none", effect: (p, amount) => removeCollateral(p, amount), safeAmount: withdrawSafeAmount },
+  { name: "exit", fee: "none", effect: closed },
+  { name: "protection", fee: "none", effect: repayFromCollateral },
+  { name: "auto_repay", fee: "none", effect: repayFromCollateral },
+  { name: "auto_deleverage", fee: "none", effect: repayFromCollateral },
+] as const satisfies readonly PositionRule[];
+
+/** every action the preview and the audit trail know (spec 4.3) */
+export const ACTIONS = [...TREASURY_ACTIONS, ...PREVIEW_ONLY.map((k) => k.name)] as [TreasuryAction | (typeof PREVIEW_ONLY)[number]["name"], ...(TreasuryAction | (typeof PREVIEW_ONLY)[number]["name"])[]];
+export type Action = (typeof ACTIONS)[number];
+
+const RULES = new Map<string, PositionRule>([...DECLARED, ...PREVIEW_ONLY].map((r) => [r.name, r]));
+
+/** an action's position rule (fee kind, effect, safe amount) */
+export function ruleOf(action: Action): PositionRule {
+  return RULES.get(action)!;
+}
+
+/** a treasury action's declaration */
+export function declarationOf(action: TreasuryAction): ActionDeclaration<TreasuryAction> {
+  return DECLARED.find((d) => d.name === action)! as ActionDeclaration<TreasuryAction>;
+}
+
+/** upward legs pay a fee; downward legs are always free (spec fee rule 4) */
+export const isUpwardLeg = (action: Action): boolean => ruleOf(action).fee !== "none";
+export const feeKindOf = (action: Action) => ruleOf(action).fee;
+
+/** the actions that are free, in the order of ACTIONS (fees.json free_actions) */
+export const FREE_ACTIONS = ACTIONS.filter((a) => !isUpwardLeg(a));
+
+
+/** the fee of an action on an amount at a ratchet tier */
+export const feeOf = (action: Action, amountMicro: Micro, tierIndex = 0): Fee => feeFor(feeKindOf(action), amountMicro, tierIndex);
+
+/** an action run against a position under a preset's ceiling (domain/position.ts `simulate` with the action's rule) */
+export const simulateAction = (p: Position, action: Action, amountMicro: Micro, preset: Preset, tierIndex = 0): Simulation => simulate(p, ruleOf(action), amountMicro, preset, tierIndex);

@@ -1,0 +1,123 @@
+/**
+ * withdraw: take collateral (ETH, BTC) or supplied USDC out of Aave, to the
+ * wallet itself. Free (a downward leg). Taking collateral out raises LTV: the
+ * borrow's safety rail applies (403 ltv_limit_exceeded, with `safe_amount` in
+ * the asset's units: the most that keeps LTV at or under the ceiling, never
+ * more than is supplied), and Aave's own rule after it (health factor at
+ * least 1; under every preset's ceiling it always holds: the ceilings are
+ * below every asset's liquidation threshold).
+ * Wallet: one call, the Pool's withdraw(asset, units, wallet) (main).
+ * Ledger: the units leave the books (USDC: from the idle USDC).
+ */
+import { ASSETS, type AssetSymbol } from "../domain/assets";
+import { formatDecimal, parseDecimal } from "../domain/money";
+import { removeCollateral, withdrawSafeAmount } from "../domain/position";
+import { LedgerError, type ActionParams } from "../domain/sandbox-ledger";
+import { actionAmounts, AMOUNT_ALIAS_RULES, AssetSchema, schemaRules } from "../schemas/common";
+import { z } from "../schemas/zod";
+import type { ActionDeclaration, PriceOf, WalletPosition } from "./declaration";
+import { tokenOf, withdraw as withdrawCall } from "./steps";
+
+/**
+ * USDC: `amount_usdc` or its alias `amount` (as every USDC action); ETH and BTC: `amount`, in the asset's
+ * units (at most 6 decimals, as every amount of the API: 0.000001 ETH or BTC is a few cents at most).
+ */
+export const WithdrawRequest = z
+  .strictObject({
+    asset: AssetSchema.optional().openapi({ description: "what to withdraw from Aave: USDC (default), ETH or BTC collateral" }),
+    ...actionAmounts(),
+  })
+  .superRefine((b, ctx) => {
+    if ((b.asset ?? "USDC") !== "USDC" && b.amount_usdc !== undefined) ctx.addIssue({ code: "custom", path: ["amount_usdc"], message: "amount_usdc is for USDC; give ETH and BTC in amount, in the asset's units" });
+  })
+  .openapi(
+    "WithdrawRequest",
+    schemaRules({
+      ...AMOUNT_ALIAS_RULES,
+      description: "what to withdraw from Aave to the wallet: USDC (amount_usdc or its alias amount), or ETH or BTC collateral (amount, in the asset's units)",
+      if: { properties: { asset: { enum: ["ETH", "BTC"] } }, required: ["asset"] },
+      then: { required: ["amount"], not: { required: ["amount_usdc"] } },
+    }),
+  );
+
+const assetOf = (p: ActionParams): AssetSymbol => p.asset ?? "USDC";
+const unitsOf = (p: ActionParams): bigint => BigInt(p.units ?? "0");
+const valueOf = (symbol: AssetSymbol, units: bigint, price: PriceOf) => (units * price(symbol)) / 10n ** BigInt(ASSETS[symbol].decimals);
+const supplied = (symbol: AssetSymbol, h: WalletPosition["holdings"]) => (symbol === "USDC" ? h.aUsdc : symbol === "ETH" ? h.aWeth : h.aBtc);
+
+export const withdraw: ActionDeclaration<"withdraw"> = {
+  name: "withdraw",
+  direction: "down",
+  fee: "none",
+  idPrefix: "wdr",
+  receiptId: "withdrawal_id",
+  status: "completed",
+  proposedStatus: "processing",
+  route: {
+    path: "/api/v1/withdraw",
+    operationId: "createWithdrawal",
+    summary: "Withdraw USDC, ETH or BTC from Aave to the wallet (free; safety rail)",
+    toolDescription:
+      "Withdraw supplied USDC or ETH/BTC collateral from Aave to the wallet itself (free: a downward leg). Taking collateral out raises LTV: above the ceiling it is refused with ltv_limit_exceeded and a safe_amount in the asset's units. Wallet mode: one Aave withdraw call.",
+    example: { asset: "ETH", amount: 0.5 },
+    price: { atomic: 50_400n, description: "Prepare or execute a withdrawal" },
+  },
+  body: WithdrawRequest,
+  params(body) {
+    const asset = body.asset ?? "USDC";
+    const amount = body.amount ?? body.amount_usdc ?? 0;
+    // USDC amounts have 6 decimals at most (the schema), ETH and BTC 8
+    return { asset, units: parseDecimal(String(amount), ASSETS[asset].decimals).toString() };
+  },
+  valueMicro: (params, price) => valueOf(assetOf(params), unitsOf(params), price),
+  safeUnits(params, safeMicro, price) {
+    const symbol = assetOf(params);
+    const decimals = ASSETS[symbol].decimals;
+    // rounded down to what a request can say (6 decimals), so the retry with it is accepted and passes
+    const step = 10n ** BigInt(Math.max(0, decimals - 6));
+    const units = (((safeMicro * 10n ** BigInt(decimals)) / price(symbol)) / step) * step;
+    return { amount: formatDecimal(units, decimals), asset: symbol };
+  },
+  effect: (p, amount) => removeCollateral(p, amount),
+  safeAmount: withdrawSafeAmount,
+  ledger(h, _amount, _fee, params) {
+    const symbol = assetOf(params);
+    const units = unitsOf(params);
+    const held = symbol === "USDC" ? h.usdcMicro : symbol === "ETH" ? h.ethUnits : h.btcUnits;
+    if (units > held) throw new LedgerError("insufficient_balance", `the treasury holds ${formatDecimal(held, ASSETS[symbol].decimals)} ${symbol}; ${formatDecimal(units, ASSETS[symbol].decimals)} cannot be withdrawn`);
+    const holdings = symbol === "USDC" ? { ...h, usdcMicro: h.usdcMicro - units } : symbol === "ETH" ? { ...h, ethUnits: h.ethUnits - units } : { ...h, btcUnits: h.btcUnits - units };
+    return { holdings, bought: {}, repaidMicro: 0n };
+  },
+  walletNeeds(_amount, position, params) {
+    const symbol = assetOf(params);
+    const units = unitsOf(params);
+    const has = supplied(symbol, position.holdings);
+    if (units > has) {
+      const d = ASSETS[symbol].decimals;
+      return { usdcMicro: 0n, refusal: { code: "insufficient_collateral", message: `the wallet has ${formatDecimal(has, d)} ${symbol} supplied to Aave; ${formatDecimal(units, d)} cannot be withdrawn` } };
+    }
+    return { usdcMicro: 0n };
+  },
+  sandboxUsdcMicro: () => 0n,
+  plan: (c, { params }) => [withdrawCall(c, tokenOf(c, assetOf(params)), unitsOf(params), true)],
+  receipt: ({ id, params }) => {
+    const symbol = assetOf(params);
+    return { withdrawal_id: id, asset: symbol, amount: Number(formatDecimal(unitsOf(params), ASSETS[symbol].decimals)) };
+  },
+  signer: {
+    functions: ["withdraw"],
+    //   withdraw(asset, units, to = the wallet itself); nothing else, no fee
+    check(_calls, intent, x) {
+      const symbol = intent.asset ?? "USDC";
+      const token = symbol === "USDC" ? x.usdc : symbol === "ETH" ? x.market.weth : x.market.btc;
+      const w = x.only("withdraw", (c) => c.token === token && c.to === x.pool, `${symbol} withdrawal from the Pool`);
+      if (intent.units === undefined || w.amount !== intent.units) x.refuse(`the withdrawal takes ${w.amount} units of ${symbol}, not the ${intent.units ?? "?"} asked for`);
+      return 1;
+    },
+  },
+  cli: {
+    usage: "withdraw <amount> [--asset usdc|eth|btc]",
+    body: (amount, flags) => ({ asset: (typeof flags.asset === "string" ? flags.asset.toUpperCase() : "USDC") as "USDC" | "ETH" | "BTC", amount }),
+  },
+};
+

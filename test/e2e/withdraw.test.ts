@@ -1,0 +1,147 @@
+/**
+ * withdraw on the offline Base fork (real Aave V3 at the real addresses): a
+ * wallet-mode treasury signs with viem and with the signer agent, a managed
+ * sandbox wallet runs on the fork, a sandbox key's ledger. Every figure is
+ * read on chain to the atomic unit: the aToken falls and the wallet's token
+ * rises by exactly the units withdrawn, no fee moves, and the audit trail has
+ * the execution with its trigger. Over the ceiling it is a 403 whose
+ * safe_amount (in the asset's units) passes when retried.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { AaveV3Base } from "@aave-dao/aave-address-book";
+import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { devAccount } from "../../fixtures/base-sepolia";
+import { AuditLog } from "../../signer-agent/src/audit-log";
+import { SignerAgent } from "../../signer-agent/src/agent";
+import { defaultPolicy } from "../../signer-agent/src/policy";
+import { startTestGateway, type TestGateway } from "../helpers/gateway";
+import { ResponseValidator } from "../helpers/openapi";
+import { authed, registerProven, sandboxTenant } from "../helpers/treasury";
+
+const FEE_RECIPIENT = devAccount(4).address;
+const A = AaveV3Base.ASSETS;
+let fork: BaseForkNode;
+let gw: TestGateway;
+let v: ResponseValidator;
+const pub = () => createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
+const balanceOf = (token: `0x${string}`, who: `0x${string}`) => pub().readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [who] });
+
+beforeAll(async () => {
+  fork = await startBaseFork();
+  gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT });
+  v = new ResponseValidator((await authed(gw.url, "").get("/openapi.json")).body);
+}, 60_000);
+afterAll(async () => {
+  await gw?.close();
+  await fork?.stop();
+});
+
+/** a wallet with ETH collateral on Aave and USDC borrowed against it, through the service (convert, then borrow) */
+async function walletWithPosition(mode: "wallet" | "managed" = "wallet") {
+  const privateKey = generatePrivateKey();
+  const account = privateKeyToAccount(privateKey);
+  await fork.fund(account.address, 10_000_000_000n);
+  const t = await registerProven(gw.url, account, { execution_mode: mode });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "withdraw-"));
+  const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, bearer: t.key, policy: defaultPolicy([FEE_RECIPIENT]), audit: new AuditLog(path.join(dir, "audit.jsonl")) });
+  if (mode === "wallet") {
+    await agent.run("convert", 6_000, { target: "eth" });
+    await agent.run("borrow", 2_000);
+  } else {
+    const api = authed(gw.url, t.key);
+    expect((await api.post("/api/v1/convert", { amount_usdc: 6_000, target: "eth" })).status).toBe(200);
+    expect((await api.post("/api/v1/borrow", { amount_usdc: 2_000 })).status).toBe(200);
+  }
+  return { account, agent, t, api: authed(gw.url, t.key) };
+}
+
+describe("withdraw", () => {
+  it("wallet mode: over the ceiling is 403 with safe_amount in ETH; retried with it, signed with viem, the aWETH falls and the WETH arrives exactly; no fee", async () => {
+    const { account, api } = await walletWithPosition();
+    const aBefore = await balanceOf(A.WETH.A_TOKEN, account.address);
+    const wethBefore = await balanceOf(A.WETH.UNDERLYING, account.address);
+    const feesBefore = await balanceOf(A.USDC.UNDERLYING, FEE_RECIPIENT);
+
+    const over = await api.post("/api/v1/withdraw", { asset: "ETH", amount: 1.5 });
+    v.check("POST", "/api/v1/withdraw", over.status, over.body);
+    expect([over.status, over.body.error, over.body.asset]).toEqual([403, "ltv_limit_exceeded", "ETH"]);
+    expect(over.body.safe_amount).toBeGreaterThan(0);
+    expect(over.body.safe_amount).toBeLessThan(1.5);
+
+    const envelope = await api.post("/api/v1/withdraw", { asset: "ETH", amount: over.body.safe_amount });
+    v.check("POST", "/api/v1/withdraw", envelope.status, envelope.body);
+    expect(envelope.status, envelope.text).toBe(202);
+    expect(envelope.body).toMatchObject({ action: "withdraw", fee_usdc: 0 });
+    expect(envelope.body.steps).toHaveLength(1);
+    expect(envelope.body.steps[0].summary).toMatchObject({ function: "withdraw", args: { to: account.address } });
+
+    const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
+    const u = envelope.body.unsigned_transaction;
+    const signed: Hex = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value) }));
+    const relayed = await authed(gw.url, "").post("/api/v1/relay", { tx_id: envelope.body.tx_id, signed_transaction: signed });
+    expect([relayed.status, relayed.body.status, relayed.body.simulated], relayed.text).toEqual([200, "confirmed", false]);
+
+    const units = BigInt(Math.round(over.body.safe_amount * 1e6)) * 10n ** 12n;
+    expect(await balanceOf(A.WETH.UNDERLYING, account.address)).toBe(wethBefore + units);
+    // the aToken accrues interest by the second: it fell by the units, to within what a few blocks accrue
+    const aAfter = await balanceOf(A.WETH.A_TOKEN, account.address);
+    expect(aBefore - aAfter).toBeGreaterThanOrEqual(units - 10n ** 9n);
+    expect(aBefore - aAfter).toBeLessThanOrEqual(units);
+    expect(await balanceOf(A.USDC.UNDERLYING, FEE_RECIPIENT)).toBe(feesBefore);
+    const audit = (await api.get("/api/v1/audit")).body.data;
+    expect(audit.at(-1)).toMatchObject({ action: "withdraw", fee_usdc: 0, trigger: "relayed_signature" });
+    // LTV at or under the ceiling (balanced: 60%)
+    const state = (await api.get("/api/v1/treasury")).body;
+    expect(state.ltv).toBeLessThanOrEqual(60);
+  });
+
+  it("wallet mode with the signer agent: withdraw USDC and ETH, each exactly; the agent refuses an envelope that withdraws to another address", async () => {
+    const { account, agent, api } = await walletWithPosition();
+    // some USDC supplied (a deposit), then taken back
+    await agent.run("deposit", 200);
+    const aUsdc = await balanceOf(A.USDC.A_TOKEN, account.address);
+    const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
+    const r = await agent.run("withdraw", 100, { asset: "usdc" });
+    expect(r.receipts.at(-1)).toMatchObject({ status: "confirmed", simulated: false, result: { action: "withdraw" } });
+    expect(await balanceOf(A.USDC.UNDERLYING, account.address)).toBe(usdc + 100_000_000n);
+    expect(aUsdc - (await balanceOf(A.USDC.A_TOKEN, account.address))).toBe(100_000_000n);
+
+    const weth = await balanceOf(A.WETH.UNDERLYING, account.address);
+    await agent.run("withdraw", 0.1, { asset: "eth" });
+    expect(await balanceOf(A.WETH.UNDERLYING, account.address)).toBe(weth + 10n ** 17n);
+
+    // an envelope whose withdraw pays another address is refused on its decoded calldata, before any signature
+    const e = (await api.post("/api/v1/withdraw", { asset: "ETH", amount: 0.1 })).body;
+    const stranger = "0x000000000000000000000000000000000000dEaD";
+    const tampered = { ...e, steps: e.steps.map((s: any) => ({ ...s, unsigned_transaction: { ...s.unsigned_transaction, data: s.unsigned_transaction.data.replace(account.address.slice(2).toLowerCase(), stranger.slice(2).toLowerCase()) } })) };
+    const { checkIntent } = await import("../../signer-agent/src/policy");
+    expect(() => checkIntent({ action: "withdraw", amountMicro: 0n, asset: "ETH", units: 10n ** 17n }, tampered, account.address, defaultPolicy([FEE_RECIPIENT]))).toThrow(`withdrawal to ${stranger}, not this wallet`);
+  });
+
+  it("a managed sandbox wallet withdraws on the fork (impersonated), and a sandbox key's ledger gives the units back", async () => {
+    const { account, api } = await walletWithPosition("managed");
+    const weth = await balanceOf(A.WETH.UNDERLYING, account.address);
+    const done = await api.post("/api/v1/withdraw", { asset: "ETH", amount: 0.2 });
+    v.check("POST", "/api/v1/withdraw", done.status, done.body);
+    expect(done.status, done.text).toBe(200);
+    expect(done.body).toMatchObject({ action: "withdraw", asset: "ETH", amount: 0.2, fee_usdc: 0, status: "completed", chain_execution: { simulated: false } });
+    expect(await balanceOf(A.WETH.UNDERLYING, account.address)).toBe(weth + 2n * 10n ** 17n);
+
+    const key = await sandboxTenant(gw.url);
+    const ledger = authed(gw.url, key.key);
+    const before = (await ledger.get("/api/v1/treasury")).body.holdings;
+    const w = await ledger.post("/api/v1/withdraw", { asset: "ETH", amount: 1 });
+    expect([w.status, w.body.chain_execution?.simulated]).toEqual([200, true]);
+    expect((await ledger.get("/api/v1/treasury")).body.holdings.eth).toBeCloseTo(before.eth - 1, 9);
+    // more than the ledger holds: a typed 400, nothing changed
+    const tooMuch = await ledger.post("/api/v1/withdraw", { asset: "BTC", amount: 1_000 });
+    expect([tooMuch.status, tooMuch.body.error]).toEqual([400, "insufficient_collateral"]);
+  });
+});
