@@ -28,6 +28,7 @@ export const WithdrawRequest = z
     ...actionAmounts(),
   })
   .superRefine((b, ctx) => {
+    if (b.amount === undefined && b.amount_usdc === undefined) ctx.addIssue({ code: "custom", path: ["amount"], message: "amount (or amount_usdc for USDC) is required" });
     if ((b.asset ?? "USDC") !== "USDC" && b.amount_usdc !== undefined) ctx.addIssue({ code: "custom", path: ["amount_usdc"], message: "amount_usdc is for USDC; give ETH and BTC in amount, in the asset's units" });
   })
   .openapi(
