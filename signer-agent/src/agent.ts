@@ -4,6 +4,9 @@
  * the fork, sign with the local key, relay, and read the result on chain.
  */
 import { declarationOf, type TreasuryAction } from "../../gateway/src/actions";
+import { quoteExactIn } from "../../gateway/src/chain/market-reads";
+import { quoterV2 } from "../../contracts-abi/uniswap-quoter";
+import { CONVERT_POOL_FEE } from "../../contracts-abi/uniswap";
 import type { ActionBody } from "../../gateway/src/actions/declaration";
 import { randomUUID } from "node:crypto";
 import { createWalletClient, type Hex } from "viem";
@@ -17,7 +20,7 @@ import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { AuditLog } from "./audit-log";
-import { checkIntent, checkStep, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
+import { checkIntent, checkStep, DEFAULT_MAX_SLIPPAGE_BPS, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
 import { formatDecimal, parseDecimal, parseUsdc } from "../../gateway/src/domain/money";
 import { Preflight, PreflightError } from "./preflight";
 import { SpendingCaps } from "./caps";
@@ -308,7 +311,18 @@ export class SignerAgent {
     this.log(`envelope ${envelope.tx_id}: ${envelope.steps.length} steps`);
     try {
       // what was asked, exactly: micro-USDC, or for a token amount its asset and units
-      const intent = { action, amountMicro: d.valueMicro ? 0n : parseUsdc(amount), target: params.target, asset: params.asset, units: params.units === undefined ? undefined : BigInt(params.units) };
+      const swapped = d.quote?.(params, 0n, 0n);
+      // a sale of collateral for USDC is bounded against the signer's own quote
+      const sold = swapped && swapped.from !== "USDC" && swapped.to === "USDC" ? { sell: swapped.from, units: swapped.units } : null;
+      const intent = {
+        action,
+        amountMicro: d.valueMicro ? 0n : parseUsdc(amount),
+        target: params.target,
+        asset: params.asset,
+        units: params.units === undefined ? undefined : BigInt(params.units),
+        // a swap's least output: the signer's own quote (the pool, over its own RPC) less its policy's maximum slippage
+        ...(sold ? { minOutFloor: await this.ownFloor(envelope, sold.sell, sold.units) } : {}),
+      };
       checkIntent(intent, envelope, this.address, this.opts.policy);
     } catch (err) {
       if (err instanceof PolicyRefusal) {
@@ -327,6 +341,15 @@ export class SignerAgent {
     }
     const onChain = await this.position();
     return { envelope, receipts, onChain };
+  }
+
+  /** the least a swap of `units` of ETH or BTC for USDC may return: the pool's quote asked here, less the policy's maximum slippage */
+  private async ownFloor(envelope: Envelope, symbol: "ETH" | "BTC", units: bigint): Promise<bigint> {
+    const chainId = envelope.steps[0]!.unsigned_transaction.chain_id;
+    const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === chainId);
+    if (!market) throw new RefusedError("policy", `no known market on chain ${chainId}`);
+    const quoted = await quoteExactIn(this.preflight.client, quoterV2(chainId), symbol === "ETH" ? market.weth : market.btc, market.usdc, CONVERT_POOL_FEE, units);
+    return (quoted * BigInt(10_000 - (this.opts.policy.max_slippage_bps ?? DEFAULT_MAX_SLIPPAGE_BPS))) / 10_000n;
   }
 
   private readonly aUsdc = new Map<number, Promise<`0x${string}`>>();

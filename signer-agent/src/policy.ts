@@ -28,6 +28,8 @@ export const PolicySchema = z.object({
   x402_daily_budget_usdc: z.number().positive(),
   /** the most the service fee may be, basis points of the amount (the published rate: 2%) */
   max_fee_bps: z.number().int().min(0).max(1000).optional(),
+  /** the most a swap may give up under the signer's own quote (the pool's, asked with its own RPC), basis points */
+  max_slippage_bps: z.number().int().min(0).max(1000).optional(),
 }).superRefine((p, ctx) => {
   for (const k of ["per_transaction_cap_usdc", "daily_cap_usdc", "x402_max_price_usdc", "x402_daily_budget_usdc"] as const) {
     if (!isExactUsdc(p[k])) ctx.addIssue({ code: "custom", path: [k], message: "at most 6 decimals (exact micro-USDC)" });
@@ -39,6 +41,8 @@ export { PolicyRefusal } from "../../gateway/src/actions/signer-rule";
 
 /** the published service fee rate: 2% (spec section 1) */
 export const DEFAULT_MAX_FEE_BPS = 200;
+/** a swap's bound under the signer's own quote: the gateway bounds at 1% under its quote; 1.5% leaves room for the pool to move between */
+export const DEFAULT_MAX_SLIPPAGE_BPS = 150;
 
 /** the default policy: Aave pools and tokens of the address book (the treasury chains: Base, Arbitrum), the convert router */
 export function defaultPolicy(feeRecipients: string[]): Policy {

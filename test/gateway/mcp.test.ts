@@ -71,6 +71,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
         "prepare_convert",
         "prepare_deposit",
         "prepare_repay",
+        "prepare_sell",
         "prepare_withdraw",
         "preview_action",
         "relay_signed_transaction",
@@ -255,7 +256,7 @@ describe("plain JSON-RPC and discovery", () => {
     expect(r.status).toBe(200);
     expect(r.body.jsonrpc).toBe("2.0");
     expect(r.body.id).toBe(7);
-    expect(r.body.result.tools.length).toBe(20);
+    expect(r.body.result.tools.length).toBe(21);
     v.check("POST", "/api/mcp", 200, r.body);
   });
 
@@ -263,7 +264,7 @@ describe("plain JSON-RPC and discovery", () => {
     const r = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", id: null, method: "tools/list" } });
     expect(r.status).toBe(200);
     expect(r.body.id).toBeNull();
-    expect(r.body.result.tools.length).toBe(20);
+    expect(r.body.result.tools.length).toBe(21);
     expect(Number(r.headers.get("content-length") ?? r.text.length)).toBe(Buffer.byteLength(r.text));
     v.check("POST", "/api/mcp", 200, r.body);
     const n = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", method: "notifications/initialized" } });

@@ -51,12 +51,13 @@ export const convert: ActionDeclaration<"convert"> = {
   },
   walletNeeds: (amount) => ({ usdcMicro: amount }),
   sandboxUsdcMicro: (amount) => amount,
+  quote: (params, amount, fee) => ({ from: "USDC", to: symbolOf(params.target), units: amount - fee }),
   plan(c, { amountMicro, feeMicro, feeRecipient, params }) {
     const net = amountMicro - feeMicro;
     const usdc = tokenOf(c, "USDC");
     const token = tokenOf(c, symbolOf(params.target));
-    // the sandbox's price (the fork's pools hold it)
-    const minOut = minOutOf(sandboxUnitsFor(token.symbol, net));
+    // the pool's quote when the action was planned (params.quoted); without one, the sandbox's price
+    const minOut = minOutOf(params.quoted !== undefined ? BigInt(params.quoted) : sandboxUnitsFor(token.symbol, net));
     return [
       feeTransfer(c, "convert", feeMicro, feeRecipient),
       approve(c, usdc, swapRouter02(c.market.chainId), ROUTER_NAME, net),

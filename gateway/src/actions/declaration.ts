@@ -100,6 +100,11 @@ export interface ActionDeclaration<Name extends string = string> extends Positio
    * `price` (the chain's oracle, or the sandbox's price); without it the amount is `amount_usdc`.
    */
   valueMicro?(params: ActionParams, price: PriceOf): Micro;
+  /**
+   * An action that swaps: what it sells for what, given its fee (the service asks the pool's quote for it, kept
+   * in params.quoted, and the plan bounds the swap 1% under it)
+   */
+  quote?(params: ActionParams, amountMicro: Micro, feeMicro: Micro): { from: AssetSymbol; to: AssetSymbol; units: bigint } | null;
   /** the rail's refusal states the safe amount in the request's own unit (units of the asset) */
   safeUnits?(params: ActionParams, safeMicro: Micro, price: PriceOf): { amount: string; asset: AssetSymbol };
   /** the sandbox ledger after it */

@@ -7,23 +7,23 @@
  */
 import { feeFor, type Fee } from "../domain/fees";
 import type { Micro } from "../domain/money";
-import { closed, removeCollateral, repayFromCollateral, simulate, withdrawSafeAmount, type Position, type PositionRule, type Simulation } from "../domain/position";
+import { closed, repayFromCollateral, simulate, type Position, type PositionRule, type Simulation } from "../domain/position";
 import type { Preset } from "../domain/presets";
 import { borrow } from "./borrow";
 import { convert } from "./convert";
 import type { ActionDeclaration } from "./declaration";
 import { deposit } from "./deposit";
 import { repay } from "./repay";
+import { sell } from "./sell";
 import { withdraw } from "./withdraw";
 
 /** the actions a treasury executes: a route, an MCP tool, an x402 price, an envelope, a Safe transaction each */
-export const DECLARED = [deposit, convert, borrow, repay, withdraw] as const;
+export const DECLARED = [deposit, convert, borrow, repay, withdraw, sell] as const;
 export type TreasuryAction = (typeof DECLARED)[number]["name"];
 export const TREASURY_ACTIONS = DECLARED.map((d) => d.name) as TreasuryAction[];
 
 /** kinds the public preview knows without a route of their own: the downward legs not yet executable, and the service's own protection */
 const PREVIEW_ONLY = [
-  { name: "sell", fee: "none", effect: (p, amount) => removeCollateral(p, amount), safeAmount: withdrawSafeAmount },
   { name: "exit", fee: "none", effect: closed },
   { name: "protection", fee: "none", effect: repayFromCollateral },
   { name: "auto_repay", fee: "none", effect: repayFromCollateral },

@@ -27,6 +27,8 @@ export interface SignerIntent {
   target?: "btc" | "eth";
   asset?: "USDC" | "ETH" | "BTC";
   units?: bigint;
+  /** a swap's least acceptable output, from the signer's own quote less its policy's maximum slippage */
+  minOutFloor?: bigint;
 }
 
 export interface DecodedCall {

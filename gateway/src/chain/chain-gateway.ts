@@ -13,7 +13,9 @@ import {
   type PublicClient,
 } from "viem";
 import { AnvilReads } from "./anvil-reads";
-import { oraclePrices } from "./market-reads";
+import { oraclePrices, quoteExactIn } from "./market-reads";
+import { quoterV2 } from "../../../contracts-abi/uniswap-quoter";
+import { CONVERT_POOL_FEE } from "../../../contracts-abi/uniswap";
 import { rpcHttp } from "./rpc-transport";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
@@ -198,6 +200,31 @@ export class ChainGateway {
       return { USDC: usdc! / 100n, ETH: eth! / 100n, BTC: btc! / 100n };
     } catch (err) {
       throw new TreasuryError("chain_unavailable", `could not read the oracle's prices on ${chain}: ${describeRevert(err)}`);
+    }
+  }
+
+  /**
+   * What selling `units` of one of the market's tokens (USDC, ETH, BTC) for another returns now: Uniswap's
+   * QuoterV2 (an eth_call of the swap in the 0.05% pool), exactly what SwapRouter02 would return in the same
+   * state. On a chain without a known QuoterV2, the oracle's value of the units.
+   */
+  async quote(chain: TreasuryChain, from: "USDC" | "ETH" | "BTC", to: "USDC" | "ETH" | "BTC", units: bigint): Promise<bigint> {
+    const m = AAVE_MARKETS[chain];
+    const token = { USDC: m.usdc, ETH: m.weth, BTC: m.btc };
+    const decimals = { USDC: 6n, ETH: 18n, BTC: 8n };
+    try {
+      let quoter: `0x${string}` | undefined;
+      try {
+        quoter = quoterV2(m.chainId);
+      } catch {
+        quoter = undefined;
+      }
+      if (quoter) return await quoteExactIn(this.client(chain), quoter, token[from], token[to], CONVERT_POOL_FEE, units);
+      const prices = await this.pricesMicro(chain);
+      return (units * prices[from] * 10n ** decimals[to]) / (prices[to] * 10n ** decimals[from]);
+    } catch (err) {
+      if (err instanceof TreasuryError) throw err;
+      throw new TreasuryError("chain_unavailable", `could not quote ${from} for ${to} on ${chain}: ${describeRevert(err)}`);
     }
   }
 

@@ -25,6 +25,8 @@ export interface ActionParams {
   /** withdraw, sell: the asset taken out of Aave, and how many of its base units (a decimal string: JSON keeps it exact) */
   asset?: AssetSymbol;
   units?: string;
+  /** sell: what the pool quoted for the units when the action was planned, USDC micro (the swap's bound is 1% under it) */
+  quoted?: string;
 }
 
 export interface LedgerResult {

@@ -24,7 +24,7 @@ import { SandboxChain } from "../chain/sandbox-chain";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { declarationOf, type TreasuryAction } from "../actions";
 import type { ActionDeclaration, PriceOf } from "../actions/declaration";
-import { ASSETS } from "../domain/assets";
+import { ASSETS, sandboxUnitsFor, sandboxValueMicro, type AssetSymbol } from "../domain/assets";
 import { feeFor, type Fee } from "../domain/fees";
 import { formatDecimal, usdcToNumber, type Micro } from "../domain/money";
 import { positionOf } from "../domain/portfolio";
@@ -81,6 +81,12 @@ function railError(d: ActionDeclaration<TreasuryAction>, sim: Simulation, preset
     `this ${request.action} would take LTV from ${sim.ltvBefore}% to ${sim.ltvAfter}%, above the ${preset.ceiling}% ceiling; the most that stays within it is ${safe.amount} ${safe.asset}`,
     { ...err.fields, safe_amount: Number(safe.amount), safe_amount_usdc: usdcToNumber(sim.breach!.safeAmountMicro), asset: safe.asset },
   );
+}
+
+/** what `units` of one asset buy of another at the sandbox's prices */
+function sandboxSwap(from: AssetSymbol, to: AssetSymbol, units: bigint): bigint {
+  const value = from === "USDC" ? units : sandboxValueMicro(from, units);
+  return to === "USDC" ? value : sandboxUnitsFor(to, value);
 }
 
 /** a simulation whose action cannot apply to the position (more collateral out than there is) is a typed 400 */
@@ -492,7 +498,7 @@ export class ActionService {
     const d = declarationOf(given.action);
     // an amount in a token (withdraw of ETH, say) is valued at the chain's oracle, or on a ledger at the sandbox's price
     const price: PriceOf | null = d.valueMicro ? await this.priceOf(treasury, chain) : null;
-    const request = d.valueMicro && price ? { ...given, amountMicro: d.valueMicro(given.params, price) } : given;
+    const request = d.valueMicro && price ? { ...given, amountMicro: d.valueMicro(given.params, price) } : { ...given };
     if (chain) {
       const position = chainAsPosition(chain)!;
       const needs = d.walletNeeds(request.amountMicro, chain, request.params);
@@ -507,11 +513,15 @@ export class ActionService {
       if (chain.holdings.walletUsdc < usdcNeeded) {
         throw new TreasuryError("insufficient_balance", `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`);
       }
-      return { request, fee: sim.fee, ledger: null, ltvBefore: sim.ltvBefore, ltvAfter: sim.ltvAfter, healthAfter: sim.healthAfter, debtAfterMicro: sim.after.debtMicro };
+      // an action that swaps is bounded under the pool's quote now (QuoterV2)
+      return { request: await this.quoted(treasury, d, request, sim.fee.feeMicro), fee: sim.fee, ledger: null, ltvBefore: sim.ltvBefore, ltvAfter: sim.ltvAfter, healthAfter: sim.healthAfter, debtAfterMicro: sim.after.debtMicro };
     }
     const before = positionOf(treasury.holdings);
     const sim = simulated(() => simulate(before, d, request.amountMicro, preset, tier));
     if (sim.breach) throw railError(d, sim, preset, request, price);
+    // on a ledger an action that swaps fills at the sandbox's price
+    const q = d.quote?.(request.params, request.amountMicro, sim.fee.feeMicro);
+    if (q) request.params = { ...request.params, quoted: sandboxSwap(q.from, q.to, q.units).toString() };
     // a relayed envelope applies the fee it was signed with, not today's tier
     const fee = signedFee ?? sim.fee;
     let ledger: LedgerResult;
@@ -523,6 +533,13 @@ export class ActionService {
     }
     const after = positionOf(ledger.holdings);
     return { request, fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
+  }
+
+  /** on a chain, the request with the pool's quote of what it swaps (params.quoted), for an action that swaps */
+  private async quoted(treasury: TreasuryRecord, d: ActionDeclaration<TreasuryAction>, request: ActionRequest, feeMicro: Micro): Promise<ActionRequest> {
+    const q = d.quote?.(request.params, request.amountMicro, feeMicro);
+    if (!q || q.units <= 0n) return request;
+    return { ...request, params: { ...request.params, quoted: (await this.chain.quote(treasury.chain, q.from, q.to, q.units)).toString() } };
   }
 
   /** the prices an amount in a token is valued at: the chain's Aave oracle for a chain-backed treasury, else the sandbox's */

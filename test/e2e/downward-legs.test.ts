@@ -1,5 +1,5 @@
 /**
- * withdraw on the offline Base fork (real Aave V3 at the real addresses): a
+ * The downward legs (withdraw, sell) on the offline Base fork (real Aave V3 at the real addresses): a
  * wallet-mode treasury signs with viem and with the signer agent, a managed
  * sandbox wallet runs on the fork, a sandbox key's ledger. Every figure is
  * read on chain to the atomic unit: the aToken falls and the wallet's token
@@ -11,11 +11,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { AaveV3Base } from "@aave-dao/aave-address-book";
-import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { createPublicClient, createWalletClient, http, parseAbi, parseEther, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { CONVERT_POOL_FEE, SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { AuditLog } from "../../signer-agent/src/audit-log";
@@ -143,5 +144,91 @@ describe("withdraw", () => {
     // more than the ledger holds: a typed 400, nothing changed
     const tooMuch = await ledger.post("/api/v1/withdraw", { asset: "BTC", amount: 1_000 });
     expect([tooMuch.status, tooMuch.body.error]).toEqual([400, "insufficient_collateral"]);
+  });
+});
+
+/** a whale sells WETH into the fork's USDC/WETH pool: its price falls, the oracle's does not */
+async function movePoolDown(weth: bigint) {
+  const whale = privateKeyToAccount(generatePrivateKey());
+  await fork.fund(whale.address);
+  const w = createWalletClient({ account: whale, chain: base, transport: http(fork.rpcUrl) });
+  const wait = (hash: Hex) => pub().waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  await wait(await w.writeContract({ address: A.WETH.UNDERLYING, abi: parseAbi(["function deposit() payable"]), functionName: "deposit", value: weth }));
+  await wait(await w.writeContract({ address: A.WETH.UNDERLYING, abi: ERC20_ABI, functionName: "approve", args: [swapRouter02(8453), weth] }));
+  await wait(
+    await w.writeContract({
+      address: swapRouter02(8453),
+      abi: SWAP_ROUTER_02_ABI,
+      functionName: "exactInputSingle",
+      args: [{ tokenIn: A.WETH.UNDERLYING, tokenOut: A.USDC.UNDERLYING, fee: CONVERT_POOL_FEE, recipient: whale.address, amountIn: weth, amountOutMinimum: 0n, sqrtPriceLimitX96: 0n }],
+    }),
+  );
+}
+
+describe("sell", () => {
+  it("the signer agent sells ETH collateral: the aWETH falls by the units, the wallet's USDC rises by the pool's quote (at least the bound); no fee", async () => {
+    const { account, agent, api } = await walletWithPosition();
+    const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
+    const aWeth = await balanceOf(A.WETH.A_TOKEN, account.address);
+    const fees = await balanceOf(A.USDC.UNDERLYING, FEE_RECIPIENT);
+    const r = await agent.run("sell", 0.3, { asset: "eth" });
+    const swap = r.envelope.steps.find((s) => (s.summary as { function?: string }).function === "exactInputSingle")!;
+    const minOut = BigInt((swap.summary as unknown as { args: { amountOutMinimum: string } }).args.amountOutMinimum);
+    const gained = (await balanceOf(A.USDC.UNDERLYING, account.address)) - usdc;
+    expect(gained).toBeGreaterThanOrEqual(minOut);
+    // nothing moved the pool between the quote and the swap: the output is the quote, and the bound 1% under it
+    const receipt = (await api.get(`/api/v1/audit`)).body.data.at(-1);
+    expect(receipt).toMatchObject({ action: "sell", fee_usdc: 0 });
+    expect(minOut).toBe((gained * 9_900n) / 10_000n);
+    expect(aWeth - (await balanceOf(A.WETH.A_TOKEN, account.address))).toBeLessThanOrEqual(3n * 10n ** 17n);
+    expect(aWeth - (await balanceOf(A.WETH.A_TOKEN, account.address))).toBeGreaterThanOrEqual(3n * 10n ** 17n - 10n ** 9n);
+    expect(await balanceOf(A.USDC.UNDERLYING, FEE_RECIPIENT)).toBe(fees);
+  });
+
+  it("the envelope states the quote and its bound; the signer refuses a bound under its own quote less its maximum slippage", async () => {
+    const { account, api } = await walletWithPosition();
+    const e = await api.post("/api/v1/sell", { asset: "ETH", amount: 0.2 });
+    v.check("POST", "/api/v1/sell", e.status, e.body);
+    expect(e.status, e.text).toBe(202);
+    expect(e.body.steps.map((s: any) => s.summary.function)).toEqual(["withdraw", "approve", "exactInputSingle"]);
+    const swap = e.body.steps[2];
+    expect(swap.summary.description).toMatch(/1% below the pool's quote of [\d.]+ USDC/);
+    const { checkIntent } = await import("../../signer-agent/src/policy");
+    const policy = defaultPolicy([FEE_RECIPIENT]);
+    const minOut = BigInt(swap.summary.args.amountOutMinimum);
+    const intent = { action: "sell" as const, amountMicro: 0n, asset: "ETH" as const, units: 2n * 10n ** 17n };
+    // the signer's floor at the same quote (1.5% under it) accepts the gateway's 1% bound ...
+    expect(checkIntent({ ...intent, minOutFloor: (minOut * 9_850n) / 9_900n }, e.body, account.address, policy)).toHaveLength(3);
+    // ... and an envelope whose bound was lowered is refused on its decoded calldata
+    const lowered = minOut / 2n;
+    const hex = (n: bigint) => n.toString(16).padStart(64, "0");
+    const tampered = { ...e.body, steps: e.body.steps.map((s: any, i: number) => (i !== 2 ? s : { ...s, unsigned_transaction: { ...s.unsigned_transaction, data: s.unsigned_transaction.data.replace(hex(minOut), hex(lowered)) } })) };
+    expect(() => checkIntent({ ...intent, minOutFloor: (minOut * 9_850n) / 9_900n }, tampered, account.address, policy)).toThrow(/the swap accepts as little as/);
+    // a sale with a fee step is refused whatever its rule
+    const withFee = { ...e.body, steps: [...e.body.steps, { unsigned_transaction: { ...e.body.steps[0].unsigned_transaction, to: A.USDC.UNDERLYING, data: `0xa9059cbb${FEE_RECIPIENT.slice(2).toLowerCase().padStart(64, "0")}${hex(1n)}` } }] };
+    expect(() => checkIntent({ ...intent, minOutFloor: 0n }, withFee, account.address, policy)).toThrow("a sell is free (a downward leg); the envelope pays a fee");
+  });
+
+  it("a pool that moved against the sale between envelope and relay: the swap is refused unsent (Too little received); the ETH is in the wallet, nothing lost", async () => {
+    const { account, api } = await walletWithPosition();
+    const e = (await api.post("/api/v1/sell", { asset: "ETH", amount: 0.2 })).body;
+    await movePoolDown(parseEther("90"));
+    const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
+    const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
+    const weth = await balanceOf(A.WETH.UNDERLYING, account.address);
+    const relay = async (step: any) => {
+      const u = step.unsigned_transaction;
+      // a gas limit of its own: the wallet signs without estimating (an estimate of the swap would already revert)
+      const signed = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), gas: 400_000n }));
+      return authed(gw.url, "").post("/api/v1/relay", { tx_id: step.tx_id, signed_transaction: signed });
+    };
+    expect((await relay(e.steps[0])).status).toBe(200);
+    expect((await relay(e.steps[1])).status).toBe(200);
+    const refused = await relay(e.steps[2]);
+    v.check("POST", "/api/v1/relay", refused.status, refused.body);
+    expect([refused.status, refused.body.error]).toEqual([422, "transaction_would_revert"]);
+    expect(refused.body.message).toMatch(/Too little received/);
+    expect(await balanceOf(A.WETH.UNDERLYING, account.address)).toBe(weth + 2n * 10n ** 17n);
+    expect(await balanceOf(A.USDC.UNDERLYING, account.address)).toBe(usdc);
   });
 });
