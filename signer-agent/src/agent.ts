@@ -9,7 +9,7 @@ import { quoterV2 } from "../../contracts-abi/uniswap-quoter";
 import { CONVERT_POOL_FEE } from "../../contracts-abi/uniswap";
 import type { ActionBody } from "../../gateway/src/actions/declaration";
 import { randomUUID } from "node:crypto";
-import { createWalletClient, type Hex } from "viem";
+import { createWalletClient, getAddress, type Hex } from "viem";
 import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
@@ -310,18 +310,19 @@ export class SignerAgent {
     const envelope = await this.request(action, amount, extra);
     this.log(`envelope ${envelope.tx_id}: ${envelope.steps.length} steps`);
     try {
+      // each swap of the envelope for USDC is bounded at least at the signer's own quote (the pool, over its own RPC)
+      // less its policy's maximum slippage; read from the calldata, decoded here (checkIntent decodes it again)
+      const swapFloors = await this.swapFloors(envelope);
+      const sold = d.quote?.(params, 0n, 0n);
       // what was asked, exactly: micro-USDC, or for a token amount its asset and units
-      const swapped = d.quote?.(params, 0n, 0n);
-      // a sale of collateral for USDC is bounded against the signer's own quote
-      const sold = swapped && swapped.from !== "USDC" && swapped.to === "USDC" ? { sell: swapped.from, units: swapped.units } : null;
       const intent = {
         action,
         amountMicro: d.valueMicro ? 0n : parseUsdc(amount),
         target: params.target,
         asset: params.asset,
         units: params.units === undefined ? undefined : BigInt(params.units),
-        // a swap's least output: the signer's own quote (the pool, over its own RPC) less its policy's maximum slippage
-        ...(sold ? { minOutFloor: await this.ownFloor(envelope, sold.sell, sold.units) } : {}),
+        swapFloors,
+        ...(sold && sold.from !== "USDC" && sold.to === "USDC" ? { minOutFloor: swapFloors.find((f) => f.amountIn === sold.units)?.floor } : {}),
       };
       checkIntent(intent, envelope, this.address, this.opts.policy);
     } catch (err) {
@@ -343,13 +344,16 @@ export class SignerAgent {
     return { envelope, receipts, onChain };
   }
 
-  /** the least a swap of `units` of ETH or BTC for USDC may return: the pool's quote asked here, less the policy's maximum slippage */
-  private async ownFloor(envelope: Envelope, symbol: "ETH" | "BTC", units: bigint): Promise<bigint> {
-    const chainId = envelope.steps[0]!.unsigned_transaction.chain_id;
+  /** the least each swap for USDC in the envelope may return: the pool's quote asked here, less the policy's maximum slippage */
+  private async swapFloors(envelope: Envelope): Promise<{ token: `0x${string}`; amountIn: bigint; floor: bigint }[]> {
+    const chainId = envelope.steps[0]?.unsigned_transaction.chain_id;
     const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === chainId);
-    if (!market) throw new RefusedError("policy", `no known market on chain ${chainId}`);
-    const quoted = await quoteExactIn(this.preflight.client, quoterV2(chainId), symbol === "ETH" ? market.weth : market.btc, market.usdc, CONVERT_POOL_FEE, units);
-    return (quoted * BigInt(10_000 - (this.opts.policy.max_slippage_bps ?? DEFAULT_MAX_SLIPPAGE_BPS))) / 10_000n;
+    if (!market || chainId === undefined) return [];
+    const swaps = envelope.steps
+      .map((s) => checkStep(this.opts.policy, s.unsigned_transaction, this.address))
+      .filter((c) => c.role === "swap" && c.counterparty === getAddress(market.usdc));
+    const keep = BigInt(10_000 - (this.opts.policy.max_slippage_bps ?? DEFAULT_MAX_SLIPPAGE_BPS));
+    return Promise.all(swaps.map(async (c) => ({ token: c.token, amountIn: c.amount, floor: ((await quoteExactIn(this.preflight.client, quoterV2(chainId), c.token, market.usdc, CONVERT_POOL_FEE, c.amount)) * keep) / 10_000n })));
   }
 
   private readonly aUsdc = new Map<number, Promise<`0x${string}`>>();

@@ -242,9 +242,9 @@ describe("checkIntent: each call is the right token to the right contract", () =
   });
 
   it("a known function outside the roles is refused even when the policy allows it", () => {
-    const allowing: Policy = { ...policy, allowed_functions: [...policy.allowed_functions, "repayWithATokens"] };
-    expect(refusal(() => checkStep(allowing, pool("repayWithATokens", [m.usdc, 1n, 2n]), self))).toBe("function repayWithATokens is not allowed");
-    expect(refusal(() => checkStep(policy, pool("repayWithATokens", [m.usdc, 1n, 2n]), self))).toBe("function repayWithATokens is not allowed");
+    const allowing: Policy = { ...policy, allowed_functions: [...policy.allowed_functions, "getReserveData"] };
+    expect(refusal(() => checkStep(allowing, pool("getReserveData", [m.usdc]), self))).toBe("function getReserveData is not allowed");
+    expect(refusal(() => checkStep(policy, pool("getReserveData", [m.usdc]), self))).toBe("function getReserveData is not allowed");
     // a withdrawal goes to this wallet only
     expect(checkStep(policy, pool("withdraw", [m.usdc, 1n, self]), self)).toMatchObject({ role: "withdraw", amount: 1n, usdcMoved: 0n });
     expect(refusal(() => checkStep(policy, pool("withdraw", [m.usdc, 1n, "0x000000000000000000000000000000000000dEaD"]), self))).toBe("withdrawal to 0x000000000000000000000000000000000000dEaD, not this wallet");
@@ -255,7 +255,7 @@ describe("checkIntent: each call is the right token to the right contract", () =
 describe("the policy file", () => {
   it("the default policy: Base and Arbitrum, their pools and tokens, the router, caps, the 2% fee", () => {
     expect(policy.allowed_chains).toEqual([8453, 42161]);
-    expect(policy.allowed_functions).toEqual(["transfer", "approve", "supply", "exactInputSingle", "borrow", "repay", "withdraw"]);
+    expect(policy.allowed_functions).toEqual(["transfer", "approve", "supply", "exactInputSingle", "borrow", "repay", "withdraw", "repayWithATokens"]);
     expect(policy.allowed_targets[m.pool]).toBe("Aave V3 Pool (base)");
     expect(policy.allowed_targets[AAVE_MARKETS.arbitrum.usdc]).toBe("USDC (arbitrum)");
     expect(policy.allowed_targets[m.btc]).toBe("cbBTC (base)");

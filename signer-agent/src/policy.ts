@@ -4,7 +4,7 @@
  * never trusted.
  */
 import fs from "node:fs";
-import { decodeFunctionData, getAddress, type Hex } from "viem";
+import { decodeFunctionData, getAddress, maxUint256, type Hex } from "viem";
 import { z } from "zod";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS, CHAINS, TREASURY_CHAINS } from "../../contracts-abi/chains";
@@ -130,7 +130,13 @@ export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): Deco
       break;
     case "repay":
       if (getAddress(a[3] as string) !== me) refuse(`repay on behalf of ${a[3]}, not this wallet`);
-      call = { functionName: fn, role: "repay", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: isUsdc(a[0]) ? (a[1] as bigint) : 0n };
+      // all of the debt (type(uint256).max): bounded by its approval, which moves nothing; a repayment only lowers the wallet's own debt
+      call = { functionName: fn, role: "repay", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: isUsdc(a[0]) && (a[1] as bigint) !== maxUint256 ? (a[1] as bigint) : 0n };
+      break;
+    case "repayWithATokens":
+      // the wallet's own supplied USDC pays the wallet's own debt (Aave repays for msg.sender only)
+      if (!isUsdc(a[0])) refuse("only USDC debt is repaid with aTokens");
+      call = { functionName: fn, role: "repay", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: 0n };
       break;
     case "approve":
       if (!policy.approve_spenders.includes(getAddress(a[0] as string))) refuse(`approval to ${a[0]} is not allowed`);

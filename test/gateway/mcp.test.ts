@@ -70,6 +70,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
         "prepare_borrow",
         "prepare_convert",
         "prepare_deposit",
+        "prepare_exit",
         "prepare_repay",
         "prepare_sell",
         "prepare_withdraw",
@@ -256,7 +257,7 @@ describe("plain JSON-RPC and discovery", () => {
     expect(r.status).toBe(200);
     expect(r.body.jsonrpc).toBe("2.0");
     expect(r.body.id).toBe(7);
-    expect(r.body.result.tools.length).toBe(21);
+    expect(r.body.result.tools.length).toBe(22);
     v.check("POST", "/api/mcp", 200, r.body);
   });
 
@@ -264,7 +265,7 @@ describe("plain JSON-RPC and discovery", () => {
     const r = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", id: null, method: "tools/list" } });
     expect(r.status).toBe(200);
     expect(r.body.id).toBeNull();
-    expect(r.body.result.tools.length).toBe(21);
+    expect(r.body.result.tools.length).toBe(22);
     expect(Number(r.headers.get("content-length") ?? r.text.length)).toBe(Buffer.byteLength(r.text));
     v.check("POST", "/api/mcp", 200, r.body);
     const n = await call(gw.url, "POST", "/api/mcp", { body: { jsonrpc: "2.0", method: "notifications/initialized" } });

@@ -42,6 +42,7 @@ describe("the 402 challenge and the price list", () => {
         "POST /api/v1/repay 50300 prepare_repay",
         "POST /api/v1/withdraw 50400 prepare_withdraw",
         "POST /api/v1/sell 50500 prepare_sell",
+        "POST /api/v1/exit 50600 prepare_exit",
         "POST /api/v1/estimate 10000 estimate_action",
         "GET /api/v1/health 1000 get_health",
         "GET /api/v1/treasury 1100 get_treasury_state",

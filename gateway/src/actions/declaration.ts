@@ -10,6 +10,7 @@
  */
 import type { ZodType } from "zod";
 import type { AssetSymbol } from "../domain/assets";
+import type { MarketSnapshot } from "../chain/market-reads";
 import type { Fee, FeeKind } from "../domain/fees";
 import type { IdPrefix } from "../lib/ids";
 import type { Micro } from "../domain/money";
@@ -29,6 +30,7 @@ export interface ActionBody {
   allocation?: { btc: number; eth: number };
   target?: "btc" | "eth";
   purpose?: string;
+  sell?: boolean;
 }
 
 /** what the envelope needs to know to plan the calls */
@@ -68,6 +70,11 @@ export interface WalletPosition {
 /** a price in micro-USDC per whole unit of the asset: the chain's Aave oracle, or the sandbox's fixed price */
 export type PriceOf = (symbol: AssetSymbol) => bigint;
 
+export type { MarketSnapshot };
+
+/** an action that cannot be planned on the chain's figures as asked (an exit the collateral cannot cover): its reason, for the caller */
+export class PlanRefusal extends Error {}
+
 export interface ActionDeclaration<Name extends string = string> extends PositionRule {
   name: Name;
   /** up: money goes in (fee-bearing); down: it comes out (always free: spec fee rule 4) */
@@ -105,6 +112,11 @@ export interface ActionDeclaration<Name extends string = string> extends Positio
    * in params.quoted, and the plan bounds the swap 1% under it)
    */
   quote?(params: ActionParams, amountMicro: Micro, feeMicro: Micro): { from: AssetSymbol; to: AssetSymbol; units: bigint } | null;
+  /**
+   * An action planned on the chain's own figures (exit): its params from the wallet's market snapshot and the
+   * pool's quotes, or its refusal (an Error with the reason); a ledger plans without it
+   */
+  planOnChain?(params: ActionParams, snapshot: MarketSnapshot, quote: (from: "ETH" | "BTC", units: bigint) => Promise<bigint>): Promise<ActionParams>;
   /** the rail's refusal states the safe amount in the request's own unit (units of the asset) */
   safeUnits?(params: ActionParams, safeMicro: Micro, price: PriceOf): { amount: string; asset: AssetSymbol };
   /** the sandbox ledger after it */

@@ -7,24 +7,24 @@
  */
 import { feeFor, type Fee } from "../domain/fees";
 import type { Micro } from "../domain/money";
-import { closed, repayFromCollateral, simulate, type Position, type PositionRule, type Simulation } from "../domain/position";
+import { repayFromCollateral, simulate, type Position, type PositionRule, type Simulation } from "../domain/position";
 import type { Preset } from "../domain/presets";
 import { borrow } from "./borrow";
 import { convert } from "./convert";
 import type { ActionDeclaration } from "./declaration";
 import { deposit } from "./deposit";
+import { exit } from "./exit";
 import { repay } from "./repay";
 import { sell } from "./sell";
 import { withdraw } from "./withdraw";
 
 /** the actions a treasury executes: a route, an MCP tool, an x402 price, an envelope, a Safe transaction each */
-export const DECLARED = [deposit, convert, borrow, repay, withdraw, sell] as const;
+export const DECLARED = [deposit, convert, borrow, repay, withdraw, sell, exit] as const;
 export type TreasuryAction = (typeof DECLARED)[number]["name"];
 export const TREASURY_ACTIONS = DECLARED.map((d) => d.name) as TreasuryAction[];
 
 /** kinds the public preview knows without a route of their own: the downward legs not yet executable, and the service's own protection */
 const PREVIEW_ONLY = [
-  { name: "exit", fee: "none", effect: closed },
   { name: "protection", fee: "none", effect: repayFromCollateral },
   { name: "auto_repay", fee: "none", effect: repayFromCollateral },
   { name: "auto_deleverage", fee: "none", effect: repayFromCollateral },

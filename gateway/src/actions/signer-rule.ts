@@ -29,6 +29,8 @@ export interface SignerIntent {
   units?: bigint;
   /** a swap's least acceptable output, from the signer's own quote less its policy's maximum slippage */
   minOutFloor?: bigint;
+  /** several swaps (exit): each one's least acceptable output, by token and amount in */
+  swapFloors?: { token: `0x${string}`; amountIn: bigint; floor: bigint }[];
 }
 
 export interface DecodedCall {

@@ -13,7 +13,7 @@ import {
   type PublicClient,
 } from "viem";
 import { AnvilReads } from "./anvil-reads";
-import { oraclePrices, quoteExactIn } from "./market-reads";
+import { oraclePrices, quoteExactIn, readMarket, readReserves, type MarketSnapshot } from "./market-reads";
 import { quoterV2 } from "../../../contracts-abi/uniswap-quoter";
 import { CONVERT_POOL_FEE } from "../../../contracts-abi/uniswap";
 import { rpcHttp } from "./rpc-transport";
@@ -189,6 +189,29 @@ export class ChainGateway {
       };
     } catch (err) {
       throw new TreasuryError("chain_unavailable", `could not read the treasury's position on ${chain}: ${describeRevert(err)}`);
+    }
+  }
+
+  /**
+   * What an action planned on the chain's own figures needs of a wallet (exit): its exact USDC debt (interest to
+   * this block), its aToken balances, its own USDC, the oracle's prices (micro-USDC per whole unit) and each
+   * reserve's liquidation threshold; one round of reads.
+   */
+  async marketSnapshot(chain: TreasuryChain, wallet: `0x${string}`): Promise<MarketSnapshot> {
+    const m = AAVE_MARKETS[chain];
+    const c = this.batched.get(chain) ?? this.client(chain);
+    try {
+      const [usdcR, wethR, btcR] = await readReserves(c, m.pool, [m.usdc, m.weth, m.btc]);
+      const read = await readMarket(c, { pool: m.pool, oracle: m.oracle, usdc: m.usdc, weth: m.weth, btc: m.btc, aUsdc: usdcR!.aToken, aWeth: wethR!.aToken, aBtc: btcR!.aToken, variableDebtUsdc: usdcR!.variableDebtToken }, wallet);
+      return {
+        debt: read.debtUsdc,
+        walletUsdc: read.wallet.usdc,
+        supplied: { USDC: read.supplied.usdc, ETH: read.supplied.weth, BTC: read.supplied.btc },
+        price: { USDC: read.prices.usdc / 100n, ETH: read.prices.weth / 100n, BTC: read.prices.btc / 100n },
+        lt: { USDC: read.reserves.usdc.liquidationThresholdBps, ETH: read.reserves.weth.liquidationThresholdBps, BTC: read.reserves.btc.liquidationThresholdBps },
+      };
+    } catch (err) {
+      throw new TreasuryError("chain_unavailable", `could not read the wallet's market on ${chain}: ${describeRevert(err)}`);
     }
   }
 

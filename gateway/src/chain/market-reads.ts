@@ -204,3 +204,12 @@ export async function readMarket(client: MarketReader, market: MarketAddresses, 
     wallet: { usdc: wUsdc, weth: wWeth, btc: wBtc },
   };
 }
+
+/** what the chain says of a wallet for an action planned on its figures (exit): exact units, oracle prices (micro-USDC per whole unit), liquidation thresholds (bps) */
+export interface MarketSnapshot {
+  debt: bigint;
+  walletUsdc: bigint;
+  supplied: Record<"USDC" | "ETH" | "BTC", bigint>;
+  price: Record<"USDC" | "ETH" | "BTC", bigint>;
+  lt: Record<"USDC" | "ETH" | "BTC", bigint>;
+}

@@ -46,7 +46,7 @@ describe("feeFor", () => {
   it("knows the kinds of the upward legs and the action lists", () => {
     expect([feeKindOf("deposit"), feeKindOf("convert"), feeKindOf("borrow")]).toEqual(["deposit", "buy", "cycle"]);
     expect(ACTIONS.filter(isUpwardLeg)).toEqual(["deposit", "convert", "borrow"]);
-    expect(TREASURY_ACTIONS).toEqual(["deposit", "convert", "borrow", "repay", "withdraw", "sell"]);
+    expect(TREASURY_ACTIONS).toEqual(["deposit", "convert", "borrow", "repay", "withdraw", "sell", "exit"]);
   });
 });
 

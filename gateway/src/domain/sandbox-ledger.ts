@@ -27,6 +27,10 @@ export interface ActionParams {
   units?: string;
   /** sell: what the pool quoted for the units when the action was planned, USDC micro (the swap's bound is 1% under it) */
   quoted?: string;
+  /** exit: also sell the ETH and BTC withdrawn */
+  sell?: boolean;
+  /** exit: the plan made on the chain's figures (actions/exit.ts ExitPlan, as JSON) */
+  exit?: string;
 }
 
 export interface LedgerResult {

@@ -98,7 +98,7 @@ const AUTH_ERRORS = {
 
 function actionRequest(d: ActionDeclaration<TreasuryAction>, body: ActionBody): ActionRequest {
   // an amount in USDC (its aliases must agree), or in a token's units, valued when it is planned
-  const usdc = !d.valueMicro || (body.asset ?? "USDC") === "USDC";
+  const usdc = !d.valueMicro || ((body.asset ?? "USDC") === "USDC" && (body.amount !== undefined || body.amount_usdc !== undefined));
   return { action: d.name, amountMicro: usdc ? resolveAmount(body.amount, body.amount_usdc) : 0n, params: d.params(body) };
 }
 

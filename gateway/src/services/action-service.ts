@@ -23,7 +23,7 @@ import { NonceHints } from "../chain/nonce-hints";
 import { SandboxChain } from "../chain/sandbox-chain";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { declarationOf, type TreasuryAction } from "../actions";
-import type { ActionDeclaration, PriceOf } from "../actions/declaration";
+import { PlanRefusal, type ActionDeclaration, type PriceOf } from "../actions/declaration";
 import { ASSETS, sandboxUnitsFor, sandboxValueMicro, type AssetSymbol } from "../domain/assets";
 import { feeFor, type Fee } from "../domain/fees";
 import { formatDecimal, usdcToNumber, type Micro } from "../domain/money";
@@ -496,9 +496,11 @@ export class ActionService {
     const preset = PRESETS[treasury.preset];
     const tier = (await this.ctx.stores.fees.ratchet()).tierIndex;
     const d = declarationOf(given.action);
+    // an action planned on the chain's own figures (exit) first: its params from the wallet's market and the pool's quotes
+    const planned = d.planOnChain && chain ? await this.planOnChain(treasury, d, given) : given;
     // an amount in a token (withdraw of ETH, say) is valued at the chain's oracle, or on a ledger at the sandbox's price
     const price: PriceOf | null = d.valueMicro ? await this.priceOf(treasury, chain) : null;
-    const request = d.valueMicro && price ? { ...given, amountMicro: d.valueMicro(given.params, price) } : { ...given };
+    const request = d.valueMicro && price ? { ...planned, amountMicro: d.valueMicro(planned.params, price) } : { ...planned };
     if (chain) {
       const position = chainAsPosition(chain)!;
       const needs = d.walletNeeds(request.amountMicro, chain, request.params);
@@ -533,6 +535,17 @@ export class ActionService {
     }
     const after = positionOf(ledger.holdings);
     return { request, fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
+  }
+
+  /** the request of an action planned on the chain's figures (exit), its params made from the wallet's market now */
+  private async planOnChain(treasury: TreasuryRecord, d: ActionDeclaration<TreasuryAction>, request: ActionRequest): Promise<ActionRequest> {
+    const snapshot = await this.chain.marketSnapshot(treasury.chain, treasury.walletAddress);
+    try {
+      return { ...request, params: await d.planOnChain!(request.params, snapshot, (from, units) => this.chain.quote(treasury.chain, from, "USDC", units)) };
+    } catch (err) {
+      if (err instanceof PlanRefusal) throw new TreasuryError("insufficient_balance", err.message);
+      throw err;
+    }
   }
 
   /** on a chain, the request with the pool's quote of what it swaps (params.quoted), for an action that swaps */

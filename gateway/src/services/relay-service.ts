@@ -156,7 +156,8 @@ export class RelayService {
     const treasury = await this.actions.treasury(envelope.treasuryId);
     const verified = await verifySignedTransaction(signed, { to: main.to, data: main.data, value: main.value, chainId: envelope.chainId, signer: treasury.walletAddress });
     if (!this.actions.chainBacked(treasury)) return { status: 200, body: await this.recordSimulated(main.txId, signed, verified, { provide: others, envelopeTxId: envelope.txId }) };
-    if (!(await this.actions.sandboxed(treasury))) {
+    // the sandbox provides approvals, transfers and swaps, never another Aave call: an envelope of several (an exit) is relayed step by step
+    if (!(await this.actions.sandboxed(treasury)) || others.some((s) => s.kind === "pool_call")) {
       throw new TreasuryError("prerequisite_steps_required",
         `this envelope needs ${others.length} more signed step(s) besides its unsigned_transaction on ${treasury.chain}: relay each step of \`steps\` in seq order under its own tx_id (${others.map((s) => `${s.seq} ${s.kind}`).join(", ")})`,
         { prerequisite_steps: others.map((s) => ({ tx_id: s.txId, seq: s.seq, kind: s.kind, to: s.to, data: s.data, value: s.value, description: (s.summary as { description?: string }).description ?? null })) },

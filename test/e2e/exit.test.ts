@@ -1,0 +1,150 @@
+/**
+ * exit on the offline Base fork (real Aave V3 and Uniswap V3 at the real
+ * addresses): it ends with zero debt and zero aTokens on chain, read to the
+ * unit, whatever interest accrued between the envelope and the signature; a
+ * wallet that holds no USDC exits from its collateral and its health factor,
+ * read after every step, never goes under 1; no fee moves.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { AaveV3Base } from "@aave-dao/aave-address-book";
+import { createPublicClient, createTestClient, createWalletClient, http, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
+import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { devAccount } from "../../fixtures/base-sepolia";
+import { AuditLog } from "../../signer-agent/src/audit-log";
+import { SignerAgent } from "../../signer-agent/src/agent";
+import { defaultPolicy } from "../../signer-agent/src/policy";
+import { startTestGateway, type TestGateway } from "../helpers/gateway";
+import { ResponseValidator } from "../helpers/openapi";
+import { authed, registerProven } from "../helpers/treasury";
+
+const FEE_RECIPIENT = devAccount(4).address;
+const A = AaveV3Base.ASSETS;
+const POOL = AaveV3Base.POOL;
+let fork: BaseForkNode;
+let gw: TestGateway;
+let v: ResponseValidator;
+const pub = () => createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
+const balanceOf = (token: `0x${string}`, who: `0x${string}`) => pub().readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [who] });
+const healthFactor = async (who: `0x${string}`) => (await pub().readContract({ address: POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [who] }))[5];
+
+beforeAll(async () => {
+  fork = await startBaseFork();
+  gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT });
+  v = new ResponseValidator((await authed(gw.url, "").get("/openapi.json")).body);
+}, 60_000);
+afterAll(async () => {
+  await gw?.close();
+  await fork?.stop();
+});
+
+/** a wallet with ETH collateral (a convert) and USDC borrowed against it; `spent`: the USDC then sent away */
+async function borrower(opts: { spent: boolean; borrow?: number }) {
+  const privateKey = generatePrivateKey();
+  const account = privateKeyToAccount(privateKey);
+  await fork.fund(account.address, 7_000_000_000n);
+  const t = await registerProven(gw.url, account, { execution_mode: "wallet" });
+  const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, bearer: t.key, policy: defaultPolicy([FEE_RECIPIENT]), audit: new AuditLog(path.join(fs.mkdtempSync(path.join(os.tmpdir(), "exit-")), "audit.jsonl")) });
+  await agent.run("convert", 6_000, { target: "eth" });
+  await agent.run("borrow", opts.borrow ?? 3_000);
+  if (opts.spent) {
+    const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
+    const all = await balanceOf(A.USDC.UNDERLYING, account.address);
+    const hash = await wallet.writeContract({ address: A.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "transfer", args: ["0x000000000000000000000000000000000000dEaD", all] });
+    await pub().waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  }
+  return { account, agent, api: authed(gw.url, t.key) };
+}
+
+/** sign and relay each step in order with viem, reading the health factor after each */
+async function relayEach(account: PrivateKeyAccount, envelope: any, after?: (step: any) => Promise<void>) {
+  const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
+  for (const step of envelope.steps) {
+    const u = step.unsigned_transaction;
+    const signed: Hex = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), gas: 600_000n }));
+    const r = await authed(gw.url, "").post("/api/v1/relay", { tx_id: step.tx_id, signed_transaction: signed });
+    expect([r.status, r.body.status], `${step.seq} ${step.summary.function}: ${r.text}`).toEqual([200, "confirmed"]);
+    await after?.(step);
+  }
+}
+
+const closedOnChain = async (who: `0x${string}`) => ({
+  debt: await balanceOf(A.USDC.V_TOKEN, who),
+  aUsdc: await balanceOf(A.USDC.A_TOKEN, who),
+  aWeth: await balanceOf(A.WETH.A_TOKEN, who),
+  aBtc: await balanceOf(A.cbBTC.A_TOKEN, who),
+});
+
+describe("exit", () => {
+  it("a wallet with no USDC exits from its collateral: the health factor never under 1 at any step; zero debt, zero aTokens; no fee", async () => {
+    const { account, api } = await borrower({ spent: true, borrow: 3_400 });
+    expect(await balanceOf(A.USDC.UNDERLYING, account.address)).toBe(0n);
+    const fees = await balanceOf(A.USDC.UNDERLYING, FEE_RECIPIENT);
+    const e = await api.post("/api/v1/exit", {});
+    v.check("POST", "/api/v1/exit", e.status, e.body);
+    expect(e.status, e.text).toBe(202);
+    expect(e.body).toMatchObject({ action: "exit", fee_usdc: 0 });
+    const fns = e.body.steps.map((s: any) => s.summary.function);
+    expect(fns.filter((f: string) => f === "exactInputSingle").length).toBeGreaterThanOrEqual(1);
+    expect(fns.at(-1)).toBe("withdraw");
+    const lowest: bigint[] = [];
+    await relayEach(account, e.body, async () => {
+      const hf = await healthFactor(account.address);
+      lowest.push(hf);
+      expect(hf).toBeGreaterThanOrEqual(10n ** 18n);
+    });
+    expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
+    expect(await balanceOf(A.USDC.UNDERLYING, FEE_RECIPIENT)).toBe(fees);
+    const audit = (await api.get("/api/v1/audit")).body.data.at(-1);
+    expect(audit).toMatchObject({ action: "exit", fee_usdc: 0, trigger: "relayed_signature" });
+    console.log(`[exit] from collateral: ${e.body.steps.length} steps, lowest health factor after a step ${Number(lowest.reduce((a, b) => (a < b ? a : b)) / 10n ** 14n) / 10_000}`);
+  });
+
+  it("an exit signed an hour after its envelope (interest accrued) still ends with zero debt and zero aTokens", async () => {
+    await busyPool();
+    const { account, api } = await borrower({ spent: false });
+    const e = await api.post("/api/v1/exit", {});
+    expect(e.status, e.text).toBe(202);
+    const debtThen = await balanceOf(A.USDC.V_TOKEN, account.address);
+    const test = createTestClient({ mode: "anvil", chain: base, transport: http(fork.rpcUrl) });
+    await test.increaseTime({ seconds: 3_600 });
+    await test.mine({ blocks: 1 });
+    expect(await balanceOf(A.USDC.V_TOKEN, account.address)).toBeGreaterThan(debtThen);
+    await relayEach(account, e.body);
+    expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
+  });
+
+  it("the signer agent exits and sells: only USDC left, zero debt, zero aTokens", async () => {
+    const { account, agent } = await borrower({ spent: false });
+    const weth = await balanceOf(A.WETH.UNDERLYING, account.address);
+    const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
+    const r = await agent.run("exit", 0, { sell: true });
+    expect(r.receipts.every((x) => x.status === "confirmed")).toBe(true);
+    expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
+    // the WETH withdrawn was sold; what is left of it is the supply's interest after the envelope (dust)
+    expect((await balanceOf(A.WETH.UNDERLYING, account.address)) - weth).toBeLessThan(10n ** 12n);
+    // the collateral's USDC came in, the debt went out: about 5,800 - 3,000
+    expect((await balanceOf(A.USDC.UNDERLYING, account.address)) - usdc).toBeGreaterThan(2_500_000_000n);
+  });
+});
+
+/** another wallet borrows most of the pool's USDC: utilization (and so the interest an hour accrues) rises */
+async function busyPool() {
+  const whale = privateKeyToAccount(generatePrivateKey());
+  const test = createTestClient({ mode: "anvil", chain: base, transport: http(fork.rpcUrl) });
+  await test.setBalance({ address: whale.address, value: 10_000n * 10n ** 18n });
+  const w = createWalletClient({ account: whale, chain: base, transport: http(fork.rpcUrl) });
+  const wait = (hash: Hex) => pub().waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  const weth = 3_000n * 10n ** 18n;
+  await wait(await w.writeContract({ address: A.WETH.UNDERLYING, abi: [{ type: "function", name: "deposit", stateMutability: "payable", inputs: [], outputs: [] }], functionName: "deposit", value: weth }));
+  await wait(await w.writeContract({ address: A.WETH.UNDERLYING, abi: ERC20_ABI, functionName: "approve", args: [POOL, weth] }));
+  await wait(await w.writeContract({ address: POOL, abi: AAVE_POOL_ABI, functionName: "supply", args: [A.WETH.UNDERLYING, weth, whale.address, 0] }));
+  const liquidity = await balanceOf(A.USDC.UNDERLYING, A.USDC.A_TOKEN);
+  await wait(await w.writeContract({ address: POOL, abi: AAVE_POOL_ABI, functionName: "borrow", args: [A.USDC.UNDERLYING, (liquidity * 8n) / 10n, 2n, 0, whale.address] }));
+}
