@@ -100,6 +100,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const kit = createKit(api, registry, table, {
     authenticate: services.authenticate,
     payments: services.payments,
+    walletSignature: services.walletSignature,
     prices: services.prices,
     catalog: services.catalog,
     idempotency: ctx.stores.idempotency,

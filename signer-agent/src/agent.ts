@@ -3,6 +3,7 @@
  * envelope, check it against the intent and the policy, preflight each step on
  * the fork, sign with the local key, relay, and read the result on chain.
  */
+import { createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
 import { declarationOf, type TreasuryAction } from "../../gateway/src/actions";
 import { quoteExactIn } from "../../gateway/src/chain/market-reads";
 import { quoterV2 } from "../../contracts-abi/uniswap-quoter";
@@ -113,6 +114,24 @@ export class SignerAgent {
     return price;
   }
 
+  /**
+   * A fetch that signs in with the wallet (x402 sign-in-with-x): the request goes out without a credential, its
+   * 402 offers `extensions["sign-in-with-x"]` bound to that very request, the wallet signs it (EIP-4361) and the
+   * same request goes again with the SIGN-IN-WITH-X header. Nothing is paid.
+   */
+  private signedInFetch(): typeof fetch {
+    return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+      const first = await fetch(input, init);
+      if (first.status !== 402 && first.status !== 401) return first;
+      const ext = ((await first.clone().json().catch(() => ({}))) as { extensions?: Record<string, { info: Record<string, unknown> }> }).extensions?.["sign-in-with-x"];
+      if (!ext) return first;
+      const chainId = await this.preflight.client.getChainId();
+      const payload = await createSIWxPayload({ ...(ext.info as unknown as Parameters<typeof createSIWxPayload>[0]), chainId: `eip155:${chainId}`, type: "eip191" }, this.account, String(input));
+      this.log("signing in with the wallet (sign-in-with-x): a downward leg is free");
+      return fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "SIGN-IN-WITH-X": encodeSIWxHeader(payload) } });
+    }) as typeof fetch;
+  }
+
   /** a fetch that authenticates: the bearer key, or x402 within the policy's price cap and daily budget */
   private async authedFetch(method: string, path: string): Promise<typeof fetch> {
     if (this.opts.bearer) {
@@ -183,7 +202,8 @@ export class SignerAgent {
   /** ask the gateway for an action (returns the envelope, or throws with its typed error); `amount` in USDC, or in the asset's units for a token amount (withdraw of ETH) */
   async request(action: AgentAction, amount: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
     const { method, path } = await this.routeOf(`prepare_${action}`);
-    const f = await this.authedFetch(method, path);
+    // a downward leg without a key is opened by the wallet's own signature (x402 sign-in-with-x), never paid for
+    const f = !this.opts.bearer && declarationOf(action).direction === "down" ? this.signedInFetch() : await this.authedFetch(method, path);
     // one Idempotency-Key for the request and its retries: a retry is answered once and charged at most once
     // (a payment whose settlement's outcome was unknown is the key's credit, settled before anything else)
     const key = `agent-${randomUUID()}`;

@@ -223,7 +223,9 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case "run": {
-        const [action, amount] = rest;
+        const [action, given] = rest;
+        // an exit closes everything: it takes no amount
+        const amount = action === "exit" ? (given ?? "0") : given;
         if (!isTreasuryAction(action) || !amount || Number.isNaN(Number(amount))) {
           throw new Error(`usage: signer-agent run <action> <amount> [--target btc|eth]; actions: ${DECLARED.map((d) => d.cli.usage).join("; ")}`);
         }

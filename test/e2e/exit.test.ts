@@ -22,7 +22,9 @@ import { SignerAgent } from "../../signer-agent/src/agent";
 import { defaultPolicy } from "../../signer-agent/src/policy";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
-import { authed, registerProven } from "../helpers/treasury";
+import { createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
+import { call } from "../helpers/gateway";
+import { authed, newIdempotencyKey, registerProven } from "../helpers/treasury";
 
 const FEE_RECIPIENT = devAccount(4).address;
 const A = AaveV3Base.ASSETS;
@@ -59,7 +61,7 @@ async function borrower(opts: { spent: boolean; borrow?: number }) {
     const hash = await wallet.writeContract({ address: A.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "transfer", args: ["0x000000000000000000000000000000000000dEaD", all] });
     await pub().waitForTransactionReceipt({ hash, pollingInterval: 50 });
   }
-  return { account, agent, api: authed(gw.url, t.key) };
+  return { account, agent, privateKey, api: authed(gw.url, t.key) };
 }
 
 /** sign and relay each step in order with viem, reading the health factor after each */
@@ -120,8 +122,43 @@ describe("exit", () => {
     expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
   });
 
-  it("the signer agent exits and sells: only USDC left, zero debt, zero aTokens", async () => {
-    const { account, agent } = await borrower({ spent: false });
+  it("a keyless wallet with no USDC to pay with exits with its own signature (sign-in-with-x), paying nothing", async () => {
+    const { account } = await borrower({ spent: true, borrow: 1_000 });
+    // it holds no USDC at all: nothing to pay a call with
+    expect(await balanceOf(A.USDC.UNDERLYING, account.address)).toBe(0n);
+    const key = newIdempotencyKey();
+    // no credential: the 402 offers the price and, beside it, the wallet's own signature bound to this request
+    const challenge = await call(gw.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key } });
+    expect(challenge.status).toBe(402);
+    const ext = challenge.body.extensions["sign-in-with-x"];
+    expect(ext.info.resources).toEqual([`${gw.url}/api/v1/exit`, expect.stringMatching(/^urn:x402:request:[0-9a-f]{64}$/)]);
+    const signed = async () => encodeSIWxHeader(await createSIWxPayload({ ...ext.info, chainId: "eip155:8453", type: "eip191" }, account, `${gw.url}/api/v1/exit`));
+    const header = await signed();
+    const e = await call(gw.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key, "sign-in-with-x": header } });
+    v.check("POST", "/api/v1/exit", e.status, e.body);
+    expect(e.status, e.text).toBe(202);
+    expect(e.headers.get("x-payment-response")).toBeNull();
+    // the same signature again (its nonce spent), or for another request (its digest), is refused
+    const again = await call(gw.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": header } });
+    expect([again.status, again.body.error]).toEqual([401, "unauthorized"]);
+    expect(again.body.extensions["sign-in-with-x"].info.nonce).toMatch(/^[0-9a-f]{32}$/);
+    // a stranger's signature opens no one's treasury
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const foreign = encodeSIWxHeader(await createSIWxPayload({ ...ext.info, chainId: "eip155:8453", type: "eip191" }, stranger, `${gw.url}/api/v1/exit`));
+    expect((await call(gw.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key, "sign-in-with-x": foreign } })).status).toBe(401);
+    // an upward leg never takes a signature for a credential: it asks for payment
+    const deposit = await call(gw.url, "POST", "/api/v1/deposits", { body: { amount_usdc: "10" }, headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": await signed() } });
+    expect(deposit.status).toBe(402);
+    expect(deposit.body.extensions?.["sign-in-with-x"]).toBeUndefined();
+    await relayEach(account, e.body);
+    expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
+  });
+
+  it("the signer agent without a key exits and sells, signing in with its wallet (never paying): only USDC left, zero debt, zero aTokens", async () => {
+    const { account, privateKey } = await borrower({ spent: false });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "exit-keyless-"));
+    const audit = new AuditLog(path.join(dir, "audit.jsonl"));
+    const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, policy: defaultPolicy([FEE_RECIPIENT]), audit });
     const weth = await balanceOf(A.WETH.UNDERLYING, account.address);
     const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
     const r = await agent.run("exit", 0, { sell: true });
@@ -129,6 +166,8 @@ describe("exit", () => {
     expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
     // the WETH withdrawn was sold; what is left of it is the supply's interest after the envelope (dust)
     expect((await balanceOf(A.WETH.UNDERLYING, account.address)) - weth).toBeLessThan(10n ** 12n);
+    // nothing was paid with x402 (the audit log records every payment)
+    expect(fs.readFileSync(path.join(dir, "audit.jsonl"), "utf8")).not.toContain("x402_payment");
     // the collateral's USDC came in, the debt went out: about 5,800 - 3,000
     expect((await balanceOf(A.USDC.UNDERLYING, account.address)) - usdc).toBeGreaterThan(2_500_000_000n);
   });

@@ -50,7 +50,12 @@ describe("one 402, both versions", () => {
         accepts: [
           { scheme: "exact", network: "eip155:84532", amount: p.amount_atomic, asset: stack.chain.usdc, payTo: stack.payTo, maxTimeoutSeconds: 120, extra: { name: "USDC", version: "2" } },
         ],
-        extensions: { "payment-identifier": expect.objectContaining({ info: { required: false } }), bazaar: expect.objectContaining({ info: expect.any(Object) }) },
+        extensions: {
+          "payment-identifier": expect.objectContaining({ info: { required: false } }),
+          bazaar: expect.objectContaining({ info: expect.any(Object) }),
+          // a downward leg is never kept from by money: it offers the wallet's own signature too, free
+          ...(["/api/v1/repay", "/api/v1/withdraw", "/api/v1/sell", "/api/v1/exit"].includes(p.path) ? { "sign-in-with-x": expect.objectContaining({ info: expect.objectContaining({ uri: `${base}${p.path}` }) }) } : {}),
+        },
       });
     }
   });

@@ -1,11 +1,11 @@
 /**
  * The credential of an authenticated request, one shape for every kind
- * (bearer API key today; the x402 payer plugs in as a second kind).
+ * (a bearer API key, an x402 payer, or a wallet signed in with x402's sign-in-with-x on a downward leg).
  */
 import type { Response } from "express";
 
 export interface Credential {
-  kind: "bearer" | "x402";
+  kind: "bearer" | "x402" | "wallet_signature";
   /** stable identity for rate limits and idempotency scope, e.g. key:<id> or payer:<address> */
   scope: string;
   /** the treasury this credential acts on */

@@ -15,6 +15,7 @@ import type { IdempotencyStore } from "../store/idempotency-store";
 import type { BazaarCatalog } from "../x402/bazaar";
 import type { PriceList } from "../x402/prices";
 import { hasPayment, settlementUnknown, type PaymentClaim, type PaymentGate } from "../x402/payment-gate";
+import { SIWX_EXTENSION_KEY, SIWX_HEADER } from "../x402/sign-in-with-x";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
 import { jsonTextOf, sendJson, sendJsonText } from "./json-response";
 import { ApiError, errorBody, fromZodError, statusOf } from "./errors";
@@ -87,6 +88,11 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   internal?: boolean;
   /** the x402 price (required with bearer_or_x402, refused without) */
   price?: PriceSpec;
+  /**
+   * A route a wallet must never be kept from by money (a downward leg): it also takes the wallet's own
+   * signature, x402's sign-in-with-x (header SIGN-IN-WITH-X), free. Its 402 offers the extension beside the price.
+   */
+  siwx?: boolean;
   /** the MCP tool this route serves */
   tool?: ToolSpec;
   /** `example`: a valid request body, shown in OpenAPI and in the route's x402 bazaar metadata */
@@ -215,6 +221,8 @@ export interface RouteHooks {
   authenticate?: (req: Request, res: Response) => Promise<void> | void;
   /** the x402 credential: challenge without a credential, pay-per-request with X-PAYMENT */
   payments?: PaymentGate;
+  /** the wallet's own signature (x402 sign-in-with-x) on the routes that declare `siwx` */
+  walletSignature?: { authenticate(req: Request, res: Response): Promise<void>; challenge(req: Request): unknown };
   /** the price list each priced route's declared price is entered in */
   prices?: PriceList;
   idempotency?: IdempotencyStore;
@@ -492,10 +500,12 @@ export function registerRoute<B, Q, P>(
     try {
       if (spec.security === "bearer_or_x402" || spec.security === "bearer") {
         if (!hooks.authenticate) throw new Error(`${spec.path} needs an authenticator`);
+        const signedIn = spec.siwx && !req.header("authorization") && hooks.walletSignature && hasWalletSignature(req);
         // a bearer header decides (a valid key wins over a payment, an invalid one is 401)
-        if (spec.security === "bearer_or_x402" && !req.header("authorization") && hooks.payments?.enabled) {
+        if (signedIn) await hooks.walletSignature!.authenticate(req, res);
+        else if (spec.security === "bearer_or_x402" && !req.header("authorization") && hooks.payments?.enabled) {
           const route = { method: spec.method.toUpperCase(), path: spec.path };
-          if (!hasPayment(req)) return await hooks.payments.challenge(req, res, route);
+          if (!hasPayment(req)) return await hooks.payments.challenge(req, res, route, spec.siwx && hooks.walletSignature ? { [SIWX_EXTENSION_KEY]: hooks.walletSignature.challenge(req) } : {});
           const pay = async () => {
             const claim = await hooks.payments!.authorize(req, res, route);
             if (!claim) return;
@@ -508,8 +518,7 @@ export function registerRoute<B, Q, P>(
           // an unsigned or forged proof goes the normal way (and is refused there): only a signer's identifier is honoured
           if (pid && payer) return await byPaymentIdentifier(req, res, payer, pid.id, pay, () => hooks.payments!.authorize(req, res, route));
           return await pay();
-        }
-        await hooks.authenticate(req, res);
+        } else await hooks.authenticate(req, res);
       }
       if (spec.idempotencyKey) return await runIdempotent(req, res);
       const result = settledResult(await runReserved(req, res));
@@ -521,6 +530,9 @@ export function registerRoute<B, Q, P>(
     }
   });
 }
+
+/** does the request carry x402's sign-in-with-x (the wallet's own signature)? */
+const hasWalletSignature = (req: Request): boolean => typeof req.header(SIWX_HEADER) === "string";
 
 function bodyOf(req: Request, required: boolean): unknown {
   // body-parser marks a request whose body it parsed with `_body`
@@ -578,7 +590,7 @@ function openApiConfig(spec: RouteSpec<any, any, any>): RouteConfig {
     tags: spec.tags,
     security:
       spec.security === "bearer_or_x402"
-        ? [{ bearerAuth: [] }, { x402Payment: [] }, { x402PaymentV2: [] }]
+        ? [{ bearerAuth: [] }, { x402Payment: [] }, { x402PaymentV2: [] }, ...(spec.siwx ? [{ signInWithX: [] }] : [])]
         : spec.security === "bearer"
           ? [{ bearerAuth: [] }]
           : spec.security === "admin"

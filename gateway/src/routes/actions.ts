@@ -116,6 +116,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         "Managed treasuries execute at once in simulation (200, receipt). Wallet-mode treasuries get 202 with an unsigned envelope of real Aave V3 calls; nothing changes until its steps are relayed. 409 while another envelope of the treasury awaits signature.",
       tags: ["Actions"],
       security: "bearer_or_x402",
+      // a downward leg is never kept from by money: the wallet's own signature opens it too, free
+      siwx: d.direction === "down",
       idempotencyKey: true,
       request: { body: d.body, example: d.route.example },
       responses: {
@@ -136,7 +138,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       storeOnly: ({ res }) => deps.actions.storeOnly(requireCredential(res).treasuryId),
       handler: ({ body, res }) => {
         const credential = requireCredential(res);
-        return deps.actions.perform(credential.treasuryId, actionRequest(d, body), credential.kind === "x402" ? "x402_payment" : "api_request", res.locals.slotHolder as string | undefined);
+        return deps.actions.perform(credential.treasuryId, actionRequest(d, body), credential.kind === "x402" ? "x402_payment" : credential.kind === "wallet_signature" ? "wallet_signature" : "api_request", res.locals.slotHolder as string | undefined);
       },
     });
 

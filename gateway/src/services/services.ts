@@ -6,6 +6,7 @@
  */
 import { onTreasuryChains } from "../../../contracts-abi/chains";
 import { ChainGateway } from "../chain/chain-gateway";
+import { WalletSignatureAuth } from "./wallet-signature";
 import { NonceHints } from "../chain/nonce-hints";
 import { SandboxChain } from "../chain/sandbox-chain";
 import { X402_ASSET } from "../x402/asset";
@@ -39,6 +40,8 @@ export interface Services {
   delegation: DelegationService;
   safeTransactions: SafeTransactionService;
   consoleSessions: ConsoleSessionService;
+  /** the wallet's own signature (x402 sign-in-with-x) on the downward legs */
+  walletSignature: WalletSignatureAuth;
   authenticate: Authenticator;
   prices: PriceList;
   /** x402 bazaar metadata of the priced routes, filled as they are registered */
@@ -71,6 +74,7 @@ export function createServices(ctx: AppContext): Services {
     delegation,
     safeTransactions,
     consoleSessions: new ConsoleSessionService(scope(ctx, "apiKeys", "signedNonces", "treasuries"), safeTransactions),
+    walletSignature: new WalletSignatureAuth(scope(ctx, "signedNonces", "treasuries"), chain),
     authenticate: bearerAuthenticator(scope(ctx, "apiKeys"), new ConsoleOwnership(scope(ctx, "apiKeys", "treasuries"), chain)),
     prices,
     catalog,

@@ -59,7 +59,8 @@ export interface PaymentClaim {
 
 export interface PaymentGate {
   enabled: boolean;
-  challenge(req: Request, res: Response, route: { method: string; path: string }): Promise<void>;
+  /** the 402 of a priced route without a credential; `extensions`: what the route offers beside the price (sign-in-with-x) */
+  challenge(req: Request, res: Response, route: { method: string; path: string }, extensions?: Record<string, unknown>): Promise<void>;
   /**
    * A verified, locked payment, or null when the answer (the 402 refusal) was already written. A spent
    * proof proves nothing any more (it is public on chain once settled): it is refused, never a key to a
@@ -283,11 +284,12 @@ export function createPaymentGate(
       return payer && (await knownPayers.has(payer)) ? payer : null;
     },
 
-    async challenge(req, res, route) {
+    async challenge(req, res, route, extensions = {}) {
       const price = priceOf(route);
       const requirements = requirementsFor(req, price);
+      const required = paymentRequiredV2(req.path, price, "payment_required");
       res.setHeader("WWW-Authenticate", wwwAuthenticate());
-      res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequiredV2(req.path, price, "payment_required")));
+      res.setHeader(PAYMENT_HEADERS[2].required, headerJson({ ...required, extensions: { ...required.extensions, ...extensions } }));
       // x402-express writes the x402 v1 body; the resource is ours (configured URL), the typed-error fields ride along
       const json = res.json.bind(res);
       res.json = (body: Record<string, unknown>) =>
@@ -296,6 +298,7 @@ export function createPaymentGate(
           accepts: Array.isArray(body.accepts) ? body.accepts.map((a: Record<string, unknown>) => ({ ...a, resource: requirements.resource })) : body.accepts,
           message: "payment required: pay per request with x402 (version 1: an X-PAYMENT header for one of `accepts`; version 2: a PAYMENT-SIGNATURE header for the PAYMENT-REQUIRED header's requirements), or send Authorization: Bearer <API key>",
           request_id: res.locals.requestId,
+          ...(Object.keys(extensions).length > 0 ? { extensions } : {}),
         });
       // HEAD is answered as the GET it stands for (no body is sent)
       const asRoute = req.method === "HEAD" ? Object.assign(Object.create(req) as Request, { method: "GET" }) : req;
