@@ -21,6 +21,7 @@ import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { AuditLog } from "./audit-log";
+import type { SwapFloor } from "../../gateway/src/actions/signer-rule";
 import { checkIntent, checkStep, DEFAULT_MAX_SLIPPAGE_BPS, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
 import { formatDecimal, parseDecimal, parseUsdc } from "../../gateway/src/domain/money";
 import { Preflight, PreflightError } from "./preflight";
@@ -119,7 +120,7 @@ export class SignerAgent {
    * 402 offers `extensions["sign-in-with-x"]` bound to that very request, the wallet signs it (EIP-4361) and the
    * same request goes again with the SIGN-IN-WITH-X header. Nothing is paid.
    */
-  private signedInFetch(): typeof fetch {
+  private signedInFetch(paid: () => Promise<typeof fetch>): typeof fetch {
     return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       const first = await fetch(input, init);
       if (first.status !== 402 && first.status !== 401) return first;
@@ -128,7 +129,11 @@ export class SignerAgent {
       const chainId = await this.preflight.client.getChainId();
       const payload = await createSIWxPayload({ ...(ext.info as unknown as Parameters<typeof createSIWxPayload>[0]), chainId: `eip155:${chainId}`, type: "eip191" }, this.account, String(input));
       this.log("signing in with the wallet (sign-in-with-x): a downward leg is free");
-      return fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "SIGN-IN-WITH-X": encodeSIWxHeader(payload) } });
+      const signedIn = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "SIGN-IN-WITH-X": encodeSIWxHeader(payload) } });
+      if (signedIn.status !== 401) return signedIn;
+      // no treasury stands behind this wallet yet (a signature creates none): pay, within the policy's x402 caps
+      this.log(`      sign-in refused (${((await signedIn.clone().json().catch(() => ({}))) as { message?: string }).message ?? "401"}); paying with x402 instead`);
+      return (await paid())(input, init);
     }) as typeof fetch;
   }
 
@@ -203,7 +208,7 @@ export class SignerAgent {
   async request(action: AgentAction, amount: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
     const { method, path } = await this.routeOf(`prepare_${action}`);
     // a downward leg without a key is opened by the wallet's own signature (x402 sign-in-with-x), never paid for
-    const f = !this.opts.bearer && declarationOf(action).direction === "down" ? this.signedInFetch() : await this.authedFetch(method, path);
+    const f = !this.opts.bearer && declarationOf(action).direction === "down" ? this.signedInFetch(() => this.authedFetch(method, path)) : await this.authedFetch(method, path);
     // one Idempotency-Key for the request and its retries: a retry is answered once and charged at most once
     // (a payment whose settlement's outcome was unknown is the key's credit, settled before anything else)
     const key = `agent-${randomUUID()}`;
@@ -333,7 +338,6 @@ export class SignerAgent {
       // each swap of the envelope for USDC is bounded at least at the signer's own quote (the pool, over its own RPC)
       // less its policy's maximum slippage; read from the calldata, decoded here (checkIntent decodes it again)
       const swapFloors = await this.swapFloors(envelope);
-      const sold = d.quote?.(params, 0n, 0n);
       // what was asked, exactly: micro-USDC, or for a token amount its asset and units
       const intent = {
         action,
@@ -342,7 +346,8 @@ export class SignerAgent {
         asset: params.asset,
         units: params.units === undefined ? undefined : BigInt(params.units),
         swapFloors,
-        ...(sold && sold.from !== "USDC" && sold.to === "USDC" ? { minOutFloor: swapFloors.find((f) => f.amountIn === sold.units)?.floor } : {}),
+        // an exit must close the debt the wallet has (read here, on the signer's own RPC), and sells only when asked
+        ...(action === "exit" ? { hasDebt: (await this.position())?.health_factor !== null, sell: params.sell === true } : {}),
       };
       checkIntent(intent, envelope, this.address, this.opts.policy);
     } catch (err) {
@@ -364,16 +369,18 @@ export class SignerAgent {
     return { envelope, receipts, onChain };
   }
 
-  /** the least each swap for USDC in the envelope may return: the pool's quote asked here, less the policy's maximum slippage */
-  private async swapFloors(envelope: Envelope): Promise<{ token: `0x${string}`; amountIn: bigint; floor: bigint }[]> {
+  /** the least each swap in the envelope may return (either way: USDC for ETH or BTC, or back): the pool's quote asked here, less the policy's maximum slippage */
+  private async swapFloors(envelope: Envelope): Promise<SwapFloor[]> {
     const chainId = envelope.steps[0]?.unsigned_transaction.chain_id;
     const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === chainId);
     if (!market || chainId === undefined) return [];
     const swaps = envelope.steps
       .map((s) => checkStep(this.opts.policy, s.unsigned_transaction, this.address))
-      .filter((c) => c.role === "swap" && c.counterparty === getAddress(market.usdc));
+      .filter((c) => c.role === "swap" && c.counterparty !== undefined);
     const keep = BigInt(10_000 - (this.opts.policy.max_slippage_bps ?? DEFAULT_MAX_SLIPPAGE_BPS));
-    return Promise.all(swaps.map(async (c) => ({ token: c.token, amountIn: c.amount, floor: ((await quoteExactIn(this.preflight.client, quoterV2(chainId), c.token, market.usdc, CONVERT_POOL_FEE, c.amount)) * keep) / 10_000n })));
+    return Promise.all(
+      swaps.map(async (c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: ((await quoteExactIn(this.preflight.client, quoterV2(chainId), c.token, c.counterparty!, CONVERT_POOL_FEE, c.amount)) * keep) / 10_000n })),
+    );
   }
 
   private readonly aUsdc = new Map<number, Promise<`0x${string}`>>();

@@ -197,7 +197,7 @@ export function checkIntent(
   if (!market) return refuse("the envelope is on no known Aave market");
   const d = declarationOf(intent.action);
   const maxFeeBps = policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS;
-  const ctx = signerRuleContext(intent.action, calls, { ...market, pool: getAddress(market.pool), usdc: getAddress(market.usdc), btc: getAddress(market.btc), weth: getAddress(market.weth), router: getAddress(swapRouter02(market.chainId)) }, intent.amountMicro, maxFeeFor(intent.amountMicro, BigInt(maxFeeBps)), maxFeeBps);
+  const ctx = signerRuleContext(intent.action, calls, { ...market, pool: getAddress(market.pool), usdc: getAddress(market.usdc), btc: getAddress(market.btc), weth: getAddress(market.weth), router: getAddress(swapRouter02(market.chainId)) }, intent.amountMicro, maxFeeFor(intent.amountMicro, BigInt(maxFeeBps)), maxFeeBps, intent.swapFloors);
   // a downward leg is free: a fee on one is refused, whatever its rule says
   if (d.direction === "down" && ctx.count("fee") > 0) refuse(`a ${intent.action} is free (a downward leg); the envelope pays a fee`);
   const expected = d.signer.check(calls, intent, ctx);

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { AaveV3Base } from "@aave-dao/aave-address-book";
-import { createPublicClient, createWalletClient, http, parseAbi, parseEther, type Hex } from "viem";
+import { createPublicClient, createWalletClient, getAddress, http, parseAbi, parseEther, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -197,16 +197,17 @@ describe("sell", () => {
     const policy = defaultPolicy([FEE_RECIPIENT]);
     const minOut = BigInt(swap.summary.args.amountOutMinimum);
     const intent = { action: "sell" as const, amountMicro: 0n, asset: "ETH" as const, units: 2n * 10n ** 17n };
+    const floorAt = (floor: bigint) => ({ swapFloors: [{ token: getAddress(A.WETH.UNDERLYING), tokenOut: getAddress(A.USDC.UNDERLYING), amountIn: 2n * 10n ** 17n, floor }] });
     // the signer's floor at the same quote (1.5% under it) accepts the gateway's 1% bound ...
-    expect(checkIntent({ ...intent, minOutFloor: (minOut * 9_850n) / 9_900n }, e.body, account.address, policy)).toHaveLength(3);
+    expect(checkIntent({ ...intent, ...floorAt((minOut * 9_850n) / 9_900n) }, e.body, account.address, policy)).toHaveLength(3);
     // ... and an envelope whose bound was lowered is refused on its decoded calldata
     const lowered = minOut / 2n;
     const hex = (n: bigint) => n.toString(16).padStart(64, "0");
     const tampered = { ...e.body, steps: e.body.steps.map((s: any, i: number) => (i !== 2 ? s : { ...s, unsigned_transaction: { ...s.unsigned_transaction, data: s.unsigned_transaction.data.replace(hex(minOut), hex(lowered)) } })) };
-    expect(() => checkIntent({ ...intent, minOutFloor: (minOut * 9_850n) / 9_900n }, tampered, account.address, policy)).toThrow(/the swap accepts as little as/);
+    expect(() => checkIntent({ ...intent, ...floorAt((minOut * 9_850n) / 9_900n) }, tampered, account.address, policy)).toThrow(/the sell's swap accepts as little as/);
     // a sale with a fee step is refused whatever its rule
     const withFee = { ...e.body, steps: [...e.body.steps, { unsigned_transaction: { ...e.body.steps[0].unsigned_transaction, to: A.USDC.UNDERLYING, data: `0xa9059cbb${FEE_RECIPIENT.slice(2).toLowerCase().padStart(64, "0")}${hex(1n)}` } }] };
-    expect(() => checkIntent({ ...intent, minOutFloor: 0n }, withFee, account.address, policy)).toThrow("a sell is free (a downward leg); the envelope pays a fee");
+    expect(() => checkIntent({ ...intent, ...floorAt(0n) }, withFee, account.address, policy)).toThrow("a sell is free (a downward leg); the envelope pays a fee");
   });
 
   it("a pool that moved against the sale between envelope and relay: the swap is refused unsent (Too little received); the ETH is in the wallet, nothing lost", async () => {

@@ -9,11 +9,15 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { encodeFunctionData, type Hex } from "viem";
+import { decodeFunctionData, encodeFunctionData, getAddress, type Hex } from "viem";
+import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
+import { exitSteps, withQuotes, type ExitSnapshot } from "../../gateway/src/actions/exit";
+import { ALL, stepContext } from "../../gateway/src/actions/steps";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { planSteps } from "../../gateway/src/chain/envelope-plan";
@@ -35,7 +39,13 @@ function envelope(action: "deposit" | "borrow" | "repay" | "convert", usdc: numb
   return { action, steps: steps.map((s) => ({ kind: s.kind as string, unsigned_transaction: { chain_id: 8453, to: s.to, data: s.data, value: "0" } })) };
 }
 const transfer = (to: `0x${string}`, micro: bigint) => ({ kind: "fee_transfer", unsigned_transaction: { chain_id: 8453, to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: [to, micro] }), value: "0" } });
-const intent = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") => ({ action, amountMicro: parseUsdc(usdc), target });
+/** the signer's own floor for each swap of an envelope: here its bound exactly (the agent asks the pool: test/e2e) */
+const floorsOf = (e: { steps: { unsigned_transaction: { to: `0x${string}`; data: Hex } }[] }, over = 0n) =>
+  e.steps
+    .filter((s) => getAddress(s.unsigned_transaction.to) === getAddress(swapRouter02(8453)))
+    .map((s) => (decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data: s.unsigned_transaction.data }).args[0] as { tokenIn: `0x${string}`; tokenOut: `0x${string}`; amountIn: bigint; amountOutMinimum: bigint }))
+    .map((p) => ({ token: getAddress(p.tokenIn), tokenOut: getAddress(p.tokenOut), amountIn: p.amountIn, floor: p.amountOutMinimum + over }));
+const intent = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") => ({ action, amountMicro: parseUsdc(usdc), target, swapFloors: floorsOf(envelope(action, usdc, target)) });
 const refused = (fn: () => unknown) => {
   try {
     fn();
@@ -81,6 +91,87 @@ describe("the envelope is checked against the intent, from the calldata", () => 
     // a deposit of 100 that supplies what a deposit of 1,000 would
     const big = envelope("deposit", 1000);
     expect(refused(() => checkIntent(intent("deposit", 100), big, self, policy))).toMatch(/above the 2% rate|moves/);
+  });
+});
+
+describe("a swap bounded under the signer's own quote, and the way out, from the calldata", () => {
+  it("a convert whose swap accepts less than the signer's own quote less its slippage is refused, and one it has no quote for", () => {
+    const e = envelope("convert", 3000, "eth");
+    const base = { action: "convert" as const, amountMicro: parseUsdc(3000), target: "eth" as const };
+    expect(() => checkIntent({ ...base, swapFloors: floorsOf(e) }, e, self, policy)).not.toThrow();
+    expect(refused(() => checkIntent({ ...base, swapFloors: floorsOf(e, 1n) }, e, self, policy))).toMatch(/the convert's swap accepts as little as/);
+    expect(refused(() => checkIntent(base, e, self, policy))).toMatch(/no quote of its own/);
+  });
+
+  it("a repayment from the supplied USDC (repayWithATokens) where one from the wallet was asked is refused", () => {
+    const e = envelope("repay", 100);
+    const swapped = {
+      ...e,
+      steps: e.steps.map((s) => {
+        if (getAddress(s.unsigned_transaction.to) !== getAddress(m.pool)) return s;
+        return { ...s, unsigned_transaction: { ...s.unsigned_transaction, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, 100_000_000n, 2n] }) } };
+      }),
+    };
+    expect(refused(() => checkIntent(intent("repay", 100), swapped, self, policy))).toMatch(/exactly one USDC repayment to the Pool \(from the wallet\)/);
+  });
+
+  const ETH = 10n ** 18n;
+  const snap = (over: Partial<ExitSnapshot> = {}): ExitSnapshot => ({
+    debt: 18_000_000_000n,
+    walletUsdc: 0n,
+    supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 0n },
+    price: { USDC: 1_000_000n, ETH: 3_000_000_000n, BTC: 60_000_000_000n },
+    lt: { USDC: 7_800n, ETH: 8_250n, BTC: 7_800n },
+    ...over,
+  });
+  const quote = async (_s: "ETH" | "BTC", units: bigint) => (units * 2_985_000_000n) / ETH;
+  const exitEnvelope = async (s: ExitSnapshot, sell = false) => ({
+    action: "exit",
+    steps: exitSteps(stepContext("base", self), await withQuotes(s, sell, quote)).map((x) => ({ kind: x.kind as string, unsigned_transaction: { chain_id: 8453, to: x.to, data: x.data, value: "0" } })),
+  });
+  const exitIntent = (e: Awaited<ReturnType<typeof exitEnvelope>>, over: object = {}) => ({ action: "exit" as const, amountMicro: 0n, swapFloors: floorsOf(e), hasDebt: true, ...over });
+  const fnOf = (st: { unsigned_transaction: { data: Hex | string } }) => {
+    try {
+      return decodeFunctionData({ abi: [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI], data: st.unsigned_transaction.data as Hex });
+    } catch {
+      return { functionName: "?", args: [] as readonly unknown[] };
+    }
+  };
+
+  it("an exit as planned is signed: from collateral in rounds, from the supplied USDC alone, with a sale", async () => {
+    for (const [s, sell] of [[snap(), false], [snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false], [snap({ debt: 1_000_000_000n }), true]] as const) {
+      const e = await exitEnvelope(s, sell);
+      expect(() => checkIntent(exitIntent(e, { sell }), e, self, policy)).not.toThrow();
+    }
+  });
+
+  it("an exit that does not close the debt, withdraws before its last repayment without selling, or sells when no sale was asked is refused", async () => {
+    const e = await exitEnvelope(snap());
+    const fns = e.steps.map((st) => fnOf(st));
+    const closing = fns.map((f) => f.functionName).lastIndexOf("repay");
+    // no closing repayment: the wallet's collateral out with the debt left
+    const open = { ...e, steps: e.steps.filter((_st, i) => i !== closing && i !== closing - 1) };
+    expect(refused(() => checkIntent(exitIntent(open), open, self, policy))).toMatch(/does not repay all of the debt|last repayment of an exit must be all/);
+    // a round's withdrawal with its swap taken out: collateral out before the debt is repaid, unsold
+    const firstSwap = fns.findIndex((f) => f.functionName === "exactInputSingle");
+    const unsold = { ...e, steps: e.steps.filter((_st, i) => i !== firstSwap && i !== firstSwap - 1) };
+    expect(refused(() => checkIntent(exitIntent(unsold), unsold, self, policy))).toMatch(/must be sold at once|sell a withdrawal|needs/);
+    // after the last repayment, a bounded withdrawal (not everything) or a sale no one asked for
+    const withSale = await exitEnvelope(snap({ debt: 1_000_000_000n }), true);
+    expect(refused(() => checkIntent(exitIntent(withSale, { sell: false }), withSale, self, policy))).toMatch(/no sale was asked/);
+    const partial = {
+      ...e,
+      steps: e.steps.map((st, i) => {
+        const f = fns[i]!;
+        if (f.functionName !== "withdraw" || i < closing || f.args[1] !== ALL) return st;
+        return { ...st, unsigned_transaction: { ...st.unsigned_transaction, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [f.args[0] as `0x${string}`, 1n, self] }) } };
+      }),
+    };
+    expect(refused(() => checkIntent(exitIntent(partial), partial, self, policy))).toMatch(/only withdrawals of everything/);
+    // the wallet has no debt: an exit without a repayment is what it needs
+    const none = await exitEnvelope(snap({ debt: 0n }));
+    expect(() => checkIntent(exitIntent(none, { hasDebt: false }), none, self, policy)).not.toThrow();
+    expect(refused(() => checkIntent(exitIntent(none), none, self, policy))).toMatch(/does not repay all of the debt/);
   });
 });
 

@@ -88,6 +88,7 @@ export const convert: ActionDeclaration<"convert"> = {
       const approveOut = x.only("approve", (c) => c.token === bought && c.counterparty === x.pool, "approval of the bought asset to the Pool");
       if (swap.amount + f !== amountMicro) x.refuse(`the conversion moves ${formatDecimal(swap.amount + f, 6)} USDC, not ${formatDecimal(amountMicro, 6)}`);
       if (approveIn.amount !== swap.amount) x.refuse("the USDC approval does not equal the swap");
+      x.floor(swap);
       if (s.amount > minOut || approveOut.amount !== s.amount) x.refuse("the supply of the bought asset does not match the swap's guaranteed output");
       return 4 + (f > 0n ? 1 : 0);
     },

@@ -40,7 +40,7 @@ describe("exit", () => {
 
   it("supplied USDC repays first (repayWithATokens max); what it leaves over is withdrawn", async () => {
     const plan = await withQuotes(snapshot({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false, quote);
-    expect([plan.repayWithATokens, plan.approval, plan.rounds, plan.withdrawAll]).toEqual([true, "0", [], ["USDC", "ETH"]]);
+    expect([plan.repayWithATokens, plan.approval, plan.rounds, plan.withdrawAll]).toEqual(["max", "0", [], ["USDC", "ETH"]]);
     expect(calls(exitSteps(stepContext("base", wallet), plan)).map((x) => x.functionName)).toEqual(["repayWithATokens", "withdraw", "withdraw"]);
   });
 
@@ -55,12 +55,12 @@ describe("exit", () => {
       collateral -= BigInt(r.units);
       const value = (collateral * 3_000_000_000n) / ETH;
       expect(value * 8_250n, `round ${i}`).toBeGreaterThanOrEqual(EXIT_HEALTH_BPS * debt);
-      if (i < plan.rounds.length - 1) debt -= BigInt(r.minOut);
+      debt -= BigInt(r.repay);
     }
     expect(plan.rounds.reduce((sum, r) => sum + BigInt(r.minOut), 0n)).toBeGreaterThanOrEqual(BigInt(plan.approval));
     const fns = calls(exitSteps(stepContext("base", wallet), plan)).map((x) => x.functionName);
     expect(fns.at(-2)).toBe("repay");
-    expect(fns.filter((f) => f === "repay")).toHaveLength(plan.rounds.length);
+    expect(fns.filter((f) => f === "repay")).toHaveLength(plan.rounds.filter((r) => BigInt(r.repay) > 0n).length + 1);
   });
 
   it("the lowest liquidation threshold goes first; sell swaps what is left for USDC", async () => {
@@ -69,12 +69,46 @@ describe("exit", () => {
     expect(plan.sales.map((x) => x.symbol).sort()).toEqual(plan.withdrawAll.filter((a) => a !== "USDC").sort());
   });
 
+  it("a pool above the oracle: the round that covers the debt is the last, no earlier repayment closes the debt, the rest is withdrawn with max", async () => {
+    const s = snapshot();
+    const sized = sizeExit(s);
+    // the pool pays 20% over the oracle: the sizing's rounds (3% under) are more than the debt needs
+    const rich = async (symbol: "ETH" | "BTC", units: bigint) => ((await quote(symbol, units)) * 120n) / 100n;
+    const plan = await withQuotes(s, false, rich);
+    expect(plan.rounds.length).toBeLessThan(sized.rounds.length);
+    const repaid = plan.rounds.reduce((sum, r) => sum + BigInt(r.repay), 0n);
+    expect(repaid).toBeLessThan(s.debt);
+    expect(plan.rounds.at(-1)!.repay).toBe("0");
+    expect(plan.withdrawAll).toEqual(["ETH"]);
+  });
+
+  it("supplied USDC within the interest of the debt: a bounded repayWithATokens leaves one unit for the max repayment, the rest of the supply withdrawn", async () => {
+    const s = snapshot({ supplied: { USDC: 18_000_000_001n, ETH: ETH, BTC: 0n }, walletUsdc: 20_000_000n });
+    const plan = await withQuotes(s, false, quote);
+    expect([plan.repayWithATokens, plan.approval, plan.rounds, plan.withdrawAll]).toEqual([String(s.debt - 1n), String(1n + 18_000_000n + 1n), [], ["USDC", "ETH"]]);
+    const c = calls(exitSteps(stepContext("base", wallet), plan));
+    expect(c.map((x) => x.functionName)).toEqual(["repayWithATokens", "repay", "withdraw", "withdraw"]);
+    expect(c[1]!.args[1]).toBe(maxUint256);
+    // under the debt: all of the supply (max), the rest from the wallet; nothing of USDC left to withdraw
+    const under = await withQuotes(snapshot({ supplied: { USDC: 5_000_000_000n, ETH: ETH, BTC: 0n }, walletUsdc: 20_000_000_000n }), false, quote);
+    expect([under.repayWithATokens, under.withdrawAll]).toEqual(["max", ["ETH"]]);
+  });
+
+  it("a round that takes all that is left of an asset says so (withdrawn with max)", () => {
+    const { rounds } = sizeExit(snapshot({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 0n }, debt: 1_000_000_000n, price: { USDC: 1_000_000n, ETH: 3_000_000_000n, BTC: 60_000_000_000n } }));
+    for (const r of rounds) if (r.all) expect(r.units).toBeGreaterThan(0n);
+    const tiny = sizeExit(snapshot({ supplied: { USDC: 0n, ETH: 1n * ETH, BTC: 0n }, debt: 2_000_000_000n, walletUsdc: 0n }));
+    expect(tiny.rounds.every((r) => r.all === (r.units === 1n * ETH) || !r.all)).toBe(true);
+  });
+
   it("refuses what it cannot do safely: a position at the threshold, collateral that does not cover the debt", async () => {
     await expect(withQuotes(snapshot({ debt: 25_000_000_000n }), false, quote)).rejects.toThrow(ExitRefusal);
     await expect(withQuotes(snapshot({ debt: 25_000_000_000n }), false, quote)).rejects.toThrow(/too close to liquidation/);
-    expect(() => sizeExit(snapshot({ supplied: { USDC: 0n, ETH: 0n, BTC: 0n } }), false)).toThrow(/does not cover the debt/);
-    // a pool far under the oracle: the guaranteed USDC falls short, refused before any envelope
-    await expect(withQuotes(snapshot(), false, async (_s, units) => (units * 2_000_000_000n) / ETH)).rejects.toThrow(/would guarantee/);
+    expect(() => sizeExit(snapshot({ supplied: { USDC: 0n, ETH: 0n, BTC: 0n } }))).toThrow(/does not cover the debt/);
+    // a pool far under the oracle: its rounds would repay less than sized, the health factor would fall under 1.05; refused before any envelope
+    await expect(withQuotes(snapshot(), false, async (_s, units) => (units * 2_000_000_000n) / ETH)).rejects.toThrow(/too far under/);
+    // the wallet's USDC and a little collateral sold at such a pool guarantee less than the debt
+    await expect(withQuotes(snapshot({ debt: 1_000_000_000n, walletUsdc: 990_000_000n, supplied: { USDC: 0n, ETH: ETH, BTC: 0n } }), false, async (_s, units) => (units * 1_500_000_000n) / ETH)).rejects.toThrow(/would guarantee/);
   });
 
   it("property: for any position under the threshold, every round leaves HF >= 1.05 and the rounds cover the debt", async () => {
@@ -95,7 +129,8 @@ describe("exit", () => {
         for (const [i, r] of plan.rounds.entries()) {
           collateral -= BigInt(r.units);
           expect(((collateral * 3_000_000_000n) / ETH) * 8_250n).toBeGreaterThanOrEqual(EXIT_HEALTH_BPS * left);
-          if (i < plan.rounds.length - 1) left -= BigInt(r.minOut);
+          left -= BigInt(r.repay);
+          expect(left, "a round never closes the debt before the max repayment").toBeGreaterThan(0n);
         }
         if (debt > 0n) expect(plan.rounds.reduce((sum, r) => sum + BigInt(r.minOut), 0n)).toBeGreaterThanOrEqual(BigInt(plan.approval));
       }),

@@ -50,19 +50,21 @@ type Volatile = "ETH" | "BTC";
 /** what the chain says of the wallet when the exit is planned: exact units, oracle prices (micro-USDC per whole unit), liquidation thresholds (bps) */
 export type ExitSnapshot = MarketSnapshot;
 
-/** one round: collateral withdrawn (all of it, or some units), swapped for at least `minOut` USDC */
+/** one round: collateral withdrawn (all of it, or some units), swapped for at least `minOut` USDC, `repay` of it repaid (0 in the last round: its USDC goes to the last repayment) */
 export interface ExitRound {
   symbol: Volatile;
   units: string;
   all: boolean;
   minOut: string;
+  repay: string;
 }
 
 /** the exit as planned (JSON-safe: kept in the envelope's params) */
 export interface ExitPlan {
   /** the debt when planned, USDC units */
   debt: string;
-  repayWithATokens: boolean;
+  /** what the supplied USDC repays first: "max" (all of it, or all of the debt when it covers it with room for interest), some units, or "0" */
+  repayWithATokens: string;
   /** the last repayment's approval (the debt left after the supplied USDC, plus the buffer), 0 without debt left */
   approval: string;
   rounds: ExitRound[];
@@ -75,25 +77,43 @@ export interface ExitPlan {
 const valueOf = (s: AssetSymbol, units: bigint, price: bigint) => (units * price) / 10n ** BigInt(ASSETS[s].decimals);
 const unitsFor = (s: AssetSymbol, micro: bigint, price: bigint) => (micro * 10n ** BigInt(ASSETS[s].decimals)) / price;
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
+const VOLATILE = ["ETH", "BTC"] as const;
 
 export class ExitRefusal extends PlanRefusal {}
+
+/** interest that may accrue on the debt between the plan and the signature, plus a unit */
+const bufferOf = (debt: bigint) => (debt * EXIT_DEBT_BUFFER_BPS) / 10_000n + 1n;
+
+/**
+ * What the supplied USDC repays, so that the last repayment (type(uint256).max) always finds debt and the
+ * supplied USDC never leaves dust: when it covers the debt with room for interest, repayWithATokens max
+ * closes the debt; under the debt, max takes all of it (it stays under the debt: the debt's interest outruns
+ * the supply's); in between (within the interest of the debt) a bounded repay of all but one unit, the rest
+ * from the wallet, so that either way round no repayment meets a debt already closed.
+ */
+export function fromSuppliedUsdc(s: ExitSnapshot): { call: "max" | bigint; repaid: bigint; left: bigint; usdcLeftSupplied: boolean } {
+  const a = s.supplied.USDC;
+  if (a === 0n || s.debt === 0n) return { call: 0n, repaid: 0n, left: s.debt, usdcLeftSupplied: a > 0n };
+  if (a >= s.debt + bufferOf(s.debt)) return { call: "max", repaid: s.debt, left: 0n, usdcLeftSupplied: true };
+  if (a < s.debt) return { call: "max", repaid: a, left: s.debt - a, usdcLeftSupplied: false };
+  return { call: s.debt - 1n, repaid: s.debt - 1n, left: 1n, usdcLeftSupplied: true };
+}
 
 /**
  * The rounds an exit needs, sized on the oracle's prices (a swap's minimum out is then set from the pool's
  * quote: `withQuotes`). Pure: the order and the amounts that never cross Aave's liquidation threshold.
  */
-export function sizeExit(s: ExitSnapshot, sell: boolean): { plan: Omit<ExitPlan, "rounds" | "sales">; rounds: { symbol: Volatile; units: bigint; all: boolean }[]; sales: { symbol: Volatile; units: bigint }[] } {
-  const fromATokens = minBig(s.supplied.USDC, s.debt);
-  const left = s.debt - fromATokens;
-  const needed = left === 0n ? 0n : left + (left * EXIT_DEBT_BUFFER_BPS) / 10_000n + 1n;
+export function sizeExit(s: ExitSnapshot): { needed: bigint; rounds: { symbol: Volatile; units: bigint; all: boolean }[] } {
+  const { left } = fromSuppliedUsdc(s);
+  const needed = left === 0n ? 0n : left + bufferOf(s.debt);
   const remaining: Record<Volatile, bigint> = { ETH: s.supplied.ETH, BTC: s.supplied.BTC };
   const rounds: { symbol: Volatile; units: bigint; all: boolean }[] = [];
   // what the collateral still counts for toward Aave's health factor (micro-USDC x bps), and the debt it carries
-  let weighted = (["ETH", "BTC"] as const).reduce((sum, a) => sum + valueOf(a, remaining[a], s.price[a]) * s.lt[a], 0n);
+  let weighted = VOLATILE.reduce((sum, a) => sum + valueOf(a, remaining[a], s.price[a]) * s.lt[a], 0n);
   let debt = left;
   let short = needed - minBig(needed, s.walletUsdc);
-  const order = (["ETH", "BTC"] as const).filter((a) => remaining[a] > 0n).sort((a, b) => (s.lt[a] < s.lt[b] ? -1 : s.lt[a] > s.lt[b] ? 1 : 0));
-  for (let i = 0; short > 0n && rounds.length < EXIT_MAX_ROUNDS; i++) {
+  const order = VOLATILE.filter((a) => remaining[a] > 0n).sort((a, b) => (s.lt[a] < s.lt[b] ? -1 : s.lt[a] > s.lt[b] ? 1 : 0));
+  while (short > 0n && rounds.length < EXIT_MAX_ROUNDS) {
     const symbol = order.find((a) => remaining[a] > 0n);
     if (!symbol) throw new ExitRefusal(`the collateral does not cover the debt: ${formatDecimal(short, 6)} USDC more is needed in the wallet`);
     const have = valueOf(symbol, remaining[symbol], s.price[symbol]);
@@ -102,11 +122,11 @@ export function sizeExit(s: ExitSnapshot, sell: boolean): { plan: Omit<ExitPlan,
     if (room <= 0n) throw new ExitRefusal(`the position is too close to liquidation to withdraw collateral first (health factor under ${Number(EXIT_HEALTH_BPS) / 10_000}): repay some USDC from the wallet, then exit`);
     const want = ceilDiv(short * 10_000n, 10_000n - EXIT_SIZING_HAIRCUT_BPS);
     const take = minBig(have, minBig(room, want));
-    const all = take === have;
     // bounded by the health factor: rounded down (never past 1.05); sized to the need: rounded up (its value covers it)
     const byRoom = take === room && room < want;
-    const units = all ? remaining[symbol] : byRoom ? unitsFor(symbol, take, s.price[symbol]) : minBig(remaining[symbol], ceilDiv(take * 10n ** BigInt(ASSETS[symbol].decimals), s.price[symbol]));
+    const units = take === have ? remaining[symbol] : byRoom ? unitsFor(symbol, take, s.price[symbol]) : minBig(remaining[symbol], ceilDiv(take * 10n ** BigInt(ASSETS[symbol].decimals), s.price[symbol]));
     if (units === 0n) throw new ExitRefusal("the collateral left is too small to sell");
+    const all = units === remaining[symbol];
     const value = all ? have : valueOf(symbol, units, s.price[symbol]);
     rounds.push({ symbol, units, all });
     const out = (value * (10_000n - EXIT_SIZING_HAIRCUT_BPS)) / 10_000n;
@@ -116,23 +136,48 @@ export function sizeExit(s: ExitSnapshot, sell: boolean): { plan: Omit<ExitPlan,
     short = short > out ? short - out : 0n;
   }
   if (short > 0n) throw new ExitRefusal(`the exit needs more than ${EXIT_MAX_ROUNDS} rounds of selling collateral: repay some USDC from the wallet first`);
-  const withdrawAll: AssetSymbol[] = [];
-  if (s.supplied.USDC > fromATokens) withdrawAll.push("USDC");
-  for (const a of ["ETH", "BTC"] as const) if (remaining[a] > 0n) withdrawAll.push(a);
-  const sales = sell ? (["ETH", "BTC"] as const).filter((a) => remaining[a] > 0n).map((symbol) => ({ symbol, units: remaining[symbol] })) : [];
-  return { plan: { debt: s.debt.toString(), repayWithATokens: fromATokens > 0n, approval: needed.toString(), withdrawAll }, rounds, sales };
+  return { needed, rounds };
 }
 
-/** the planned exit with each swap's minimum out: 1% under the pool's quote for its units; refused when the guaranteed USDC would not cover the debt */
+/**
+ * The planned exit with each swap's minimum out: 1% under the pool's quote for its units. The rounds are
+ * replayed on those minimums: the first whose guaranteed USDC (with the wallet's) covers the last repayment
+ * is the last (the rest stays supplied and is withdrawn with max); a round before it repays what its swap
+ * guarantees, never all of the debt (the last repayment is max, which Aave refuses once the debt is closed);
+ * every withdrawal must still leave the health factor at 1.05 at the oracle's prices with the debt the pool's
+ * prices leave. Refused when the guaranteed USDC would not cover the debt.
+ */
 export async function withQuotes(s: ExitSnapshot, sell: boolean, quote: (from: Volatile, units: bigint) => Promise<bigint>): Promise<ExitPlan> {
-  const sized = sizeExit(s, sell);
-  const rounds = await Promise.all(sized.rounds.map(async (r) => ({ symbol: r.symbol, units: r.units.toString(), all: r.all, minOut: minOutOf(await quote(r.symbol, r.units)).toString() })));
-  const guaranteed = s.walletUsdc + rounds.reduce((sum, r) => sum + BigInt(r.minOut), 0n);
-  if (guaranteed < BigInt(sized.plan.approval)) {
-    throw new ExitRefusal(`at the pool's prices the collateral sold would guarantee ${formatDecimal(guaranteed, 6)} USDC of the ${formatDecimal(BigInt(sized.plan.approval), 6)} the debt needs: repay some USDC from the wallet first`);
+  const supplied = fromSuppliedUsdc(s);
+  const sized = sizeExit(s);
+  const quoted = await Promise.all(sized.rounds.map(async (r) => ({ ...r, minOut: minOutOf(await quote(r.symbol, r.units)) })));
+  const remaining: Record<Volatile, bigint> = { ETH: s.supplied.ETH, BTC: s.supplied.BTC };
+  let weighted = VOLATILE.reduce((sum, a) => sum + valueOf(a, remaining[a], s.price[a]) * s.lt[a], 0n);
+  let debt = supplied.left;
+  let guaranteed = s.walletUsdc;
+  const rounds: ExitRound[] = [];
+  for (const r of quoted) {
+    if (guaranteed >= sized.needed) break;
+    weighted -= valueOf(r.symbol, r.units, s.price[r.symbol]) * s.lt[r.symbol];
+    remaining[r.symbol] -= r.units;
+    if (weighted < EXIT_HEALTH_BPS * debt) {
+      throw new ExitRefusal(`the pool's prices are too far under the oracle's for the rounds to keep the health factor at ${Number(EXIT_HEALTH_BPS) / 10_000}: repay some USDC from the wallet first`);
+    }
+    guaranteed += r.minOut;
+    const last = guaranteed >= sized.needed;
+    const repay = last ? 0n : minBig(r.minOut, debt - 1n);
+    debt -= repay;
+    rounds.push({ symbol: r.symbol, units: r.units.toString(), all: r.all, minOut: r.minOut.toString(), repay: repay.toString() });
   }
-  const sales = await Promise.all(sized.sales.map(async (x) => ({ symbol: x.symbol, units: x.units.toString(), minOut: minOutOf(await quote(x.symbol, x.units)).toString() })));
-  return { ...sized.plan, rounds, sales };
+  if (guaranteed < sized.needed) {
+    throw new ExitRefusal(`at the pool's prices the collateral sold would guarantee ${formatDecimal(guaranteed, 6)} USDC of the ${formatDecimal(sized.needed, 6)} the debt needs: repay some USDC from the wallet first`);
+  }
+  const withdrawAll: AssetSymbol[] = supplied.usdcLeftSupplied ? ["USDC"] : [];
+  for (const a of VOLATILE) if (remaining[a] > 0n) withdrawAll.push(a);
+  const sales = sell
+    ? await Promise.all(VOLATILE.filter((a) => remaining[a] > 0n).map(async (symbol) => ({ symbol, units: remaining[symbol].toString(), minOut: minOutOf(await quote(symbol, remaining[symbol])).toString() })))
+    : [];
+  return { debt: s.debt.toString(), repayWithATokens: supplied.call === "max" ? "max" : supplied.call.toString(), approval: sized.needed.toString(), rounds, withdrawAll, sales };
 }
 
 /** the calls of a planned exit, in order */
@@ -145,7 +190,7 @@ export function exitSteps(c: StepContext, plan: ExitPlan): PlannedStep[] {
     steps.push(step(main));
     main = false;
   };
-  if (plan.repayWithATokens) pool((m) => repayWithATokens(c, ALL, m));
+  if (plan.repayWithATokens !== "0") pool((m) => repayWithATokens(c, plan.repayWithATokens === "max" ? ALL : BigInt(plan.repayWithATokens), m));
   const sold = (symbol: Volatile, units: bigint, minOut: bigint, note: string) => {
     const token = tokenOf(c, symbol);
     steps.push(approve(c, token, router, ROUTER_NAME, units), swapExactIn(c, token, usdc, units, minOut, note));
@@ -156,9 +201,10 @@ export function exitSteps(c: StepContext, plan: ExitPlan): PlannedStep[] {
     const minOut = BigInt(r.minOut);
     pool((m) => withdrawCall(c, tokenOf(c, r.symbol), r.all ? ALL : units, m));
     sold(r.symbol, units, minOut, "1% below the pool's quote");
-    if (!last) {
-      steps.push(approve(c, usdc, c.market.pool, POOL_NAME, minOut));
-      pool((m) => repayCall(c, minOut, m));
+    const repaid = BigInt(r.repay);
+    if (!last && repaid > 0n) {
+      steps.push(approve(c, usdc, c.market.pool, POOL_NAME, repaid));
+      pool((m) => repayCall(c, repaid, m));
     }
   });
   if (BigInt(plan.approval) > 0n) {
@@ -248,22 +294,38 @@ export const exit: ActionDeclaration<"exit"> = {
   onExecuted: (after: { debtMicro: Micro }) => ({ remaining_borrow: usdcToNumber(after.debtMicro) }),
   signer: {
     functions: ["approve", "repay", "repayWithATokens", "withdraw", "exactInputSingle"],
-    //   repays of USDC for this wallet, the last of them all of the debt (max); withdrawals to this wallet; swaps of ETH/BTC
-    //   for USDC to this wallet, each bounded at least at the signer's own quote less its maximum slippage; approvals to the
-    //   Pool and the router; no fee, no supply, no borrow
+    //   it must close the debt: with debt, a closing repayment (the last repay, type(uint256).max; without one, repayWithATokens max);
+    //   before it, each withdrawal is sold at once (the next swap: the same token, the same units) and every swap follows one;
+    //   after it, withdrawals of everything (max) only, and swaps only when a sale was asked; repays of USDC for this wallet,
+    //   swaps for USDC to this wallet, each bounded at least at the signer's own quote less its maximum slippage; approvals to
+    //   the Pool and the router; no fee, no supply, no borrow
     check(calls, intent, x) {
       const roles = new Set(calls.map((c) => c.role));
       for (const r of roles) if (!["approve", "repay", "withdraw", "swap"].includes(r)) x.refuse(`an exit has no ${r}`);
       const repays = calls.filter((c) => c.role === "repay");
       for (const r of repays) if (r.token !== x.usdc) x.refuse("an exit repays USDC only");
-      const last = repays.filter((r) => r.functionName === "repay").at(-1);
-      if (repays.length > 0 && (!last || last.amount !== ALL)) x.refuse("the last repayment of an exit must be all of the debt (type(uint256).max)");
+      const plain = calls.map((c, i) => [c, i] as const).filter(([c]) => c.role === "repay" && c.functionName === "repay");
+      const lastPlain = plain.at(-1);
+      if (lastPlain && lastPlain[0].amount !== ALL) x.refuse("the last repayment of an exit must be all of the debt (type(uint256).max)");
+      const closing = lastPlain ? lastPlain[1] : calls.findIndex((c) => c.functionName === "repayWithATokens" && c.amount === ALL);
+      if (closing < 0 && intent.hasDebt !== false) x.refuse("the exit does not repay all of the debt (no type(uint256).max repayment)");
+      const end = closing < 0 ? -1 : closing;
+      calls.forEach((c, i) => {
+        if (i < end && c.role === "withdraw") {
+          const next = calls.slice(i + 1).find((n) => n.role === "swap" || n.role === "withdraw");
+          if (!next || next.role !== "swap" || next.token !== c.token || (c.amount !== ALL && next.amount !== c.amount)) x.refuse("a withdrawal before the exit's last repayment must be sold at once for the same units");
+        }
+        if (i < end && c.role === "swap") {
+          const before = calls.slice(0, i).reverse().find((n) => n.role === "swap" || n.role === "withdraw");
+          if (!before || before.role !== "withdraw") x.refuse("a swap before the exit's last repayment must sell a withdrawal");
+        }
+        if (i > end && c.role === "withdraw" && c.amount !== ALL) x.refuse("after the exit's last repayment, only withdrawals of everything (type(uint256).max)");
+        if (i > end && c.role === "swap" && intent.sell !== true) x.refuse("the exit sells collateral after its last repayment, and no sale was asked");
+        if (i > end && c.role === "repay") x.refuse("a repayment after the exit's last one");
+      });
       for (const s of calls.filter((c) => c.role === "swap")) {
         if (s.counterparty !== x.usdc) x.refuse("an exit's swaps sell for USDC only");
-        const minOut = (s.args[0] as { amountOutMinimum: bigint }).amountOutMinimum;
-        const floor = intent.swapFloors?.find((f) => f.token === s.token && f.amountIn === s.amount)?.floor;
-        if (floor === undefined) x.refuse("no quote of its own for a swap of the exit: not signed");
-        if (minOut < floor!) x.refuse(`a swap of the exit accepts as little as ${formatDecimal(minOut, 6)} USDC, under the ${formatDecimal(floor!, 6)} the policy's maximum slippage allows`);
+        x.floor(s);
       }
       for (const a of calls.filter((c) => c.role === "approve")) if (a.counterparty !== x.pool && a.counterparty !== x.router) x.refuse("an exit approves the Pool and the router only");
       return calls.length;

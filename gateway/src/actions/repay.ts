@@ -52,7 +52,7 @@ export const repay: ActionDeclaration<"repay"> = {
     functions: ["approve", "repay"],
     //   approve(USDC -> Pool, amount), repay(USDC, amount); no fee (refused for every downward leg)
     check(_calls, { amountMicro }, x) {
-      const r = x.only("repay", (c) => c.token === x.usdc && c.to === x.pool, "USDC repayment to the Pool");
+      const r = x.only("repay", (c) => c.functionName === "repay" && c.token === x.usdc && c.to === x.pool, "USDC repayment to the Pool (from the wallet)");
       const a = x.only("approve", (c) => c.token === x.usdc && c.counterparty === x.pool, "USDC approval to the Pool");
       if (r.amount !== amountMicro) x.refuse(`the repayment moves ${formatDecimal(r.amount, 6)} USDC, not ${formatDecimal(amountMicro, 6)}`);
       if (a.amount !== amountMicro) x.refuse("the approval does not equal the repayment");

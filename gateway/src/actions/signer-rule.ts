@@ -27,10 +27,19 @@ export interface SignerIntent {
   target?: "btc" | "eth";
   asset?: "USDC" | "ETH" | "BTC";
   units?: bigint;
-  /** a swap's least acceptable output, from the signer's own quote less its policy's maximum slippage */
-  minOutFloor?: bigint;
-  /** several swaps (exit): each one's least acceptable output, by token and amount in */
-  swapFloors?: { token: `0x${string}`; amountIn: bigint; floor: bigint }[];
+  /** each swap's least acceptable output (the signer's own quote of the pool less its policy's maximum slippage), by tokens and amount in */
+  swapFloors?: SwapFloor[];
+  /** exit: whether the wallet has debt (read by the signer on its own RPC): then the exit must repay all of it */
+  hasDebt?: boolean;
+  /** exit: a sale was asked (swaps after the last repayment) */
+  sell?: boolean;
+}
+
+export interface SwapFloor {
+  token: `0x${string}`;
+  tokenOut: `0x${string}`;
+  amountIn: bigint;
+  floor: bigint;
 }
 
 export interface DecodedCall {
@@ -64,9 +73,11 @@ export interface SignerRuleContext {
   only(role: Role, where: (c: DecodedCall) => boolean, what: string): DecodedCall;
   /** the envelope's one fee (0 without one), refused above the policy's rate or when there are several */
   fee(): bigint;
+  /** refuses a swap bounded under the signer's own floor for it, or one it has no floor for */
+  floor(swap: DecodedCall): void;
 }
 
-export function signerRuleContext(action: string, calls: DecodedCall[], market: AaveMarket & { router: `0x${string}` }, amount: bigint, maxFee: bigint, maxFeeBps: number): SignerRuleContext {
+export function signerRuleContext(action: string, calls: DecodedCall[], market: AaveMarket & { router: `0x${string}` }, amount: bigint, maxFee: bigint, maxFeeBps: number, floors: SwapFloor[] = []): SignerRuleContext {
   const refuse = (why: string): never => {
     throw new PolicyRefusal(why);
   };
@@ -88,6 +99,13 @@ export function signerRuleContext(action: string, calls: DecodedCall[], market: 
       const f = fees[0]?.amount ?? 0n;
       if (f > maxFee) refuse(`the fee of ${formatDecimal(f, 6)} USDC is above the ${maxFeeBps / 100}% rate on ${formatDecimal(amount, 6)} (at most ${formatDecimal(maxFee, 6)})`);
       return f;
+    },
+    floor: (swap) => {
+      const minOut = (swap.args[0] as { amountOutMinimum: bigint }).amountOutMinimum;
+      const floor = floors.find((f) => f.token === swap.token && f.tokenOut === swap.counterparty && f.amountIn === swap.amount)?.floor;
+      if (floor === undefined) refuse(`no quote of its own for the ${action}'s swap: not signed`);
+      const show = (n: bigint) => (swap.counterparty === market.usdc ? `${formatDecimal(n, 6)} USDC` : `${n} units`);
+      if (minOut < floor!) refuse(`the ${action}'s swap accepts as little as ${show(minOut)}, under the ${show(floor!)} the policy's maximum slippage allows`);
     },
   };
 }
