@@ -210,6 +210,61 @@ describe("sell", () => {
     expect(() => checkIntent({ ...intent, ...floorAt(0n) }, withFee, account.address, policy)).toThrow("a sell is free (a downward leg); the envelope pays a fee");
   });
 
+  it("over the ceiling is 403 with safe_amount in ETH; retried with it, each step signed with viem, the sale passes and the LTV stays under the ceiling", async () => {
+    const { account, api } = await walletWithPosition();
+    const over = await api.post("/api/v1/sell", { asset: "ETH", amount: 1.5 });
+    v.check("POST", "/api/v1/sell", over.status, over.body);
+    expect([over.status, over.body.error, over.body.asset]).toEqual([403, "ltv_limit_exceeded", "ETH"]);
+    expect(over.body.safe_amount).toBeGreaterThan(0);
+    expect(over.body.safe_amount).toBeLessThan(1.5);
+    const e = await api.post("/api/v1/sell", { asset: "ETH", amount: over.body.safe_amount });
+    v.check("POST", "/api/v1/sell", e.status, e.body);
+    expect(e.status, e.text).toBe(202);
+    const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
+    const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
+    for (const step of e.body.steps) {
+      const u = step.unsigned_transaction;
+      const signed: Hex = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), gas: 400_000n }));
+      const r = await authed(gw.url, "").post("/api/v1/relay", { tx_id: step.tx_id, signed_transaction: signed });
+      expect([r.status, r.body.status], r.text).toEqual([200, "confirmed"]);
+    }
+    const minOut = BigInt(e.body.steps[2].summary.args.amountOutMinimum);
+    expect((await balanceOf(A.USDC.UNDERLYING, account.address)) - usdc).toBeGreaterThanOrEqual(minOut);
+    expect((await api.get("/api/v1/audit")).body.data.at(-1)).toMatchObject({ action: "sell", fee_usdc: 0, trigger: "relayed_signature" });
+    expect((await api.get("/api/v1/treasury")).body.ltv).toBeLessThanOrEqual(60);
+  });
+
+  it("the sandbox: a managed sandbox wallet sells and exits on the fork (impersonated); a sandbox key's ledger sells and exits", async () => {
+    const { account, api } = await walletWithPosition("managed");
+    const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
+    const s = await api.post("/api/v1/sell", { asset: "ETH", amount: 0.2 });
+    v.check("POST", "/api/v1/sell", s.status, s.body);
+    expect(s.status, s.text).toBe(200);
+    expect(s.body).toMatchObject({ action: "sell", fee_usdc: 0, status: "completed", chain_execution: { simulated: false } });
+    expect((await balanceOf(A.USDC.UNDERLYING, account.address)) - usdc).toBeGreaterThanOrEqual(BigInt(Math.round(s.body.min_out_usdc * 1e6)));
+    const x = await api.post("/api/v1/exit", { sell: true });
+    v.check("POST", "/api/v1/exit", x.status, x.body);
+    expect(x.status, x.text).toBe(200);
+    expect(x.body).toMatchObject({ action: "exit", fee_usdc: 0, status: "completed", sold: true });
+    expect([await balanceOf(A.USDC.V_TOKEN, account.address), await balanceOf(A.USDC.A_TOKEN, account.address), await balanceOf(A.WETH.A_TOKEN, account.address)]).toEqual([0n, 0n, 0n]);
+    expect((await api.get("/api/v1/audit")).body.data.slice(-2).map((a: any) => [a.action, a.fee_usdc, a.trigger])).toEqual([["sell", 0, "api_request"], ["exit", 0, "api_request"]]);
+
+    const key = await sandboxTenant(gw.url);
+    const ledger = authed(gw.url, key.key);
+    const before = (await ledger.get("/api/v1/treasury")).body.holdings;
+    const sold = await ledger.post("/api/v1/sell", { asset: "ETH", amount: 1 });
+    expect([sold.status, sold.body.chain_execution?.simulated], sold.text).toEqual([200, true]);
+    const mid = (await ledger.get("/api/v1/treasury")).body.holdings;
+    expect(mid.eth).toBeCloseTo(before.eth - 1, 9);
+    // a ledger fills at the sandbox's price: the quote the receipt states
+    expect(mid.usdc - before.usdc).toBeCloseTo(sold.body.quote_usdc, 6);
+    expect((await ledger.get("/api/v1/treasury")).body.debt_usdc).toBeGreaterThan(0);
+    const out = await ledger.post("/api/v1/exit", {});
+    expect([out.status, out.body.chain_execution?.simulated], out.text).toEqual([200, true]);
+    const after = (await ledger.get("/api/v1/treasury")).body;
+    expect([after.holdings.eth, after.holdings.btc, after.debt_usdc]).toEqual([0, 0, 0]);
+  });
+
   it("a pool that moved against the sale between envelope and relay: the swap is refused unsent (Too little received); the ETH is in the wallet, nothing lost", async () => {
     const { account, api } = await walletWithPosition();
     const e = (await api.post("/api/v1/sell", { asset: "ETH", amount: 0.2 })).body;

@@ -253,21 +253,22 @@ export const exit: ActionDeclaration<"exit"> = {
     debt -= fromUsdc;
     let btc = h.btcUnits;
     let eth = h.ethUnits;
-    // the rest of the debt from the collateral at the sandbox's price less the 1% bound, ETH first
-    for (const symbol of ["ETH", "BTC"] as const) {
+    // the rest of the debt from the collateral, filled at the sandbox's price (a sale's fill on a ledger), ETH first
+    for (const symbol of VOLATILE) {
       if (debt === 0n) break;
+      const price = ASSETS[symbol].sandboxPriceMicro;
       const units = symbol === "ETH" ? eth : btc;
-      const proceeds = minOutOf(valueOf(symbol, units, ASSETS[symbol].sandboxPriceMicro));
-      const needed = minBig(units, ceilDiv(unitsFor(symbol, debt, ASSETS[symbol].sandboxPriceMicro) * 10_000n, 9_900n));
-      const paid = minBig(debt, needed === units ? proceeds : minOutOf(valueOf(symbol, needed, ASSETS[symbol].sandboxPriceMicro)));
+      const needed = minBig(units, ceilDiv(debt * 10n ** BigInt(ASSETS[symbol].decimals), price));
+      const proceeds = valueOf(symbol, needed, price);
+      const paid = minBig(debt, proceeds);
       debt -= paid;
-      usdc += (needed === units ? proceeds : minOutOf(valueOf(symbol, needed, ASSETS[symbol].sandboxPriceMicro))) - paid;
+      usdc += proceeds - paid;
       if (symbol === "ETH") eth -= needed;
       else btc -= needed;
     }
     if (debt > 0n) throw new LedgerError("insufficient_balance", `the collateral does not cover the debt: ${formatDecimal(debt, 6)} USDC short`);
     if (params.sell) {
-      usdc += minOutOf(valueOf("ETH", eth, ASSETS.ETH.sandboxPriceMicro)) + minOutOf(valueOf("BTC", btc, ASSETS.BTC.sandboxPriceMicro));
+      usdc += valueOf("ETH", eth, ASSETS.ETH.sandboxPriceMicro) + valueOf("BTC", btc, ASSETS.BTC.sandboxPriceMicro);
     }
     // withdrawn (or sold): nothing stays in the treasury's books but the idle USDC
     return { holdings: { btcUnits: 0n, ethUnits: 0n, usdcMicro: usdc, debtMicro: 0n }, bought: {}, repaidMicro: h.debtMicro };
