@@ -211,6 +211,17 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     expect(await operator.moduleEnabled(module)).toBe(false);
     await page.screenshot({ path: path.join(SHOTS, "operator-revoked.png"), fullPage: true });
     await fork.setPrice("WETH", 3_000);
+
+    // a downward leg among the actions the owner signs: a withdrawal, shown for what it is, free, signed in the console
+    const w = await api.post("/api/v1/withdraw", { asset: "USDC", amount_usdc: 50 });
+    expect([w.status, w.body.fee_usdc], w.text).toEqual([200, 0]);
+    const card = page.locator(`[data-testid=safe-tx][data-id="${w.body.safe_transaction.id}"]`);
+    await expect.poll(() => card.locator("[data-testid=safe-tx-title]").textContent(), { timeout: 10_000 }).toBe("withdraw 50 USDC from Aave");
+    await card.locator("button[data-sign]").click({ timeout: 10_000 });
+    await expect.poll(async () => (await api.get(`/api/v1/safe-transactions/${w.body.safe_transaction.id}`)).body.signatures.length).toBe(1);
+    const withdrawn = (await executor.tick()).find((r) => r.id === w.body.safe_transaction.id)!;
+    expect(withdrawn.outcome, withdrawn.detail).toBe("executed");
+    await expect.poll(() => card.getAttribute("data-status")).toBe("executed");
     expect(foreign).toEqual([]);
     expect(errors).toEqual([]);
     await page.close();

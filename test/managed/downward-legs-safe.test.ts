@@ -79,6 +79,7 @@ describe("withdraw, sell and exit on a managed Safe: queued, signed by the owner
     expect([w.status, w.body.fee_usdc]).toEqual([200, 0]);
     const { stx: wTx } = await signAndExecute(api, operator, w.body, "withdrawal_id");
     expect(wTx.calls.map((c: any) => c.kind)).toEqual(["pool_call"]);
+    expect(wTx.title).toBe("withdraw 0.1 ETH from Aave");
     expect(await balanceOf(A.WETH.UNDERLYING, safe)).toBe(weth + 10n ** 17n);
 
     // sell 0.2 ETH of collateral: withdraw, approve, swap for USDC bounded under the pool's quote; the USDC stays in the Safe
@@ -88,6 +89,7 @@ describe("withdraw, sell and exit on a managed Safe: queued, signed by the owner
     expect([s.status, s.body.fee_usdc]).toEqual([200, 0]);
     const { stx: sTx } = await signAndExecute(api, operator, s.body, "sale_id");
     expect(sTx.calls.map((c: any) => c.kind)).toEqual(["pool_call", "approval", "swap"]);
+    expect(sTx.title).toMatch(/^sell 0\.2 ETH of collateral for USDC \(at least [\d.]+ USDC\)$/);
     const got = (await balanceOf(A.USDC.UNDERLYING, safe)) - usdc;
     expect(got).toBeGreaterThanOrEqual(BigInt(Math.round(s.body.min_out_usdc * 1e6)));
     expect(await balanceOf(A.WETH.UNDERLYING, safe)).toBe(weth + 10n ** 17n);
@@ -96,7 +98,8 @@ describe("withdraw, sell and exit on a managed Safe: queued, signed by the owner
     const e = await api.post("/api/v1/exit", {});
     v.check("POST", "/api/v1/exit", e.status, e.body);
     expect([e.status, e.body.fee_usdc]).toEqual([200, 0]);
-    const { after } = await signAndExecute(api, operator, e.body, "exit_id");
+    const { after, stx: eTx } = await signAndExecute(api, operator, e.body, "exit_id");
+    expect(eTx.title).toBe("exit: repay all USDC debt, withdraw everything supplied");
     expect(after).toMatchObject({ action: "exit", fee_usdc: 0 });
     expect({
       debt: await balanceOf(A.USDC.V_TOKEN, safe),

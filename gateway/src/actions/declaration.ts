@@ -128,6 +128,8 @@ export interface ActionDeclaration<Name extends string = string> extends Positio
   plan(c: StepContext, input: PlanInput): PlannedStep[];
   /** the action's own receipt fields */
   receipt(r: ReceiptInput): Record<string, unknown>;
+  /** one line saying what it does, for a person about to sign it (a Safe transaction in the console); default: "<name> <amount> USDC" */
+  title?(params: ActionParams, amountMicro: Micro): string;
   /** the fields a Safe transaction's completed receipt adds (repay: the debt left) */
   onExecuted?(after: { debtMicro: Micro }): Record<string, unknown>;
   /** the signer agent's rule over the decoded calls of an envelope: throws its refusal, returns the number of calls it needs */

@@ -283,6 +283,7 @@ export const exit: ActionDeclaration<"exit"> = {
     if (!plan) throw new Error("an exit is planned on the chain's figures first (params.exit)");
     return exitSteps(c, plan);
   },
+  title: (params) => `exit: repay all USDC debt, withdraw everything supplied${params.sell ? ", sell the ETH and BTC for USDC" : ""}`,
   receipt: ({ id, params, ledger }) => {
     const plan = planOf(params);
     return {

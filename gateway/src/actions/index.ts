@@ -6,7 +6,8 @@
  * service runs itself or only previews (protection and the automated legs).
  */
 import { feeFor, type Fee } from "../domain/fees";
-import type { Micro } from "../domain/money";
+import { formatDecimal, type Micro } from "../domain/money";
+import type { ActionParams } from "../domain/sandbox-ledger";
 import { repayFromCollateral, simulate, type Position, type PositionRule, type Simulation } from "../domain/position";
 import type { Preset } from "../domain/presets";
 import { borrow } from "./borrow";
@@ -59,3 +60,9 @@ export const feeOf = (action: Action, amountMicro: Micro, tierIndex = 0): Fee =>
 
 /** an action run against a position under a preset's ceiling (domain/position.ts `simulate` with the action's rule) */
 export const simulateAction = (p: Position, action: Action, amountMicro: Micro, preset: Preset, tierIndex = 0): Simulation => simulate(p, ruleOf(action), amountMicro, preset, tierIndex);
+
+/** one line saying what an action does, for a person about to sign it */
+export const titleOf = (action: TreasuryAction, params: ActionParams, amountMicro: Micro): string => {
+  const d = declarationOf(action);
+  return d.title ? d.title(params, amountMicro) : `${action} ${formatDecimal(amountMicro, 6)} USDC`;
+};

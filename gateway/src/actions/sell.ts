@@ -91,6 +91,7 @@ export const sell: ActionDeclaration<"sell"> = {
       swapExactIn(c, token, tokenOf(c, "USDC"), units, minOutOf(quotedOf(params)), `${Number(SWAP_SLIPPAGE_BPS) / 100}% below the pool's quote of ${formatDecimal(quotedOf(params), 6)} USDC`),
     ];
   },
+  title: (params) => `sell ${formatDecimal(unitsOf(params), ASSETS[assetOf(params)].decimals)} ${assetOf(params)} of collateral for USDC${params.quoted ? ` (at least ${formatDecimal(minOutOf(quotedOf(params)), 6)} USDC)` : ""}`,
   receipt: ({ id, params }) => {
     const symbol = assetOf(params);
     const quoted = quotedOf(params);

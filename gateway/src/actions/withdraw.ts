@@ -101,6 +101,7 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
   },
   sandboxUsdcMicro: () => 0n,
   plan: (c, { params }) => [withdrawCall(c, tokenOf(c, assetOf(params)), unitsOf(params), true)],
+  title: (params, amountMicro) => (assetOf(params) === "USDC" ? `withdraw ${formatDecimal(amountMicro, 6)} USDC from Aave` : `withdraw ${formatDecimal(unitsOf(params), ASSETS[assetOf(params)].decimals)} ${assetOf(params)} from Aave`),
   receipt: ({ id, params }) => {
     const symbol = assetOf(params);
     return { withdrawal_id: id, asset: symbol, amount: Number(formatDecimal(unitsOf(params), ASSETS[symbol].decimals)) };

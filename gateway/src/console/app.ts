@@ -331,7 +331,7 @@ async function waitForReceipt(hash: Hex): Promise<void> {
 function safeTxCard(q: any, s: Session): string {
   const signedByMe = (q.signatures as any[]).some((x) => x.owner.toLowerCase() === s.owner.toLowerCase());
   return `<div class="card" data-testid="safe-tx" data-id="${esc(q.id)}" data-status="${esc(q.status)}">
-    <div class="row"><span class="badge">${esc(q.status)}</span><strong>${esc(q.action)} ${num(q.amount_usdc)} USDC</strong><span class="muted">fee ${num(q.fee_usdc)} USDC</span></div>
+    <div class="row"><span class="badge">${esc(q.status)}</span><strong data-testid="safe-tx-title">${esc(q.title ?? `${q.action} ${q.amount_usdc} USDC`)}</strong><span class="muted">fee ${num(q.fee_usdc)} USDC</span></div>
     <ul class="calls">${(q.calls as any[]).map((c) => `<li>${esc(c.summary?.description ?? c.kind)}</li>`).join("")}</ul>
     <p class="muted">${q.signatures.length} signature(s), the Safe needs ${num(q.confirmations_required ?? s.threshold)}; Safe nonce ${esc(q.safe_tx.nonce)}; until ${esc(q.expires_at)}<br/>hash <span class="mono">${esc(q.safe_tx_hash)}</span></p>
     ${q.tx_hash ? `<p>Executed in <span class="mono" data-testid="tx-hash">${esc(q.tx_hash)}</span></p>` : ""}

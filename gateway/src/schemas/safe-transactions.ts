@@ -34,6 +34,7 @@ export const SafeTransaction = z
     receipt_id: z.string().openapi({ description: "the action receipt this execution completes (GET /api/v1/receipts/{id})" }),
     action: z.enum(TREASURY_ACTIONS as [TreasuryAction, ...TreasuryAction[]]),
     amount_usdc: z.number(),
+    title: z.string().openapi({ description: "what it does, in one line, for an owner about to sign it (withdraw 0.1 ETH from Aave; exit: repay all USDC debt, withdraw everything supplied)" }),
     fee_usdc: z.number(),
     chain: z.enum(TREASURY_CHAINS),
     chain_id: z.number().int(),

@@ -15,6 +15,8 @@
  * owners in to) queues Safe transactions, takes signatures and is executed;
  * another registration's item is refused (403 ownership_not_proven).
  */
+import { titleOf } from "../actions";
+import type { ActionParams } from "../domain/sandbox-ledger";
 import { getAddress, type Address, type Hex } from "viem";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
 import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
@@ -138,6 +140,7 @@ export class SafeTransactionService {
       receipt_id: r.executionId,
       action: r.action,
       amount_usdc: usdcToNumber(r.amountMicro),
+      title: titleOf(r.action, r.request.params as ActionParams, r.amountMicro),
       fee_usdc: usdcToNumber(r.feeMicro),
       chain: r.chain,
       chain_id: chainId,
