@@ -126,7 +126,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   // the MCP tools: derived from the routes that declare one, once every route is registered
   let tools: ToolDefinition[] | undefined;
   const toolList = () => (tools ??= toolsOf(table.toolRoutes(), (method, path) => table.routeOf(method, path)));
-  mcpRoutes(kit, scope(ctx), { tools: toolList, payments: services.payments, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
+  mcpRoutes(kit, scope(ctx), { tools: toolList, payments: services.payments, walletSignature: services.walletSignature, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
   const admin = new RouteDispatcher();
   adminRoutes(createKit(admin, registry, table), scope(ctx, "accessRequests", "outbox"), services.access);

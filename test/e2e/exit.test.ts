@@ -24,6 +24,8 @@ import { startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
 import { createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
 import { call } from "../helpers/gateway";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { authed, newIdempotencyKey, registerProven } from "../helpers/treasury";
 
 const FEE_RECIPIENT = devAccount(4).address;
@@ -151,6 +153,30 @@ describe("exit", () => {
     expect(deposit.status).toBe(402);
     expect(deposit.body.extensions?.["sign-in-with-x"]).toBeUndefined();
     await relayEach(account, e.body);
+    expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
+  });
+
+  it("an MCP client without a key exits with the wallet's signature: prepare_exit's payment-required offers sign-in-with-x for that very call, _meta carries it", async () => {
+    const { account } = await borrower({ spent: true, borrow: 1_000 });
+    const mcp = new Client({ name: "keyless-agent", version: "1.0.0" });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/api/mcp`)));
+    const args = { idempotency_key: newIdempotencyKey() };
+    const required = (await mcp.callTool({ name: "prepare_exit", arguments: args })).structuredContent as Record<string, any>;
+    expect(required.http_status).toBe(402);
+    expect(required.message).toMatch(/sign in with the wallet/);
+    const info = required.extensions["sign-in-with-x"].info;
+    const header = encodeSIWxHeader(await createSIWxPayload({ ...info, chainId: "eip155:8453", type: "eip191" }, account, `${gw.url}/api/v1/exit`));
+    // signed for other arguments (a sale asked), it opens nothing
+    const other = await mcp.callTool({ name: "prepare_exit", arguments: { ...args, sell: true }, _meta: { "sign-in-with-x": header } });
+    expect((other.structuredContent as any).error).toBe("unauthorized");
+    const fresh = (await mcp.callTool({ name: "prepare_exit", arguments: args })).structuredContent as Record<string, any>;
+    const signed = encodeSIWxHeader(await createSIWxPayload({ ...fresh.extensions["sign-in-with-x"].info, chainId: "eip155:8453", type: "eip191" }, account, `${gw.url}/api/v1/exit`));
+    const envelope = await mcp.callTool({ name: "prepare_exit", arguments: args, _meta: { "sign-in-with-x": signed } });
+    const e = envelope.structuredContent as Record<string, any>;
+    expect([envelope.isError ?? false, e.http_status, e.action, e.fee_usdc], JSON.stringify(e)).toEqual([false, 202, "exit", 0]);
+    expect(envelope._meta?.["x402/payment-response"]).toBeUndefined();
+    await mcp.close();
+    await relayEach(account, e);
     expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
   });
 

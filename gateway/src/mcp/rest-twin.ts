@@ -27,6 +27,8 @@ import { fromHeaderJson, PAYMENT_HEADERS, toHeaderJson } from "../x402/payment-m
 /** the MCP `_meta` keys of the x402 MCP transport */
 export const MCP_PAYMENT_META = "x402/payment";
 export const MCP_PAYMENT_RESPONSE_META = "x402/payment-response";
+/** the wallet's own signature on a downward leg's tool: the SIGN-IN-WITH-X header's value (x402's sign-in-with-x) */
+export const MCP_SIGN_IN_META = "sign-in-with-x";
 
 export const INTERNAL_DISPATCH_HEADER = "x-treasury-internal-dispatch";
 const CLIENT_ADDRESS_HEADER = "x-treasury-client-address";
@@ -80,7 +82,7 @@ const asResult = (structured: Record<string, unknown>, isError: boolean, meta?: 
  * carrying the typed error body; for a paid call, the x402 MCP transport's
  * refusal (the PaymentRequired) or settlement.
  */
-export async function callRestTwin(req: Request, call: RestCall, auth: { bearer?: string; payment?: unknown }, requestId: string): Promise<CallToolResult> {
+export async function callRestTwin(req: Request, call: RestCall, auth: { bearer?: string; payment?: unknown; signIn?: string }, requestId: string): Promise<CallToolResult> {
   const paid = auth.payment !== undefined;
   const version = (auth.payment as { x402Version?: unknown } | null)?.x402Version === 1 ? 1 : 2;
   const headers: Record<string, string> = {
@@ -90,6 +92,7 @@ export async function callRestTwin(req: Request, call: RestCall, auth: { bearer?
   };
   if (auth.bearer) headers.authorization = auth.bearer;
   if (paid) headers[PAYMENT_HEADERS[version].payment] = toHeaderJson(auth.payment ?? null);
+  if (auth.signIn !== undefined) headers["sign-in-with-x"] = auth.signIn;
   if (call.idempotencyKey !== undefined) headers["idempotency-key"] = call.idempotencyKey;
   const post = call.method === "POST";
   if (post) headers["content-type"] = "application/json";

@@ -19,7 +19,8 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Request, Response } from "express";
 import { ApiError, statusOf } from "../http/errors";
 import type { PaymentGate } from "../x402/payment-gate";
-import { callRestTwin, MCP_PAYMENT_META } from "./rest-twin";
+import type { WalletSignatureAuth } from "../services/wallet-signature";
+import { callRestTwin, MCP_PAYMENT_META, MCP_SIGN_IN_META } from "./rest-twin";
 import type { ToolDefinition, TwinRoute } from "./tools";
 
 export const MCP_SERVER_NAME = "agent-treasury-gateway";
@@ -30,9 +31,9 @@ export interface ToolContext {
   /** the MCP request's Authorization header (a bearer key decides, as on REST) */
   bearer?: string;
   /** the PaymentRequired of a priced route (absent when x402 is off: priced tools then need a key) */
-  paymentRequired?: (route: TwinRoute) => Record<string, unknown>;
-  /** serve the call by the REST route, with the request's key or the payment */
-  dispatch(route: TwinRoute, args: Record<string, unknown>, payment?: unknown): Promise<CallToolResult>;
+  paymentRequired?: (route: TwinRoute & { siwx?: boolean }, args: Record<string, unknown>) => Record<string, unknown>;
+  /** serve the call by the REST route, with the request's key, the payment, or the wallet's sign-in */
+  dispatch(route: TwinRoute, args: Record<string, unknown>, auth?: { payment?: unknown; signIn?: string }): Promise<CallToolResult>;
   /** take one write from the caller's write budget, or throw the typed 429 */
   chargeWrite(): Promise<void>;
 }
@@ -46,7 +47,9 @@ function toolError(err: ApiError, requestId: string): CallToolResult {
 function paymentRequiredResult(required: Record<string, unknown>, requestId: string): CallToolResult {
   const body = {
     ...required,
-    message: `payment required: pay with x402 (params._meta["${MCP_PAYMENT_META}"] = a PaymentPayload for one of accepts), or send Authorization: Bearer <API key> on the HTTP request`,
+    message:
+      `payment required: pay with x402 (params._meta["${MCP_PAYMENT_META}"] = a PaymentPayload for one of accepts), or send Authorization: Bearer <API key> on the HTTP request` +
+      ((required.extensions as Record<string, unknown> | undefined)?.[MCP_SIGN_IN_META] ? `; or, free on this downward leg, sign in with the wallet: params._meta["${MCP_SIGN_IN_META}"] = the SIGN-IN-WITH-X header value for extensions["${MCP_SIGN_IN_META}"] (the same arguments)` : ""),
     request_id: requestId,
     http_status: 402,
   };
@@ -75,8 +78,14 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
           // a priced tool without a bearer key: paid with x402, or told how to pay
           if (tool.paid && tc.paymentRequired && !tc.bearer) {
             const payment = extra?._meta?.[MCP_PAYMENT_META];
-            if (payment === undefined) return paymentRequiredResult(tc.paymentRequired(tool.paid), tc.requestId);
-            return await tc.dispatch(tool.paid, args ?? {}, payment);
+            const signIn = tool.paid.siwx ? extra?._meta?.[MCP_SIGN_IN_META] : undefined;
+            if (typeof signIn === "string" && payment === undefined) {
+              // a signature costs nothing: the call takes a write of the caller's budget
+              await tc.chargeWrite();
+              return await tc.dispatch(tool.paid, args ?? {}, { signIn });
+            }
+            if (payment === undefined) return paymentRequiredResult(tc.paymentRequired(tool.paid, args ?? {}), tc.requestId);
+            return await tc.dispatch(tool.paid, args ?? {}, { payment });
           }
           if (!tool.annotations.readOnlyHint) await tc.chargeWrite();
           return await tc.dispatch(tc.bearer && tool.keyedTwin ? tool.keyedTwin : tool.twin, args ?? {});
@@ -111,6 +120,8 @@ export interface McpDeps {
   log: (err: unknown) => void;
   /** x402 for priced tools; absent or disabled: priced tools need a bearer key */
   payments?: PaymentGate;
+  /** the wallet's sign-in on the downward legs' tools */
+  walletSignature?: Pick<WalletSignatureAuth, "challengeForCall">;
 }
 
 export async function handleMcpPost(req: Request, res: Response, deps: McpDeps): Promise<void> {
@@ -120,10 +131,18 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
   const tc: ToolContext = {
     requestId,
     bearer,
-    paymentRequired: payments?.enabled ? (route) => payments.paymentRequired(route) : undefined,
-    dispatch: (route, args, payment) => {
+    paymentRequired: payments?.enabled
+      ? (route, args) => {
+          const required = payments.paymentRequired(route);
+          if (!route.siwx || !deps.walletSignature) return required;
+          // a downward leg: beside the price, the wallet's sign-in bound to this very call's REST twin
+          const { idempotency_key: key, ...rest } = args;
+          return { ...required, extensions: { ...required.extensions, [MCP_SIGN_IN_META]: deps.walletSignature.challengeForCall(route.path, typeof key === "string" ? key : undefined, rest) } };
+        }
+      : undefined,
+    dispatch: (route, args, auth) => {
       const { idempotency_key: key, ...rest } = args;
-      return callRestTwin(req, { ...route, args: rest, idempotencyKey: typeof key === "string" ? key : undefined }, payment === undefined ? { bearer } : { payment }, requestId);
+      return callRestTwin(req, { ...route, args: rest, idempotencyKey: typeof key === "string" ? key : undefined }, auth === undefined ? { bearer } : auth, requestId);
     },
     chargeWrite: async () => {
       const charge = res.locals.chargeWrite as (() => Promise<ApiError | undefined>) | undefined;

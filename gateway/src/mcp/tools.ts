@@ -30,8 +30,8 @@ export interface ToolDefinition {
   twin: TwinRoute & { idempotencyKey: boolean };
   /** the route that serves it when the MCP request carries a bearer key (else `twin`) */
   keyedTwin?: TwinRoute;
-  /** set when the twin has an x402 price: the tool can be paid for instead of called with a key */
-  paid?: TwinRoute;
+  /** set when the twin has an x402 price: the tool can be paid for instead of called with a key; `siwx`: or signed in by the wallet (a downward leg) */
+  paid?: TwinRoute & { siwx?: boolean };
   /** the shape of a successful result's structuredContent (the twin's documented answers) */
   outputSchema?: z.ZodObject;
 }
@@ -118,7 +118,7 @@ export function toolOf(spec: RouteSpec<any, any, any>, keyed?: RouteSpec<any, an
     authenticated: spec.security === "bearer" || spec.security === "bearer_or_x402",
     twin: { method, path: spec.path, idempotencyKey: spec.idempotencyKey === true },
     ...(t.withKey ? { keyedTwin: { method, path: t.withKey } } : {}),
-    ...(spec.price ? { paid: { method, path: spec.path } } : {}),
+    ...(spec.price ? { paid: { method, path: spec.path, ...(spec.siwx ? { siwx: true } : {}) } } : {}),
     outputSchema: toolOutputSchema([...successes(spec), ...(keyed ? successes(keyed) : [])]),
   };
 }

@@ -1,6 +1,6 @@
 /** GET and POST /api/mcp (spec 4.2, 2.19). */
 import { ApiError } from "../http/errors";
-import { handleMcpPost, MCP_SERVER_NAME } from "../mcp/server";
+import { handleMcpPost, MCP_SERVER_NAME, type McpDeps } from "../mcp/server";
 import { restEquivalent, type ToolDefinition } from "../mcp/tools";
 import { JsonRpcRequest, JsonRpcResponse, McpDiscovery } from "../schemas/discovery";
 import { z } from "../schemas/zod";
@@ -11,7 +11,7 @@ import { err, RATE_LIMITED, type RouteKit } from "./kit";
 export function mcpRoutes(
   kit: RouteKit,
   ctx: Runtime,
-  deps: { tools: () => ToolDefinition[]; version: string; log: (err: unknown) => void; payments?: PaymentGate },
+  deps: { tools: () => ToolDefinition[]; version: string; log: (err: unknown) => void; payments?: PaymentGate; walletSignature?: McpDeps["walletSignature"] },
 ): void {
   kit.route({
     method: "get",

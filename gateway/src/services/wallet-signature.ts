@@ -38,15 +38,24 @@ export class WalletSignatureAuth {
     return requestDigest(req.method, req.originalUrl, req.header("idempotency-key"), req.body);
   }
 
-  /** what a caller signs in with for this request (the 401's `extensions["sign-in-with-x"]`) */
+  /** what a caller signs in with for this request (the 402's and 401's `extensions["sign-in-with-x"]`) */
   challenge(req: Request) {
+    return this.challengeFor(req.path, this.digestOf(req));
+  }
+
+  /** the same for a request not yet made: an MCP tool call's REST twin (POST `path` with this Idempotency-Key and body) */
+  challengeForCall(path: string, idempotencyKey: string | undefined, body: unknown) {
+    return this.challengeFor(path, requestDigest("POST", path, idempotencyKey, body));
+  }
+
+  private challengeFor(path: string, digest: string) {
     return signInWithXExtension({
       publicBaseUrl: this.ctx.links.base,
-      resourceUrl: this.ctx.links.url(req.path),
+      resourceUrl: this.ctx.links.url(path),
       chainIds: CHAIN_IDS,
       now: this.ctx.clock.now(),
       statement: "Sign in to act on your own treasury (a downward leg: free, never paid for).",
-      requestDigest: this.digestOf(req),
+      requestDigest: digest,
     });
   }
 
