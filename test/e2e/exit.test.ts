@@ -124,10 +124,12 @@ describe("exit", () => {
     expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
   });
 
-  it("a keyless wallet with no USDC to pay with exits with its own signature (sign-in-with-x), paying nothing", async () => {
-    const { account } = await borrower({ spent: true, borrow: 1_000 });
-    // it holds no USDC at all: nothing to pay a call with
+  it("a keyless wallet whose USDC is all in Aave exits with its own signature (sign-in-with-x), paying nothing: the supplied USDC repays", async () => {
+    const { account, agent } = await borrower({ spent: false, borrow: 1_000 });
+    // every USDC of the wallet supplied to Aave: nothing left to pay a call with
+    await agent.run("deposit", Number(await balanceOf(A.USDC.UNDERLYING, account.address)) / 1e6);
     expect(await balanceOf(A.USDC.UNDERLYING, account.address)).toBe(0n);
+    expect(await balanceOf(A.USDC.A_TOKEN, account.address)).toBeGreaterThan(await balanceOf(A.USDC.V_TOKEN, account.address));
     const key = newIdempotencyKey();
     // no credential: the 402 offers the price and, beside it, the wallet's own signature bound to this request
     const challenge = await call(gw.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key } });
@@ -152,6 +154,7 @@ describe("exit", () => {
     const deposit = await call(gw.url, "POST", "/api/v1/deposits", { body: { amount_usdc: "10" }, headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": await signed() } });
     expect(deposit.status).toBe(402);
     expect(deposit.body.extensions?.["sign-in-with-x"]).toBeUndefined();
+    expect(e.body.steps.map((x: any) => x.summary.function)).toEqual(["repayWithATokens", "withdraw", "withdraw"]);
     await relayEach(account, e.body);
     expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
   });
