@@ -5,6 +5,8 @@ export const AAVE_POOL_ABI = parseAbi([
   "struct ReserveConfigurationMap { uint256 data; }",
   "struct ReserveDataLegacy { ReserveConfigurationMap configuration; uint128 liquidityIndex; uint128 currentLiquidityRate; uint128 variableBorrowIndex; uint128 currentVariableBorrowRate; uint128 currentStableBorrowRate; uint40 lastUpdateTimestamp; uint16 id; address aTokenAddress; address stableDebtTokenAddress; address variableDebtTokenAddress; address interestRateStrategyAddress; uint128 accruedToTreasury; uint128 unbacked; uint128 isolationModeTotalDebt; }",
   "function getReserveData(address asset) view returns (ReserveDataLegacy)",
+  "struct UserConfigurationMap { uint256 data; }",
+  "function getUserConfiguration(address user) view returns (UserConfigurationMap)",
   "function getUserAccountData(address user) view returns (uint256 totalCollateralBase, uint256 totalDebtBase, uint256 availableBorrowsBase, uint256 currentLiquidationThreshold, uint256 ltv, uint256 healthFactor)",
   "function supply(address asset, uint256 amount, address onBehalfOf, uint16 referralCode)",
   "function borrow(address asset, uint256 amount, uint256 interestRateMode, uint16 referralCode, address onBehalfOf)",

@@ -33,6 +33,7 @@ import { x402Routes } from "./routes/x402";
 import { X402_ASSET } from "./x402/asset";
 import { hasPayment, X402_NETWORK } from "./x402/payment-gate";
 import { mcpRoutes } from "./routes/mcp";
+import { hasWalletSignature } from "./services/wallet-signature";
 import { createServices, type Services } from "./services/services";
 import { gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
 import { scope, type AppContext } from "./services/context";
@@ -85,6 +86,8 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       // only an identity that cost something picks a bucket: a valid API key, or a payer this service has been paid by
       credentialOf: (req) => {
         if (req.headers.authorization) return credentialIdentity(keys, req);
+        // a sign-in costs nothing (and decides over a payment header beside it): counted by address
+        if (hasWalletSignature(req)) return undefined;
         if (!services.payments.enabled || !hasPayment(req)) return undefined; // nothing to look up: counted by address at once
         return services.payments.provenPayer(req).then((payer) => (payer === undefined ? undefined : payer === null ? UNPROVEN_PAYER : `payer:${payer}`));
       },

@@ -5,7 +5,7 @@
  */
 import { createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
 import { declarationOf, type TreasuryAction } from "../../gateway/src/actions";
-import { quoteExactIn } from "../../gateway/src/chain/market-reads";
+import { balancesOf, quoteExactIn, readReserves } from "../../gateway/src/chain/market-reads";
 import { quoterV2 } from "../../contracts-abi/uniswap-quoter";
 import { CONVERT_POOL_FEE } from "../../contracts-abi/uniswap";
 import type { ActionBody } from "../../gateway/src/actions/declaration";
@@ -347,7 +347,7 @@ export class SignerAgent {
         units: params.units === undefined ? undefined : BigInt(params.units),
         swapFloors,
         // an exit must close the debt the wallet has (read here, on the signer's own RPC), and sells only when asked
-        ...(action === "exit" ? { hasDebt: (await this.position())?.health_factor !== null, sell: params.sell === true } : {}),
+        ...(action === "exit" ? { position: await this.aavePosition(envelope), sell: params.sell === true } : {}),
       };
       checkIntent(intent, envelope, this.address, this.opts.policy);
     } catch (err) {
@@ -378,9 +378,28 @@ export class SignerAgent {
       .map((s) => checkStep(this.opts.policy, s.unsigned_transaction, this.address))
       .filter((c) => c.role === "swap" && c.counterparty !== undefined);
     const keep = BigInt(10_000 - (this.opts.policy.max_slippage_bps ?? DEFAULT_MAX_SLIPPAGE_BPS));
-    return Promise.all(
-      swaps.map(async (c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: ((await quoteExactIn(this.preflight.client, quoterV2(chainId), c.token, c.counterparty!, CONVERT_POOL_FEE, c.amount)) * keep) / 10_000n })),
-    );
+    // swaps through one pool run one after the other: each is quoted after the ones before it (what its units add to their quote)
+    const sold = new Map<string, { units: bigint; out: bigint }>();
+    const floors: SwapFloor[] = [];
+    for (const c of swaps) {
+      const pair = `${c.token}>${c.counterparty}`;
+      const before = sold.get(pair) ?? { units: 0n, out: 0n };
+      const out = await quoteExactIn(this.preflight.client, quoterV2(chainId), c.token, c.counterparty!, CONVERT_POOL_FEE, before.units + c.amount);
+      sold.set(pair, { units: before.units + c.amount, out });
+      floors.push({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: ((out - before.out) * keep) / 10_000n });
+    }
+    return floors;
+  }
+
+  /** the wallet's USDC debt and each of the market's supplies (aToken balances), exact units, read on the signer's own RPC */
+  private async aavePosition(envelope: Envelope): Promise<{ debt: bigint; supplied: Record<`0x${string}`, bigint> }> {
+    const chainId = envelope.steps[0]?.unsigned_transaction.chain_id;
+    const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === chainId);
+    if (!market) throw new RefusedError("policy", `no Aave market on chain ${chainId}`);
+    const assets = [market.usdc, market.weth, market.btc].map((a) => getAddress(a));
+    const reserves = await readReserves(this.preflight.client, market.pool, assets);
+    const [debt, ...supplied] = await balancesOf(this.preflight.client, [reserves[0]!.variableDebtToken, ...reserves.map((r) => r.aToken)], this.address);
+    return { debt: debt!, supplied: Object.fromEntries(assets.map((a, i) => [a, supplied[i]!])) };
   }
 
   private readonly aUsdc = new Map<number, Promise<`0x${string}`>>();

@@ -195,6 +195,15 @@ export function checkIntent(
   if (chainIds.size !== 1) refuse("the envelope's steps are on different chains");
   const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === envelope.steps[0]?.unsigned_transaction.chain_id);
   if (!market) return refuse("the envelope is on no known Aave market");
+  // every call goes where its kind belongs in this market: Aave calls to its Pool, swaps to its router, approvals and fees on its tokens
+  const pool = getAddress(market.pool);
+  const router = getAddress(swapRouter02(market.chainId));
+  const tokens = new Set([market.usdc, market.weth, market.btc].map((t) => getAddress(t)));
+  for (const c of calls) {
+    const where = c.role === "swap" ? router : c.role === "approve" || c.role === "fee" ? undefined : pool;
+    if (where !== undefined && c.to !== where) refuse(`a ${c.functionName} sent to ${c.to}, not to ${c.role === "swap" ? "the market's router" : "the market's Pool"} ${where}`);
+    if (where === undefined && !tokens.has(c.to)) refuse(`a ${c.functionName} on ${c.to}, not on a token of the market`);
+  }
   const d = declarationOf(intent.action);
   const maxFeeBps = policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS;
   const ctx = signerRuleContext(intent.action, calls, { ...market, pool: getAddress(market.pool), usdc: getAddress(market.usdc), btc: getAddress(market.btc), weth: getAddress(market.weth), router: getAddress(swapRouter02(market.chainId)) }, intent.amountMicro, maxFeeFor(intent.amountMicro, BigInt(maxFeeBps)), maxFeeBps, intent.swapFloors);

@@ -183,6 +183,27 @@ describe("exit", () => {
     expect(await closedOnChain(account.address)).toEqual({ debt: 0n, aUsdc: 0n, aWeth: 0n, aBtc: 0n });
   });
 
+  it("with x402 off the way out still opens by signature (the 401 offers the sign-in); a wallet with a treasury on each chain signs in to the one of the chain it names", async () => {
+    const off = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT, X402_ENABLED: "false" });
+    try {
+      const { account } = await borrower({ spent: true, borrow: 1_000 });
+      const onBase = await registerProven(off.url, account, { execution_mode: "wallet" });
+      // a newer registration of the same wallet on Arbitrum
+      const onArbitrum = await registerProven(off.url, account, { execution_mode: "wallet", chain: "arbitrum" });
+      const key = newIdempotencyKey();
+      const asked = await call(off.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key } });
+      expect([asked.status, asked.body.error]).toEqual([401, "unauthorized"]);
+      const info = asked.body.extensions["sign-in-with-x"].info;
+      const header = encodeSIWxHeader(await createSIWxPayload({ ...info, chainId: "eip155:8453", type: "eip191" }, account, `${off.url}/api/v1/exit`));
+      const e = await call(off.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key, "sign-in-with-x": header } });
+      expect(e.status, e.text).toBe(202);
+      expect(e.headers.get("x-treasury-id")).toBe(onBase.treasuryId);
+      expect(e.headers.get("x-treasury-id")).not.toBe(onArbitrum.treasuryId);
+    } finally {
+      await off.close();
+    }
+  });
+
   it("the signer agent without a key exits and sells, signing in with its wallet (never paying): only USDC left, zero debt, zero aTokens", async () => {
     const { account, privateKey } = await borrower({ spent: false });
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "exit-keyless-"));

@@ -222,16 +222,18 @@ describe("the market's Aave figures", () => {
     await send(market.btc, TOKEN_ABI, "mint", [account.address, 25n * 10n ** 6n]);
     const borrowed = await send(pool, AAVE_POOL_ABI, "borrow", [market.usdc, 12_000n * E6, 2n, 0, account.address]);
 
-    // at the borrow's block, one JSON-RPC request of 11 calls
+    // at the borrow's block, one JSON-RPC request of 12 calls
     requests.length = 0;
     const at = await readMarket(reader, market, account.address, { blockNumber: borrowed.blockNumber });
-    expect(requests).toEqual([11]);
+    expect(requests).toEqual([12]);
     expect(at).toEqual({
       prices: { usdc: 1n * E8, weth: 3_000n * E8, btc: 60_000n * E8 },
       reserves: at.reserves,
       supplied: { usdc: 0n, weth: 10n * E18, btc: 0n },
       debtUsdc: 12_000n * E6,
       wallet: { usdc: 12_000n * E6, weth: 1n * E18, btc: 25n * 10n ** 6n },
+      // the WETH supplied is collateral (Aave enables it on a first supply); nothing else is supplied
+      collateral: { usdc: false, weth: true, btc: false },
     });
     expect(at.reserves.weth).toMatchObject({ ltvBps: 8000n, liquidationThresholdBps: 8250n });
 

@@ -62,9 +62,11 @@ describe("OpenAPI document", () => {
   });
 
   it("declares bearer|x402 security and Idempotency-Key where the spec does", () => {
-    for (const p of ["/api/v1/deposits", "/api/v1/convert", "/api/v1/borrow", "/api/v1/repay"]) {
+    for (const p of ["/api/v1/deposits", "/api/v1/convert", "/api/v1/borrow", "/api/v1/repay", "/api/v1/withdraw", "/api/v1/sell", "/api/v1/exit"]) {
       const op = doc.paths[p].post;
-      expect(op.security).toEqual([{ bearerAuth: [] }, { x402Payment: [] }, { x402PaymentV2: [] }]);
+      // a downward leg also takes the wallet's own signature (sign-in-with-x), free
+      const down = ["/api/v1/repay", "/api/v1/withdraw", "/api/v1/sell", "/api/v1/exit"].includes(p);
+      expect(op.security).toEqual([{ bearerAuth: [] }, { x402Payment: [] }, { x402PaymentV2: [] }, ...(down ? [{ signInWithX: [] }] : [])]);
       expect(Object.keys(op.responses["402"].headers)).toEqual(expect.arrayContaining(["PAYMENT-REQUIRED", "WWW-Authenticate"]));
       expect(Object.keys(op.responses["202"].headers)).toEqual(expect.arrayContaining(["X-PAYMENT-RESPONSE", "PAYMENT-RESPONSE"]));
       const header = op.parameters.find((x: any) => x.in === "header" && x.name === "Idempotency-Key");
@@ -72,6 +74,7 @@ describe("OpenAPI document", () => {
       expect(header.schema).toMatchObject({ minLength: 8, maxLength: 120 });
     }
     expect(doc.components.securitySchemes.x402PaymentV2).toMatchObject({ type: "apiKey", in: "header", name: "PAYMENT-SIGNATURE" });
+    expect(doc.components.securitySchemes.signInWithX).toMatchObject({ type: "apiKey", in: "header", name: "SIGN-IN-WITH-X" });
     expect(doc.paths["/api/v1/relay"].post.parameters.some((x: any) => x.name === "Idempotency-Key")).toBe(true);
     expect(doc.paths["/api/v1/public/preview"].post.security).toEqual([]);
   });

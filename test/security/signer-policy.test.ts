@@ -124,12 +124,16 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
     lt: { USDC: 7_800n, ETH: 8_250n, BTC: 7_800n },
     ...over,
   });
-  const quote = async (_s: "ETH" | "BTC", units: bigint) => (units * 2_985_000_000n) / ETH;
+  const quote = async (symbol: "ETH" | "BTC", units: bigint) => (symbol === "ETH" ? (units * 2_985_000_000n) / ETH : (units * 59_700_000_000n) / 10n ** 8n);
   const exitEnvelope = async (s: ExitSnapshot, sell = false) => ({
     action: "exit",
+    snapshot: s,
     steps: exitSteps(stepContext("base", self), await withQuotes(s, sell, quote)).map((x) => ({ kind: x.kind as string, unsigned_transaction: { chain_id: 8453, to: x.to, data: x.data, value: "0" } })),
   });
-  const exitIntent = (e: Awaited<ReturnType<typeof exitEnvelope>>, over: object = {}) => ({ action: "exit" as const, amountMicro: 0n, swapFloors: floorsOf(e), hasDebt: true, ...over });
+  /** what the signer reads of the wallet on its own RPC: the snapshot's debt and supplies */
+  const positionOf = (s: ExitSnapshot) => ({ debt: s.debt, supplied: { [getAddress(m.usdc)]: s.supplied.USDC, [getAddress(m.weth)]: s.supplied.ETH, [getAddress(m.btc)]: s.supplied.BTC } as Record<`0x${string}`, bigint> });
+  const exitIntent = (e: Awaited<ReturnType<typeof exitEnvelope>>, over: object = {}) => ({ action: "exit" as const, amountMicro: 0n, swapFloors: floorsOf(e), position: positionOf(e.snapshot), ...over });
+  const retarget = (e: Awaited<ReturnType<typeof exitEnvelope>>, i: number, to: `0x${string}`) => ({ ...e, steps: e.steps.map((st, j) => (j !== i ? st : { ...st, unsigned_transaction: { ...st.unsigned_transaction, to } })) });
   const fnOf = (st: { unsigned_transaction: { data: Hex | string } }) => {
     try {
       return decodeFunctionData({ abi: [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI], data: st.unsigned_transaction.data as Hex });
@@ -168,10 +172,37 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
       }),
     };
     expect(refused(() => checkIntent(exitIntent(partial), partial, self, policy))).toMatch(/only withdrawals of everything/);
-    // the wallet has no debt: an exit without a repayment is what it needs
+    // the wallet has no debt: an exit without a repayment is what it needs; with debt the signer reads, refused
     const none = await exitEnvelope(snap({ debt: 0n }));
-    expect(() => checkIntent(exitIntent(none, { hasDebt: false }), none, self, policy)).not.toThrow();
-    expect(refused(() => checkIntent(exitIntent(none), none, self, policy))).toMatch(/does not repay all of the debt/);
+    expect(() => checkIntent(exitIntent(none), none, self, policy)).not.toThrow();
+    expect(refused(() => checkIntent(exitIntent(none, { position: positionOf(snap()) }), none, self, policy))).toMatch(/does not repay all of the debt/);
+  });
+
+  it("an exit whose calls go elsewhere (a swap or the closing repayment sent to WETH, whose fallback takes anything), closes with supplied USDC that does not cover the debt, or sells a max withdrawal for a wei is refused", async () => {
+    const e = await exitEnvelope(snap());
+    const fns = e.steps.map((st) => fnOf(st));
+    const closing = fns.map((f) => f.functionName).lastIndexOf("repay");
+    const firstSwap = fns.findIndex((f) => f.functionName === "exactInputSingle");
+    // WETH9's fallback is deposit(): any calldata succeeds there, so a retargeted step "passes" preflight and does nothing
+    expect(refused(() => checkIntent(exitIntent(e), retarget(e, firstSwap, getAddress(m.weth)), self, policy))).toMatch(/not to the market's router/);
+    expect(refused(() => checkIntent(exitIntent(e), retarget(e, closing, getAddress(m.weth)), self, policy))).toMatch(/not to the market's Pool/);
+    // the supplied USDC covers the debt when planned; the signer reads less of it than the debt now: repayWithATokens max would leave debt
+    const covered = await exitEnvelope(snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }));
+    const short = { debt: 18_000_000_000n, supplied: { [getAddress(m.usdc)]: 17_000_000_000n, [getAddress(m.weth)]: ETH, [getAddress(m.btc)]: 0n } as Record<`0x${string}`, bigint> };
+    expect(refused(() => checkIntent(exitIntent(covered, { position: short }), covered, self, policy))).toMatch(/does not cover the debt/);
+    // a first round that withdraws all of a small BTC supply (max) before the last repayment, and sells one unit of it
+    const small = await exitEnvelope(snap({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 100_000n }, debt: 1_000_000_000n }));
+    const sf = small.steps.map((st) => fnOf(st));
+    const w = sf.findIndex((f) => f.functionName === "withdraw");
+    expect(sf[w]!.args[1]).toBe(ALL);
+    const sw = sf.findIndex((f) => f.functionName === "exactInputSingle");
+    const p = sf[sw]!.args[0] as { tokenIn: `0x${string}`; tokenOut: `0x${string}`; fee: number; recipient: `0x${string}`; amountIn: bigint; amountOutMinimum: bigint; sqrtPriceLimitX96: bigint };
+    const wei = {
+      ...small,
+      steps: small.steps.map((st, i) => (i !== sw ? st : { ...st, unsigned_transaction: { ...st.unsigned_transaction, data: encodeFunctionData({ abi: SWAP_ROUTER_02_ABI, functionName: "exactInputSingle", args: [{ ...p, amountIn: 1n, amountOutMinimum: 0n }] }) } })),
+    };
+    expect(() => checkIntent(exitIntent(small), small, self, policy)).not.toThrow();
+    expect(refused(() => checkIntent({ ...exitIntent(small), swapFloors: floorsOf(wei) }, wei, self, policy))).toMatch(/must be sold at once for the same units/);
   });
 });
 

@@ -105,6 +105,26 @@ describe("a proof signed by a throwaway key buys no budget of its own", () => {
     expect(Number(paid.headers.get("x-ratelimit-remaining"))).toBe(LIMITS.read - 1);
   });
 
+  it("a sign-in beside another payer's proof is counted by the client's address: the payer's bucket is neither borrowed nor drained", async () => {
+    const attacker = newClient();
+    const victim = newClient();
+    const { wallet } = await newPayer(stack.chain);
+    const challenge = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
+    expect((await victim.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(wallet, challenge) } })).status).toBe(200);
+    // the victim's proof, copied (authorizations are public on chain once settled), beside a sign-in that decides the credential
+    const copied = await paymentHeader(wallet, challenge);
+    const statuses: number[] = [];
+    for (let i = 0; i < LIMITS.write + 2; i++) {
+      const r = await attacker.call("POST", "/api/v1/withdraw", { body: { asset: "USDC", amount_usdc: 1 }, headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": "bm90IGEgc2lnbi1pbg==", "x-payment": copied } });
+      statuses.push(r.status);
+    }
+    expect(statuses).toEqual([...Array(LIMITS.write).fill(401), 429, 429]);
+    // the victim's writes are its own: not one of them was spent by the attacker
+    const own = await victim.call("POST", "/api/v1/withdraw", { body: { asset: "USDC", amount_usdc: 1 }, headers: { "idempotency-key": newIdempotencyKey(), "x-payment": await paymentHeader(wallet, await challengeFor(stack.gateway.url, "POST", "/api/v1/withdraw")) } });
+    expect(own.status).not.toBe(429);
+    expect(Number(own.headers.get("x-ratelimit-remaining"))).toBe(LIMITS.write - 1);
+  });
+
   it("a flood of paid MCP tool calls with throwaway proofs costs at most the write limit in verifications", async () => {
     // MCP's protocol traffic is counted in the read window: a gateway whose reads are not the bound
     const gw = await startTestGateway({ X402_FACILITATOR: "local", X402_FACILITATOR_URL: stack.facilitator.url, X402_PAY_TO: stack.payTo, RATE_LIMIT_READ_PER_MIN: "1000", RATE_LIMIT_WRITE_PER_MIN: String(LIMITS.write) });

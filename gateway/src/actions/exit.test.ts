@@ -101,6 +101,38 @@ describe("exit", () => {
     expect(tiny.rounds.every((r) => r.all === (r.units === 1n * ETH) || !r.all)).toBe(true);
   });
 
+  it("swaps of one asset are bounded one after the other: each round's minimum is 1% under what its units add to the pool's quote of the ones before", async () => {
+    // a pool whose price falls as it is sold into: the quote of n units is concave
+    const calls: bigint[] = [];
+    const impact = async (_s: "ETH" | "BTC", units: bigint) => {
+      calls.push(units);
+      const linear = (units * 3_000_000_000n) / ETH;
+      return linear - (linear * units) / (1_000n * ETH);
+    };
+    const plan = await withQuotes(snapshot(), false, impact);
+    expect(plan.rounds.length).toBeGreaterThan(1);
+    // quoted cumulatively: 1 unit-set, then the sum of the first two, ...
+    let cum = 0n;
+    for (const [i, r] of plan.rounds.entries()) {
+      cum += BigInt(r.units);
+      expect(calls[i]).toBe(cum);
+    }
+    const total = await impact("ETH", cum);
+    const sum = plan.rounds.reduce((acc, r) => acc + BigInt(r.minOut), 0n);
+    // together they are 1% under the quote of all of it (to rounding), not more than the pool gives
+    expect(sum).toBeLessThanOrEqual((total * 99n) / 100n);
+    expect(sum).toBeGreaterThanOrEqual((total * 99n) / 100n - BigInt(plan.rounds.length));
+  });
+
+  it("a supply that is not collateral (threshold 0) leaves the health factor alone: taken first, whole; an oracle without a price is refused", async () => {
+    // 0.05 BTC (3,000 USDC at the oracle) supplied but not collateral, 10 ETH collateral, 5,000 USDC of debt
+    const s = snapshot({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 5_000_000n }, lt: { USDC: 7_800n, ETH: 8_250n, BTC: 0n }, debt: 5_000_000_000n });
+    const { rounds } = sizeExit(s);
+    expect(rounds[0]).toEqual({ symbol: "BTC", units: 5_000_000n, all: true });
+    expect(rounds[1]!.symbol).toBe("ETH");
+    expect(() => sizeExit(snapshot({ price: { USDC: 1_000_000n, ETH: 0n, BTC: 60_000_000_000n } }))).toThrow(/no price/);
+  });
+
   it("refuses what it cannot do safely: a position at the threshold, collateral that does not cover the debt", async () => {
     await expect(withQuotes(snapshot({ debt: 25_000_000_000n }), false, quote)).rejects.toThrow(ExitRefusal);
     await expect(withQuotes(snapshot({ debt: 25_000_000_000n }), false, quote)).rejects.toThrow(/too close to liquidation/);

@@ -104,6 +104,7 @@ export function fromSuppliedUsdc(s: ExitSnapshot): { call: "max" | bigint; repai
  * quote: `withQuotes`). Pure: the order and the amounts that never cross Aave's liquidation threshold.
  */
 export function sizeExit(s: ExitSnapshot): { needed: bigint; rounds: { symbol: Volatile; units: bigint; all: boolean }[] } {
+  for (const a of VOLATILE) if (s.supplied[a] > 0n && s.price[a] <= 0n) throw new ExitRefusal(`the oracle gives ${a} no price: an exit cannot be planned on it`);
   const { left } = fromSuppliedUsdc(s);
   const needed = left === 0n ? 0n : left + bufferOf(s.debt);
   const remaining: Record<Volatile, bigint> = { ETH: s.supplied.ETH, BTC: s.supplied.BTC };
@@ -117,8 +118,9 @@ export function sizeExit(s: ExitSnapshot): { needed: bigint; rounds: { symbol: V
     const symbol = order.find((a) => remaining[a] > 0n);
     if (!symbol) throw new ExitRefusal(`the collateral does not cover the debt: ${formatDecimal(short, 6)} USDC more is needed in the wallet`);
     const have = valueOf(symbol, remaining[symbol], s.price[symbol]);
-    // the most this withdrawal may take and leave the health factor at EXIT_HEALTH: (weighted - h x debt) / lt
-    const room = (weighted - EXIT_HEALTH_BPS * debt) / s.lt[symbol];
+    // the most this withdrawal may take and leave the health factor at EXIT_HEALTH: (weighted - h x debt) / lt;
+    // a supply that is not collateral (lt 0) leaves the health factor where it is
+    const room = s.lt[symbol] === 0n ? have : (weighted - EXIT_HEALTH_BPS * debt) / s.lt[symbol];
     if (room <= 0n) throw new ExitRefusal(`the position is too close to liquidation to withdraw collateral first (health factor under ${Number(EXIT_HEALTH_BPS) / 10_000}): repay some USDC from the wallet, then exit`);
     const want = ceilDiv(short * 10_000n, 10_000n - EXIT_SIZING_HAIRCUT_BPS);
     const take = minBig(have, minBig(room, want));
@@ -140,7 +142,8 @@ export function sizeExit(s: ExitSnapshot): { needed: bigint; rounds: { symbol: V
 }
 
 /**
- * The planned exit with each swap's minimum out: 1% under the pool's quote for its units. The rounds are
+ * The planned exit with each swap's minimum out: 1% under the pool's quote for its units after the swaps of
+ * the same asset before it (one pool, one after the other). The rounds are
  * replayed on those minimums: the first whose guaranteed USDC (with the wallet's) covers the last repayment
  * is the last (the rest stays supplied and is withdrawn with max); a round before it repays what its swap
  * guarantees, never all of the debt (the last repayment is max, which Aave refuses once the debt is closed);
@@ -150,33 +153,41 @@ export function sizeExit(s: ExitSnapshot): { needed: bigint; rounds: { symbol: V
 export async function withQuotes(s: ExitSnapshot, sell: boolean, quote: (from: Volatile, units: bigint) => Promise<bigint>): Promise<ExitPlan> {
   const supplied = fromSuppliedUsdc(s);
   const sized = sizeExit(s);
-  const quoted = await Promise.all(sized.rounds.map(async (r) => ({ ...r, minOut: minOutOf(await quote(r.symbol, r.units)) })));
+  // the swaps of one asset go through one pool one after the other: each is quoted after the ones before it
+  // (what the units so far return, less what the ones before returned), so each bound holds after the others
+  const sold: Record<Volatile, { units: bigint; out: bigint }> = { ETH: { units: 0n, out: 0n }, BTC: { units: 0n, out: 0n } };
+  const next = async (symbol: Volatile, units: bigint) => {
+    const before = sold[symbol];
+    const out = await quote(symbol, before.units + units);
+    sold[symbol] = { units: before.units + units, out };
+    return minOutOf(out - before.out);
+  };
   const remaining: Record<Volatile, bigint> = { ETH: s.supplied.ETH, BTC: s.supplied.BTC };
   let weighted = VOLATILE.reduce((sum, a) => sum + valueOf(a, remaining[a], s.price[a]) * s.lt[a], 0n);
   let debt = supplied.left;
   let guaranteed = s.walletUsdc;
   const rounds: ExitRound[] = [];
-  for (const r of quoted) {
+  for (const r of sized.rounds) {
     if (guaranteed >= sized.needed) break;
     weighted -= valueOf(r.symbol, r.units, s.price[r.symbol]) * s.lt[r.symbol];
     remaining[r.symbol] -= r.units;
     if (weighted < EXIT_HEALTH_BPS * debt) {
       throw new ExitRefusal(`the pool's prices are too far under the oracle's for the rounds to keep the health factor at ${Number(EXIT_HEALTH_BPS) / 10_000}: repay some USDC from the wallet first`);
     }
-    guaranteed += r.minOut;
+    const minOut = await next(r.symbol, r.units);
+    guaranteed += minOut;
     const last = guaranteed >= sized.needed;
-    const repay = last ? 0n : minBig(r.minOut, debt - 1n);
+    const repay = last ? 0n : minBig(minOut, debt - 1n);
     debt -= repay;
-    rounds.push({ symbol: r.symbol, units: r.units.toString(), all: r.all, minOut: r.minOut.toString(), repay: repay.toString() });
+    rounds.push({ symbol: r.symbol, units: r.units.toString(), all: r.all, minOut: minOut.toString(), repay: repay.toString() });
   }
   if (guaranteed < sized.needed) {
     throw new ExitRefusal(`at the pool's prices the collateral sold would guarantee ${formatDecimal(guaranteed, 6)} USDC of the ${formatDecimal(sized.needed, 6)} the debt needs: repay some USDC from the wallet first`);
   }
   const withdrawAll: AssetSymbol[] = supplied.usdcLeftSupplied ? ["USDC"] : [];
   for (const a of VOLATILE) if (remaining[a] > 0n) withdrawAll.push(a);
-  const sales = sell
-    ? await Promise.all(VOLATILE.filter((a) => remaining[a] > 0n).map(async (symbol) => ({ symbol, units: remaining[symbol].toString(), minOut: minOutOf(await quote(symbol, remaining[symbol])).toString() })))
-    : [];
+  const sales: ExitPlan["sales"] = [];
+  if (sell) for (const symbol of VOLATILE) if (remaining[symbol] > 0n) sales.push({ symbol, units: remaining[symbol].toString(), minOut: (await next(symbol, remaining[symbol])).toString() });
   return { debt: s.debt.toString(), repayWithATokens: supplied.call === "max" ? "max" : supplied.call.toString(), approval: sized.needed.toString(), rounds, withdrawAll, sales };
 }
 
@@ -309,13 +320,23 @@ export const exit: ActionDeclaration<"exit"> = {
       const plain = calls.map((c, i) => [c, i] as const).filter(([c]) => c.role === "repay" && c.functionName === "repay");
       const lastPlain = plain.at(-1);
       if (lastPlain && lastPlain[0].amount !== ALL) x.refuse("the last repayment of an exit must be all of the debt (type(uint256).max)");
+      const position = intent.position;
+      const hasDebt = position === undefined || position.debt > 0n;
       const closing = lastPlain ? lastPlain[1] : calls.findIndex((c) => c.functionName === "repayWithATokens" && c.amount === ALL);
-      if (closing < 0 && intent.hasDebt !== false) x.refuse("the exit does not repay all of the debt (no type(uint256).max repayment)");
+      if (closing < 0 && hasDebt) x.refuse("the exit does not repay all of the debt (no type(uint256).max repayment)");
+      // repayWithATokens max closes the debt only when the supplied USDC covers it, with room for the interest until it runs
+      if (!lastPlain && closing >= 0 && hasDebt && !(position && (position.supplied[x.usdc] ?? 0n) >= position.debt + bufferOf(position.debt))) {
+        x.refuse("the supplied USDC does not cover the debt: the exit's last repayment must be all of the debt from the wallet (repay type(uint256).max)");
+      }
       const end = closing < 0 ? -1 : closing;
       calls.forEach((c, i) => {
         if (i < end && c.role === "withdraw") {
           const next = calls.slice(i + 1).find((n) => n.role === "swap" || n.role === "withdraw");
-          if (!next || next.role !== "swap" || next.token !== c.token || (c.amount !== ALL && next.amount !== c.amount)) x.refuse("a withdrawal before the exit's last repayment must be sold at once for the same units");
+          if (!next || next.role !== "swap" || next.token !== c.token) x.refuse("a withdrawal before the exit's last repayment must be sold at once for the same units");
+          // all of a supply (max): the swap sells about all of it (the supply read here, less the interest that may accrue in between)
+          const all = position?.supplied[c.token];
+          const sameUnits = c.amount === ALL ? all !== undefined && next!.amount >= all - all / 1_000n : next!.amount === c.amount;
+          if (!sameUnits) x.refuse("a withdrawal before the exit's last repayment must be sold at once for the same units");
         }
         if (i < end && c.role === "swap") {
           const before = calls.slice(0, i).reverse().find((n) => n.role === "swap" || n.role === "withdraw");
@@ -330,6 +351,7 @@ export const exit: ActionDeclaration<"exit"> = {
         x.floor(s);
       }
       for (const a of calls.filter((c) => c.role === "approve")) if (a.counterparty !== x.pool && a.counterparty !== x.router) x.refuse("an exit approves the Pool and the router only");
+      for (const a of calls.filter((c) => c.role === "approve" && c.counterparty === x.pool)) if (a.token !== x.usdc) x.refuse("an exit approves only USDC to the Pool (its repayments)");
       return calls.length;
     },
   },

@@ -29,8 +29,8 @@ export interface SignerIntent {
   units?: bigint;
   /** each swap's least acceptable output (the signer's own quote of the pool less its policy's maximum slippage), by tokens and amount in */
   swapFloors?: SwapFloor[];
-  /** exit: whether the wallet has debt (read by the signer on its own RPC): then the exit must repay all of it */
-  hasDebt?: boolean;
+  /** exit: the wallet's position as the signer reads it on its own RPC: its USDC debt and each token's supply (aToken balance), exact units */
+  position?: { debt: bigint; supplied: Record<`0x${string}`, bigint> };
   /** exit: a sale was asked (swaps after the last repayment) */
   sell?: boolean;
 }

@@ -208,7 +208,12 @@ export class ChainGateway {
         walletUsdc: read.wallet.usdc,
         supplied: { USDC: read.supplied.usdc, ETH: read.supplied.weth, BTC: read.supplied.btc },
         price: { USDC: read.prices.usdc / 100n, ETH: read.prices.weth / 100n, BTC: read.prices.btc / 100n },
-        lt: { USDC: read.reserves.usdc.liquidationThresholdBps, ETH: read.reserves.weth.liquidationThresholdBps, BTC: read.reserves.btc.liquidationThresholdBps },
+        // a supply that is not collateral counts for nothing toward the health factor: its threshold is 0 here
+        lt: {
+          USDC: read.collateral.usdc ? read.reserves.usdc.liquidationThresholdBps : 0n,
+          ETH: read.collateral.weth ? read.reserves.weth.liquidationThresholdBps : 0n,
+          BTC: read.collateral.btc ? read.reserves.btc.liquidationThresholdBps : 0n,
+        },
       };
     } catch (err) {
       throw new TreasuryError("chain_unavailable", `could not read the wallet's market on ${chain}: ${describeRevert(err)}`);

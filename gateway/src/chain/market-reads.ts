@@ -118,7 +118,12 @@ export function decodeReserveConfiguration(data: bigint): ReserveConfig {
 export interface ReserveRead extends ReserveConfig {
   aToken: Address;
   variableDebtToken: Address;
+  /** the reserve's index in the pool's list (its bits in a user's configuration) */
+  id: number;
 }
+
+/** whether a user's supply of the reserve `id` counts as collateral (Aave's UserConfigurationMap: bit 2 x id + 1) */
+export const usedAsCollateral = (userConfiguration: bigint, id: number): boolean => ((userConfiguration >> BigInt(id * 2 + 1)) & 1n) === 1n;
 
 /** each asset's reserve (Pool.getReserveData): its configuration and its aToken and variable debt token; one call per asset, together */
 export async function readReserves(client: MarketReader, pool: Address, assets: readonly Address[], at: ReadAt = {}): Promise<ReserveRead[]> {
@@ -126,7 +131,7 @@ export async function readReserves(client: MarketReader, pool: Address, assets: 
     assets.map(async (asset) => {
       const data = await client.readContract({ address: pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [asset], ...at });
       if (/^0x0{40}$/.test(data.aTokenAddress)) throw new Error(`${asset} is not a reserve of the pool ${pool}`);
-      return { ...decodeReserveConfiguration(data.configuration.data), aToken: data.aTokenAddress, variableDebtToken: data.variableDebtTokenAddress };
+      return { ...decodeReserveConfiguration(data.configuration.data), aToken: data.aTokenAddress, variableDebtToken: data.variableDebtTokenAddress, id: data.id };
     }),
   );
 }
@@ -170,20 +175,23 @@ export interface MarketRead {
   debtUsdc: bigint;
   /** the user's own (wallet) balances of the underlying tokens, token units */
   wallet: ByAsset<bigint>;
+  /** whether the user's supply of each counts as collateral (its collateral flag) */
+  collateral: ByAsset<boolean>;
 }
 
 /**
- * Everything the downward legs need about `user` in `market`, in one round of 11 calls (one JSON-RPC request on
- * a batching client): the prices, the three reserves, three aToken balances, the USDC debt and three wallet
- * balances. The reserves read back their own aToken and debt token, and a mismatch with `market` throws
+ * Everything the downward legs need about `user` in `market`, in one round of 12 calls (one JSON-RPC request on
+ * a batching client): the prices, the three reserves, three aToken balances, the USDC debt, three wallet
+ * balances and the user's configuration (which supplies are collateral). The reserves read back their own aToken and debt token, and a mismatch with `market` throws
  * (balances of a wrong token would read 0, a silent wrong answer).
  */
 export async function readMarket(client: MarketReader, market: MarketAddresses, user: Address, at: ReadAt = {}): Promise<MarketRead> {
   const assets = [market.usdc, market.weth, market.btc] as const;
-  const [prices, reserves, balances] = await Promise.all([
+  const [prices, reserves, balances, userConfiguration] = await Promise.all([
     oraclePrices(client, market.oracle, assets, at),
     readReserves(client, market.pool, assets, at),
     balancesOf(client, [market.aUsdc, market.aWeth, market.aBtc, market.variableDebtUsdc, market.usdc, market.weth, market.btc], user, at),
+    client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getUserConfiguration", args: [user], ...at }).then((c) => c.data),
   ]);
   const [usdc, weth, btc] = reserves as [ReserveRead, ReserveRead, ReserveRead];
   const expect = (what: string, read: Address, given: Address) => {
@@ -195,17 +203,18 @@ export async function readMarket(client: MarketReader, market: MarketAddresses, 
   expect("USDC variable debt token", usdc.variableDebtToken, market.variableDebtUsdc);
   const [pUsdc, pWeth, pBtc] = prices as [bigint, bigint, bigint];
   const [aUsdc, aWeth, aBtc, debtUsdc, wUsdc, wWeth, wBtc] = balances as [bigint, bigint, bigint, bigint, bigint, bigint, bigint];
-  const config = ({ aToken: _a, variableDebtToken: _v, ...rest }: ReserveRead): ReserveConfig => rest;
+  const config = ({ aToken: _a, variableDebtToken: _v, id: _i, ...rest }: ReserveRead): ReserveConfig => rest;
   return {
     prices: { usdc: pUsdc, weth: pWeth, btc: pBtc },
     reserves: { usdc: config(usdc), weth: config(weth), btc: config(btc) },
     supplied: { usdc: aUsdc, weth: aWeth, btc: aBtc },
     debtUsdc,
     wallet: { usdc: wUsdc, weth: wWeth, btc: wBtc },
+    collateral: { usdc: usedAsCollateral(userConfiguration, usdc.id), weth: usedAsCollateral(userConfiguration, weth.id), btc: usedAsCollateral(userConfiguration, btc.id) },
   };
 }
 
-/** what the chain says of a wallet for an action planned on its figures (exit): exact units, oracle prices (micro-USDC per whole unit), liquidation thresholds (bps) */
+/** what the chain says of a wallet for an action planned on its figures (exit): exact units, oracle prices (micro-USDC per whole unit), liquidation thresholds (bps; 0 for a supply that is not the wallet's collateral) */
 export interface MarketSnapshot {
   debt: bigint;
   walletUsdc: bigint;

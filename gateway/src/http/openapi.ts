@@ -26,7 +26,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
     in: "header",
     name: "SIGN-IN-WITH-X",
     description:
-      "x402's sign-in-with-x on the downward legs (withdraw, sell, exit), free: base64 JSON of an EIP-4361 message signed by the treasury's wallet (EIP-191; a Safe by EIP-1271), naming this service's host, the route's URL, a treasury chain (eip155:8453 or eip155:42161), a fresh issuedAt, a nonce used once, and in its resources urn:x402:request:<sha256 of the method, the path, the Idempotency-Key and the JSON body>. The route's 402 offers it in extensions['sign-in-with-x'], bound to that request.",
+      "x402's sign-in-with-x on the downward legs (repay, withdraw, sell, exit), free: base64 JSON of an EIP-4361 message signed by the treasury's wallet (EIP-191; a Safe by EIP-1271), naming this service's host, the route's URL, a treasury chain (eip155:8453 or eip155:42161), a fresh issuedAt, a nonce used once, and in its resources urn:x402:request:<sha256 of the method, the path, the Idempotency-Key and the JSON body>. The route's 402 offers it in extensions['sign-in-with-x'], bound to that request.",
   });
   registry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "reviewer admin token" });
   const generator = new OpenApiGeneratorV31(registry.definitions);

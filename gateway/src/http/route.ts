@@ -222,7 +222,7 @@ export interface RouteHooks {
   /** the x402 credential: challenge without a credential, pay-per-request with X-PAYMENT */
   payments?: PaymentGate;
   /** the wallet's own signature (x402 sign-in-with-x) on the routes that declare `siwx` */
-  walletSignature?: { authenticate(req: Request, res: Response): Promise<void>; challenge(req: Request): unknown };
+  walletSignature?: { authenticate(req: Request, res: Response): Promise<void>; challenge(req: Request): unknown; unauthorized?(req: Request): Error };
   /** the price list each priced route's declared price is entered in */
   prices?: PriceList;
   idempotency?: IdempotencyStore;
@@ -518,6 +518,9 @@ export function registerRoute<B, Q, P>(
           // an unsigned or forged proof goes the normal way (and is refused there): only a signer's identifier is honoured
           if (pid && payer) return await byPaymentIdentifier(req, res, payer, pid.id, pay, () => hooks.payments!.authorize(req, res, route));
           return await pay();
+        } else if (spec.siwx && hooks.walletSignature?.unauthorized && !req.header("authorization")) {
+          // x402 off: the way out still opens with the wallet's own signature
+          throw hooks.walletSignature.unauthorized(req);
         } else await hooks.authenticate(req, res);
       }
       if (spec.idempotencyKey) return await runIdempotent(req, res);

@@ -75,15 +75,16 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
       { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: { title: tool.title, ...tool.annotations } },
       async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown> }) => {
         try {
+          // a downward leg's tool signed in by the wallet (free, whether or not x402 is on): a signature costs nothing,
+          // so the call takes a write of the caller's budget
+          const signIn = tool.paid?.siwx && !tc.bearer ? extra?._meta?.[MCP_SIGN_IN_META] : undefined;
+          if (typeof signIn === "string" && extra?._meta?.[MCP_PAYMENT_META] === undefined) {
+            await tc.chargeWrite();
+            return await tc.dispatch(tool.paid!, args ?? {}, { signIn });
+          }
           // a priced tool without a bearer key: paid with x402, or told how to pay
           if (tool.paid && tc.paymentRequired && !tc.bearer) {
             const payment = extra?._meta?.[MCP_PAYMENT_META];
-            const signIn = tool.paid.siwx ? extra?._meta?.[MCP_SIGN_IN_META] : undefined;
-            if (typeof signIn === "string" && payment === undefined) {
-              // a signature costs nothing: the call takes a write of the caller's budget
-              await tc.chargeWrite();
-              return await tc.dispatch(tool.paid, args ?? {}, { signIn });
-            }
             if (payment === undefined) return paymentRequiredResult(tc.paymentRequired(tool.paid, args ?? {}), tc.requestId);
             return await tc.dispatch(tool.paid, args ?? {}, { payment });
           }

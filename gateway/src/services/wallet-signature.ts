@@ -1,6 +1,6 @@
 /**
  * The wallet's own signature as a credential, for the routes a wallet must
- * never be kept from by money: the downward legs (withdraw, sell, exit). A
+ * never be kept from by money: the downward legs (repay, withdraw, sell, exit). A
  * wallet-sovereign agent without an API key and without USDC to pay x402 signs
  * in with x402's sign-in-with-x extension instead (header `SIGN-IN-WITH-X`:
  * an EIP-4361 message signed by the wallet, EIP-1271 for a Safe), checked by
@@ -59,6 +59,11 @@ export class WalletSignatureAuth {
     });
   }
 
+  /** the 401 of a request with no credential on a route that takes a sign-in (x402 off): how to sign in */
+  unauthorized(req: Request): TreasuryError {
+    return new TreasuryError("unauthorized", "a bearer key, or the wallet's own signature (sign-in-with-x: extensions[\"sign-in-with-x\"]) is required", { extensions: { "sign-in-with-x": this.challenge(req) } }, { "WWW-Authenticate": 'Bearer realm="treasury", SIWX realm="treasury"' });
+  }
+
   /** sets res.locals.credential for the wallet that signed this request, or throws the typed 401 */
   async authenticate(req: Request, res: Response): Promise<void> {
     const refuse = (why: string): never => {
@@ -78,9 +83,10 @@ export class WalletSignatureAuth {
       },
     });
     if (!verified.ok) return refuse(`${verified.reason}: ${verified.message}`);
-    const treasury = await this.ctx.stores.treasuries.findOwnedByWallet(verified.address);
-    if (!treasury) return refuse(`no treasury stands behind ${verified.address} (register it with its ownership proof, or pay once with x402)`);
-    if (CHAINS[treasury.chain].chainId !== verified.chainId) return refuse(`the sign-in names chain ${verified.chainId}; the treasury is on ${treasury.chain}`);
+    // the treasury the wallet stands behind on the chain it signed in for
+    const chain = TREASURY_CHAINS.find((c) => CHAINS[c].chainId === verified.chainId)!;
+    const treasury = await this.ctx.stores.treasuries.findOwnedByWallet(verified.address, chain);
+    if (!treasury) return refuse(`no treasury on ${chain} stands behind ${verified.address} (register it with its ownership proof, or pay once with x402)`);
     if (!(await this.ctx.stores.signedNonces.spend(verified.address, verified.nonce, "sign_in_with_x", this.ctx.clock.now().toISOString()))) {
       return refuse("its nonce was used already: sign in again");
     }

@@ -87,8 +87,10 @@ export class TreasuryStore {
    * payment. A bare (unproven) registration is never returned: it cannot
    * capture or shadow the wallet's traffic or public views.
    */
-  async findOwnedByWallet(address: string): Promise<TreasuryRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address) as Row | undefined;
+  async findOwnedByWallet(address: string, chain?: TreasuryChain): Promise<TreasuryRecord | undefined> {
+    const row = (chain === undefined
+      ? await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address)
+      : await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND chain = ? AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address, chain)) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 

@@ -1,7 +1,7 @@
 /**
  * x402 sign-in-with-x (SIWX): a wallet proves who it is with its own
  * signature, no USDC and no API key needed. The free "downward legs"
- * (withdraw, sell, exit) take it next to a bearer key, so an agent that holds
+ * (repay, withdraw, sell, exit) take it next to a bearer key, so an agent that holds
  * only a key to its wallet is never blocked by money.
  *
  * Wire format (x402 v2, `@x402/extensions/sign-in-with-x`): the header
@@ -40,7 +40,7 @@
  * its own digest (`requestResource`).
  *
  * Replay: the nonce is NOT spent here. The caller spends it once per signer
- * (store/signed-nonce-store.ts `spend(address, nonce, "siwx", at)`) before
+ * (store/signed-nonce-store.ts `spend(address, nonce, "sign_in_with_x", at)`) before
  * acting, and keeps spent nonces at least until `expiresAt`.
  */
 import { createHash, randomBytes } from "node:crypto";
