@@ -6,16 +6,20 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { decodeFunctionData, encodeFunctionData, getAddress, type Hex } from "viem";
+import { decodeFunctionData, encodeFunctionData, getAddress, maxUint256, type Hex } from "viem";
 import { describe, expect, it } from "vitest";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
 import { planSteps } from "../../gateway/src/chain/envelope-plan";
-import { parseUsdc } from "../../gateway/src/domain/money";
-import { checkIntent, checkStep, DEFAULT_MAX_FEE_BPS, defaultPolicy, loadPolicy, maxFeeFor, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
+import { formatDecimal, parseUsdc } from "../../gateway/src/domain/money";
+import type { ActionParams } from "../../gateway/src/domain/sandbox-ledger";
+import { checkIntent, checkStep, DEFAULT_MAX_FEE_BPS, defaultPolicy, loadPolicy, maxFeeFor, PolicyRefusal, PolicySchema, policyMicro, type Policy, type StepTx } from "./policy";
 import { feeOf } from "../../gateway/src/actions";
+import { withQuotes, type ExitSnapshot } from "../../gateway/src/actions/exit";
+import type { SignerIntent } from "../../gateway/src/actions/signer-rule";
+import { ALL } from "../../gateway/src/actions/steps";
 
 const m = AAVE_MARKETS.base;
 const FEE = getAddress("0x000000000000000000000000000000000000fEe5");
@@ -264,6 +268,323 @@ describe("checkIntent: each call is the right token to the right contract", () =
   });
 });
 
+describe("checkStep: repayments of all of the debt, from the supplied USDC, and the assets a withdrawal may take", () => {
+  const capped: Policy = { ...policy, per_transaction_cap_usdc: 100 };
+
+  it("repayWithATokens: USDC only, the wallet's own supplied USDC, moves nothing out of the wallet", () => {
+    expect(checkStep(policy, pool("repayWithATokens", [m.usdc, ALL, 2n]), self)).toEqual({ functionName: "repayWithATokens", role: "repay", args: [getAddress(m.usdc), ALL, 2n], to: getAddress(m.pool), token: getAddress(m.usdc), amount: ALL, usdcMoved: 0n });
+    // bounded, far above the cap: still nothing moved out of the wallet
+    expect(checkStep(capped, pool("repayWithATokens", [m.usdc, 500_000_000n, 2n]), self)).toMatchObject({ role: "repay", amount: 500_000_000n, usdcMoved: 0n });
+    expect(refusal(() => checkStep(policy, pool("repayWithATokens", [m.weth, ALL, 2n]), self))).toBe("only USDC debt is repaid with aTokens");
+    expect(refusal(() => checkStep(policy, pool("repayWithATokens", [m.btc, 1n, 2n]), self))).toBe("only USDC debt is repaid with aTokens");
+    // the USDC of another market is USDC all the same here; where it is sent is checkIntent's (the market's Pool)
+    expect(checkStep(policy, pool("repayWithATokens", [AAVE_MARKETS.arbitrum.usdc, 1n, 2n]), self)).toMatchObject({ token: getAddress(AAVE_MARKETS.arbitrum.usdc), usdcMoved: 0n });
+  });
+
+  it("a max repay moves nothing against the cap (its approval bounds it); a bounded one counts its amount, to the micro-USDC", () => {
+    expect(checkStep(capped, pool("repay", [m.usdc, ALL, 2n, self]), self)).toMatchObject({ functionName: "repay", role: "repay", token: getAddress(m.usdc), amount: ALL, usdcMoved: 0n });
+    expect(checkStep(capped, pool("repay", [m.usdc, 100_000_000n, 2n, self]), self).usdcMoved).toBe(100_000_000n);
+    expect(refusal(() => checkStep(capped, pool("repay", [m.usdc, 100_000_001n, 2n, self]), self))).toBe("100.000001 USDC is above the per-transaction cap of 100");
+    expect(refusal(() => checkStep(capped, pool("repay", [m.usdc, ALL - 1n, 2n, self]), self))).toMatch(/^115792089237316195423570985008687907853269984665640564039457584007913129\.639934 USDC is above the per-transaction cap of 100$/);
+    // not USDC: nothing counted, bounded or not
+    expect(checkStep(capped, pool("repay", [m.weth, 100_000_001n, 2n, self]), self).usdcMoved).toBe(0n);
+    // all of the debt, for another wallet: refused all the same
+    expect(refusal(() => checkStep(capped, pool("repay", [m.usdc, ALL, 2n, other]), self))).toBe(`repay on behalf of ${other}, not this wallet`);
+  });
+
+  it("a withdrawal takes only an asset of the allow-list, to this wallet, whatever the amount (nothing leaves the wallet)", () => {
+    expect(checkStep(capped, pool("withdraw", [m.usdc, ALL, self]), self)).toEqual({ functionName: "withdraw", role: "withdraw", args: [getAddress(m.usdc), ALL, self], to: getAddress(m.pool), token: getAddress(m.usdc), amount: ALL, usdcMoved: 0n });
+    expect(checkStep(capped, pool("withdraw", [m.usdc, 500_000_000n, self]), self)).toMatchObject({ token: getAddress(m.usdc), amount: 500_000_000n, usdcMoved: 0n });
+    expect(checkStep(policy, pool("withdraw", [m.btc, 7n, self]), self)).toMatchObject({ token: getAddress(m.btc), amount: 7n });
+    expect(refusal(() => checkStep(policy, pool("withdraw", [other, 1n, self]), self))).toBe(`asset ${other} is not allowed`);
+    const noBtc: Policy = { ...policy, allowed_targets: Object.fromEntries(Object.entries(policy.allowed_targets).filter(([a]) => getAddress(a) !== getAddress(m.btc))) };
+    expect(refusal(() => checkStep(noBtc, pool("withdraw", [m.btc, 7n, self]), self))).toBe(`asset ${getAddress(m.btc)} is not allowed`);
+    expect(checkStep(noBtc, pool("withdraw", [m.weth, 7n, self]), self)).toMatchObject({ token: getAddress(m.weth) });
+    // the allow-list is read whatever the case of its addresses
+    const lower: Policy = { ...policy, allowed_targets: Object.fromEntries(Object.entries(policy.allowed_targets).map(([a, n]) => [a.toLowerCase(), n])) };
+    expect(checkStep(lower, pool("withdraw", [m.btc, 7n, self]), self)).toMatchObject({ token: getAddress(m.btc) });
+  });
+});
+
+/** a downward leg as the gateway plans it for `self` on Base: free, the action's own parameters */
+const downEnvelope = (action: "withdraw" | "sell" | "exit", params: ActionParams) => {
+  const steps = planSteps({ action, chain: "base", wallet: self, amountMicro: 0n, feeMicro: feeOf(action, 0n).feeMicro, feeRecipient: FEE, params });
+  return { action: action as string, steps: steps.map((s) => ({ unsigned_transaction: tx(s.to, s.data) })) };
+};
+type Envelope = ReturnType<typeof downEnvelope>;
+const txsOf = (e: Envelope) => e.steps.map((s) => s.unsigned_transaction);
+const stepsOf = (e: Envelope, steps: StepTx[]): Envelope => ({ ...e, steps: steps.map((unsigned_transaction) => ({ unsigned_transaction })) });
+/** the envelope with step `i` replaced, or sent to another contract */
+const replaced = (e: Envelope, i: number, t: StepTx) => stepsOf(e, txsOf(e).map((s, j) => (j === i ? t : s)));
+const sentTo = (e: Envelope, i: number, to: `0x${string}`) => replaced(e, i, { ...txsOf(e)[i]!, to });
+/** what the agent asks for a downward leg: no USDC amount (valued by the service), the asset and units, the signer's floors */
+const downIntent = (action: "withdraw" | "sell" | "exit", e: Envelope, over: Partial<SignerIntent> = {}) => ({ action, amountMicro: 0n, swapFloors: floorsOf(e), ...over });
+const noBtc: Policy = { ...policy, allowed_targets: Object.fromEntries(Object.entries(policy.allowed_targets).filter(([a]) => getAddress(a) !== getAddress(m.btc))) };
+const POOL = getAddress(m.pool);
+const ROUTER = getAddress(swapRouter02(8453));
+const USDC = getAddress(m.usdc);
+const WETH = getAddress(m.weth);
+const BTC = getAddress(m.btc);
+const ETH = 10n ** 18n;
+
+describe("checkIntent: withdraw", () => {
+  const withdrawal = (asset: "USDC" | "ETH" | "BTC", units: bigint) => downEnvelope("withdraw", { asset, units: units.toString() });
+  const asked = (e: Envelope, asset: "USDC" | "ETH" | "BTC", units?: bigint) => downIntent("withdraw", e, { asset, units });
+
+  it("USDC, ETH and BTC: one withdrawal of the units asked for, from the Pool, to this wallet", () => {
+    for (const [asset, token, units] of [["USDC", USDC, 250_000_000n], ["ETH", WETH, ETH / 2n], ["BTC", BTC, 1_500_000n]] as const) {
+      const e = withdrawal(asset, units);
+      expect(e.steps).toHaveLength(1);
+      const calls = checkIntent(asked(e, asset, units), e, self, policy);
+      expect(calls).toEqual([{ functionName: "withdraw", role: "withdraw", args: [token, units, self], to: POOL, token, amount: units, usdcMoved: 0n }]);
+    }
+    // what comes back to the wallet is not held to the caps: 20,000 USDC under a cap of 100
+    const big = withdrawal("USDC", 20_000_000_000n);
+    expect(checkIntent(asked(big, "USDC", 20_000_000_000n), big, self, { ...policy, per_transaction_cap_usdc: 100 })).toHaveLength(1);
+    // USDC by default
+    const usdc = withdrawal("USDC", 1n);
+    expect(checkIntent(downIntent("withdraw", usdc, { units: 1n }), usdc, self, policy)).toHaveLength(1);
+  });
+
+  it("other units, another asset, no units asked, a fee or any other call is refused", () => {
+    const e = withdrawal("USDC", 250_000_000n);
+    expect(refusal(() => checkIntent(asked(e, "USDC", 249_999_999n), e, self, policy))).toBe("the withdrawal takes 250000000 units of USDC, not the 249999999 asked for");
+    expect(refusal(() => checkIntent(asked(e, "USDC"), e, self, policy))).toBe("the withdrawal takes 250000000 units of USDC, not the ? asked for");
+    expect(refusal(() => checkIntent(asked(e, "ETH", 250_000_000n), e, self, policy))).toBe("the withdraw needs exactly one ETH withdrawal from the Pool; the envelope has 0");
+    const eth = withdrawal("ETH", ETH);
+    expect(refusal(() => checkIntent(asked(eth, "BTC", ETH), eth, self, policy))).toBe("the withdraw needs exactly one BTC withdrawal from the Pool; the envelope has 0");
+    expect(refusal(() => checkIntent(asked(eth, "USDC", ETH), eth, self, policy))).toBe("the withdraw needs exactly one USDC withdrawal from the Pool; the envelope has 0");
+    expect(refusal(() => checkIntent(asked(e, "USDC", 250_000_000n), stepsOf(e, [...txsOf(e), erc20(m.usdc, "transfer", [FEE, 1n])]), self, policy))).toBe("a withdraw is free (a downward leg); the envelope pays a fee");
+    expect(refusal(() => checkIntent(asked(e, "USDC", 250_000_000n), stepsOf(e, [...txsOf(e), ...txsOf(e)]), self, policy))).toBe("the withdraw needs exactly one USDC withdrawal from the Pool; the envelope has 2");
+    expect(refusal(() => checkIntent(asked(e, "USDC", 250_000_000n), stepsOf(e, [erc20(m.usdc, "approve", [m.pool, 1n]), ...txsOf(e)]), self, policy))).toBe("the withdraw needs 1 calls; the envelope has 2");
+  });
+
+  it("attacks: sent to WETH (whose fallback takes anything) or to another market's Pool, to another wallet, of an asset off the allow-list", () => {
+    const e = withdrawal("ETH", ETH);
+    const i = asked(e, "ETH", ETH);
+    expect(refusal(() => checkIntent(i, sentTo(e, 0, WETH), self, policy))).toBe(`a withdraw sent to ${WETH}, not to the market's Pool ${POOL}`);
+    expect(refusal(() => checkIntent(i, sentTo(e, 0, USDC), self, policy))).toBe(`a withdraw sent to ${USDC}, not to the market's Pool ${POOL}`);
+    const arbPool = getAddress(AAVE_MARKETS.arbitrum.pool);
+    expect(refusal(() => checkIntent(i, sentTo(e, 0, arbPool), self, policy))).toBe(`a withdraw sent to ${arbPool}, not to the market's Pool ${POOL}`);
+    expect(refusal(() => checkIntent(i, replaced(e, 0, pool("withdraw", [m.weth, ETH, other])), self, policy))).toBe(`withdrawal to ${other}, not this wallet`);
+    expect(refusal(() => checkIntent(i, replaced(e, 0, pool("withdraw", [other, ETH, self])), self, policy))).toBe(`asset ${other} is not allowed`);
+    const btc = withdrawal("BTC", 1_500_000n);
+    expect(refusal(() => checkIntent(asked(btc, "BTC", 1_500_000n), btc, self, noBtc))).toBe(`asset ${BTC} is not allowed`);
+    expect(checkIntent(i, e, self, noBtc)).toHaveLength(1);
+  });
+});
+
+describe("checkIntent: sell", () => {
+  const sale = (asset: "ETH" | "BTC", units: bigint, quoted: bigint) => downEnvelope("sell", { asset, units: units.toString(), quoted: quoted.toString() });
+  const asked = (e: Envelope, asset: "ETH" | "BTC", units: bigint, over: Partial<SignerIntent> = {}) => downIntent("sell", e, { asset, units, ...over });
+  /** the signer's own floor, written out: its quote less its maximum slippage */
+  const floor = (token: `0x${string}`, amountIn: bigint, micro: bigint) => [{ token, tokenOut: USDC, amountIn, floor: micro }];
+
+  it("ETH and BTC: the withdrawal, its approval to the router and the swap for USDC, at or above the signer's floor", () => {
+    // 0.5 ETH quoted at 1,500 USDC: bounded at 1% under it, 1,485 USDC
+    const e = sale("ETH", ETH / 2n, 1_500_000_000n);
+    const calls = checkIntent(asked(e, "ETH", ETH / 2n, { swapFloors: floor(WETH, ETH / 2n, 1_485_000_000n) }), e, self, policy);
+    expect(calls.map((c) => [c.role, c.to, c.token, c.amount, c.counterparty, c.usdcMoved])).toEqual([
+      ["withdraw", POOL, WETH, ETH / 2n, undefined, 0n],
+      ["approve", WETH, WETH, ETH / 2n, ROUTER, 0n],
+      ["swap", ROUTER, WETH, ETH / 2n, USDC, 0n],
+    ]);
+    expect((calls[2]!.args[0] as { amountOutMinimum: bigint; recipient: string }).amountOutMinimum).toBe(1_485_000_000n);
+    // a floor under the bound is fine too
+    expect(checkIntent(asked(e, "ETH", ETH / 2n, { swapFloors: floor(WETH, ETH / 2n, 1_400_000_000n) }), e, self, policy)).toHaveLength(3);
+    const b = sale("BTC", 2_000_000n, 1_200_000_000n);
+    expect(checkIntent(asked(b, "BTC", 2_000_000n, { swapFloors: floor(BTC, 2_000_000n, 1_188_000_000n) }), b, self, policy).map((c) => [c.role, c.token])).toEqual([
+      ["withdraw", BTC],
+      ["approve", BTC],
+      ["swap", BTC],
+    ]);
+  });
+
+  it("a swap bounded under the signer's floor, or one it has no floor for, is refused", () => {
+    const e = sale("ETH", ETH / 2n, 1_500_000_000n);
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n, { swapFloors: floor(WETH, ETH / 2n, 1_485_000_001n) }), e, self, policy))).toBe(
+      "the sell's swap accepts as little as 1485 USDC, under the 1485.000001 USDC the policy's maximum slippage allows",
+    );
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n, { swapFloors: floor(WETH, ETH, 1_000_000n) }), e, self, policy))).toBe("no quote of its own for the sell's swap: not signed");
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n, { swapFloors: floor(BTC, ETH / 2n, 1_000_000n) }), e, self, policy))).toBe("no quote of its own for the sell's swap: not signed");
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n, { swapFloors: [] }), e, self, policy))).toBe("no quote of its own for the sell's swap: not signed");
+  });
+
+  it("other units, another asset, a swap of other units or for another token, a fee: refused", () => {
+    const e = sale("ETH", ETH / 2n, 1_500_000_000n);
+    const [w, a, s] = txsOf(e);
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH), e, self, policy))).toBe(`the sale withdraws ${ETH / 2n} units, not the ${ETH} asked for`);
+    expect(refusal(() => checkIntent(downIntent("sell", e, { asset: "ETH" }), e, self, policy))).toBe(`the sale withdraws ${ETH / 2n} units, not the ? asked for`);
+    expect(refusal(() => checkIntent(asked(e, "BTC", ETH / 2n), e, self, policy))).toBe("the sell needs exactly one BTC withdrawal from the Pool; the envelope has 0");
+    const more = swap({ tokenIn: m.weth, tokenOut: m.usdc, amountIn: ETH, amountOutMinimum: 1_485_000_000n });
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n), replaced(e, 2, more), self, policy))).toBe("the approval and the swap must move exactly the units withdrawn");
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n), replaced(e, 1, erc20(m.weth, "approve", [swapRouter02(8453), ETH])), self, policy))).toBe("the approval and the swap must move exactly the units withdrawn");
+    const forBtc = swap({ tokenIn: m.weth, tokenOut: m.btc, amountIn: ETH / 2n, amountOutMinimum: 1n });
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n), replaced(e, 2, forBtc), self, policy))).toBe("the sell needs exactly one ETH to USDC swap; the envelope has 0");
+    expect(refusal(() => checkIntent(asked(e, "ETH", ETH / 2n), stepsOf(e, [w!, a!, s!, erc20(m.usdc, "transfer", [FEE, 1n])]), self, policy))).toBe("a sell is free (a downward leg); the envelope pays a fee");
+  });
+
+  it("attacks: the swap sent to the Pool, the approval on the Pool or on another market's token, proceeds elsewhere, an asset off the allow-list", () => {
+    const e = sale("ETH", ETH / 2n, 1_500_000_000n);
+    const i = asked(e, "ETH", ETH / 2n);
+    expect(refusal(() => checkIntent(i, sentTo(e, 2, POOL), self, policy))).toBe(`a exactInputSingle sent to ${POOL}, not to the market's router ${ROUTER}`);
+    expect(refusal(() => checkIntent(i, sentTo(e, 2, WETH), self, policy))).toBe(`a exactInputSingle sent to ${WETH}, not to the market's router ${ROUTER}`);
+    // an approval is a call on a token: sent to the Pool (an allowed target) it is refused
+    expect(refusal(() => checkIntent(i, sentTo(e, 1, POOL), self, policy))).toBe(`a approve on ${POOL}, not on a token of the market`);
+    expect(refusal(() => checkIntent(i, sentTo(e, 1, ROUTER), self, policy))).toBe(`a approve on ${ROUTER}, not on a token of the market`);
+    const arbWeth = getAddress(AAVE_MARKETS.arbitrum.weth);
+    expect(refusal(() => checkIntent(i, sentTo(e, 1, arbWeth), self, policy))).toBe(`a approve on ${arbWeth}, not on a token of the market`);
+    expect(refusal(() => checkIntent(i, sentTo(e, 0, WETH), self, policy))).toBe(`a withdraw sent to ${WETH}, not to the market's Pool ${POOL}`);
+    expect(refusal(() => checkIntent(i, replaced(e, 2, swap({ tokenIn: m.weth, tokenOut: m.usdc, amountIn: ETH / 2n, amountOutMinimum: 1_485_000_000n, recipient: other })), self, policy))).toBe(
+      `swap proceeds go to ${other}, not this wallet`,
+    );
+    expect(refusal(() => checkIntent(i, replaced(e, 2, swap({ tokenIn: other, tokenOut: m.usdc, amountIn: ETH / 2n })), self, policy))).toBe("swap tokens are not allowed");
+    const b = sale("BTC", 2_000_000n, 1_200_000_000n);
+    expect(refusal(() => checkIntent(asked(b, "BTC", 2_000_000n), b, self, noBtc))).toBe(`asset ${BTC} is not allowed`);
+  });
+});
+
+describe("repay: all of the debt (type(uint256).max) where an amount was asked", () => {
+  it("is refused by the repay's rule, though a max repay moves nothing against the cap", () => {
+    const r = envelope("repay", 50);
+    const [approve] = r.steps.map((s) => s.unsigned_transaction);
+    const all = withSteps(r, [approve!, pool("repay", [m.usdc, ALL, 2n, self])]);
+    const tiny: Policy = { ...policy, per_transaction_cap_usdc: 1 };
+    expect(checkStep(tiny, all.steps[1]!.unsigned_transaction, self)).toMatchObject({ amount: ALL, usdcMoved: 0n });
+    expect(refusal(() => check(intent("repay", 50), all, self, tiny))).toBe(`the repayment moves ${formatDecimal(maxUint256, 6)} USDC, not 50`);
+    expect(refusal(() => check(intent("repay", 50), withSteps(r, [erc20(m.usdc, "approve", [m.pool, ALL]), pool("repay", [m.usdc, 50_000_000n, 2n, self])]), self, policy))).toBe("the approval does not equal the repayment");
+    // the bounded repayment as planned counts against the cap
+    expect(refusal(() => check(intent("repay", 50), r, self, { ...policy, per_transaction_cap_usdc: 49.999999 }))).toBe("50 USDC is above the per-transaction cap of 49.999999");
+    expect(check(intent("repay", 50), r, self, { ...policy, per_transaction_cap_usdc: 50 })).toHaveLength(2);
+  });
+});
+
+describe("checkIntent: exit, end to end", () => {
+  const snap = (over: Partial<ExitSnapshot> = {}): ExitSnapshot => ({
+    debt: 18_000_000_000n,
+    walletUsdc: 0n,
+    supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 0n },
+    price: { USDC: 1_000_000n, ETH: 3_000_000_000n, BTC: 60_000_000_000n },
+    lt: { USDC: 7_800n, ETH: 8_250n, BTC: 7_800n },
+    ...over,
+  });
+  /** the pool half a percent under the oracle */
+  const quote = async (symbol: "ETH" | "BTC", units: bigint) => (symbol === "ETH" ? (units * 2_985_000_000n) / ETH : (units * 59_700_000_000n) / 10n ** 8n);
+  const planned = async (s: ExitSnapshot, sell = false) => {
+    const plan = await withQuotes(s, sell, quote);
+    return { plan, e: downEnvelope("exit", { ...(sell ? { sell: true } : {}), exit: JSON.stringify(plan) }) };
+  };
+  /** what the signer reads of the wallet on its own RPC */
+  const positionOf = (s: ExitSnapshot, over: { debt?: bigint; aUsdc?: bigint } = {}) => ({ debt: over.debt ?? s.debt, supplied: { [USDC]: over.aUsdc ?? s.supplied.USDC, [WETH]: s.supplied.ETH, [BTC]: s.supplied.BTC } as Record<`0x${string}`, bigint> });
+  const asked = (e: Envelope, s: ExitSnapshot, over: Partial<SignerIntent> = {}) => downIntent("exit", e, { position: positionOf(s), ...over });
+  const fnOf = (c: { functionName: string; amount: bigint; token: string }) => `${c.functionName} ${c.token === USDC ? "USDC" : c.token === WETH ? "WETH" : c.token === BTC ? "BTC" : c.token} ${c.amount === ALL ? "max" : c.amount}`;
+
+  it("from the supplied USDC: repayWithATokens max, when the supplied USDC the signer reads covers the debt and the interest until it runs", async () => {
+    const s = snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } });
+    const { plan, e } = await planned(s);
+    expect(plan.repayWithATokens).toBe("max");
+    const calls = checkIntent(asked(e, s), e, self, policy);
+    expect(calls.map(fnOf)).toEqual(["repayWithATokens USDC max", "withdraw USDC max", "withdraw WETH max"]);
+    expect(calls[0]).toMatchObject({ role: "repay", to: POOL, usdcMoved: 0n });
+    // the buffer: 0.1% of the debt and a unit; at it, signed; a unit under it, refused
+    const buffer = 18_000_000_000n / 1_000n + 1n;
+    expect(checkIntent(asked(e, s, { position: positionOf(s, { aUsdc: 18_000_000_000n + buffer }) }), e, self, policy)).toHaveLength(3);
+    const short = "the supplied USDC does not cover the debt: the exit's last repayment must be all of the debt from the wallet (repay type(uint256).max)";
+    expect(refusal(() => checkIntent(asked(e, s, { position: positionOf(s, { aUsdc: 18_000_000_000n + buffer - 1n }) }), e, self, policy))).toBe(short);
+    expect(refusal(() => checkIntent(asked(e, s, { position: { debt: s.debt, supplied: {} } }), e, self, policy))).toBe(short);
+    // no position read at all: the debt is assumed, the supplied USDC is not
+    expect(refusal(() => checkIntent(asked(e, s, { position: undefined }), e, self, policy))).toBe(short);
+    // no debt read: nothing to cover
+    expect(checkIntent(asked(e, s, { position: positionOf(s, { debt: 0n, aUsdc: 0n }) }), e, self, policy)).toHaveLength(3);
+  });
+
+  it("from the supplied USDC: attacks on the repayWithATokens (another asset, another contract) and on the withdrawals", async () => {
+    const s = snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } });
+    const { e } = await planned(s);
+    const i = asked(e, s);
+    expect(refusal(() => checkIntent(i, replaced(e, 0, pool("repayWithATokens", [m.weth, ALL, 2n])), self, policy))).toBe("only USDC debt is repaid with aTokens");
+    expect(refusal(() => checkIntent(i, replaced(e, 0, pool("repayWithATokens", [m.btc, ALL, 2n])), self, policy))).toBe("only USDC debt is repaid with aTokens");
+    // another market's USDC through this market's Pool: not the USDC of the debt
+    expect(refusal(() => checkIntent(i, replaced(e, 0, pool("repayWithATokens", [AAVE_MARKETS.arbitrum.usdc, ALL, 2n])), self, policy))).toBe("an exit repays USDC only");
+    expect(refusal(() => checkIntent(i, sentTo(e, 0, WETH), self, policy))).toBe(`a repayWithATokens sent to ${WETH}, not to the market's Pool ${POOL}`);
+    expect(refusal(() => checkIntent(i, sentTo(e, 2, WETH), self, policy))).toBe(`a withdraw sent to ${WETH}, not to the market's Pool ${POOL}`);
+    expect(refusal(() => checkIntent(i, replaced(e, 2, pool("withdraw", [other, ALL, self])), self, policy))).toBe(`asset ${other} is not allowed`);
+    expect(refusal(() => checkIntent(i, replaced(e, 2, pool("withdraw", [m.weth, ALL, other])), self, policy))).toBe(`withdrawal to ${other}, not this wallet`);
+    // a bounded repayWithATokens does not close the debt
+    expect(refusal(() => checkIntent(i, replaced(e, 0, pool("repayWithATokens", [m.usdc, 18_000_000_000n, 2n])), self, policy))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
+  });
+
+  it("from the wallet's USDC: its approval and the max repay pass a cap of 1 USDC (neither moves anything counted); an approval sent to the Pool is refused", async () => {
+    const s = snap({ walletUsdc: 20_000_000_000n });
+    const { plan, e } = await planned(s);
+    const tiny: Policy = { ...policy, per_transaction_cap_usdc: 1 };
+    const calls = checkIntent(asked(e, s), e, self, tiny);
+    expect(calls.map(fnOf)).toEqual([`approve USDC ${plan.approval}`, "repay USDC max", "withdraw WETH max"]);
+    expect(calls.map((c) => c.usdcMoved)).toEqual([0n, 0n, 0n]);
+    expect(refusal(() => checkIntent(asked(e, s), sentTo(e, 0, POOL), self, policy))).toBe(`a approve on ${POOL}, not on a token of the market`);
+    const arbUsdc = getAddress(AAVE_MARKETS.arbitrum.usdc);
+    expect(refusal(() => checkIntent(asked(e, s), sentTo(e, 0, arbUsdc), self, policy))).toBe(`a approve on ${arbUsdc}, not on a token of the market`);
+    expect(refusal(() => checkIntent(asked(e, s), sentTo(e, 1, USDC), self, policy))).toBe(`a repay sent to ${USDC}, not to the market's Pool ${POOL}`);
+    // the last repayment bounded (the debt exactly): it counts against the cap, and it leaves the interest
+    const bounded = replaced(e, 1, pool("repay", [m.usdc, 18_000_000_000n, 2n, self]));
+    expect(refusal(() => checkIntent(asked(bounded, s), bounded, self, tiny))).toBe("18000 USDC is above the per-transaction cap of 1");
+    expect(refusal(() => checkIntent(asked(bounded, s), bounded, self, { ...policy, per_transaction_cap_usdc: 18_000 }))).toBe("the last repayment of an exit must be all of the debt (type(uint256).max)");
+    expect(refusal(() => checkIntent(asked(e, s), stepsOf(e, [...txsOf(e), erc20(m.usdc, "transfer", [FEE, 1n])]), self, policy))).toBe("a exit is free (a downward leg); the envelope pays a fee");
+  });
+
+  it("from collateral in rounds: each round's bounded repayment counts against the cap, the last (max) does not", async () => {
+    const s = snap();
+    const { plan, e } = await planned(s);
+    const bounded = plan.rounds.map((r) => BigInt(r.repay)).filter((r) => r > 0n);
+    expect(bounded.length).toBeGreaterThan(0);
+    const calls = checkIntent(asked(e, s), e, self, policy);
+    const repays = calls.filter((c) => c.role === "repay");
+    expect(repays.map((c) => c.usdcMoved)).toEqual([...bounded, 0n]);
+    expect(repays.at(-1)!.amount).toBe(ALL);
+    // a cap at the largest bounded repayment passes; a micro-USDC under it, refused on it
+    const largest = bounded.reduce((a, b) => (a > b ? a : b));
+    expect(checkIntent(asked(e, s), e, self, { ...policy, per_transaction_cap_usdc: Number(formatDecimal(largest, 6)) })).toHaveLength(calls.length);
+    const under = Number(formatDecimal(largest - 1n, 6));
+    expect(refusal(() => checkIntent(asked(e, s), e, self, { ...policy, per_transaction_cap_usdc: under }))).toBe(`${formatDecimal(largest, 6)} USDC is above the per-transaction cap of ${under}`);
+    // a round's swap sent to the Pool, its withdrawal sent to WETH
+    const firstSwap = calls.findIndex((c) => c.role === "swap");
+    const firstWithdraw = calls.findIndex((c) => c.role === "withdraw");
+    expect(refusal(() => checkIntent(asked(e, s), sentTo(e, firstSwap, POOL), self, policy))).toBe(`a exactInputSingle sent to ${POOL}, not to the market's router ${ROUTER}`);
+    expect(refusal(() => checkIntent(asked(e, s), sentTo(e, firstWithdraw, WETH), self, policy))).toBe(`a withdraw sent to ${WETH}, not to the market's Pool ${POOL}`);
+  });
+
+  it("with a sale: the ETH and BTC withdrawn at the end are sold for USDC at or above the signer's floors; without a sale asked, refused", async () => {
+    const s = snap({ walletUsdc: 20_000_000_000n, supplied: { USDC: 0n, ETH: 2n * ETH, BTC: 10_000_000n } });
+    const { plan, e } = await planned(s, true);
+    expect(plan.sales.map((x) => x.symbol)).toEqual(["ETH", "BTC"]);
+    const calls = checkIntent(asked(e, s, { sell: true }), e, self, policy);
+    expect(calls.map(fnOf)).toEqual([`approve USDC ${plan.approval}`, "repay USDC max", "withdraw WETH max", "withdraw BTC max", `approve WETH ${2n * ETH}`, `exactInputSingle WETH ${2n * ETH}`, "approve BTC 10000000", "exactInputSingle BTC 10000000"]);
+    expect(calls.filter((c) => c.role === "swap").map((c) => [c.counterparty, (c.args[0] as { amountOutMinimum: bigint }).amountOutMinimum])).toEqual(plan.sales.map((x) => [USDC, BigInt(x.minOut)]));
+    expect(refusal(() => checkIntent(asked(e, s), e, self, policy))).toBe("the exit sells collateral after its last repayment, and no sale was asked");
+    // the signer's floor a unit above the ETH sale's bound
+    const raised = floorsOf(e).map((f) => (f.token === WETH ? { ...f, floor: f.floor + 1n } : f));
+    const ethMin = BigInt(plan.sales[0]!.minOut);
+    expect(refusal(() => checkIntent(asked(e, s, { sell: true, swapFloors: raised }), e, self, policy))).toBe(
+      `the exit's swap accepts as little as ${formatDecimal(ethMin, 6)} USDC, under the ${formatDecimal(ethMin + 1n, 6)} USDC the policy's maximum slippage allows`,
+    );
+    expect(refusal(() => checkIntent(asked(e, s, { sell: true, swapFloors: [] }), e, self, policy))).toBe("no quote of its own for the exit's swap: not signed");
+    // a sale of an asset off the allow-list: its withdrawal is refused first
+    expect(refusal(() => checkIntent(asked(e, s, { sell: true }), e, self, noBtc))).toBe(`asset ${BTC} is not allowed`);
+    // the sale's swap sent to the Pool, its approval to the Pool's address
+    expect(refusal(() => checkIntent(asked(e, s, { sell: true }), sentTo(e, 5, POOL), self, policy))).toBe(`a exactInputSingle sent to ${POOL}, not to the market's router ${ROUTER}`);
+    expect(refusal(() => checkIntent(asked(e, s, { sell: true }), sentTo(e, 4, POOL), self, policy))).toBe(`a approve on ${POOL}, not on a token of the market`);
+  });
+});
+
+describe("checkIntent: a fee on another market's USDC", () => {
+  it("is refused: fees are paid on this market's USDC", () => {
+    const d = envelope("deposit", 500);
+    const arbUsdc = getAddress(AAVE_MARKETS.arbitrum.usdc);
+    const onArb = withSteps(d, d.steps.map((s, i) => (i === 0 ? { ...s.unsigned_transaction, to: arbUsdc } : s.unsigned_transaction)));
+    expect(refusal(() => check(intent("deposit", 500), onArb, self, policy))).toBe(`a transfer on ${arbUsdc}, not on a token of the market`);
+  });
+});
+
 describe("the policy file", () => {
   it("the default policy: Base and Arbitrum, their pools and tokens, the router, caps, the 2% fee", () => {
     expect(policy.allowed_chains).toEqual([8453, 42161]);
@@ -291,5 +612,26 @@ describe("the policy file", () => {
     }
     fs.writeFileSync(file, JSON.stringify({ ...policy, max_fee_bps: 1001 }));
     expect(() => loadPolicy(file)).toThrow(/max_fee_bps/);
+  });
+
+  it("an invalid file's message: each issue as its dotted path and reason, in order, joined by semicolons", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "policy-"));
+    const file = path.join(dir, "policy.json");
+    fs.writeFileSync(file, JSON.stringify({ ...policy, allowed_chains: [], approve_spenders: [m.pool, "0xnope"], daily_cap_usdc: 1.0000001 }));
+    let message = "";
+    try {
+      loadPolicy(file);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toBe(
+      `invalid policy ${file}: allowed_chains: Too small: expected array to have >=1 items; approve_spenders.1: Invalid string: must match pattern /^0x[0-9a-fA-F]{40}$/; daily_cap_usdc: at most 6 decimals (exact micro-USDC)`,
+    );
+    // the exactness rule is the schema's own custom issue, on the amount's path
+    const parsed = PolicySchema.safeParse({ ...policy, x402_max_price_usdc: 0.1000001 });
+    expect(parsed.success ? [] : parsed.error.issues).toEqual([{ code: "custom", path: ["x402_max_price_usdc"], message: "at most 6 decimals (exact micro-USDC)" }]);
+    // addresses in the file are read in any case and kept checksummed
+    fs.writeFileSync(file, JSON.stringify({ ...policy, approve_spenders: [m.pool.toLowerCase()], transfer_recipients: [FEE.toLowerCase()] }));
+    expect(loadPolicy(file)).toMatchObject({ approve_spenders: [getAddress(m.pool)], transfer_recipients: [FEE] });
   });
 });

@@ -8,11 +8,16 @@ import { decodeFunctionData, maxUint256 } from "viem";
 import { describe, expect, it } from "vitest";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
-import { EXIT_HEALTH_BPS, exitSteps, ExitRefusal, sizeExit, withQuotes, type ExitSnapshot } from "./exit";
-import { stepContext } from "./steps";
+import { swapRouter02 } from "../../../contracts-abi/uniswap";
+import { checkStep, defaultPolicy } from "../../../signer-agent/src/policy";
+import { exit, EXIT_HEALTH_BPS, ExitRequest, exitSteps, ExitRefusal, fromSuppliedUsdc, sizeExit, withQuotes, type ExitPlan, type ExitSnapshot } from "./exit";
+import { LedgerError } from "../domain/sandbox-ledger";
+import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent, type SwapFloor } from "./signer-rule";
+import { minOutOf, repay as repayCall, stepContext } from "./steps";
 
 const wallet = "0x1111111111111111111111111111111111111111" as const;
 const m = AAVE_MARKETS.base;
+const policy = { ...defaultPolicy([]), per_transaction_cap_usdc: 1_000_000 };
 const ETH = 10n ** 18n;
 const snapshot = (over: Partial<ExitSnapshot> = {}): ExitSnapshot => ({
   debt: 18_000_000_000n,
@@ -170,3 +175,338 @@ describe("exit", () => {
     );
   });
 });
+
+/** the planned calls as the signer decodes them from their calldata (signer-agent's own decoder) */
+const decoded = (steps: ReturnType<typeof exitSteps>): DecodedCall[] => steps.map((s) => checkStep(policy, { chain_id: m.chainId, to: s.to, data: s.data, value: "0" }, wallet));
+const router = swapRouter02(m.chainId);
+const rule = (cs: DecodedCall[], intent: Partial<SignerIntent> = {}, floors: SwapFloor[] = floorsOf(cs)) =>
+  exit.signer.check(cs, { amountMicro: 0n, ...intent }, signerRuleContext("exit", cs, { ...m, router }, 0n, 0n, 200, floors));
+/** the signer's own floors, here exactly each swap's bound */
+const floorsOf = (cs: DecodedCall[]): SwapFloor[] =>
+  cs.filter((c) => c.role === "swap").map((c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: (c.args[0] as { amountOutMinimum: bigint }).amountOutMinimum }));
+const refusedBy = (fn: () => unknown): string => {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(PolicyRefusal);
+    return (e as Error).message;
+  }
+  throw new Error("expected a refusal");
+};
+const pos = (debt: bigint, supplied: Partial<Record<`0x${string}`, bigint>> = {}) => ({ debt, supplied: supplied as Record<`0x${string}`, bigint> });
+
+describe("exit: its calls in order", () => {
+  it("from collateral: each round withdraws (the first Pool call is the main one), approves the router and swaps its units for USDC to the wallet, approves and repays what it guarantees; the last approval covers the debt left", async () => {
+    const plan = await withQuotes(snapshot(), false, quote);
+    const steps = exitSteps(stepContext("base", wallet), plan);
+    expect(steps.filter((s) => s.main)).toHaveLength(1);
+    expect(steps[0]).toMatchObject({ main: true, kind: "pool_call", to: m.pool });
+    const cs = decoded(steps);
+    let i = 0;
+    for (const [n, r] of plan.rounds.entries()) {
+      expect([cs[i]!.functionName, cs[i]!.token, cs[i]!.amount]).toEqual(["withdraw", m.weth, r.all ? maxUint256 : BigInt(r.units)]);
+      expect([cs[i + 1]!.functionName, cs[i + 1]!.token, cs[i + 1]!.counterparty, cs[i + 1]!.amount]).toEqual(["approve", m.weth, router, BigInt(r.units)]);
+      expect([cs[i + 2]!.role, cs[i + 2]!.to, cs[i + 2]!.counterparty, cs[i + 2]!.amount, (cs[i + 2]!.args[0] as { amountOutMinimum: bigint }).amountOutMinimum]).toEqual(["swap", router, m.usdc, BigInt(r.units), BigInt(r.minOut)]);
+      expect(steps[i + 2]!.summary.description).toContain("1% below the pool's quote");
+      i += 3;
+      if (n < plan.rounds.length - 1 && BigInt(r.repay) > 0n) {
+        expect([cs[i]!.functionName, cs[i]!.token, cs[i]!.counterparty, cs[i]!.amount]).toEqual(["approve", m.usdc, m.pool, BigInt(r.repay)]);
+        expect([cs[i + 1]!.functionName, cs[i + 1]!.amount]).toEqual(["repay", BigInt(r.repay)]);
+        i += 2;
+      }
+    }
+    expect([cs[i]!.functionName, cs[i]!.token, cs[i]!.counterparty, cs[i]!.amount]).toEqual(["approve", m.usdc, m.pool, BigInt(plan.approval)]);
+    expect([cs[i + 1]!.functionName, cs[i + 1]!.amount]).toEqual(["repay", maxUint256]);
+    expect(cs.slice(i + 2).map((c) => [c.functionName, c.token, c.amount])).toEqual(plan.withdrawAll.map((a) => ["withdraw", a === "ETH" ? m.weth : a === "BTC" ? m.btc : m.usdc, maxUint256]));
+  });
+
+  it("with a sale: after everything is withdrawn, each volatile asset left is approved and swapped for at least its bound; without debt nothing is repaid", async () => {
+    const plan = await withQuotes(snapshot({ debt: 0n, supplied: { USDC: 5n, ETH: ETH, BTC: 10n ** 8n } }), true, quote);
+    expect([plan.repayWithATokens, plan.approval, plan.rounds, plan.withdrawAll]).toEqual(["0", "0", [], ["USDC", "ETH", "BTC"]]);
+    expect(plan.sales).toEqual([
+      { symbol: "ETH", units: String(ETH), minOut: String(minOutOf(await quote("ETH", ETH))) },
+      { symbol: "BTC", units: String(10n ** 8n), minOut: String(minOutOf(await quote("BTC", 10n ** 8n))) },
+    ]);
+    const cs = decoded(exitSteps(stepContext("base", wallet), plan));
+    expect(cs.map((c) => `${c.functionName}:${c.token}`)).toEqual([`withdraw:${m.usdc}`, `withdraw:${m.weth}`, `withdraw:${m.btc}`, `approve:${m.weth}`, `exactInputSingle:${m.weth}`, `approve:${m.btc}`, `exactInputSingle:${m.btc}`]);
+    expect(rule(cs, { sell: true, position: pos(0n) })).toBe(7);
+    // the same plan, no sale asked: the swaps after the last repayment are refused
+    expect(refusedBy(() => rule(cs, { position: pos(0n) }))).toBe("the exit sells collateral after its last repayment, and no sale was asked");
+  });
+
+  it("a bounded repayWithATokens names its units; Arbitrum's steps go to Arbitrum's Pool", async () => {
+    const plan = await withQuotes(snapshot({ supplied: { USDC: 18_000_000_001n, ETH: 0n, BTC: 0n }, walletUsdc: 20_000_000n }), false, quote);
+    const cs = decoded(exitSteps(stepContext("base", wallet), plan));
+    expect([cs[0]!.functionName, cs[0]!.amount]).toEqual(["repayWithATokens", 17_999_999_999n]);
+    const arb = AAVE_MARKETS.arbitrum;
+    expect(exitSteps(stepContext("arbitrum", wallet), plan).every((s) => s.to === arb.pool || s.to === arb.usdc)).toBe(true);
+  });
+});
+
+describe("exit: the declaration", () => {
+  it("is a free downward leg, read from its body (sell or not), planned on the chain's figures and kept in its params", async () => {
+    expect([exit.direction, exit.fee, exit.name, exit.idPrefix, exit.receiptId, exit.status]).toEqual(["down", "none", "exit", "ext", "exit_id", "completed"]);
+    expect(exit.params({ sell: true })).toEqual({ sell: true });
+    expect(exit.params({ sell: false })).toEqual({});
+    expect(exit.params({})).toEqual({});
+    expect(ExitRequest.safeParse({ sell: "yes" }).success).toBe(false);
+    expect(ExitRequest.safeParse({ amount: 1 }).success).toBe(false);
+    const s = snapshot({ walletUsdc: 20_000_000_000n });
+    const planned = await exit.planOnChain!({ sell: true }, s, quote);
+    expect(planned.sell).toBe(true);
+    expect(JSON.parse(planned.exit!)).toEqual(await withQuotes(s, true, quote));
+    // its value is the debt it repays; unplanned: nothing
+    expect(exit.valueMicro!(planned, () => 1n)).toBe(s.debt);
+    expect(exit.valueMicro!({}, () => 1n)).toBe(0n);
+    expect(exit.effect({ collateralMicro: 5n, debtMicro: 3n, liquidationThresholdBps: 8000 }, 0n, { feeMicro: 0n, feeBps: 0n, basis: "" })).toEqual({ collateralMicro: 0n, debtMicro: 0n, liquidationThresholdBps: 8000 });
+  });
+
+  it("plans the calls of its planned exit only; its title and receipt say what it does", async () => {
+    const c = stepContext("base", wallet);
+    expect(() => exit.plan(c, { amountMicro: 0n, feeMicro: 0n, feeRecipient: wallet, params: {} })).toThrow("an exit is planned on the chain's figures first (params.exit)");
+    const planned = await exit.planOnChain!({}, snapshot(), quote);
+    const plan = JSON.parse(planned.exit!) as ExitPlan;
+    expect(exit.plan(c, { amountMicro: 0n, feeMicro: 0n, feeRecipient: wallet, params: planned })).toEqual(exitSteps(c, plan));
+    expect(exit.title!({}, 0n)).toBe("exit: repay all USDC debt, withdraw everything supplied");
+    expect(exit.title!({ sell: true }, 0n)).toBe("exit: repay all USDC debt, withdraw everything supplied, sell the ETH and BTC for USDC");
+    const fee = { feeMicro: 0n, feeBps: 0n, basis: "" };
+    const base = { id: "ext_1", amountMicro: 0n, fee, ltvBefore: 0, debtAfterMicro: 0n };
+    expect(exit.receipt({ ...base, params: planned, ledger: null })).toEqual({ exit_id: "ext_1", repaid_usdc: 18_000, sold: false, rounds_from_collateral: plan.rounds.length, withdrawn: ["ETH"] });
+    expect(exit.receipt({ ...base, params: { sell: true }, ledger: { holdings: { btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n }, bought: {}, repaidMicro: 2_500_000n } })).toEqual({ exit_id: "ext_1", repaid_usdc: 2.5, sold: true });
+    expect(exit.onExecuted!({ debtMicro: 1_500_000n })).toEqual({ remaining_borrow: 1.5 });
+    expect(exit.cli.body(0, { sell: true })).toEqual({ sell: true });
+    expect(exit.cli.body(0, {})).toEqual({});
+  });
+
+  it("on a chain: a wallet with nothing on Aave has nothing to exit; any debt or supply is enough; it spends no USDC of the sandbox's", () => {
+    const none = { debtMicro: 0n, holdings: { aUsdc: 0n, aWeth: 0n, aBtc: 0n, walletUsdc: 9n } };
+    expect(exit.walletNeeds(0n, none, {})).toEqual({ usdcMicro: 0n, refusal: { code: "insufficient_collateral", message: "the wallet has no position on Aave to exit" } });
+    for (const some of [{ debtMicro: 1n }, { holdings: { ...none.holdings, aUsdc: 1n } }, { holdings: { ...none.holdings, aWeth: 1n } }, { holdings: { ...none.holdings, aBtc: 1n } }]) {
+      expect(exit.walletNeeds(0n, { ...none, ...some }, {})).toEqual({ usdcMicro: 0n });
+    }
+    expect(exit.sandboxUsdcMicro(5n)).toBe(0n);
+  });
+
+  it("on a ledger: the idle USDC repays first, then ETH, then BTC at the sandbox's prices; the rest is withdrawn (or sold); nothing held, or too little, is refused", () => {
+    const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }>) => ({ btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n, ...over });
+    expect(() => exit.ledger(h({ usdcMicro: 5n }), 0n, 0n, {})).toThrow("the treasury holds nothing to exit");
+    // 1,000 USDC of debt, 400 idle: 600 from ETH at 3,000 = 0.2 ETH; 0.3 ETH withdrawn
+    const r = exit.ledger(h({ usdcMicro: 400_000_000n, debtMicro: 1_000_000_000n, ethUnits: ETH / 2n, btcUnits: 10n ** 8n }), 0n, 0n, {});
+    expect(r).toEqual({ holdings: h({}), bought: {}, repaidMicro: 1_000_000_000n });
+    // the idle USDC alone covers it: what is left stays idle
+    expect(exit.ledger(h({ usdcMicro: 1_500_000_000n, debtMicro: 1_000_000_000n, ethUnits: 1n }), 0n, 0n, {}).holdings).toEqual(h({ usdcMicro: 500_000_000n }));
+    // ETH is short: BTC pays the rest, its fill's change stays as idle USDC; with sell, the rest of the collateral is sold too
+    const mixed = h({ debtMicro: 4_000_000_000n, ethUnits: ETH, btcUnits: 10n ** 8n });
+    const sold = exit.ledger(mixed, 0n, 0n, { sell: true });
+    expect(sold.holdings).toEqual(h({ usdcMicro: 60_000_000_000n + 3_000_000_000n - 4_000_000_000n }));
+    // without a sale: BTC for 1,000 USDC is 0.01666667 BTC (rounded up), its value over the debt left stays idle
+    expect(exit.ledger(mixed, 0n, 0n, {}).holdings).toEqual(h({ usdcMicro: (1_666_667n * 60_000_000_000n) / 10n ** 8n - 1_000_000_000n }));
+    expect(() => exit.ledger(h({ debtMicro: 4_000_000_000n, ethUnits: ETH }), 0n, 0n, {})).toThrow("the collateral does not cover the debt: 1000 USDC short");
+  });
+});
+
+describe("exit: the signer's rule over the decoded calls", () => {
+  it("passes the planned exits: from collateral, from the wallet's USDC, from the supplied USDC that covers the debt", async () => {
+    const fromCollateral = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot(), false, quote)));
+    expect(rule(fromCollateral, { position: pos(18_000_000_000n, { [m.weth]: 10n * ETH }) })).toBe(fromCollateral.length);
+    // without a position read, with a floor the signer knows
+    expect(rule(fromCollateral)).toBe(fromCollateral.length);
+    const fromWallet = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote)));
+    expect(rule(fromWallet, { position: pos(18_000_000_000n) })).toBe(3);
+    const fromSupply = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false, quote)));
+    expect(rule(fromSupply, { position: pos(18_000_000_000n, { [m.usdc]: 20_000_000_000n }) })).toBe(3);
+  });
+
+  it("repayWithATokens max closes the debt only when the supplied USDC the signer reads covers it with room for interest", async () => {
+    const cs = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false, quote)));
+    const debt = 18_000_000_000n;
+    const buffer = debt / 1_000n + 1n;
+    expect(rule(cs, { position: pos(debt, { [m.usdc]: debt + buffer }) })).toBe(3);
+    const why = "the supplied USDC does not cover the debt: the exit's last repayment must be all of the debt from the wallet (repay type(uint256).max)";
+    expect(refusedBy(() => rule(cs, { position: pos(debt, { [m.usdc]: debt + buffer - 1n }) }))).toBe(why);
+    expect(refusedBy(() => rule(cs, { position: pos(debt) }))).toBe(why);
+    expect(refusedBy(() => rule(cs))).toBe(why);
+    // no debt left to close: nothing to cover
+    expect(rule(cs, { position: pos(0n) })).toBe(3);
+  });
+
+  it("must close the debt: its last repay is all of it (max); without one, with debt, refused; without debt, withdrawals alone pass", async () => {
+    const plan = await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote);
+    const cs = decoded(exitSteps(stepContext("base", wallet), plan));
+    const bounded = decoded(exitSteps(stepContext("base", wallet), plan).map((s, i) => (i === 1 ? repayCall(stepContext("base", wallet), 18_000_000_000n, true) : s)));
+    expect(refusedBy(() => rule(bounded, { position: pos(18_000_000_000n) }))).toBe("the last repayment of an exit must be all of the debt (type(uint256).max)");
+    const withdrawOnly = cs.filter((c) => c.role === "withdraw");
+    expect(refusedBy(() => rule(withdrawOnly, { position: pos(1n, { [m.weth]: 10n * ETH }) }))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
+    expect(refusedBy(() => rule(withdrawOnly))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
+    expect(rule(withdrawOnly, { position: pos(0n) })).toBe(1);
+    // a repayment after the closing one
+    const closing = cs.findIndex((c) => c.functionName === "repay");
+    expect(refusedBy(() => rule([...cs, { ...cs[closing]!, functionName: "repayWithATokens" }], { position: pos(1n) }))).toBe("a repayment after the exit's last one");
+  });
+
+  it("refuses what an exit never does: a supply, a borrow, a fee, a repay of another asset", async () => {
+    const c = stepContext("base", wallet);
+    const plan = await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote);
+    const cs = decoded(exitSteps(c, plan));
+    const extra = (d: DecodedCall) => refusedBy(() => rule([...cs, d], { position: pos(1n) }));
+    expect(extra({ ...cs[0]!, functionName: "supply", role: "supply" })).toBe("an exit has no supply");
+    expect(extra({ ...cs[0]!, functionName: "borrow", role: "borrow" })).toBe("an exit has no borrow");
+    expect(extra({ ...cs[0]!, functionName: "transfer", role: "fee" })).toBe("an exit has no fee");
+    expect(refusedBy(() => rule(cs.map((x) => (x.role === "repay" ? { ...x, token: m.weth } : x)), { position: pos(1n) }))).toBe("an exit repays USDC only");
+  });
+
+  it("before the closing repayment, every withdrawal is sold at once for its units and every swap sells a withdrawal", async () => {
+    const plan = await withQuotes(snapshot(), false, quote);
+    const cs = decoded(exitSteps(stepContext("base", wallet), plan));
+    const position = pos(18_000_000_000n, { [m.weth]: 10n * ETH });
+    const firstSwap = cs.findIndex((c) => c.role === "swap");
+    const sold = "a withdrawal before the exit's last repayment must be sold at once for the same units";
+    // the swap sells fewer units than were withdrawn (the rest would stay in the wallet, unrepaid)
+    const fewer = cs.map((c, i) => (i === firstSwap ? { ...c, amount: c.amount - 1n } : c));
+    expect(refusedBy(() => rule(fewer, { position }, floorsOf(fewer)))).toBe(sold);
+    // another token sold after the withdrawal
+    expect(refusedBy(() => rule(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)), { position }, floorsOf(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)))))).toBe(sold);
+    // a withdrawal followed by another withdrawal, not by its sale
+    const withoutSwap = cs.filter((_, i) => i !== firstSwap);
+    expect(refusedBy(() => rule(withoutSwap, { position }))).toBe(sold);
+    // a swap of nothing withdrawn before the closing repayment
+    const swapFirst = [cs[firstSwap]!, ...cs];
+    expect(refusedBy(() => rule(swapFirst, { position }))).toBe("a swap before the exit's last repayment must sell a withdrawal");
+  });
+
+  it("a max withdrawal before the closing repayment passes only when its sale is about all of the supply the signer reads", async () => {
+    // 0.05 BTC supplied but not collateral: the first round takes all of it (max)
+    const plan = await withQuotes(snapshot({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 5_000_000n }, lt: { USDC: 7_800n, ETH: 8_250n, BTC: 0n }, debt: 5_000_000_000n }), false, quote);
+    expect(plan.rounds[0]).toMatchObject({ symbol: "BTC", all: true });
+    const cs = decoded(exitSteps(stepContext("base", wallet), plan));
+    expect([cs[0]!.functionName, cs[0]!.token, cs[0]!.amount]).toEqual(["withdraw", m.btc, maxUint256]);
+    const units = BigInt(plan.rounds[0]!.units);
+    const position = (btc?: bigint) => pos(5_000_000_000n, { [m.weth]: 10n * ETH, ...(btc === undefined ? {} : { [m.btc]: btc }) });
+    expect(rule(cs, { position: position(units) })).toBe(cs.length);
+    // the supply read has grown by the interest of 0.1%: still about all of it
+    expect(rule(cs, { position: position(units + units / 1_000n) })).toBe(cs.length);
+    const sold = "a withdrawal before the exit's last repayment must be sold at once for the same units";
+    // 0.2% more supplied than the swap sells: the rest would leave Aave unsold, before the debt is repaid
+    expect(refusedBy(() => rule(cs, { position: position(units + units / 500n) }))).toBe(sold);
+    // no supply read: a max withdrawal cannot be bounded
+    expect(refusedBy(() => rule(cs, { position: position() }))).toBe(sold);
+  });
+
+  it("after the closing repayment: withdrawals of everything (max) only, sales only when asked", async () => {
+    const cs = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote)));
+    const partial = cs.map((c, i) => (i === 2 ? { ...c, amount: 5n } : c));
+    expect(refusedBy(() => rule(partial, { position: pos(1n) }))).toBe("after the exit's last repayment, only withdrawals of everything (type(uint256).max)");
+  });
+
+  it("each swap sells for USDC at no less than the signer's own floor; approvals only of USDC to the Pool, or to the router", async () => {
+    const cs = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot(), false, quote)));
+    const position = pos(18_000_000_000n, { [m.weth]: 10n * ETH });
+    const floors = floorsOf(cs);
+    const higher = floors.map((f, i) => (i === 0 ? { ...f, floor: f.floor + 1n } : f));
+    expect(refusedBy(() => rule(cs, { position }, higher))).toMatch(/^the exit's swap accepts as little as [\d.]+ USDC, under the [\d.]+ USDC the policy's maximum slippage allows$/);
+    expect(refusedBy(() => rule(cs, { position }, floors.slice(1)))).toBe("no quote of its own for the exit's swap: not signed");
+    const swap = cs.findIndex((c) => c.role === "swap");
+    const forWeth = cs.map((c, i) => (i === swap ? { ...c, counterparty: m.btc } : c));
+    expect(refusedBy(() => rule(forWeth, { position }, floorsOf(forWeth)))).toBe("an exit's swaps sell for USDC only");
+    const approval = cs.findIndex((c) => c.role === "approve");
+    expect(refusedBy(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: wallet } : c)), { position }))).toBe("an exit approves the Pool and the router only");
+    expect(refusedBy(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: m.pool } : c)), { position }))).toBe("an exit approves only USDC to the Pool (its repayments)");
+  });
+});
+
+describe("exit: the edges of its plan and of its rule", () => {
+  const debt = 18_000_000_000n;
+  const buffer = debt / 1_000n + 1n;
+
+  it("the supplied USDC: max when it covers the debt and the buffer; all but one unit within the buffer (the debt itself included); max of all of it under the debt", () => {
+    const at = (usdc: bigint) => fromSuppliedUsdc(snapshot({ supplied: { USDC: usdc, ETH: 0n, BTC: 0n } }));
+    expect(at(debt + buffer)).toEqual({ call: "max", repaid: debt, left: 0n, usdcLeftSupplied: true });
+    expect(at(debt + buffer - 1n)).toEqual({ call: debt - 1n, repaid: debt - 1n, left: 1n, usdcLeftSupplied: true });
+    expect(at(debt)).toEqual({ call: debt - 1n, repaid: debt - 1n, left: 1n, usdcLeftSupplied: true });
+    expect(at(debt - 1n)).toEqual({ call: "max", repaid: debt - 1n, left: 1n, usdcLeftSupplied: false });
+    expect(at(0n)).toEqual({ call: 0n, repaid: 0n, left: debt, usdcLeftSupplied: false });
+    expect(fromSuppliedUsdc(snapshot({ debt: 0n, supplied: { USDC: 5n, ETH: 0n, BTC: 0n } }))).toEqual({ call: 0n, repaid: 0n, left: 0n, usdcLeftSupplied: true });
+  });
+
+  it("the order of the rounds follows the liquidation thresholds, whichever asset is lower; an asset with nothing supplied needs no price", () => {
+    const both = { USDC: 0n, ETH: 10n * ETH, BTC: 10n ** 8n };
+    expect(sizeExit(snapshot({ supplied: both, lt: { USDC: 7_800n, ETH: 7_000n, BTC: 8_000n } })).rounds[0]!.symbol).toBe("ETH");
+    expect(sizeExit(snapshot({ supplied: both, lt: { USDC: 7_800n, ETH: 8_000n, BTC: 7_000n } })).rounds[0]!.symbol).toBe("BTC");
+    expect(sizeExit(snapshot({ price: { USDC: 1_000_000n, ETH: 3_000_000_000n, BTC: 0n } })).rounds.every((r) => r.symbol === "ETH")).toBe(true);
+  });
+
+  it("refusals say why, with the health factor they keep: too close, too many rounds, a pool too far under", async () => {
+    expect(() => sizeExit(snapshot({ debt: 25_000_000_000n }))).toThrow("the position is too close to liquidation to withdraw collateral first (health factor under 1.05): repay some USDC from the wallet, then exit");
+    // just above 1.05: each round may take only a little, and eight do not reach the debt
+    expect(() => sizeExit(snapshot({ debt: 23_000_000_000n }))).toThrow("the exit needs more than 8 rounds of selling collateral: repay some USDC from the wallet first");
+    await expect(withQuotes(snapshot(), false, async (_s, units) => (units * 2_000_000_000n) / ETH)).rejects.toThrow("the pool's prices are too far under the oracle's for the rounds to keep the health factor at 1.05: repay some USDC from the wallet first");
+  });
+
+  it("an asset a round took whole is neither withdrawn again nor sold; no sale of an asset not supplied; no sale unless asked", async () => {
+    const s = snapshot({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 5_000_000n }, lt: { USDC: 7_800n, ETH: 8_250n, BTC: 0n }, debt: 5_000_000_000n });
+    const plan = await withQuotes(s, true, quote);
+    expect(plan.rounds[0]).toMatchObject({ symbol: "BTC", all: true });
+    expect(plan.withdrawAll).toEqual(["ETH"]);
+    expect(plan.sales.map((x) => x.symbol)).toEqual(["ETH"]);
+    const ethOnly = await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), true, quote);
+    expect(ethOnly.sales.map((x) => x.symbol)).toEqual(["ETH"]);
+    const planned = JSON.parse((await exit.planOnChain!({}, snapshot({ walletUsdc: 20_000_000_000n }), quote)).exit!) as ExitPlan;
+    expect(planned.sales).toEqual([]);
+    // a sale's swap says its bound
+    const steps = exitSteps(stepContext("base", wallet), ethOnly);
+    expect(steps.at(-1)!.summary.description).toMatch(/\(1% below the pool's quote\) in the 0.05% pool$/);
+  });
+
+  it("the last round's USDC goes to the last repayment: a plan whose last round names a repayment repays it only through the max repay", () => {
+    const plan: ExitPlan = { debt: "100", repayWithATokens: "0", approval: "110", rounds: [{ symbol: "ETH", units: "5", all: false, minOut: "60", repay: "50" }], withdrawAll: ["ETH"], sales: [] };
+    const fns = decoded(exitSteps(stepContext("base", wallet), plan)).map((c) => c.functionName);
+    expect(fns).toEqual(["withdraw", "approve", "exactInputSingle", "approve", "repay", "withdraw"]);
+    const two: ExitPlan = { ...plan, rounds: [{ ...plan.rounds[0]!, repay: "0" }, plan.rounds[0]!] };
+    expect(decoded(exitSteps(stepContext("base", wallet), two)).map((c) => c.functionName)).toEqual(["withdraw", "approve", "exactInputSingle", "withdraw", "approve", "exactInputSingle", "approve", "repay", "withdraw"]);
+  });
+
+  it("on a ledger: collateral alone (no debt) is withdrawn; debt paid by idle USDC alone is closed; the refusal is a ledger error with its code", () => {
+    const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }>) => ({ btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n, ...over });
+    expect(exit.ledger(h({ ethUnits: 1n }), 0n, 0n, {}).holdings).toEqual(h({}));
+    expect(exit.ledger(h({ btcUnits: 1n }), 0n, 0n, {}).holdings).toEqual(h({}));
+    expect(exit.ledger(h({ debtMicro: 5n, usdcMicro: 7n }), 0n, 0n, {})).toEqual({ holdings: h({ usdcMicro: 2n }), bought: {}, repaidMicro: 5n });
+    for (const [held, code] of [[h({}), "insufficient_balance"], [h({ debtMicro: 5n }), "insufficient_balance"]] as const) {
+      try {
+        exit.ledger(held, 0n, 0n, {});
+        throw new Error("expected a refusal");
+      } catch (e) {
+        expect(e).toBeInstanceOf(LedgerError);
+        expect((e as LedgerError).code).toBe(code);
+      }
+    }
+    // unplanned and without a ledger: nothing is said to be repaid
+    expect(exit.receipt({ id: "ext_2", amountMicro: 0n, fee: { feeMicro: 0n, feeBps: 0n, basis: "" }, params: {}, ledger: null, ltvBefore: 0, debtAfterMicro: 0n })).toEqual({ exit_id: "ext_2", repaid_usdc: 0, sold: false });
+  });
+
+  describe("the rule, on envelopes a tampering gateway could send", () => {
+    const usdcApproval = (amount: bigint): DecodedCall => ({ functionName: "approve", role: "approve", args: [], to: m.usdc, token: m.usdc, amount, counterparty: m.pool, usdcMoved: 0n });
+    const maxRepay: DecodedCall = { functionName: "repay", role: "repay", args: [], to: m.pool, token: m.usdc, amount: maxUint256, usdcMoved: 0n };
+    const w = (amount: bigint): DecodedCall => ({ functionName: "withdraw", role: "withdraw", args: [], to: m.pool, token: m.weth, amount, usdcMoved: 0n });
+    const sw = (amount: bigint): DecodedCall => ({ functionName: "exactInputSingle", role: "swap", args: [{ amountOutMinimum: 1n }], to: router, token: m.weth, amount, counterparty: m.usdc, usdcMoved: 0n });
+    const sold = "a withdrawal before the exit's last repayment must be sold at once for the same units";
+    const position = pos(1_000n, { [m.weth]: 10_000n });
+
+    it("a withdrawal before the closing repayment with no sale after it at all", () => {
+      expect(refusedBy(() => rule([w(5n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
+    });
+
+    it("a withdrawal followed by another withdrawal of the same units (the sale of one of them missing)", () => {
+      expect(refusedBy(() => rule([w(5n), w(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
+    });
+
+    it("a second sale of one withdrawal (units the wallet held before, sold ahead of the repayment)", () => {
+      expect(refusedBy(() => rule([w(5n), sw(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe("a swap before the exit's last repayment must sell a withdrawal");
+    });
+
+    it("a max withdrawal sold for exactly the supply less 0.1% passes, one unit less is refused", () => {
+      expect(rule([w(maxUint256), sw(9_990n), usdcApproval(10n), maxRepay], { position })).toBe(4);
+      expect(refusedBy(() => rule([w(maxUint256), sw(9_989n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
+    });
+  });
+});
+

@@ -121,6 +121,7 @@ export const sell: ActionDeclaration<"sell"> = {
   },
   cli: {
     usage: "sell <amount> --asset eth|btc",
-    body: (amount, flags) => ({ asset: (typeof flags.asset === "string" && flags.asset.toLowerCase() === "btc" ? "BTC" : "ETH") as "ETH" | "BTC", amount }),
+    // the asset as typed (upper-cased): the request's schema refuses one that is not ETH or BTC, or none
+    body: (amount, flags) => (typeof flags.asset === "string" ? { asset: flags.asset.toUpperCase() as "ETH" | "BTC", amount } : { amount }),
   },
 };
