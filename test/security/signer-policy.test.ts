@@ -15,6 +15,7 @@ import { exitSteps, withQuotes, type ExitSnapshot } from "../../gateway/src/acti
 import { ALL, stepContext } from "../../gateway/src/actions/steps";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refusalOf } from "../helpers/refusal";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
@@ -24,7 +25,7 @@ import { planSteps } from "../../gateway/src/chain/envelope-plan";
 import { parseUsdc } from "../../gateway/src/domain/money";
 import { AuditLog } from "../../signer-agent/src/audit-log";
 import { RefusedError, SignerAgent } from "../../signer-agent/src/agent";
-import { checkIntent, defaultPolicy, PolicyRefusal, type Policy } from "../../signer-agent/src/policy";
+import { checkIntent, defaultPolicy, type Policy } from "../../signer-agent/src/policy";
 import { feeOf } from "../../gateway/src/actions";
 
 const FEE = devAccount(4).address;
@@ -46,15 +47,6 @@ const floorsOf = (e: { steps: { unsigned_transaction: { to: `0x${string}`; data:
     .map((s) => (decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data: s.unsigned_transaction.data }).args[0] as { tokenIn: `0x${string}`; tokenOut: `0x${string}`; amountIn: bigint; amountOutMinimum: bigint }))
     .map((p) => ({ token: getAddress(p.tokenIn), tokenOut: getAddress(p.tokenOut), amountIn: p.amountIn, floor: p.amountOutMinimum + over }));
 const intent = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") => ({ action, amountMicro: parseUsdc(usdc), target, swapFloors: floorsOf(envelope(action, usdc, target)) });
-const refused = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(PolicyRefusal);
-    return (err as Error).message;
-  }
-  throw new Error("expected a refusal");
-};
 
 describe("the envelope is checked against the intent, from the calldata", () => {
   it("accepts every action as the gateway plans it, whatever the steps are labelled", () => {
@@ -71,12 +63,12 @@ describe("the envelope is checked against the intent, from the calldata", () => 
     const e = envelope("deposit", 500);
     // the fee step labelled as an approval, as a tampering gateway would
     const withFee = (micro: bigint) => ({ ...e, steps: [{ ...transfer(FEE, micro), kind: "approval" }, ...e.steps.slice(1)] });
-    expect(refused(() => checkIntent(intent("deposit", 500), withFee(500_000_000n), self, policy))).toMatch(/above the 2% rate/);
-    expect(refused(() => checkIntent(intent("deposit", 500), withFee(10_000_001n), self, policy))).toMatch(/above the 2% rate/);
+    expect(refusalOf(() => checkIntent(intent("deposit", 500), withFee(500_000_000n), self, policy))).toMatch(/above the 2% rate/);
+    expect(refusalOf(() => checkIntent(intent("deposit", 500), withFee(10_000_001n), self, policy))).toMatch(/above the 2% rate/);
     const forty = { ...e, steps: [...e.steps, ...Array.from({ length: 40 }, () => ({ ...transfer(FEE, 1_000_000n), kind: "approval" }))] };
-    expect(refused(() => checkIntent(intent("deposit", 500), forty, self, policy))).toMatch(/fees/);
+    expect(refusalOf(() => checkIntent(intent("deposit", 500), forty, self, policy))).toMatch(/fees/);
     const repay = envelope("repay", 100);
-    expect(refused(() => checkIntent(intent("repay", 100), { ...repay, steps: [...repay.steps, transfer(FEE, 1n)] }, self, policy))).toMatch(/free/);
+    expect(refusalOf(() => checkIntent(intent("repay", 100), { ...repay, steps: [...repay.steps, transfer(FEE, 1n)] }, self, policy))).toMatch(/free/);
   });
 
   it("refuses 6x the requested borrow, a second supply labelled as an approval, and amounts that do not add up", () => {
@@ -84,13 +76,13 @@ describe("the envelope is checked against the intent, from the calldata", () => 
     const one = envelope("borrow", 1000);
     const borrowStep = one.steps.find((s) => s.kind === "pool_call")!;
     const six = { ...one, steps: [...one.steps, ...Array.from({ length: 5 }, () => ({ ...borrowStep, kind: "approval" }))] };
-    expect(refused(() => checkIntent(intent("borrow", 1000), six, self, policy))).toMatch(/exactly one USDC borrow/);
+    expect(refusalOf(() => checkIntent(intent("borrow", 1000), six, self, policy))).toMatch(/exactly one USDC borrow/);
     const dep = envelope("deposit", 100);
     const supply = dep.steps.find((s) => s.kind === "pool_call")!;
-    expect(refused(() => checkIntent(intent("deposit", 100), { ...dep, steps: [...dep.steps, { ...supply, kind: "approval" }] }, self, policy))).toMatch(/exactly one USDC supply/);
+    expect(refusalOf(() => checkIntent(intent("deposit", 100), { ...dep, steps: [...dep.steps, { ...supply, kind: "approval" }] }, self, policy))).toMatch(/exactly one USDC supply/);
     // a deposit of 100 that supplies what a deposit of 1,000 would
     const big = envelope("deposit", 1000);
-    expect(refused(() => checkIntent(intent("deposit", 100), big, self, policy))).toMatch(/above the 2% rate|moves/);
+    expect(refusalOf(() => checkIntent(intent("deposit", 100), big, self, policy))).toMatch(/above the 2% rate|moves/);
   });
 });
 
@@ -99,8 +91,8 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
     const e = envelope("convert", 3000, "eth");
     const base = { action: "convert" as const, amountMicro: parseUsdc(3000), target: "eth" as const };
     expect(() => checkIntent({ ...base, swapFloors: floorsOf(e) }, e, self, policy)).not.toThrow();
-    expect(refused(() => checkIntent({ ...base, swapFloors: floorsOf(e, 1n) }, e, self, policy))).toMatch(/the convert's swap accepts as little as/);
-    expect(refused(() => checkIntent(base, e, self, policy))).toMatch(/no quote of its own/);
+    expect(refusalOf(() => checkIntent({ ...base, swapFloors: floorsOf(e, 1n) }, e, self, policy))).toMatch(/the convert's swap accepts as little as/);
+    expect(refusalOf(() => checkIntent(base, e, self, policy))).toMatch(/no quote of its own/);
   });
 
   it("a repayment from the supplied USDC (repayWithATokens) where one from the wallet was asked is refused", () => {
@@ -112,7 +104,7 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
         return { ...s, unsigned_transaction: { ...s.unsigned_transaction, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, 100_000_000n, 2n] }) } };
       }),
     };
-    expect(refused(() => checkIntent(intent("repay", 100), swapped, self, policy))).toMatch(/exactly one USDC repayment to the Pool \(from the wallet\)/);
+    expect(refusalOf(() => checkIntent(intent("repay", 100), swapped, self, policy))).toMatch(/exactly one USDC repayment to the Pool \(from the wallet\)/);
   });
 
   const ETH = 10n ** 18n;
@@ -155,14 +147,14 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
     const closing = fns.map((f) => f.functionName).lastIndexOf("repay");
     // no closing repayment: the wallet's collateral out with the debt left
     const open = { ...e, steps: e.steps.filter((_st, i) => i !== closing && i !== closing - 1) };
-    expect(refused(() => checkIntent(exitIntent(open), open, self, policy))).toMatch(/does not repay all of the debt|last repayment of an exit must be all/);
+    expect(refusalOf(() => checkIntent(exitIntent(open), open, self, policy))).toMatch(/does not repay all of the debt|last repayment of an exit must be all/);
     // a round's withdrawal with its swap taken out: collateral out before the debt is repaid, unsold
     const firstSwap = fns.findIndex((f) => f.functionName === "exactInputSingle");
     const unsold = { ...e, steps: e.steps.filter((_st, i) => i !== firstSwap && i !== firstSwap - 1) };
-    expect(refused(() => checkIntent(exitIntent(unsold), unsold, self, policy))).toMatch(/must be sold at once|sell a withdrawal|needs/);
+    expect(refusalOf(() => checkIntent(exitIntent(unsold), unsold, self, policy))).toMatch(/must be sold at once|sell a withdrawal|needs/);
     // after the last repayment, a bounded withdrawal (not everything) or a sale no one asked for
     const withSale = await exitEnvelope(snap({ debt: 1_000_000_000n }), true);
-    expect(refused(() => checkIntent(exitIntent(withSale, { sell: false }), withSale, self, policy))).toMatch(/no sale was asked/);
+    expect(refusalOf(() => checkIntent(exitIntent(withSale, { sell: false }), withSale, self, policy))).toMatch(/no sale was asked/);
     const partial = {
       ...e,
       steps: e.steps.map((st, i) => {
@@ -171,11 +163,11 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
         return { ...st, unsigned_transaction: { ...st.unsigned_transaction, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [f.args[0] as `0x${string}`, 1n, self] }) } };
       }),
     };
-    expect(refused(() => checkIntent(exitIntent(partial), partial, self, policy))).toMatch(/only withdrawals of everything/);
+    expect(refusalOf(() => checkIntent(exitIntent(partial), partial, self, policy))).toMatch(/only withdrawals of everything/);
     // the wallet has no debt: an exit without a repayment is what it needs; with debt the signer reads, refused
     const none = await exitEnvelope(snap({ debt: 0n }));
     expect(() => checkIntent(exitIntent(none), none, self, policy)).not.toThrow();
-    expect(refused(() => checkIntent(exitIntent(none, { position: positionOf(snap()) }), none, self, policy))).toMatch(/does not repay all of the debt/);
+    expect(refusalOf(() => checkIntent(exitIntent(none, { position: positionOf(snap()) }), none, self, policy))).toMatch(/does not repay all of the debt/);
   });
 
   it("an exit whose calls go elsewhere (a swap or the closing repayment sent to WETH, whose fallback takes anything), closes with supplied USDC that does not cover the debt, or sells a max withdrawal for a wei is refused", async () => {
@@ -184,12 +176,12 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
     const closing = fns.map((f) => f.functionName).lastIndexOf("repay");
     const firstSwap = fns.findIndex((f) => f.functionName === "exactInputSingle");
     // WETH9's fallback is deposit(): any calldata succeeds there, so a retargeted step "passes" preflight and does nothing
-    expect(refused(() => checkIntent(exitIntent(e), retarget(e, firstSwap, getAddress(m.weth)), self, policy))).toMatch(/not to the market's router/);
-    expect(refused(() => checkIntent(exitIntent(e), retarget(e, closing, getAddress(m.weth)), self, policy))).toMatch(/not to the market's Pool/);
+    expect(refusalOf(() => checkIntent(exitIntent(e), retarget(e, firstSwap, getAddress(m.weth)), self, policy))).toMatch(/not to the market's router/);
+    expect(refusalOf(() => checkIntent(exitIntent(e), retarget(e, closing, getAddress(m.weth)), self, policy))).toMatch(/not to the market's Pool/);
     // the supplied USDC covers the debt when planned; the signer reads less of it than the debt now: repayWithATokens max would leave debt
     const covered = await exitEnvelope(snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }));
     const short = { debt: 18_000_000_000n, supplied: { [getAddress(m.usdc)]: 17_000_000_000n, [getAddress(m.weth)]: ETH, [getAddress(m.btc)]: 0n } as Record<`0x${string}`, bigint> };
-    expect(refused(() => checkIntent(exitIntent(covered, { position: short }), covered, self, policy))).toMatch(/does not cover the debt/);
+    expect(refusalOf(() => checkIntent(exitIntent(covered, { position: short }), covered, self, policy))).toMatch(/does not cover the debt/);
     // a first round that withdraws all of a small BTC supply (max) before the last repayment, and sells one unit of it
     const small = await exitEnvelope(snap({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 100_000n }, debt: 1_000_000_000n }));
     const sf = small.steps.map((st) => fnOf(st));
@@ -202,7 +194,7 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
       steps: small.steps.map((st, i) => (i !== sw ? st : { ...st, unsigned_transaction: { ...st.unsigned_transaction, data: encodeFunctionData({ abi: SWAP_ROUTER_02_ABI, functionName: "exactInputSingle", args: [{ ...p, amountIn: 1n, amountOutMinimum: 0n }] }) } })),
     };
     expect(() => checkIntent(exitIntent(small), small, self, policy)).not.toThrow();
-    expect(refused(() => checkIntent({ ...exitIntent(small), swapFloors: floorsOf(wei) }, wei, self, policy))).toMatch(/must be sold at once for the same units/);
+    expect(refusalOf(() => checkIntent({ ...exitIntent(small), swapFloors: floorsOf(wei) }, wei, self, policy))).toMatch(/must be sold at once for the same units/);
   });
 });
 

@@ -7,13 +7,14 @@
  */
 import { decodeFunctionData, getAddress, maxUint256 } from "viem";
 import { describe, expect, it } from "vitest";
+import { refusalOf } from "../../../test/helpers/refusal";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { swapRouter02 } from "../../../contracts-abi/uniswap";
 import { borrow, BorrowRequest } from "./borrow";
 import { repay } from "./repay";
-import { PolicyRefusal, signerRuleContext, type DecodedCall } from "./signer-rule";
+import { signerRuleContext, type DecodedCall } from "./signer-rule";
 import { stepContext } from "./steps";
 
 const wallet = "0x1111111111111111111111111111111111111111" as const;
@@ -25,15 +26,6 @@ const fee = (feeMicro: bigint) => ({ feeMicro, feeBps: 0n, basis: "cycle 1" });
 const call = (role: DecodedCall["role"], token: `0x${string}`, amount: bigint, over: Partial<DecodedCall> = {}): DecodedCall => ({ functionName: role, role, args: [], to: m.pool, token, amount, usdcMoved: 0n, ...over });
 const check = (d: typeof borrow | typeof repay, calls: DecodedCall[], amountMicro: bigint, maxFee = 0n) =>
   d.signer.check(calls, { amountMicro }, signerRuleContext(d.name, calls, { ...m, router: swapRouter02(m.chainId) }, amountMicro, maxFee, 200));
-const refusedBy = (fn: () => unknown): string => {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(PolicyRefusal);
-    return (e as Error).message;
-  }
-  throw new Error("expected a refusal");
-};
 
 describe("borrow", () => {
   it("an upward leg with the cycle fee; its purpose is kept, a purpose of more than 200 characters refused", () => {
@@ -68,10 +60,10 @@ describe("borrow", () => {
     const fees = call("fee", m.usdc, 10n, { to: m.usdc, counterparty: FEE });
     expect(check(borrow, [call("borrow", m.usdc, 500n)], 500n)).toBe(1);
     expect(check(borrow, [call("borrow", m.usdc, 500n), fees], 500n, 10n)).toBe(2);
-    expect(refusedBy(() => check(borrow, [call("borrow", m.usdc, 500n), fees], 500n, 9n))).toMatch(/^the fee of 0.00001 USDC is above/);
-    expect(refusedBy(() => check(borrow, [call("borrow", m.usdc, 501n)], 500n))).toBe("the borrow takes 0.000501 USDC, not 0.0005");
-    expect(refusedBy(() => check(borrow, [call("borrow", m.weth, 500n)], 500n))).toBe("the borrow needs exactly one USDC borrow from the Pool; the envelope has 0");
-    expect(refusedBy(() => check(borrow, [call("borrow", m.usdc, 500n, { to: m.usdc })], 500n))).toBe("the borrow needs exactly one USDC borrow from the Pool; the envelope has 0");
+    expect(refusalOf(() => check(borrow, [call("borrow", m.usdc, 500n), fees], 500n, 9n))).toMatch(/^the fee of 0.00001 USDC is above/);
+    expect(refusalOf(() => check(borrow, [call("borrow", m.usdc, 501n)], 500n))).toBe("the borrow takes 0.000501 USDC, not 0.0005");
+    expect(refusalOf(() => check(borrow, [call("borrow", m.weth, 500n)], 500n))).toBe("the borrow needs exactly one USDC borrow from the Pool; the envelope has 0");
+    expect(refusalOf(() => check(borrow, [call("borrow", m.usdc, 500n, { to: m.usdc })], 500n))).toBe("the borrow needs exactly one USDC borrow from the Pool; the envelope has 0");
   });
 });
 
@@ -104,14 +96,14 @@ describe("repay", () => {
   it("the signer's rule: one repay from the wallet and its approval, both exactly the amount; supplied USDC (repayWithATokens) is not a repayment from the wallet", () => {
     const ok = [call("approve", m.usdc, 500n, { to: m.usdc, counterparty: m.pool }), call("repay", m.usdc, 500n)];
     expect(check(repay, ok, 500n)).toBe(2);
-    expect(refusedBy(() => check(repay, [ok[0]!, call("repay", m.usdc, 501n)], 500n))).toBe("the repayment moves 0.000501 USDC, not 0.0005");
-    expect(refusedBy(() => check(repay, [call("approve", m.usdc, 501n, { to: m.usdc, counterparty: m.pool }), ok[1]!], 500n))).toBe("the approval does not equal the repayment");
-    expect(refusedBy(() => check(repay, [ok[0]!, call("repay", m.usdc, maxUint256)], 500n))).toBe("the repayment moves 115792089237316195423570985008687907853269984665640564039457584007913129.639935 USDC, not 0.0005");
-    expect(refusedBy(() => check(repay, [ok[0]!, call("repay", m.usdc, 500n, { functionName: "repayWithATokens" })], 500n))).toBe("the repay needs exactly one USDC repayment to the Pool (from the wallet); the envelope has 0");
-    expect(refusedBy(() => check(repay, [ok[0]!, call("repay", m.weth, 500n)], 500n))).toMatch(/has 0$/);
-    expect(refusedBy(() => check(repay, [ok[0]!, call("repay", m.usdc, 500n, { to: m.weth })], 500n))).toMatch(/has 0$/);
-    expect(refusedBy(() => check(repay, [call("approve", m.usdc, 500n, { to: m.usdc, counterparty: swapRouter02(m.chainId) }), ok[1]!], 500n))).toBe("the repay needs exactly one USDC approval to the Pool; the envelope has 0");
-    expect(refusedBy(() => check(repay, [call("approve", m.weth, 500n, { to: m.weth, counterparty: m.pool }), ok[1]!], 500n))).toMatch(/USDC approval to the Pool; the envelope has 0$/);
+    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, 501n)], 500n))).toBe("the repayment moves 0.000501 USDC, not 0.0005");
+    expect(refusalOf(() => check(repay, [call("approve", m.usdc, 501n, { to: m.usdc, counterparty: m.pool }), ok[1]!], 500n))).toBe("the approval does not equal the repayment");
+    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, maxUint256)], 500n))).toBe("the repayment moves 115792089237316195423570985008687907853269984665640564039457584007913129.639935 USDC, not 0.0005");
+    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, 500n, { functionName: "repayWithATokens" })], 500n))).toBe("the repay needs exactly one USDC repayment to the Pool (from the wallet); the envelope has 0");
+    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.weth, 500n)], 500n))).toMatch(/has 0$/);
+    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, 500n, { to: m.weth })], 500n))).toMatch(/has 0$/);
+    expect(refusalOf(() => check(repay, [call("approve", m.usdc, 500n, { to: m.usdc, counterparty: swapRouter02(m.chainId) }), ok[1]!], 500n))).toBe("the repay needs exactly one USDC approval to the Pool; the envelope has 0");
+    expect(refusalOf(() => check(repay, [call("approve", m.weth, 500n, { to: m.weth, counterparty: m.pool }), ok[1]!], 500n))).toMatch(/USDC approval to the Pool; the envelope has 0$/);
     expect(repay.cli.body(3, {})).toEqual({ amount_usdc: 3 });
   });
 });

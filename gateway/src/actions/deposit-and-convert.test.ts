@@ -7,13 +7,14 @@
  */
 import { decodeFunctionData, getAddress } from "viem";
 import { describe, expect, it } from "vitest";
+import { refusalOf } from "../../../test/helpers/refusal";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../../contracts-abi/uniswap";
 import { convert, ConvertRequest } from "./convert";
 import { deposit, DepositRequest } from "./deposit";
-import { PolicyRefusal, signerRuleContext, type DecodedCall, type SwapFloor } from "./signer-rule";
+import { signerRuleContext, type DecodedCall, type SwapFloor } from "./signer-rule";
 import { stepContext } from "./steps";
 
 const wallet = "0x1111111111111111111111111111111111111111" as const;
@@ -24,15 +25,6 @@ const c = stepContext("base", wallet);
 const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }> = {}) => ({ btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n, ...over });
 const fee = (feeMicro: bigint) => ({ feeMicro, feeBps: 200n, basis: "2% of the amount" });
 const call = (role: DecodedCall["role"], token: `0x${string}`, amount: bigint, over: Partial<DecodedCall> = {}): DecodedCall => ({ functionName: role, role, args: [], to: m.pool, token, amount, usdcMoved: 0n, ...over });
-const refusedBy = (fn: () => unknown): string => {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(PolicyRefusal);
-    return (e as Error).message;
-  }
-  throw new Error("expected a refusal");
-};
 const decode = (data: `0x${string}`) => decodeFunctionData({ abi: [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI], data });
 
 describe("deposit", () => {
@@ -78,14 +70,14 @@ describe("deposit", () => {
     const s = call("supply", m.usdc, 980n);
     expect(check([f, a, s], 1_000n)).toBe(3);
     expect(check([call("approve", m.usdc, 1_000n, { to: m.usdc, counterparty: m.pool }), call("supply", m.usdc, 1_000n)], 1_000n)).toBe(2);
-    expect(refusedBy(() => check([f, a, s], 999n))).toBe("the deposit moves 0.001 USDC (supply 0.00098 + fee 0.00002), not the 0.000999 asked for");
-    expect(refusedBy(() => check([f, { ...a, amount: 981n }, s], 1_000n))).toBe("the approval does not equal the supply");
-    expect(refusedBy(() => check([f, a, s], 1_000n, 19n))).toMatch(/^the fee of 0.00002 USDC is above the 2% rate/);
-    expect(refusedBy(() => check([f, f, a, s], 1_020n, 40n))).toBe("the envelope pays 2 fees; at most one is allowed");
-    expect(refusedBy(() => check([f, a, { ...s, token: m.weth }], 1_000n))).toBe("the deposit needs exactly one USDC supply to the Pool; the envelope has 0");
-    expect(refusedBy(() => check([f, a, { ...s, to: m.usdc }], 1_000n))).toMatch(/USDC supply to the Pool; the envelope has 0$/);
-    expect(refusedBy(() => check([f, { ...a, counterparty: router }, s], 1_000n))).toBe("the deposit needs exactly one USDC approval to the Pool; the envelope has 0");
-    expect(refusedBy(() => check([f, { ...a, token: m.weth }, s], 1_000n))).toMatch(/USDC approval to the Pool; the envelope has 0$/);
+    expect(refusalOf(() => check([f, a, s], 999n))).toBe("the deposit moves 0.001 USDC (supply 0.00098 + fee 0.00002), not the 0.000999 asked for");
+    expect(refusalOf(() => check([f, { ...a, amount: 981n }, s], 1_000n))).toBe("the approval does not equal the supply");
+    expect(refusalOf(() => check([f, a, s], 1_000n, 19n))).toMatch(/^the fee of 0.00002 USDC is above the 2% rate/);
+    expect(refusalOf(() => check([f, f, a, s], 1_020n, 40n))).toBe("the envelope pays 2 fees; at most one is allowed");
+    expect(refusalOf(() => check([f, a, { ...s, token: m.weth }], 1_000n))).toBe("the deposit needs exactly one USDC supply to the Pool; the envelope has 0");
+    expect(refusalOf(() => check([f, a, { ...s, to: m.usdc }], 1_000n))).toMatch(/USDC supply to the Pool; the envelope has 0$/);
+    expect(refusalOf(() => check([f, { ...a, counterparty: router }, s], 1_000n))).toBe("the deposit needs exactly one USDC approval to the Pool; the envelope has 0");
+    expect(refusalOf(() => check([f, { ...a, token: m.weth }, s], 1_000n))).toMatch(/USDC approval to the Pool; the envelope has 0$/);
   });
 });
 
@@ -144,21 +136,21 @@ describe("convert", () => {
       convert.signer.check(calls, { amountMicro, target }, signerRuleContext("convert", calls, { ...m, router }, amountMicro, 20n, 200, fl));
     expect(check([f, ai, sw, ao, su])).toBe(5);
     expect(check([{ ...ai, amount: 1_000n }, { ...sw, amount: 1_000n }, ao, su], 1_000n, "eth", [{ ...floors[0]!, amountIn: 1_000n }])).toBe(4);
-    expect(refusedBy(() => check([f, ai, sw, ao, su], 1_001n))).toBe("the conversion moves 0.001 USDC, not 0.001001");
-    expect(refusedBy(() => check([f, { ...ai, amount: 979n }, sw, ao, su]))).toBe("the USDC approval does not equal the swap");
-    expect(refusedBy(() => check([f, ai, sw, ao, su], 1_000n, "eth", [{ ...floors[0]!, floor: 51n }]))).toBe("the convert's swap accepts as little as 50 units, under the 51 units the policy's maximum slippage allows");
-    expect(refusedBy(() => check([f, ai, sw, { ...ao, amount: 51n }, { ...su, amount: 51n }]))).toBe("the supply of the bought asset does not match the swap's guaranteed output");
-    expect(refusedBy(() => check([f, ai, sw, { ...ao, amount: 49n }, su]))).toBe("the supply of the bought asset does not match the swap's guaranteed output");
+    expect(refusalOf(() => check([f, ai, sw, ao, su], 1_001n))).toBe("the conversion moves 0.001 USDC, not 0.001001");
+    expect(refusalOf(() => check([f, { ...ai, amount: 979n }, sw, ao, su]))).toBe("the USDC approval does not equal the swap");
+    expect(refusalOf(() => check([f, ai, sw, ao, su], 1_000n, "eth", [{ ...floors[0]!, floor: 51n }]))).toBe("the convert's swap accepts as little as 50 units, under the 51 units the policy's maximum slippage allows");
+    expect(refusalOf(() => check([f, ai, sw, { ...ao, amount: 51n }, { ...su, amount: 51n }]))).toBe("the supply of the bought asset does not match the swap's guaranteed output");
+    expect(refusalOf(() => check([f, ai, sw, { ...ao, amount: 49n }, su]))).toBe("the supply of the bought asset does not match the swap's guaranteed output");
     expect(check([f, ai, sw, { ...ao, amount: 49n }, { ...su, amount: 49n }])).toBe(5);
     // the swap buys another asset than asked, or goes elsewhere than the router
-    expect(refusedBy(() => check([f, ai, sw, ao, su], 1_000n, "btc"))).toBe("the convert needs exactly one USDC to btc swap; the envelope has 0");
-    expect(refusedBy(() => check([f, ai, { ...sw, to: m.pool }, ao, su]))).toBe("the convert needs exactly one USDC to eth swap; the envelope has 0");
-    expect(refusedBy(() => check([f, ai, { ...sw, token: m.weth }, ao, su]))).toMatch(/USDC to eth swap; the envelope has 0$/);
-    expect(refusedBy(() => check([f, { ...ai, counterparty: m.pool }, sw, ao, su]))).toBe("the convert needs exactly one USDC approval to the router; the envelope has 0");
-    expect(refusedBy(() => check([f, { ...ai, token: m.weth }, sw, ao, su]))).toMatch(/USDC approval to the router; the envelope has 0$/);
-    expect(refusedBy(() => check([f, ai, sw, ao, { ...su, token: m.btc }]))).toBe("the convert needs exactly one supply of the bought asset; the envelope has 0");
-    expect(refusedBy(() => check([f, ai, sw, ao, { ...su, to: m.weth }]))).toMatch(/supply of the bought asset; the envelope has 0$/);
-    expect(refusedBy(() => check([f, ai, sw, { ...ao, counterparty: router }, su]))).toBe("the convert needs exactly one approval of the bought asset to the Pool; the envelope has 0");
-    expect(refusedBy(() => check([f, ai, sw, { ...ao, token: m.usdc }, su]))).toMatch(/approval of the bought asset to the Pool; the envelope has 0$/);
+    expect(refusalOf(() => check([f, ai, sw, ao, su], 1_000n, "btc"))).toBe("the convert needs exactly one USDC to btc swap; the envelope has 0");
+    expect(refusalOf(() => check([f, ai, { ...sw, to: m.pool }, ao, su]))).toBe("the convert needs exactly one USDC to eth swap; the envelope has 0");
+    expect(refusalOf(() => check([f, ai, { ...sw, token: m.weth }, ao, su]))).toMatch(/USDC to eth swap; the envelope has 0$/);
+    expect(refusalOf(() => check([f, { ...ai, counterparty: m.pool }, sw, ao, su]))).toBe("the convert needs exactly one USDC approval to the router; the envelope has 0");
+    expect(refusalOf(() => check([f, { ...ai, token: m.weth }, sw, ao, su]))).toMatch(/USDC approval to the router; the envelope has 0$/);
+    expect(refusalOf(() => check([f, ai, sw, ao, { ...su, token: m.btc }]))).toBe("the convert needs exactly one supply of the bought asset; the envelope has 0");
+    expect(refusalOf(() => check([f, ai, sw, ao, { ...su, to: m.weth }]))).toMatch(/supply of the bought asset; the envelope has 0$/);
+    expect(refusalOf(() => check([f, ai, sw, { ...ao, counterparty: router }, su]))).toBe("the convert needs exactly one approval of the bought asset to the Pool; the envelope has 0");
+    expect(refusalOf(() => check([f, ai, sw, { ...ao, token: m.usdc }, su]))).toMatch(/approval of the bought asset to the Pool; the envelope has 0$/);
   });
 });

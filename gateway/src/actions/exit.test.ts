@@ -6,13 +6,14 @@
 import fc from "fast-check";
 import { decodeFunctionData, maxUint256 } from "viem";
 import { describe, expect, it } from "vitest";
+import { refusalOf } from "../../../test/helpers/refusal";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { swapRouter02 } from "../../../contracts-abi/uniswap";
 import { checkStep, defaultPolicy } from "../../../signer-agent/src/policy";
 import { exit, EXIT_HEALTH_BPS, ExitRequest, exitSteps, ExitRefusal, fromSuppliedUsdc, sizeExit, withQuotes, type ExitPlan, type ExitSnapshot } from "./exit";
 import { LedgerError } from "../domain/sandbox-ledger";
-import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent, type SwapFloor } from "./signer-rule";
+import { signerRuleContext, type DecodedCall, type SignerIntent, type SwapFloor } from "./signer-rule";
 import { minOutOf, repay as repayCall, stepContext } from "./steps";
 
 const wallet = "0x1111111111111111111111111111111111111111" as const;
@@ -184,15 +185,6 @@ const rule = (cs: DecodedCall[], intent: Partial<SignerIntent> = {}, floors: Swa
 /** the signer's own floors, here exactly each swap's bound */
 const floorsOf = (cs: DecodedCall[]): SwapFloor[] =>
   cs.filter((c) => c.role === "swap").map((c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: (c.args[0] as { amountOutMinimum: bigint }).amountOutMinimum }));
-const refusedBy = (fn: () => unknown): string => {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(PolicyRefusal);
-    return (e as Error).message;
-  }
-  throw new Error("expected a refusal");
-};
 const pos = (debt: bigint, supplied: Partial<Record<`0x${string}`, bigint>> = {}) => ({ debt, supplied: supplied as Record<`0x${string}`, bigint> });
 
 describe("exit: its calls in order", () => {
@@ -231,7 +223,7 @@ describe("exit: its calls in order", () => {
     expect(cs.map((c) => `${c.functionName}:${c.token}`)).toEqual([`withdraw:${m.usdc}`, `withdraw:${m.weth}`, `withdraw:${m.btc}`, `approve:${m.weth}`, `exactInputSingle:${m.weth}`, `approve:${m.btc}`, `exactInputSingle:${m.btc}`]);
     expect(rule(cs, { sell: true, position: pos(0n) })).toBe(7);
     // the same plan, no sale asked: the swaps after the last repayment are refused
-    expect(refusedBy(() => rule(cs, { position: pos(0n) }))).toBe("the exit sells collateral after its last repayment, and no sale was asked");
+    expect(refusalOf(() => rule(cs, { position: pos(0n) }))).toBe("the exit sells collateral after its last repayment, and no sale was asked");
   });
 
   it("a bounded repayWithATokens names its units; Arbitrum's steps go to Arbitrum's Pool", async () => {
@@ -323,9 +315,9 @@ describe("exit: the signer's rule over the decoded calls", () => {
     const buffer = debt / 1_000n + 1n;
     expect(rule(cs, { position: pos(debt, { [m.usdc]: debt + buffer }) })).toBe(3);
     const why = "the supplied USDC does not cover the debt: the exit's last repayment must be all of the debt from the wallet (repay type(uint256).max)";
-    expect(refusedBy(() => rule(cs, { position: pos(debt, { [m.usdc]: debt + buffer - 1n }) }))).toBe(why);
-    expect(refusedBy(() => rule(cs, { position: pos(debt) }))).toBe(why);
-    expect(refusedBy(() => rule(cs))).toBe(why);
+    expect(refusalOf(() => rule(cs, { position: pos(debt, { [m.usdc]: debt + buffer - 1n }) }))).toBe(why);
+    expect(refusalOf(() => rule(cs, { position: pos(debt) }))).toBe(why);
+    expect(refusalOf(() => rule(cs))).toBe(why);
     // no debt left to close: nothing to cover
     expect(rule(cs, { position: pos(0n) })).toBe(3);
   });
@@ -334,25 +326,25 @@ describe("exit: the signer's rule over the decoded calls", () => {
     const plan = await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote);
     const cs = decoded(exitSteps(stepContext("base", wallet), plan));
     const bounded = decoded(exitSteps(stepContext("base", wallet), plan).map((s, i) => (i === 1 ? repayCall(stepContext("base", wallet), 18_000_000_000n, true) : s)));
-    expect(refusedBy(() => rule(bounded, { position: pos(18_000_000_000n) }))).toBe("the last repayment of an exit must be all of the debt (type(uint256).max)");
+    expect(refusalOf(() => rule(bounded, { position: pos(18_000_000_000n) }))).toBe("the last repayment of an exit must be all of the debt (type(uint256).max)");
     const withdrawOnly = cs.filter((c) => c.role === "withdraw");
-    expect(refusedBy(() => rule(withdrawOnly, { position: pos(1n, { [m.weth]: 10n * ETH }) }))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
-    expect(refusedBy(() => rule(withdrawOnly))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
+    expect(refusalOf(() => rule(withdrawOnly, { position: pos(1n, { [m.weth]: 10n * ETH }) }))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
+    expect(refusalOf(() => rule(withdrawOnly))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
     expect(rule(withdrawOnly, { position: pos(0n) })).toBe(1);
     // a repayment after the closing one
     const closing = cs.findIndex((c) => c.functionName === "repay");
-    expect(refusedBy(() => rule([...cs, { ...cs[closing]!, functionName: "repayWithATokens" }], { position: pos(1n) }))).toBe("a repayment after the exit's last one");
+    expect(refusalOf(() => rule([...cs, { ...cs[closing]!, functionName: "repayWithATokens" }], { position: pos(1n) }))).toBe("a repayment after the exit's last one");
   });
 
   it("refuses what an exit never does: a supply, a borrow, a fee, a repay of another asset", async () => {
     const c = stepContext("base", wallet);
     const plan = await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote);
     const cs = decoded(exitSteps(c, plan));
-    const extra = (d: DecodedCall) => refusedBy(() => rule([...cs, d], { position: pos(1n) }));
+    const extra = (d: DecodedCall) => refusalOf(() => rule([...cs, d], { position: pos(1n) }));
     expect(extra({ ...cs[0]!, functionName: "supply", role: "supply" })).toBe("an exit has no supply");
     expect(extra({ ...cs[0]!, functionName: "borrow", role: "borrow" })).toBe("an exit has no borrow");
     expect(extra({ ...cs[0]!, functionName: "transfer", role: "fee" })).toBe("an exit has no fee");
-    expect(refusedBy(() => rule(cs.map((x) => (x.role === "repay" ? { ...x, token: m.weth } : x)), { position: pos(1n) }))).toBe("an exit repays USDC only");
+    expect(refusalOf(() => rule(cs.map((x) => (x.role === "repay" ? { ...x, token: m.weth } : x)), { position: pos(1n) }))).toBe("an exit repays USDC only");
   });
 
   it("before the closing repayment, every withdrawal is sold at once for its units and every swap sells a withdrawal", async () => {
@@ -363,15 +355,15 @@ describe("exit: the signer's rule over the decoded calls", () => {
     const sold = "a withdrawal before the exit's last repayment must be sold at once for the same units";
     // the swap sells fewer units than were withdrawn (the rest would stay in the wallet, unrepaid)
     const fewer = cs.map((c, i) => (i === firstSwap ? { ...c, amount: c.amount - 1n } : c));
-    expect(refusedBy(() => rule(fewer, { position }, floorsOf(fewer)))).toBe(sold);
+    expect(refusalOf(() => rule(fewer, { position }, floorsOf(fewer)))).toBe(sold);
     // another token sold after the withdrawal
-    expect(refusedBy(() => rule(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)), { position }, floorsOf(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)))))).toBe(sold);
+    expect(refusalOf(() => rule(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)), { position }, floorsOf(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)))))).toBe(sold);
     // a withdrawal followed by another withdrawal, not by its sale
     const withoutSwap = cs.filter((_, i) => i !== firstSwap);
-    expect(refusedBy(() => rule(withoutSwap, { position }))).toBe(sold);
+    expect(refusalOf(() => rule(withoutSwap, { position }))).toBe(sold);
     // a swap of nothing withdrawn before the closing repayment
     const swapFirst = [cs[firstSwap]!, ...cs];
-    expect(refusedBy(() => rule(swapFirst, { position }))).toBe("a swap before the exit's last repayment must sell a withdrawal");
+    expect(refusalOf(() => rule(swapFirst, { position }))).toBe("a swap before the exit's last repayment must sell a withdrawal");
   });
 
   it("a max withdrawal before the closing repayment passes only when its sale is about all of the supply the signer reads", async () => {
@@ -387,15 +379,15 @@ describe("exit: the signer's rule over the decoded calls", () => {
     expect(rule(cs, { position: position(units + units / 1_000n) })).toBe(cs.length);
     const sold = "a withdrawal before the exit's last repayment must be sold at once for the same units";
     // 0.2% more supplied than the swap sells: the rest would leave Aave unsold, before the debt is repaid
-    expect(refusedBy(() => rule(cs, { position: position(units + units / 500n) }))).toBe(sold);
+    expect(refusalOf(() => rule(cs, { position: position(units + units / 500n) }))).toBe(sold);
     // no supply read: a max withdrawal cannot be bounded
-    expect(refusedBy(() => rule(cs, { position: position() }))).toBe(sold);
+    expect(refusalOf(() => rule(cs, { position: position() }))).toBe(sold);
   });
 
   it("after the closing repayment: withdrawals of everything (max) only, sales only when asked", async () => {
     const cs = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote)));
     const partial = cs.map((c, i) => (i === 2 ? { ...c, amount: 5n } : c));
-    expect(refusedBy(() => rule(partial, { position: pos(1n) }))).toBe("after the exit's last repayment, only withdrawals of everything (type(uint256).max)");
+    expect(refusalOf(() => rule(partial, { position: pos(1n) }))).toBe("after the exit's last repayment, only withdrawals of everything (type(uint256).max)");
   });
 
   it("each swap sells for USDC at no less than the signer's own floor; approvals only of USDC to the Pool, or to the router", async () => {
@@ -403,14 +395,14 @@ describe("exit: the signer's rule over the decoded calls", () => {
     const position = pos(18_000_000_000n, { [m.weth]: 10n * ETH });
     const floors = floorsOf(cs);
     const higher = floors.map((f, i) => (i === 0 ? { ...f, floor: f.floor + 1n } : f));
-    expect(refusedBy(() => rule(cs, { position }, higher))).toMatch(/^the exit's swap accepts as little as [\d.]+ USDC, under the [\d.]+ USDC the policy's maximum slippage allows$/);
-    expect(refusedBy(() => rule(cs, { position }, floors.slice(1)))).toBe("no quote of its own for the exit's swap: not signed");
+    expect(refusalOf(() => rule(cs, { position }, higher))).toMatch(/^the exit's swap accepts as little as [\d.]+ USDC, under the [\d.]+ USDC the policy's maximum slippage allows$/);
+    expect(refusalOf(() => rule(cs, { position }, floors.slice(1)))).toBe("no quote of its own for the exit's swap: not signed");
     const swap = cs.findIndex((c) => c.role === "swap");
     const forWeth = cs.map((c, i) => (i === swap ? { ...c, counterparty: m.btc } : c));
-    expect(refusedBy(() => rule(forWeth, { position }, floorsOf(forWeth)))).toBe("an exit's swaps sell for USDC only");
+    expect(refusalOf(() => rule(forWeth, { position }, floorsOf(forWeth)))).toBe("an exit's swaps sell for USDC only");
     const approval = cs.findIndex((c) => c.role === "approve");
-    expect(refusedBy(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: wallet } : c)), { position }))).toBe("an exit approves the Pool and the router only");
-    expect(refusedBy(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: m.pool } : c)), { position }))).toBe("an exit approves only USDC to the Pool (its repayments)");
+    expect(refusalOf(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: wallet } : c)), { position }))).toBe("an exit approves the Pool and the router only");
+    expect(refusalOf(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: m.pool } : c)), { position }))).toBe("an exit approves only USDC to the Pool (its repayments)");
   });
 });
 
@@ -492,20 +484,20 @@ describe("exit: the edges of its plan and of its rule", () => {
     const position = pos(1_000n, { [m.weth]: 10_000n });
 
     it("a withdrawal before the closing repayment with no sale after it at all", () => {
-      expect(refusedBy(() => rule([w(5n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
+      expect(refusalOf(() => rule([w(5n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
     });
 
     it("a withdrawal followed by another withdrawal of the same units (the sale of one of them missing)", () => {
-      expect(refusedBy(() => rule([w(5n), w(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
+      expect(refusalOf(() => rule([w(5n), w(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
     });
 
     it("a second sale of one withdrawal (units the wallet held before, sold ahead of the repayment)", () => {
-      expect(refusedBy(() => rule([w(5n), sw(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe("a swap before the exit's last repayment must sell a withdrawal");
+      expect(refusalOf(() => rule([w(5n), sw(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe("a swap before the exit's last repayment must sell a withdrawal");
     });
 
     it("a max withdrawal sold for exactly the supply less 0.1% passes, one unit less is refused", () => {
       expect(rule([w(maxUint256), sw(9_990n), usdcApproval(10n), maxRepay], { position })).toBe(4);
-      expect(refusedBy(() => rule([w(maxUint256), sw(9_989n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
+      expect(refusalOf(() => rule([w(maxUint256), sw(9_989n), usdcApproval(10n), maxRepay], { position }))).toBe(sold);
     });
   });
 });

@@ -8,13 +8,14 @@
  */
 import { decodeFunctionData, getAddress } from "viem";
 import { describe, expect, it } from "vitest";
+import { refusalOf } from "../../../test/helpers/refusal";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS, type AaveMarket } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../../contracts-abi/uniswap";
 import { LedgerError } from "../domain/sandbox-ledger";
 import { sell, SellRequest } from "./sell";
-import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent, type SwapFloor } from "./signer-rule";
+import { signerRuleContext, type DecodedCall, type SignerIntent, type SwapFloor } from "./signer-rule";
 import { stepContext, type PlannedStep } from "./steps";
 
 const wallet = "0x1111111111111111111111111111111111111111" as const;
@@ -183,15 +184,6 @@ describe("sell", () => {
     const floors: SwapFloor[] = [{ token: m.weth, tokenOut: m.usdc, amountIn: HALF_ETH, floor: 1_231_250_000n }];
     const intent: SignerIntent = { amountMicro: 0n, asset: "ETH", units: HALF_ETH, swapFloors: floors };
     const check = (cs: DecodedCall[], i: SignerIntent = intent, f: SwapFloor[] = floors, mk = market) => sell.signer.check(cs, i, signerRuleContext("sell", cs, mk, 0n, 0n, 200, f));
-    const refusal = (fn: () => unknown) => {
-      try {
-        fn();
-      } catch (err) {
-        expect(err).toBeInstanceOf(PolicyRefusal);
-        return (err as Error).message;
-      }
-      throw new Error("not refused");
-    };
 
     it("signs the three calls the gateway plans, and only those functions", () => {
       expect(sell.signer.functions).toEqual(["withdraw", "approve", "exactInputSingle"]);
@@ -206,56 +198,56 @@ describe("sell", () => {
       const f = [{ token: arb.btc, tokenOut: arb.usdc, amountIn: 1_500_000n, floor: 886_500_000n }];
       expect(check(btc, { amountMicro: 0n, asset: "BTC", units: 1_500_000n }, f, { ...arb, router: arbRouter })).toBe(3);
       // the same calls read as an ETH sale: no WETH withdrawal
-      expect(refusal(() => check(btc, { amountMicro: 0n, asset: "ETH", units: 1_500_000n }, f, { ...arb, router: arbRouter }))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0");
+      expect(refusalOf(() => check(btc, { amountMicro: 0n, asset: "ETH", units: 1_500_000n }, f, { ...arb, router: arbRouter }))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0");
     });
 
     it("refuses a swap bounded under its own floor", () => {
-      expect(refusal(() => check([w, a, swapWith({ amountOutMinimum: 1_231_249_999n })]))).toBe(
+      expect(refusalOf(() => check([w, a, swapWith({ amountOutMinimum: 1_231_249_999n })]))).toBe(
         "the sell's swap accepts as little as 1231.249999 USDC, under the 1231.25 USDC the policy's maximum slippage allows",
       );
-      expect(refusal(() => check([w, a, swapWith({ amountOutMinimum: 0n })]))).toBe("the sell's swap accepts as little as 0 USDC, under the 1231.25 USDC the policy's maximum slippage allows");
+      expect(refusalOf(() => check([w, a, swapWith({ amountOutMinimum: 0n })]))).toBe("the sell's swap accepts as little as 0 USDC, under the 1231.25 USDC the policy's maximum slippage allows");
     });
 
     it("refuses when it has no floor of its own for the swap (no quote, or one for other units)", () => {
-      expect(refusal(() => check(calls, intent, []))).toBe("no quote of its own for the sell's swap: not signed");
-      expect(refusal(() => check(calls, intent, [{ ...floors[0]!, amountIn: HALF_ETH - 1n }]))).toBe("no quote of its own for the sell's swap: not signed");
+      expect(refusalOf(() => check(calls, intent, []))).toBe("no quote of its own for the sell's swap: not signed");
+      expect(refusalOf(() => check(calls, intent, [{ ...floors[0]!, amountIn: HALF_ETH - 1n }]))).toBe("no quote of its own for the sell's swap: not signed");
     });
 
     it("refuses a swap or an approval of other units than withdrawn", () => {
       const more = HALF_ETH + 1n;
-      expect(refusal(() => check([w, a, swapWith({ amountIn: more })], intent, [...floors, { ...floors[0]!, amountIn: more }]))).toBe("the approval and the swap must move exactly the units withdrawn");
-      expect(refusal(() => check([w, { ...a, amount: more }, s]))).toBe("the approval and the swap must move exactly the units withdrawn");
+      expect(refusalOf(() => check([w, a, swapWith({ amountIn: more })], intent, [...floors, { ...floors[0]!, amountIn: more }]))).toBe("the approval and the swap must move exactly the units withdrawn");
+      expect(refusalOf(() => check([w, { ...a, amount: more }, s]))).toBe("the approval and the swap must move exactly the units withdrawn");
     });
 
     it("refuses a withdrawal of other units than asked, or when no units were asked", () => {
       const six = { ...w, amount: 6n };
-      expect(refusal(() => check([six, { ...a, amount: 6n }, swapWith({ amountIn: 6n })], intent, [{ ...floors[0]!, amountIn: 6n }]))).toBe(`the sale withdraws 6 units, not the ${HALF_ETH} asked for`);
-      expect(refusal(() => check(calls, { ...intent, units: undefined }))).toBe(`the sale withdraws ${HALF_ETH} units, not the ? asked for`);
+      expect(refusalOf(() => check([six, { ...a, amount: 6n }, swapWith({ amountIn: 6n })], intent, [{ ...floors[0]!, amountIn: 6n }]))).toBe(`the sale withdraws 6 units, not the ${HALF_ETH} asked for`);
+      expect(refusalOf(() => check(calls, { ...intent, units: undefined }))).toBe(`the sale withdraws ${HALF_ETH} units, not the ? asked for`);
     });
 
     it("refuses an approval to another spender than the router, or of another token", () => {
-      expect(refusal(() => check([w, { ...a, counterparty: m.pool }, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 0");
-      expect(refusal(() => check([w, a, a, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 2");
-      expect(refusal(() => check([w, { ...a, token: m.btc, to: m.btc }, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 0");
+      expect(refusalOf(() => check([w, { ...a, counterparty: m.pool }, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 0");
+      expect(refusalOf(() => check([w, a, a, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 2");
+      expect(refusalOf(() => check([w, { ...a, token: m.btc, to: m.btc }, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 0");
     });
 
     it("refuses a withdrawal of another token, or from elsewhere than the Pool", () => {
-      expect(refusal(() => check([{ ...w, token: m.btc }, a, s]))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0");
-      expect(refusal(() => check([{ ...w, to: router }, a, s]))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0");
-      expect(refusal(() => check([w, w, a, s]))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 2");
+      expect(refusalOf(() => check([{ ...w, token: m.btc }, a, s]))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0");
+      expect(refusalOf(() => check([{ ...w, to: router }, a, s]))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0");
+      expect(refusalOf(() => check([w, w, a, s]))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 2");
     });
 
     it("refuses a swap for another token than USDC, of another token, or sent elsewhere than the router", () => {
-      expect(refusal(() => check([w, a, swapWith({ tokenOut: m.btc })]))).toBe("the sell needs exactly one ETH to USDC swap; the envelope has 0");
-      expect(refusal(() => check([w, a, { ...s, token: m.btc }]))).toBe("the sell needs exactly one ETH to USDC swap; the envelope has 0");
-      expect(refusal(() => check([w, a, { ...s, to: m.pool }]))).toBe("the sell needs exactly one ETH to USDC swap; the envelope has 0");
+      expect(refusalOf(() => check([w, a, swapWith({ tokenOut: m.btc })]))).toBe("the sell needs exactly one ETH to USDC swap; the envelope has 0");
+      expect(refusalOf(() => check([w, a, { ...s, token: m.btc }]))).toBe("the sell needs exactly one ETH to USDC swap; the envelope has 0");
+      expect(refusalOf(() => check([w, a, { ...s, to: m.pool }]))).toBe("the sell needs exactly one ETH to USDC swap; the envelope has 0");
     });
 
     it("an intent naming no asset is checked as ETH, and its refusal says the asset is unknown", () => {
       const btc = plan("base", { asset: "BTC", units: "100", quoted: "50000" }).map(decoded);
-      expect(refusal(() => check(btc, { amountMicro: 0n, units: 100n }))).toBe("the sell needs exactly one ? withdrawal from the Pool; the envelope has 0");
-      expect(refusal(() => check([w, s], { ...intent, asset: undefined }))).toBe("the sell needs exactly one ? approval to the router; the envelope has 0");
-      expect(refusal(() => check([w, a], { ...intent, asset: undefined }))).toBe("the sell needs exactly one ? to USDC swap; the envelope has 0");
+      expect(refusalOf(() => check(btc, { amountMicro: 0n, units: 100n }))).toBe("the sell needs exactly one ? withdrawal from the Pool; the envelope has 0");
+      expect(refusalOf(() => check([w, s], { ...intent, asset: undefined }))).toBe("the sell needs exactly one ? approval to the router; the envelope has 0");
+      expect(refusalOf(() => check([w, a], { ...intent, asset: undefined }))).toBe("the sell needs exactly one ? to USDC swap; the envelope has 0");
     });
   });
 
