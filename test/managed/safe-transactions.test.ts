@@ -112,8 +112,8 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect(signed.body).toMatchObject({ signatures: [{ owner: operator.account.address }], confirmations_required: 1, signature: { outcome: "added" } });
     const [a, b] = await Promise.all([executor.tick(), rival.tick()]);
     const outcomes = [...mine(a, stxId), ...mine(b, stxId)];
-    expect(outcomes.filter((r) => r.outcome === "executed")).toHaveLength(1);
-    expect(outcomes.filter((r) => r.outcome !== "executed").every((r) => r.outcome === "in_progress")).toBe(true);
+    expect(outcomes.filter((r) => r.outcome === "executed"), JSON.stringify(outcomes)).toHaveLength(1);
+    expect(outcomes.filter((r) => r.outcome !== "executed").every((r) => r.outcome === "in_progress"), JSON.stringify(outcomes)).toBe(true);
     const txHash = outcomes.find((r) => r.outcome === "executed")!.txHash!;
     expect((await client().getTransactionReceipt({ hash: txHash })).status).toBe("success");
 
