@@ -123,7 +123,7 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
       save();
       const protectBelow = flags["protect-below"] ? Number(flags["protect-below"]) : Number(d.protect_below_health_score);
       // the Safe signs what it delegates: this treasury, this module, these thresholds
-      const safe_proof = await operator.delegationProof({ service: await serviceName(), treasuryId: state.treasury_id!, module: state.module!, protectBelowHealth: protectBelow, parkTargetBps: d.requirements.park_target_bps });
+      const safe_proof = await operator.delegationProof({ service: await serviceName(), treasuryId: state.treasury_id!, module: state.module!, protectBelowHealth: protectBelow, parkTargetBps: d.requirements.park_target_bps, maxSlippageBps: d.requirements.max_slippage_bps });
       await gateway("POST", "/api/v1/delegation", { module: state.module, protect_below_health_score: protectBelow, safe_proof });
       const hash = await operator.approveDelegation(state.module);
       out(`delegation approved: module ${state.module} enabled on the Safe (${hash})`);

@@ -18,6 +18,7 @@ import { AAVE_MARKETS } from "../../contracts-abi/chains";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { MULTI_SEND_ABI, SAFE_ABI } from "../../contracts-abi/safe";
 import { multiSendCallOnly } from "../../contracts-abi/safe-deployments";
+import { PROTECTION_MODULE_ABI, protectionModuleConfig, DELEVERAGE_MAX_SLIPPAGE_BPS } from "../../contracts-abi/protection-module";
 import { swapRouter02 } from "../../contracts-abi/uniswap";
 import { randomBytes } from "node:crypto";
 import { delegationStatement, registrationStatement, safeMessageFor, statementHash, type Statement } from "../../gateway/src/domain/statements";
@@ -31,7 +32,7 @@ export function protectionModuleArtifact(): { abi: readonly unknown[]; bytecode:
   return JSON.parse(fs.readFileSync(file, "utf8"));
 }
 
-export { PROTECTION_MODULE_ABI } from "../../contracts-abi/protection-module";
+export { PROTECTION_MODULE_ABI };
 
 /** a Safe transaction as the gateway's queue lists it (the fields the operator checks and signs) */
 export interface QueuedSafeTransaction {
@@ -144,16 +145,10 @@ export class Operator {
     }
   }
 
-  /** deploy the ProtectionModule for this Safe (the service's automation address, the preset's park target) */
+  /** deploy the ProtectionModule for this Safe (the service's automation address, the preset's park target, the swap bound) */
   async deployModule(automation: `0x${string}`, parkTargetBps: number): Promise<`0x${string}`> {
-    const m = AAVE_MARKETS.base;
-    const artifact = protectionModuleArtifact();
-    const hash = await this.wallet.deployContract({
-      abi: artifact.abi as never,
-      bytecode: artifact.bytecode.object,
-      args: [this.safeAddress!, m.pool, automation, BigInt(parkTargetBps), [m.usdc, m.weth, m.btc]],
-      chain: base,
-    } as never);
+    const { config, tokens } = protectionModuleConfig("base", this.safeAddress!, automation, parkTargetBps);
+    const hash = await this.wallet.deployContract({ abi: PROTECTION_MODULE_ABI, bytecode: protectionModuleArtifact().bytecode.object, args: [config, tokens], chain: base });
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
     return receipt.contractAddress!;
   }
@@ -193,7 +188,7 @@ export class Operator {
   }
 
   /** a fresh proof that the Safe attaches `module` to `treasuryId` with these thresholds (POST /api/v1/delegation safe_proof) */
-  async delegationProof(o: { service: string; treasuryId: string; module: `0x${string}`; protectBelowHealth: number; parkTargetBps: number }) {
+  async delegationProof(o: { service: string; treasuryId: string; module: `0x${string}`; protectBelowHealth: number; parkTargetBps: number; maxSlippageBps?: number }) {
     const nonce = `op_${randomBytes(16).toString("hex")}`;
     const issued_at = new Date().toISOString();
     const signature = await this.signAsSafe(
@@ -205,6 +200,7 @@ export class Operator {
         module: o.module,
         protectBelowHealthCentis: Math.round(o.protectBelowHealth * 100),
         parkTargetBps: o.parkTargetBps,
+        maxSlippageBps: o.maxSlippageBps ?? DELEVERAGE_MAX_SLIPPAGE_BPS,
         nonce,
         issuedAt: issued_at,
       }),

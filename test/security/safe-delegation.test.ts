@@ -63,7 +63,7 @@ describe("finding 2: delegation needs the Safe's own signature", () => {
     const bare = await attackerApi.post("/api/v1/delegation", { module: victim.module, protect_below_health_score: 3 }, null);
     expect(bare.status).toBe(400);
     const thief = privateKeyToAccount(generatePrivateKey());
-    const facts = { service: gw.url, chain: "base" as const, treasuryId: attacker.treasuryId, safe: victim.safe, module: victim.module, protectBelowHealthCentis: 300, parkTargetBps: 2500, nonce: `n_${Date.now()}_attack`, issuedAt: new Date().toISOString() };
+    const facts = { service: gw.url, chain: "base" as const, treasuryId: attacker.treasuryId, safe: victim.safe, module: victim.module, protectBelowHealthCentis: 300, parkTargetBps: 2500, maxSlippageBps: 100, nonce: `n_${Date.now()}_attack`, issuedAt: new Date().toISOString() };
     const forged = await attackerApi.post(
       "/api/v1/delegation",
       {

@@ -21,7 +21,7 @@ describe("statements", () => {
   });
 
   it("AttachDelegation carries treasury, Safe, module and thresholds as integers", () => {
-    const s = delegationStatement({ service: "s", chain: "arbitrum", treasuryId: "trs_1", safe: wallet, module: wallet, protectBelowHealthCentis: 130, parkTargetBps: 2500, nonce: "n", issuedAt: "t" });
+    const s = delegationStatement({ service: "s", chain: "arbitrum", treasuryId: "trs_1", safe: wallet, module: wallet, protectBelowHealthCentis: 130, parkTargetBps: 2500, maxSlippageBps: 100, nonce: "n", issuedAt: "t" });
     expect(s.primaryType).toBe("AttachDelegation");
     expect(s.domain.chainId).toBe(42161);
     expect(s.types.AttachDelegation.map((f) => `${f.type} ${f.name}`)).toEqual([
@@ -31,10 +31,11 @@ describe("statements", () => {
       "address module",
       "uint256 protectBelowHealthCentis",
       "uint256 parkTargetBps",
+      "uint256 maxSlippageBps",
       "string nonce",
       "string issuedAt",
     ]);
-    expect(s.message).toEqual({ service: "s", treasuryId: "trs_1", safe: wallet, module: wallet, protectBelowHealthCentis: 130n, parkTargetBps: 2500n, nonce: "n", issuedAt: "t" });
+    expect(s.message).toEqual({ service: "s", treasuryId: "trs_1", safe: wallet, module: wallet, protectBelowHealthCentis: 130n, parkTargetBps: 2500n, maxSlippageBps: 100n, nonce: "n", issuedAt: "t" });
   });
 
   it("every fact changes the hash a wallet signs, and a wallet's signature recovers to it", async () => {

@@ -64,6 +64,8 @@ export interface DelegationFacts {
   protectBelowHealthCentis: number;
   /** the park target the module enforces, basis points of LTV */
   parkTargetBps: number;
+  /** the most a deleverage's swap may return under Aave's oracle value, basis points (fixed in the module) */
+  maxSlippageBps: number;
   nonce: string;
   issuedAt: string;
 }
@@ -80,6 +82,7 @@ export function delegationStatement(f: DelegationFacts) {
         { name: "module", type: "address" },
         { name: "protectBelowHealthCentis", type: "uint256" },
         { name: "parkTargetBps", type: "uint256" },
+        { name: "maxSlippageBps", type: "uint256" },
         { name: "nonce", type: "string" },
         { name: "issuedAt", type: "string" },
       ],
@@ -92,6 +95,7 @@ export function delegationStatement(f: DelegationFacts) {
       module: f.module,
       protectBelowHealthCentis: BigInt(f.protectBelowHealthCentis),
       parkTargetBps: BigInt(f.parkTargetBps),
+      maxSlippageBps: BigInt(f.maxSlippageBps),
       nonce: f.nonce,
       issuedAt: f.issuedAt,
     },

@@ -11,7 +11,7 @@
  * acts only on proven delegations; the owner's view lists every protection
  * action taken on its Safe.
  */
-import { encodeFunctionData, getAddress } from "viem";
+import { encodeFunctionData, getAddress, zeroAddress } from "viem";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
 import { safeTxFor, safeTxHash, safeTxTypedDataJson } from "../chain/safe-transaction";
 
@@ -19,7 +19,7 @@ import { safeTxFor, safeTxHash, safeTxTypedDataJson } from "../chain/safe-transa
 const SENTINEL_MODULES = "0x0000000000000000000000000000000000000001" as const;
 import { AAVE_MARKETS } from "../../../contracts-abi/chains";
 import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
-import { PROTECTION_MODULE_ABI, SAFE_MODULE_ABI } from "../../../contracts-abi/protection-module";
+import { PROTECTION_MODULE_ABI, protectionModuleConfig, SAFE_MODULE_ABI } from "../../../contracts-abi/protection-module";
 import { delegationState } from "../domain/delegation";
 import type { DelegationState } from "../domain/policy";
 import { PRESETS } from "../domain/presets";
@@ -44,19 +44,26 @@ export class DelegationService {
     return this.ctx.config.automationAddress;
   }
 
+  /** what the module attached to `t` must be: its constructor's configuration (contracts-abi/protection-module.ts) */
   requirements(t: TreasuryRecord) {
-    const m = AAVE_MARKETS[t.chain];
+    const { config, tokens } = protectionModuleConfig(t.chain, getAddress(t.walletAddress), this.automation ?? zeroAddress, PRESETS[t.preset].parkTarget * 100);
     return {
       safe: t.walletAddress,
-      pool: m.pool,
+      pool: config.pool,
       automation: this.automation ?? null,
-      park_target_bps: PRESETS[t.preset].parkTarget * 100,
-      listed_tokens: [m.usdc, m.weth, m.btc],
+      park_target_bps: Number(config.parkTargetBps),
+      oracle: config.oracle,
+      swap_router: config.router,
+      pool_fee: config.poolFee,
+      usdc: config.usdc,
+      max_slippage_bps: Number(config.maxSlippageBps),
+      listed_tokens: tokens,
     };
   }
 
   /** the typed data the Safe's owners sign to attach `module` to treasury `t` */
   statementFor(t: TreasuryRecord, module: `0x${string}`, protectBelowHealth: number, proof: { nonce: string; issued_at: string }) {
+    const want = this.requirements(t);
     return delegationStatement({
       service: this.ctx.links.base,
       chain: t.chain,
@@ -64,7 +71,8 @@ export class DelegationService {
       safe: getAddress(t.walletAddress),
       module: getAddress(module),
       protectBelowHealthCentis: Math.round(protectBelowHealth * 100),
-      parkTargetBps: PRESETS[t.preset].parkTarget * 100,
+      parkTargetBps: want.park_target_bps,
+      maxSlippageBps: want.max_slippage_bps,
       nonce: proof.nonce,
       issuedAt: proof.issued_at,
     });
@@ -76,21 +84,30 @@ export class DelegationService {
     if (!this.chain.connected(t.chain)) throw new TreasuryError("chain_unavailable", `no RPC configured for ${t.chain}`);
     const c = this.chain.client(t.chain);
     const want = this.requirements(t);
-    let got;
+    // every field of the module's configuration, read from it (a module of another build or configuration is refused)
+    const fields = ["safe", "pool", "automation", "parkTargetBps", "oracle", "router", "poolFee", "usdc", "maxSlippageBps"] as const;
+    let got: Record<(typeof fields)[number], string>;
     try {
-      const [safe, pool, automation, park] = await Promise.all(
-        (["safe", "pool", "automation", "parkTargetBps"] as const).map((fn) => c.readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: fn })),
-      );
-      got = { safe: getAddress(safe as string), pool: getAddress(pool as string), automation: getAddress(automation as string), park: Number(park) };
+      const values = await Promise.all(fields.map((fn) => c.readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: fn })));
+      got = Object.fromEntries(fields.map((f, i) => [f, typeof values[i] === "string" ? getAddress(values[i] as string) : String(values[i])])) as typeof got;
     } catch {
-      throw new TreasuryError("invalid_module", `${module} is not a ProtectionModule on ${t.chain}`);
+      throw new TreasuryError("invalid_module", `${module} is not a ProtectionModule of this build on ${t.chain} (it must answer safe, pool, automation, parkTargetBps, oracle, router, poolFee, usdc and maxSlippageBps)`);
     }
     const mismatch = (field: string, expected: unknown, received: unknown) =>
       new TreasuryError("invalid_module", `the module's ${field} is ${String(received)}, expected ${String(expected)}`, { field, expected, received });
-    if (got.safe !== getAddress(want.safe)) throw mismatch("safe", want.safe, got.safe);
-    if (got.pool !== want.pool) throw mismatch("pool", want.pool, got.pool);
-    if (got.automation !== getAddress(this.automation)) throw mismatch("automation", this.automation, got.automation);
-    if (got.park !== want.park_target_bps) throw mismatch("park target", want.park_target_bps, got.park);
+    const expected: Record<(typeof fields)[number], string> = {
+      safe: getAddress(want.safe),
+      pool: want.pool,
+      automation: getAddress(this.automation),
+      parkTargetBps: String(want.park_target_bps),
+      oracle: want.oracle,
+      router: want.swap_router,
+      poolFee: String(want.pool_fee),
+      usdc: want.usdc,
+      maxSlippageBps: String(want.max_slippage_bps),
+    };
+    const names: Record<(typeof fields)[number], string> = { safe: "safe", pool: "pool", automation: "automation", parkTargetBps: "park target", oracle: "oracle", router: "swap router", poolFee: "pool fee", usdc: "usdc", maxSlippageBps: "max slippage bps" };
+    for (const f of fields) if (got[f] !== expected[f]) throw mismatch(names[f], expected[f], got[f]);
 
     // the Safe itself must vouch for this treasury, module and thresholds (EIP-1271 through its owners)
     if (!this.statements) throw new Error("the delegation service needs the statement verifier");
@@ -107,7 +124,7 @@ export class DelegationService {
         chain: t.chain,
         safe: getAddress(t.walletAddress),
         module: getAddress(module),
-        automation: got.automation,
+        automation: got.automation as `0x${string}`,
         protectBelowHealth: threshold,
         proof: { method: "eip1271", signature: proof.signature, nonce: proof.nonce, issued_at: proof.issued_at, verified_at: at },
         at,
