@@ -7,6 +7,7 @@ export const AAVE_POOL_ABI = parseAbi([
   "function getReserveData(address asset) view returns (ReserveDataLegacy)",
   "struct UserConfigurationMap { uint256 data; }",
   "function getUserConfiguration(address user) view returns (UserConfigurationMap)",
+  "function FLASHLOAN_PREMIUM_TOTAL() view returns (uint128)",
   "function getUserAccountData(address user) view returns (uint256 totalCollateralBase, uint256 totalDebtBase, uint256 availableBorrowsBase, uint256 currentLiquidationThreshold, uint256 ltv, uint256 healthFactor)",
   "function supply(address asset, uint256 amount, address onBehalfOf, uint16 referralCode)",
   "function borrow(address asset, uint256 amount, uint256 interestRateMode, uint16 referralCode, address onBehalfOf)",

@@ -26,13 +26,18 @@
  *   reverted one is recorded with its decoded reason and retried on a later
  *   pass while the gas caps allow.
  */
-import { encodeFunctionData, keccak256, type Hex, type TransactionReceipt } from "viem";
+import { encodeFunctionData, keccak256, parseEventLogs, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
 import { ChainGateway, chainHealthScore, usdOfWei } from "../chain/chain-gateway";
+import { oraclePrices, quoteExactIn } from "../chain/market-reads";
+import { quoterV2 } from "../../../contracts-abi/uniswap-quoter";
+import { CONVERT_POOL_FEE } from "../../../contracts-abi/uniswap";
+import { ASSETS } from "../domain/assets";
+import { chooseDeleverage, deleverageCall, type DeleverageInput } from "../domain/deleverage";
 import { repaymentToPark } from "../domain/delegation";
 import { feeFor } from "../domain/fees";
 import { GAS_CAPS } from "../domain/policy";
@@ -57,21 +62,28 @@ export interface TickResult {
 
 /** the gas limit of one module call: an estimate made a block earlier omits Aave's index updates; unused gas is not paid */
 const EXECUTE_GAS_LIMIT = 1_000_000n;
+/** a deleverage (withdraw, swap, repay, a flash loan around them: about 1.1 M gas on the fork) */
+const DELEVERAGE_GAS_LIMIT = 2_500_000n;
+/** how far above the module's minimum out a quote must be to send (the pool moves between the quote and the block) */
+const QUOTE_MARGIN_BPS = 30n;
 /** how long one pass waits for a transaction it sent before leaving it on the claim for a later pass */
 const RECEIPT_TIMEOUT_MS = 60_000;
 
-interface Call {
-  kind: SentTransaction["call"];
-  to: `0x${string}`;
-  data: Hex;
-}
+/** one module call: execute(to, data) for a repayment from idle USDC, or deleverage(collateral, amount, flash) */
+type Call =
+  | { kind: "approve" | "repay"; fn: "execute"; args: readonly [`0x${string}`, Hex]; gas: bigint }
+  | { kind: "deleverage"; fn: "deleverage"; args: readonly [`0x${string}`, bigint, bigint]; gas: bigint };
 
 interface Plan {
   calls: Call[];
   repay: bigint;
   fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
   ethPrice: bigint;
+  /** what the plan says of itself, kept on the claim (the record's note) */
+  about: NonNullable<ProtectionClaim["plan"]>;
 }
+
+const moduleCall = (c: Call) => ({ abi: PROTECTION_MODULE_ABI, functionName: c.fn, args: c.args }) as { abi: typeof PROTECTION_MODULE_ABI; functionName: "execute"; args: readonly [`0x${string}`, Hex] };
 
 const isPlan = (p: Plan | TickResult): p is Plan => "calls" in p;
 
@@ -213,17 +225,25 @@ export class ProtectionEngine {
     const fromCollateral = repaymentToPark({ ...base, fromCollateral: true });
     let calls: Call[];
     let repay: bigint;
+    let about: Plan["about"];
+    // idle USDC first (the cheapest: no swap, no premium), then supplied USDC, then collateral
     if (fromWallet > 0n && position.holdings.walletUsdc >= fromWallet) {
       repay = fromWallet;
       calls = [
-        { kind: "approve", to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, repay] }) },
-        { kind: "repay", to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [m.usdc, repay, 2n, d.safe] }) },
+        { kind: "approve", fn: "execute", args: [m.usdc, encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, repay] })], gas: EXECUTE_GAS_LIMIT },
+        { kind: "repay", fn: "execute", args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [m.usdc, repay, 2n, d.safe] })], gas: EXECUTE_GAS_LIMIT },
       ];
+      about = { source: "usdc", partial: false, note: `repaid from the Safe's idle USDC` };
     } else if (fromCollateral > 0n && position.holdings.aUsdc >= fromCollateral) {
       repay = fromCollateral;
-      calls = [{ kind: "repay", to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, repay, 2n] }) }];
+      calls = [{ kind: "repay", fn: "execute", args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, repay, 2n] })], gas: EXECUTE_GAS_LIMIT }];
+      about = { source: "ausdc", partial: false, note: `repaid from the Safe's supplied USDC (repayWithATokens)` };
     } else {
-      return this.skip(d, health, ltvPct(position), `no repayment source: the Safe holds ${position.holdings.walletUsdc} USDC and ${position.holdings.aUsdc} aUSDC, ${fromWallet} needed`);
+      const sale = await this.planDeleverage(d, chain, position, usdcPrice!, park);
+      if (typeof sale === "string") return this.skip(d, health, ltvPct(position), `no repayment source: the Safe holds ${position.holdings.walletUsdc} USDC and ${position.holdings.aUsdc} aUSDC, ${fromWallet} needed; ${sale}`);
+      repay = sale.minOut;
+      calls = [{ kind: "deleverage", fn: "deleverage", args: [sale.token, sale.amount, sale.flashAmount], gas: DELEVERAGE_GAS_LIMIT }];
+      about = { source: "collateral", partial: sale.partial, note: sale.note };
     }
 
     // the gas budget: the automation key pays, so the cost is checked before anything is sent
@@ -231,28 +251,103 @@ export class ProtectionEngine {
     const block = await client.getBlock();
     const tip = this.opts.priorityFeeWei ?? 1_000_000n;
     const fees = { maxPriorityFeePerGas: tip, maxFeePerGas: (block.baseFeePerGas ?? 0n) * 2n + tip };
-    // approvals are estimated as they stand; the repayment after its approval is estimated generously
+    // the first call is estimated as it stands; a repayment after its approval is estimated generously
     let gas = 0n;
     for (const c of calls) {
-      gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] }).catch(() => 400_000n) : 400_000n;
+      const generous = c.kind === "deleverage" ? c.gas : 400_000n;
+      gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, ...moduleCall(c) }).catch(() => generous) : generous;
     }
     const costUsd = usdOfWei(gas * fees.maxFeePerGas, ethPrice!);
     const caps = this.caps();
     if (costUsd > caps.perActionUsd) return this.skip(d, health, ltvPct(position), `gas ${costUsd.toFixed(4)} USD is above the ${caps.perActionUsd} USD per-action cap`);
     const month = await this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
     if (month + costUsd > caps.perMonthUsd) return this.skip(d, health, ltvPct(position), `gas budget: ${month.toFixed(4)} USD spent this month, cap ${caps.perMonthUsd}`);
-    return { calls, repay, fees, ethPrice: ethPrice! };
+    return { calls, repay, fees, ethPrice: ethPrice!, about };
+  }
+
+  /**
+   * The sale of collateral that parks the position (domain/deleverage.ts), sized against the pool: a quote under
+   * the module's minimum out (plus a margin) shrinks the sale, which is then partial; a quote above the oracle's
+   * value shrinks it too (it would repay past the park target). A string says why nothing can be sold.
+   */
+  private async planDeleverage(d: DelegationRecord, chain: TreasuryChain, position: Awaited<ReturnType<ChainGateway["position"]>>, usdcPriceBase: bigint, park: bigint) {
+    const m = AAVE_MARKETS[chain];
+    const client = this.chain.client(chain);
+    let maxSlippageBps: bigint;
+    try {
+      maxSlippageBps = await client.readContract({ address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "maxSlippageBps" });
+    } catch {
+      return "the attached module cannot deleverage from collateral (attach the current ProtectionModule)";
+    }
+    const [snapshot, prices, flashPremiumBps] = await Promise.all([
+      this.chain.marketSnapshot(chain, d.safe),
+      oraclePrices(client, m.oracle, [m.weth, m.btc]),
+      client.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "FLASHLOAN_PREMIUM_TOTAL" }).then(BigInt),
+    ]);
+    const input: DeleverageInput = {
+      collateralBase: position.collateralBase,
+      debtBase: position.debtBase,
+      liquidationThresholdBps: BigInt(position.liquidationThresholdBps),
+      debtUsdc: snapshot.debt,
+      usdcPriceBase,
+      collateral: {
+        ETH: { supplied: snapshot.supplied.ETH, priceBase: prices[0]!, ltBps: snapshot.lt.ETH },
+        BTC: { supplied: snapshot.supplied.BTC, priceBase: prices[1]!, ltBps: snapshot.lt.BTC },
+      },
+      parkTargetBps: park,
+      maxSlippageBps,
+      flashPremiumBps,
+    };
+    const choice = chooseDeleverage(input);
+    if (!choice) return "no collateral to sell";
+    const token = choice.asset === "ETH" ? m.weth : m.btc;
+    const quoter = quoterV2(m.chainId);
+    let amount = choice.amount;
+    let fitted = false;
+    for (let round = 0; round < 12 && amount > 0n; round++) {
+      const call = deleverageCall(input, choice.asset, amount);
+      if (!call) {
+        amount = (amount * 3n) / 4n;
+        continue;
+      }
+      const quote = await quoteExactIn(client, quoter, token, m.usdc, CONVERT_POOL_FEE, amount);
+      const atOracle = (call.minOut * 10_000n) / (10_000n - maxSlippageBps);
+      if (choice.reachesPark && !fitted) {
+        // the repayment is k x W for W of collateral sold, k = (quote - flash premium) / oracle value: the park line
+        // is W = (D - park x C) / (k - park), not (D - park x C) / (1 - park), so the sale scales by (1 - park) / (k - park).
+        // Larger (k < 1: the pool's fee and impact) it only lowers k further, the safe side; smaller (k > 1: a pool
+        // above the oracle) it is kept 1% under, as a smaller sale fills at a better price
+        const net = quote - (call.flashAmount * flashPremiumBps) / 10_000n;
+        let fit = (amount * (10_000n - park) * atOracle) / (net * 10_000n - park * atOracle);
+        if (fit < amount) fit = (fit * 99n) / 100n;
+        amount = fit < input.collateral[choice.asset].supplied ? fit : input.collateral[choice.asset].supplied;
+        fitted = true;
+        continue;
+      }
+      if (quote * 10_000n < call.minOut * (10_000n + QUOTE_MARGIN_BPS)) {
+        amount = (amount * 3n) / 4n;
+        continue;
+      }
+      const partial = !choice.reachesPark || amount < choice.amount;
+      const what = `sell ${formatDecimal(amount, ASSETS[choice.asset].decimals)} ${choice.asset} (quoted ${formatDecimal(quote, 6)} USDC, at least ${formatDecimal(call.minOut, 6)}${call.flashAmount > 0n ? `; ${formatDecimal(call.flashAmount, 6)} USDC flash-borrowed and repaid first` : ""})`;
+      const note = partial
+        ? `${what}; partial: ${!choice.reachesPark ? `the Safe's ${choice.asset} is short of the park target` : `the pool's depth within the ${maxSlippageBps} bps bound caps one act at this size`}, the next act continues`
+        : what;
+      return { token, amount, flashAmount: call.flashAmount, minOut: call.minOut, partial, note };
+    }
+    return `no sale of ${choice.asset} fits the module's bound (${maxSlippageBps} bps under the oracle) at the pool's price`;
   }
 
   /** send the plan's calls, each simulated first (a refusal by the module costs no gas and is recorded decoded) */
   private async execute(run: Run, plan: Plan): Promise<TickResult> {
     const { d, t, claim } = run;
     claim.repayMicro = plan.repay;
+    claim.plan = plan.about;
     if (!(await this.ctx.stores.protectionClaims.record(claim, this.ctx.clock.now()))) throw new LostClaim();
     const client = this.chain.client(t.chain);
     for (const c of plan.calls) {
       try {
-        await client.simulateContract({ account: this.automation, address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [c.to, c.data] });
+        await client.simulateContract({ account: this.automation, address: d.module, ...moduleCall(c) });
       } catch (err) {
         return this.fail(run, plan.ethPrice, `refused before sending: ${moduleRevertReason(err)}`);
       }
@@ -272,7 +367,7 @@ export class ProtectionEngine {
     const { d, t, claim } = run;
     const ethPrice = await this.chain.ethPrice(t.chain);
     for (const sent of claim.sent) await this.landed(run, sent);
-    const repaid = claim.sent.some((s) => s.call === "repay" && run.receipts.get(s.hash)?.status === "success");
+    const repaid = claim.sent.some((s) => (s.call === "repay" || s.call === "deleverage") && run.receipts.get(s.hash)?.status === "success");
     if (repaid) return this.finish(run, ethPrice);
     const position = await this.chain.position(t.chain, d.safe);
     const health = chainHealthScore(position);
@@ -295,8 +390,8 @@ export class ProtectionEngine {
     for (let attempt = 0; attempt < 3; attempt++) {
       const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
       const raw = await this.automation.signTransaction({
-        type: "eip1559", chainId, nonce, to: run.d.module, value: 0n, gas: EXECUTE_GAS_LIMIT, ...fees,
-        data: encodeFunctionData({ abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [call.to, call.data] }),
+        type: "eip1559", chainId, nonce, to: run.d.module, value: 0n, gas: call.gas, ...fees,
+        data: encodeFunctionData(moduleCall(call)),
       });
       const sent: SentTransaction = { hash: keccak256(raw), raw, nonce, call: call.kind };
       run.claim.sent.push(sent);
@@ -340,16 +435,25 @@ export class ProtectionEngine {
     const { d, t, claim } = run;
     const after = await this.chain.position(t.chain, d.safe);
     const now = this.ctx.clock.now();
-    const repay = claim.repayMicro ?? 0n;
+    // a deleverage repaid what its sale brought less the flash premium (the module's Deleveraged event says both)
+    const sale = [...run.receipts.values()]
+      .flatMap((r) => parseEventLogs({ abi: PROTECTION_MODULE_ABI, logs: r.logs.filter((l) => l.address.toLowerCase() === d.module.toLowerCase()), eventName: "Deleveraged" }))
+      .at(-1);
+    const repay = sale ? sale.args.usdcReceived - sale.args.flashPremium : (claim.repayMicro ?? 0n);
+    const deleverage = claim.plan?.source === "collateral";
+    const action = deleverage ? "auto_deleverage" : "protection";
+    const note = claim.plan && deleverage ? claim.plan.note : null;
     await this.ctx.tx.transaction(async () => {
       // fenced: an engine that lost the claim records nothing (its successor does)
       if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim();
-      await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: null, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: ltvPct(after), repayMicro: repay, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: now.toISOString() });
-      await this.recorder.record({ treasury: t, action: "protection", amountMicro: repay, fee: feeFor("none", repay), origin: "protection", envelopeTxId: null, trigger: "protection", settled: true, executionId: claim.actionId, at: now });
-      // re-armed only once the action restored the position; an action that did not is not repeated for the same trigger
-      if (chainHealthScore(after) >= run.threshold) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
+      await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: note, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: ltvPct(after), repayMicro: repay, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: now.toISOString() });
+      await this.recorder.record({ treasury: t, action, amountMicro: repay, fee: feeFor("none", repay), origin: "protection", envelopeTxId: null, trigger: action, settled: true, executionId: claim.actionId, at: now });
+      // re-armed once the action restored the position, or after a partial deleverage that moved it (the next act
+      // continues toward the park target); an action that did neither is not repeated for the same trigger
+      const moved = claim.ltvBefore !== null && ltvPct(after) < claim.ltvBefore;
+      if (chainHealthScore(after) >= run.threshold || (claim.plan?.partial === true && moved)) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
     });
-    return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${formatDecimal(repay, 6)} USDC, LTV ${claim.ltvBefore}% -> ${ltvPct(after)}%` };
+    return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${formatDecimal(repay, 6)} USDC${note ? ` (${note})` : ""}, LTV ${claim.ltvBefore}% -> ${ltvPct(after)}%` };
   }
 
   /** the action failed: recorded with its reason, the claim ended and the trigger re-armed (retried within the gas caps) */

@@ -16,8 +16,8 @@ export interface SentTransaction {
   hash: Hex;
   raw: Hex;
   nonce: number;
-  /** which call of the plan: the approval or the repayment */
-  call: "approve" | "repay";
+  /** which call of the plan: the approval, the repayment from idle USDC, or the deleverage from collateral (one transaction) */
+  call: "approve" | "repay" | "deleverage";
 }
 
 export interface ProtectionClaim {
@@ -29,6 +29,8 @@ export interface ProtectionClaim {
   healthBefore: number | null;
   ltvBefore: number | null;
   sent: SentTransaction[];
+  /** what the plan says of itself (a deleverage: what it sells; partial when the park target is out of one act's reach) */
+  plan?: { source: "usdc" | "ausdc" | "collateral"; partial: boolean; note: string };
 }
 
 export type ClaimResult =
@@ -54,11 +56,12 @@ interface Detail {
   healthBefore: number | null;
   ltvBefore: number | null;
   sent: SentTransaction[];
+  plan?: ProtectionClaim["plan"];
 }
 
 const fromRow = (r: Row): ProtectionClaim => {
   const d = (r.detail ? JSON.parse(r.detail) : { healthBefore: null, ltvBefore: null, sent: [] }) as Detail;
-  return { treasuryId: r.treasury_id, holder: r.holder, actionId: r.action_id, state: r.state, repayMicro: r.repay_micro === null ? null : BigInt(r.repay_micro), healthBefore: d.healthBefore, ltvBefore: d.ltvBefore, sent: d.sent };
+  return { treasuryId: r.treasury_id, holder: r.holder, actionId: r.action_id, state: r.state, repayMicro: r.repay_micro === null ? null : BigInt(r.repay_micro), healthBefore: d.healthBefore, ltvBefore: d.ltvBefore, sent: d.sent, ...(d.plan ? { plan: d.plan } : {}) };
 };
 
 export class ProtectionClaimStore {
@@ -90,7 +93,7 @@ export class ProtectionClaimStore {
    * one is sent; false when `holder` no longer holds it (it must not send).
    */
   async record(claim: ProtectionClaim, now: Date): Promise<boolean> {
-    const detail: Detail = { healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, sent: claim.sent };
+    const detail: Detail = { healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, sent: claim.sent, ...(claim.plan ? { plan: claim.plan } : {}) };
     const r = await this.db.run(
       "UPDATE protection_claims SET state = ?, repay_micro = ?, detail = ?, tx_hash = ?, expires_at = ? WHERE treasury_id = ? AND holder = ?",
       claim.sent.length > 0 ? "broadcasting" : "deciding", claim.repayMicro?.toString() ?? null, JSON.stringify(detail), claim.sent.at(-1)?.hash ?? null, leaseUntil(now),
