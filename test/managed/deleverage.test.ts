@@ -125,6 +125,11 @@ describe("protection from collateral: one atomic deleverage, bounded on chain, j
     const safe_proof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
     expect((await api.post("/api/v1/delegation", { module, safe_proof }, null)).status).toBe(200);
     await operator.approveDelegation(module);
+    // what the service publishes is what the module enforces: its slippage bound, signed by the Safe at attachment
+    const published = (await api.get("/api/v1/policy-state")).body.protection_authority;
+    expect(BigInt(published.max_swap_slippage_bps)).toBe(await client().readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "maxSlippageBps" }));
+    expect(published.repayment_source).toBe("user collateral");
+    expect((await api.get("/fees.json")).body.protection_costs).toMatchObject({ service_fee_pct: 0, max_swap_slippage_bps: published.max_swap_slippage_bps });
     const twin = await borrowerSafe(); // the same position, unprotected
     try {
       await protectAndJudge(tenant, api, safe, twin.safe);

@@ -80,6 +80,7 @@ describe("the policy state document", () => {
         price_dynamics: "evaluated continuously as BTC and ETH prices change",
         repayment_source: "user collateral",
         scope: "pay down loan and deleverage toward the 25% parked target only",
+        max_swap_slippage_bps: 100,
       },
       delegation: {
         states: [...DELEGATION_STATES],
@@ -97,6 +98,10 @@ describe("the policy state document", () => {
     expect(doc.delegation.mechanism).toMatch(/denies all until delegation is approved/);
     expect(doc.delegation.wallet_sovereign_alternative).toMatch(/never holds private keys/);
     expect(doc.protection_authority.delegation_mechanism).toMatch(/denies everything until the operator enables it/);
+    // the repayment order the engine follows: idle USDC, supplied USDC, then collateral (the deleverage)
+    expect(doc.protection_authority.repayment_order).toHaveLength(3);
+    expect(doc.protection_authority.repayment_order[2]).toMatch(/collateral, sold for USDC in one transaction/);
+    expect(doc.protection_authority.on_chain_bounds.join(" ")).toMatch(/oracle value .* less 100 bps.*park target.*equity.*no delegatecall/s);
     const inactive = policyStateDocument({ ...{ environment: "x", address: "0x1", preset: PRESETS.conservative, delegationState: "not_granted", lastFeeBearingActivityAt: new Date(0), feeScheduleUrl: "", docsUrl: "", executionMode: "wallet" }, protectionStatus: "inactive" });
     expect(inactive.monitoring_tier.tier).toBe("standby");
     expect(inactive.protection_authority.scope).toBe("pay down loan and deleverage toward the 15% parked target only");

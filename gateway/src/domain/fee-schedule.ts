@@ -5,6 +5,7 @@
  * a one-way ratchet: the tier index only grows (see `advanceRatchet`).
  */
 import { MICRO_PER_USDC, type Micro } from "./money";
+import { PROTECTION_COSTS } from "./protection-terms";
 
 export interface FeeTier {
   tier: string;
@@ -84,6 +85,7 @@ export function feeScheduleDocument(state: RatchetState, feeScheduleUrl: string,
       cycle_fee_pct: bpsToPct(t.cycleFeeBps),
     })),
     free_actions: freeActions,
+    protection_costs: { ...PROTECTION_COSTS },
     invariants: FEE_INVARIANTS,
     url: feeScheduleUrl,
   };

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { advanceRatchet, FEE_INVARIANTS, FEE_TIERS, feeScheduleDocument, INITIAL_RATCHET, tierAt, tierIndexForVolume } from "./fee-schedule";
 import { ACTIONS, FREE_ACTIONS, TREASURY_ACTIONS, feeKindOf, feeOf, isUpwardLeg } from "../actions";
+import { PROTECTION_COSTS } from "./protection-terms";
 
 const M = 1_000_000_000_000n; // one million USDC in micro
 
@@ -104,6 +105,7 @@ describe("the fee schedule and its ratchet", () => {
         { tier: "institutional", min_platform_volume_usdc: 250_000_000, deposit_fee_pct: 2, buy_fee_pct: 2, cycle_fee_pct: 1.25 },
       ],
       free_actions: ["repay", "withdraw", "sell", "exit", "protection", "auto_repay", "auto_deleverage"],
+      protection_costs: { ...PROTECTION_COSTS },
       invariants: FEE_INVARIANTS,
       url: "https://gw.example/fees.json",
     });

@@ -3,6 +3,8 @@
  * timestamps come in, nothing is read from a clock here.
  */
 import { FEE_INVARIANTS } from "./fee-schedule";
+import { DELEGATION_MECHANISM, ON_CHAIN_BOUNDS, REPAYMENT_ORDER } from "./protection-terms";
+import { DELEVERAGE_MAX_SLIPPAGE_BPS } from "../../../contracts-abi/protection-module";
 import type { Preset } from "./presets";
 
 export const DELEGATION_STATES = [
@@ -71,9 +73,11 @@ export function policyStateDocument(ctx: PolicyContext) {
       threshold_configurability: "operator-configurable; tighter bands supported",
       price_dynamics: "evaluated continuously as BTC and ETH prices change",
       repayment_source: "user collateral",
+      repayment_order: [...REPAYMENT_ORDER],
       scope: `pay down loan and deleverage toward the ${preset.parkTarget}% parked target only`,
-      delegation_mechanism:
-        "A Safe module on the operator's wallet lets the service automation key call only Aave repay, repayWithATokens, withdraw to the Safe and the approvals they need, and only when LTV goes down toward the park target; it denies everything until the operator enables it.",
+      max_swap_slippage_bps: DELEVERAGE_MAX_SLIPPAGE_BPS,
+      on_chain_bounds: [...ON_CHAIN_BOUNDS],
+      delegation_mechanism: DELEGATION_MECHANISM,
     },
     delegation: {
       model: "revocable additional signer (key quorum) on an operator-owned wallet",

@@ -28,6 +28,9 @@ export const FeeSchedule = z
       buy_fee_pct: z.number(),
       cycle_fee_pct: z.number(),
     }),
+    protection_costs: z
+      .object({ service_fee_pct: z.literal(0), max_swap_slippage_bps: z.number().int(), swap: z.string(), flash_loan: z.string(), gas: z.string() })
+      .openapi({ description: "what a protection action costs: no service fee; the swap's bound against Aave's oracle, Aave's flash premium when used, gas paid by the service" }),
   })
   .passthrough()
   .openapi("FeeSchedule", { description: "spec 2.16 (open object)" });
