@@ -119,12 +119,23 @@ async function operatorCommand(rest: string[], flags: Record<string, string | bo
     case "approve": {
       const d = await gateway("GET", "/api/v1/delegation");
       if (!d.requirements.automation) throw new Error("the gateway has no automation address configured");
+      // --upgrade: a module of this build replaces the one in force, which keeps protecting until the Safe enables the new one
+      const upgrade = Boolean(flags.upgrade) && Boolean(d.module);
+      if (upgrade) state.module = await operator.deployModule(d.requirements.automation, d.requirements.park_target_bps);
       state.module = state.module ?? (await operator.deployModule(d.requirements.automation, d.requirements.park_target_bps));
       save();
       const protectBelow = flags["protect-below"] ? Number(flags["protect-below"]) : Number(d.protect_below_health_score);
       // the Safe signs what it delegates: this treasury, this module, these thresholds
       const safe_proof = await operator.delegationProof({ service: await serviceName(), treasuryId: state.treasury_id!, module: state.module!, protectBelowHealth: protectBelow, parkTargetBps: d.requirements.park_target_bps, maxSlippageBps: d.requirements.max_slippage_bps });
       await gateway("POST", "/api/v1/delegation", { module: state.module, protect_below_health_score: protectBelow, safe_proof });
+      if (upgrade) {
+        // one Safe transaction the gateway prepares: enableModule of the new module, disableModule of the old one
+        const prepared = await gateway("GET", "/api/v1/delegation/safe-transaction?change=upgrade");
+        const hash = await operator.executeUpgrade(prepared as never, state.module!);
+        out(`delegation upgraded: module ${prepared.module} enabled, ${prepared.replaces} disabled, in one Safe transaction (${hash})`);
+        out(JSON.stringify(await gateway("GET", "/api/v1/delegation"), null, 2));
+        return 0;
+      }
       const hash = await operator.approveDelegation(state.module);
       out(`delegation approved: module ${state.module} enabled on the Safe (${hash})`);
       out(JSON.stringify(await gateway("GET", "/api/v1/delegation"), null, 2));

@@ -161,6 +161,35 @@ export class Operator {
     return result.hash as Hex;
   }
 
+  /**
+   * Execute the delegation upgrade the gateway prepared (GET /api/v1/delegation/safe-transaction?change=upgrade),
+   * after checking it independently: the hash is the Safe's own for these fields, and the batch is exactly
+   * enableModule(`module`) and disableModule of the module it replaces, both calls to this Safe, no refund.
+   * Signed and sent by the owner (threshold 1).
+   */
+  async executeUpgrade(p: { safe: `0x${string}`; module: `0x${string}`; replaces?: `0x${string}`; safe_tx_hash: Hex; safe_tx: QueuedSafeTransaction["safe_tx"] }, module: `0x${string}`): Promise<Hex> {
+    const safe = this.safeAddress!;
+    const t = p.safe_tx;
+    if (getAddress(p.safe) !== getAddress(safe)) throw new Error(`the upgrade is for ${p.safe}, not this operator's Safe ${safe}`);
+    const fields = [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver] as const;
+    const onChain = await this.publicClient.readContract({ address: safe, abi: SAFE_ABI, functionName: "getTransactionHash", args: [...fields, BigInt(t.nonce)] });
+    if (onChain.toLowerCase() !== p.safe_tx_hash.toLowerCase()) throw new Error(`the listed hash ${p.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
+    if (BigInt(t.gasPrice) !== 0n || BigInt(t.baseGas) !== 0n) throw new Error("the Safe transaction would refund gas from the Safe");
+    const calls = decodeBatch(t);
+    const decoded = calls.map((c) => {
+      if (getAddress(c.to) !== getAddress(safe) || c.value !== 0n) throw new Error(`a call of the upgrade goes to ${c.to}, not to the Safe itself`);
+      return decodeFunctionData({ abi: SAFE_ABI, data: c.data });
+    });
+    const [enable, disable] = decoded;
+    if (enable?.functionName !== "enableModule" || getAddress(enable.args[0] as string) !== getAddress(module)) throw new Error(`the upgrade does not enable ${module}`);
+    if (decoded.length > 2 || (disable && (disable.functionName !== "disableModule" || !p.replaces || getAddress(disable.args[1] as string) !== getAddress(p.replaces)))) throw new Error("the upgrade does more than enable the new module and disable the one it replaces");
+    const signature = await this.account.sign({ hash: p.safe_tx_hash });
+    const hash = await this.wallet.writeContract({ address: safe, abi: SAFE_ABI, functionName: "execTransaction", args: [...fields, signature], chain: base });
+    const receipt = await this.wallet.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`the Safe transaction ${p.safe_tx_hash} reverted (${hash})`);
+    return hash;
+  }
+
   /** revoke delegation: disableModule; transactions the service already submitted may still settle */
   async revokeDelegation(module: `0x${string}`): Promise<Hex> {
     const tx = await this.kit().createDisableModuleTx(module, { nonce: await this.kit().getNonce() });

@@ -8,7 +8,7 @@
  * liquidate. The same fall on an unprotected Safe is liquidated (the test can
  * fail).
  */
-import { encodeFunctionData, parseAbi, parseEventLogs } from "viem";
+import { encodeFunctionData, getAddress, parseAbi, parseEventLogs } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createWalletClient, http, publicActions } from "viem";
 import { base } from "viem/chains";
@@ -155,5 +155,52 @@ describe("protection from collateral: one atomic deleverage, bounded on chain, j
     expect(after.ltvBps).toBeGreaterThanOrEqual(2500n);
     expect(after.ltvBps).toBeLessThan(2700n);
     await fork.setPrice("WETH", 3_000);
+  }, 120_000);
+
+  it("an upgrade to a new module is the owners' Safe transaction: the module in force keeps protecting until they execute it, then the new one does", async () => {
+    const { operator, safe } = await borrowerSafe();
+    const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
+    const api = authed(gw.url, tenant.key);
+    const attach = async (module: `0x${string}`) =>
+      api.post("/api/v1/delegation", { module, safe_proof: await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: 1.3, parkTargetBps: 2500 }) }, null);
+    const first = getAddress(await operator.deployModule(automation.address, 2500));
+    expect((await attach(first)).status).toBe(200);
+    await operator.approveDelegation(first);
+
+    // a new module, signed for by the Safe: staged, the first stays in force
+    const second = getAddress(await operator.deployModule(automation.address, 2500));
+    const staged = await attach(second);
+    expect(staged.status).toBe(200);
+    expect(staged.body).toMatchObject({ state: "active", module: first, pending_upgrade: { module: second, enable_with: "GET /api/v1/delegation/safe-transaction?change=upgrade" } });
+    try {
+      await moveMarket(fork, "WETH", 2_300);
+      const [acted] = (await engine.tick()).filter((r) => r.treasuryId === tenant.treasuryId);
+      expect(acted!.outcome, acted!.detail).toBe("executed");
+      const hash = (await api.get("/api/v1/delegation")).body.protection_actions.at(-1).tx_hashes[0];
+      expect((await client().getTransactionReceipt({ hash })).to).toBe(first.toLowerCase());
+      await moveMarket(fork, "WETH", 3_000);
+
+      // the owners' one Safe transaction: enableModule(second), disableModule(first); checked by the operator before it signs
+      const prepared = (await api.get("/api/v1/delegation/safe-transaction?change=upgrade")).body;
+      expect(prepared).toMatchObject({ change: "upgrade", module: second, replaces: first, safe_tx: { operation: 1 } });
+      await expect(operator.executeUpgrade(prepared, first)).rejects.toThrow(/does not enable/);
+      await operator.executeUpgrade(prepared, second);
+      expect(await operator.moduleEnabled(second)).toBe(true);
+      expect(await operator.moduleEnabled(first)).toBe(false);
+      const upgraded = (await api.get("/api/v1/delegation")).body;
+      expect(upgraded).toMatchObject({ state: "active", module: second, pending_upgrade: null });
+      expect((await api.get("/api/v1/delegation/safe-transaction?change=upgrade")).body.error).toBe("invalid_transition");
+
+      // the next fall is met through the new module; the old one can no longer act
+      // the price at which the position's health factor is 1.2 (under the 1.3 trigger)
+      const now = await account(safe);
+      await moveMarket(fork, "WETH", Math.floor((3_000 * 1.2) / (Number(now.hf) / 1e18)));
+      const [again] = (await engine.tick()).filter((r) => r.treasuryId === tenant.treasuryId);
+      expect(again!.outcome, again!.detail).toBe("executed");
+      const next = (await api.get("/api/v1/delegation")).body.protection_actions.at(-1).tx_hashes[0];
+      expect((await client().getTransactionReceipt({ hash: next })).to).toBe(second.toLowerCase());
+    } finally {
+      await moveMarket(fork, "WETH", 3_000);
+    }
   }, 120_000);
 });

@@ -262,7 +262,9 @@ async function operator(): Promise<void> {
     <p>State: <span class="badge" data-testid="delegation-state">${esc(delegation.state)}</span></p>
     <dl><dt>Module</dt><dd class="mono">${esc(delegation.module ?? "none attached")}</dd><dt>Automation</dt><dd class="mono">${esc(delegation.requirements?.automation ?? "not configured")}</dd></dl>
     <div class="row">${delegation.module && ["not_granted", "revoked"].includes(delegation.state) ? `<button class="primary" id="approve">Approve delegation (Safe transaction)</button>` : ""}
-    ${["active", "approved_pending_funds"].includes(delegation.state) ? `<button id="revoke">Revoke delegation (Safe transaction)</button>` : ""}</div>
+    ${["active", "approved_pending_funds"].includes(delegation.state) ? `<button id="revoke">Revoke delegation (Safe transaction)</button>` : ""}
+    ${delegation.pending_upgrade ? `<button class="primary" id="upgrade">Upgrade delegation to ${esc(delegation.pending_upgrade.module)} (Safe transaction: enable it, disable the module in force)</button>` : ""}</div>
+    ${delegation.pending_upgrade ? `<p class="muted" data-testid="pending-upgrade">A newer module is attached with the Safe's signature; the module in force keeps protecting until the owners execute the upgrade.</p>` : ""}
     ${delegation.module ? "" : `<p class="muted">No module attached yet: <code>signer-agent operator approve</code> deploys the ProtectionModule and attaches it with the Safe's proof.</p>`}
     <h2>Gas caps (protection actions)</h2>
     <p data-testid="gas-month">${num(delegation.gas?.spent_this_month_usd)} USD of ${num(delegation.gas?.per_month_usd)} USD this month; at most ${num(delegation.gas?.per_action_usd)} USD an action.</p></section>
@@ -283,7 +285,7 @@ async function operator(): Promise<void> {
     live.length = 0;
     void operator();
   };
-  const change = async (kind: "approve" | "revoke") => {
+  const change = async (kind: "approve" | "revoke" | "upgrade") => {
     try {
       const prepared = await get(`/api/v1/delegation/safe-transaction?change=${kind}`);
       const signature = (await wallet().request({ method: "eth_signTypedData_v4", params: [s.owner, JSON.stringify(prepared.typed_data)] })) as Hex;
@@ -298,6 +300,8 @@ async function operator(): Promise<void> {
   };
   const approve = document.getElementById("approve");
   if (approve) approve.onclick = () => void change("approve");
+  const upgrade = document.getElementById("upgrade");
+  if (upgrade) upgrade.onclick = () => void change("upgrade");
   const revoke = document.getElementById("revoke");
   if (revoke) revoke.onclick = () => void change("revoke");
   for (const b of app.querySelectorAll<HTMLButtonElement>("button[data-sign]")) {

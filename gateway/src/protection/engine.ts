@@ -166,12 +166,15 @@ export class ProtectionEngine {
     if (this.timer) clearInterval(this.timer);
   }
 
-  private async protect(d: DelegationRecord): Promise<TickResult> {
+  private async protect(delegation: DelegationRecord): Promise<TickResult> {
+    let d = delegation;
     const t = await this.ctx.stores.treasuries.get(d.treasuryId);
     if (!t || !this.chain.connected(t.chain)) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "no treasury or no RPC" };
     if (d.automation.toLowerCase() !== this.automation.address.toLowerCase()) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" };
     const state = await this.delegations.state(t);
     if (state !== "active") return { treasuryId: d.treasuryId, outcome: "not_active", detail: state };
+    // a staged upgrade the Safe enabled was promoted by that read: act through the module now in force
+    if (d.pendingUpgrade) d = (await this.ctx.stores.delegations.get(d.treasuryId)) ?? d;
 
     const threshold = d.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore;
     const position = await this.chain.position(t.chain, d.safe);
@@ -352,7 +355,14 @@ export class ProtectionEngine {
         return this.fail(run, plan.ethPrice, `refused before sending: ${moduleRevertReason(err)}`);
       }
       const receipt = await this.send(run, c, plan.fees);
-      if (receipt.status !== "success") return this.fail(run, plan.ethPrice, `reverted: ${receipt.transactionHash}`);
+      if (receipt.status !== "success") {
+        // why: the same call replayed on the state its block started from (one transaction a block on an automining node)
+        const why = await client
+          .simulateContract({ account: this.automation, address: d.module, ...moduleCall(c), blockNumber: receipt.blockNumber - 1n, gas: c.gas })
+          .then(() => "not reproduced on the block before")
+          .catch((err: unknown) => moduleRevertReason(err));
+        return this.fail(run, plan.ethPrice, `reverted: ${receipt.transactionHash} (${why})`);
+      }
     }
     return this.finish(run, plan.ethPrice);
   }

@@ -42,7 +42,7 @@ export const DelegationRequest = z
     protect_below_health_score: z.number().min(1.05).max(3).multipleOf(0.01).optional().openapi({ multipleOf: 0.01, description: "a tighter protect threshold than the preset's (operator-configurable); it must be the value the Safe signed" }),
     safe_proof: SignedProof.openapi({
       description:
-        "The Safe's own signature (EIP-1271, by its owners) of AttachDelegation(string service, string treasuryId, address safe, address module, uint256 protectBelowHealthCentis, uint256 parkTargetBps, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId}. protectBelowHealthCentis is the threshold x 100 (the preset's when none is given); parkTargetBps the preset's park target in basis points.",
+        "The Safe's own signature (EIP-1271, by its owners) of AttachDelegation(string service, string treasuryId, address safe, address module, uint256 protectBelowHealthCentis, uint256 parkTargetBps, uint256 maxSlippageBps, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId}. protectBelowHealthCentis is the threshold x 100 (the preset's when none is given); parkTargetBps the preset's park target in basis points; maxSlippageBps the module's swap bound (requirements.max_slippage_bps). Attaching another module while the one in force is enabled on the Safe stages an upgrade (pending_upgrade): the module in force keeps protecting until the owners enable the new one (change=upgrade).",
     }),
   })
   .openapi("DelegationRequest");
@@ -53,6 +53,10 @@ export const DelegationDocument = z
     treasury_id: z.string(),
     state: z.enum(["not_granted", "approved_pending_funds", "active", "revoked_pending_settlement", "revoked"]),
     module: z.string().nullable(),
+    pending_upgrade: z
+      .object({ module: z.string(), protect_below_health_score: z.number(), staged_at: z.string(), enable_with: z.string() })
+      .nullable()
+      .openapi({ description: "a newer module the Safe signed for while the one in force is enabled: it takes over once the owners execute the change=upgrade Safe transaction" }),
     requirements: z.record(z.string(), z.unknown()),
     protection_actions: z.array(z.record(z.string(), z.unknown())),
     gas: z
@@ -63,16 +67,17 @@ export const DelegationDocument = z
   .openapi("Delegation");
 
 const DelegationChangeQuery = z.object({
-  change: z.enum(["approve", "revoke"]).openapi({ param: { name: "change", in: "query" }, description: "approve: enableModule; revoke: disableModule" }),
+  change: z.enum(["approve", "revoke", "upgrade"]).openapi({ param: { name: "change", in: "query" }, description: "approve: enableModule; revoke: disableModule; upgrade: enableModule of the staged module and disableModule of the one in force, in one Safe transaction (MultiSendCallOnly)" }),
 });
 
 const DelegationChange = z
   .object({
     object: z.literal("delegation_change"),
-    change: z.enum(["approve", "revoke"]),
+    change: z.enum(["approve", "revoke", "upgrade"]),
     treasury_id: z.string(),
     safe: z.string(),
     module: z.string(),
+    replaces: z.string().optional().openapi({ description: "upgrade: the module in force, disabled by the same Safe transaction" }),
     chain_id: z.number().int(),
     safe_tx: z.record(z.string(), z.unknown()),
     safe_tx_hash: z.string(),
@@ -281,12 +286,12 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       200: { description: "the Safe transaction to sign and execute", schema: DelegationChange },
       400: err("invalid query"),
       ...bearerRefusals("no RPC for the Safe's chain"),
-      409: err("no module attached, or already in the state asked for (invalid_transition)"),
+      409: err("no module attached, no upgrade staged, or already in the state asked for (invalid_transition)"),
       ...RATE_LIMITED,
     },
     handler: async ({ res, query }) => ({
       status: 200,
-      body: await deps.delegation.changeTransaction(await deps.actions.treasury(requireCredential(res).treasuryId), (query as { change: "approve" | "revoke" }).change),
+      body: await deps.delegation.changeTransaction(await deps.actions.treasury(requireCredential(res).treasuryId), (query as { change: "approve" | "revoke" | "upgrade" }).change),
     }),
   });
 

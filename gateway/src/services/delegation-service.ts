@@ -115,11 +115,16 @@ export class DelegationService {
     const statement = this.statementFor(t, module, threshold, proof);
     await this.statements.verify("invalid_safe_proof", { chain: t.chain, signer: getAddress(t.walletAddress), statement, proof, contractOnly: true });
     const at = this.ctx.clock.now().toISOString();
+    const current = await this.ctx.stores.delegations.get(t.id);
+    const upgrading =
+      Boolean(current?.provenAt) &&
+      getAddress(current!.module) !== getAddress(module) &&
+      (await c.readContract({ address: getAddress(t.walletAddress), abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [current!.module] }));
     await this.ctx.tx.transaction(async () => {
       if (!await this.statements!.spendNonce(t.walletAddress, proof.nonce, "attach_delegation")) {
         throw new TreasuryError("invalid_safe_proof", "this nonce was already used by this Safe; sign a statement with a fresh nonce");
       }
-      await this.ctx.stores.delegations.attachProven({
+      const attached = {
         treasuryId: t.id,
         chain: t.chain,
         safe: getAddress(t.walletAddress),
@@ -128,7 +133,10 @@ export class DelegationService {
         protectBelowHealth: threshold,
         proof: { method: "eip1271", signature: proof.signature, nonce: proof.nonce, issued_at: proof.issued_at, verified_at: at },
         at,
-      });
+      };
+      // an upgrade: while the module in force is enabled it keeps protecting; the new one waits for the owners to enable it
+      if (current && upgrading) await this.ctx.stores.delegations.stageUpgrade(t.id, { module: attached.module, automation: attached.automation, protectBelowHealth: threshold, proof: attached.proof, at });
+      else await this.ctx.stores.delegations.attachProven(attached);
       // the Safe named this treasury: it is proven to stand behind it
       await this.ctx.stores.treasuries.markProven(t.id);
     });
@@ -136,9 +144,14 @@ export class DelegationService {
   }
 
   async state(t: TreasuryRecord): Promise<DelegationState> {
-    const d = await this.ctx.stores.delegations.get(t.id);
+    let d = await this.ctx.stores.delegations.get(t.id);
     if (!d || !d.provenAt || !this.chain.connected(t.chain)) return "not_granted";
     const c = this.chain.client(t.chain);
+    // a staged upgrade takes over once the Safe's owners enabled its module
+    if (d.pendingUpgrade && (await c.readContract({ address: d.safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [d.pendingUpgrade.module] }))) {
+      await this.ctx.stores.delegations.promoteUpgrade(t.id, d.pendingUpgrade.module);
+      d = (await this.ctx.stores.delegations.get(t.id))!;
+    }
     const [enabled, account, pending, latest] = await Promise.all([
       c.readContract({ address: d.safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [d.module] }),
       c.readContract({ address: AAVE_MARKETS[t.chain].pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [d.safe] }),
@@ -160,9 +173,10 @@ export class DelegationService {
    * attached module, or disableModule with the module before it in the Safe's
    * list, at the Safe's current nonce.
    */
-  async changeTransaction(t: TreasuryRecord, change: "approve" | "revoke") {
+  async changeTransaction(t: TreasuryRecord, change: "approve" | "revoke" | "upgrade") {
     const d = await this.ctx.stores.delegations.get(t.id);
     if (!d?.provenAt || !d.module) throw new TreasuryError("invalid_transition", "no module is attached to this treasury yet: deploy the ProtectionModule and POST /api/v1/delegation with the Safe's proof first (signer-agent operator approve does both)");
+    if (change === "upgrade" && !d.pendingUpgrade) throw new TreasuryError("invalid_transition", "no upgrade is staged: POST /api/v1/delegation with the new module and the Safe's proof first (signer-agent operator approve does both)");
     if (!this.chain.connected(t.chain)) throw new TreasuryError("chain_unavailable", `no RPC for ${t.chain}`);
     const c = this.chain.client(t.chain);
     const safe = getAddress(t.walletAddress);
@@ -177,18 +191,25 @@ export class DelegationService {
     const at = modules.indexOf(module);
     if (change === "approve" && at >= 0) throw new TreasuryError("invalid_transition", `the module ${module} is already enabled on the Safe: delegation is approved`);
     if (change === "revoke" && at < 0) throw new TreasuryError("invalid_transition", `the module ${module} is not enabled on the Safe: there is nothing to revoke`);
-    const data =
+    const enable = (m: `0x${string}`) => ({ to: safe, data: encodeFunctionData({ abi: SAFE_ABI, functionName: "enableModule", args: [m] }), value: "0" as const });
+    // disableModule names the module before it in the Safe's list (the sentinel for the first); enableModule puts a new one first
+    const disable = (before: `0x${string}`) => ({ to: safe, data: encodeFunctionData({ abi: SAFE_ABI, functionName: "disableModule", args: [before, module] }), value: "0" as const });
+    const calls =
       change === "approve"
-        ? encodeFunctionData({ abi: SAFE_ABI, functionName: "enableModule", args: [module] })
-        : encodeFunctionData({ abi: SAFE_ABI, functionName: "disableModule", args: [at === 0 ? SENTINEL_MODULES : modules[at - 1]!, module] });
+        ? [enable(module)]
+        : change === "revoke"
+          ? [disable(at === 0 ? SENTINEL_MODULES : modules[at - 1]!)]
+          : // the upgrade, one Safe transaction: the new module enabled (first in the list), the one in force disabled after it
+            [enable(getAddress(d.pendingUpgrade!.module)), ...(at >= 0 ? [disable(at === 0 ? getAddress(d.pendingUpgrade!.module) : modules[at - 1]!)] : [])];
     const chainId = AAVE_MARKETS[t.chain].chainId;
-    const safeTx = safeTxFor(chainId, [{ to: safe, data, value: "0" }], nonce);
+    const safeTx = safeTxFor(chainId, calls, nonce);
     return {
       object: "delegation_change",
       change,
       treasury_id: t.id,
       safe,
-      module,
+      module: change === "upgrade" ? getAddress(d.pendingUpgrade!.module) : module,
+      ...(change === "upgrade" ? { replaces: module } : {}),
       chain_id: chainId,
       safe_tx: safeTx,
       safe_tx_hash: safeTxHash(chainId, safe, safeTx),
@@ -202,13 +223,17 @@ export class DelegationService {
   }
 
   async view(t: TreasuryRecord) {
+    // the state first: it promotes a staged upgrade the Safe has enabled
+    const state = await this.state(t);
     const d = await this.ctx.stores.delegations.get(t.id);
     const proven = Boolean(d?.provenAt);
+    const u = proven ? d!.pendingUpgrade : null;
     return {
       object: "delegation",
       treasury_id: t.id,
-      state: await this.state(t),
+      state,
       module: proven ? d!.module : null,
+      pending_upgrade: u ? { module: u.module, protect_below_health_score: u.protectBelowHealth, staged_at: u.at, enable_with: "GET /api/v1/delegation/safe-transaction?change=upgrade" } : null,
       proven_at: d?.provenAt ?? null,
       protect_below_health_score: d?.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore,
       requirements: this.requirements(t),

@@ -14,6 +14,16 @@ export interface DelegationRecord {
   chain: TreasuryChain | null;
   /** when the Safe's own signature (EIP-1271) attached it; the engine acts only on proven delegations */
   provenAt: string | null;
+  /** a newer module the Safe signed for while this one is enabled: it replaces `module` once the Safe enables it */
+  pendingUpgrade: PendingUpgrade | null;
+}
+
+export interface PendingUpgrade {
+  module: `0x${string}`;
+  automation: `0x${string}`;
+  protectBelowHealth: number;
+  proof: Record<string, unknown>;
+  at: string;
 }
 
 interface Row {
@@ -27,6 +37,7 @@ interface Row {
   armed: number;
   chain: TreasuryChain | null;
   proven_at: string | null;
+  pending_upgrade: string | null;
 }
 
 const fromRow = (r: Row): DelegationRecord => ({
@@ -40,6 +51,7 @@ const fromRow = (r: Row): DelegationRecord => ({
   armed: r.armed === 1,
   chain: r.chain,
   provenAt: r.proven_at,
+  pendingUpgrade: r.pending_upgrade ? (JSON.parse(r.pending_upgrade) as PendingUpgrade) : null,
 });
 
 export interface ProtectionActionRecord {
@@ -69,7 +81,24 @@ export class DelegationStore {
     await this.db.run("DELETE FROM delegations WHERE chain = ? AND lower(safe) = lower(?) AND treasury_id != ?", d.chain, d.safe, d.treasuryId);
     await this.db.run(`INSERT INTO delegations (treasury_id, safe, module, automation, registered_at, protect_below_health, chain, proof, proven_at, armed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
          ON CONFLICT(treasury_id) DO UPDATE SET safe = excluded.safe, module = excluded.module, automation = excluded.automation, protect_below_health = excluded.protect_below_health,
-           chain = excluded.chain, proof = excluded.proof, proven_at = excluded.proven_at, armed = 1`, d.treasuryId, d.safe, d.module, d.automation, d.at, d.protectBelowHealth, d.chain, JSON.stringify(d.proof), d.at);
+           chain = excluded.chain, proof = excluded.proof, proven_at = excluded.proven_at, armed = 1, pending_upgrade = NULL`, d.treasuryId, d.safe, d.module, d.automation, d.at, d.protectBelowHealth, d.chain, JSON.stringify(d.proof), d.at);
+  }
+
+  /** stage a newer module the Safe signed for; the current one stays in force until the Safe enables the new one */
+  async stageUpgrade(treasuryId: string, u: PendingUpgrade): Promise<void> {
+    await this.db.run("UPDATE delegations SET pending_upgrade = ? WHERE treasury_id = ?", JSON.stringify(u), treasuryId);
+  }
+
+  /** the Safe enabled the staged module: it becomes the delegation's module (false when nothing, or another, was staged) */
+  async promoteUpgrade(treasuryId: string, module: string): Promise<boolean> {
+    const d = await this.get(treasuryId);
+    const u = d?.pendingUpgrade;
+    if (!u || u.module.toLowerCase() !== module.toLowerCase()) return false;
+    const r = await this.db.run(
+      "UPDATE delegations SET module = ?, automation = ?, protect_below_health = ?, proof = ?, proven_at = ?, pending_upgrade = NULL, armed = 1 WHERE treasury_id = ? AND pending_upgrade = ?",
+      u.module, u.automation, u.protectBelowHealth, JSON.stringify(u.proof), u.at, treasuryId, JSON.stringify(u),
+    );
+    return r.changes === 1;
   }
 
   async get(treasuryId: string): Promise<DelegationRecord | undefined> {

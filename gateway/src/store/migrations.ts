@@ -452,4 +452,13 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE x402_payments ADD COLUMN pending_settlement TEXT;
     `,
   },
+  {
+    version: 12,
+    name: "delegation_upgrade",
+    sql: `
+      -- a newer ProtectionModule the Safe signed for while its current one is enabled: staged here, the current
+      -- one keeps protecting until the owners enable the new one (its module, threshold, proof and time, JSON)
+      ALTER TABLE delegations ADD COLUMN pending_upgrade TEXT;
+    `,
+  },
 ];
