@@ -52,6 +52,8 @@ describe("deleverage from collateral: which, how much, minimum out, flash", () =
     expect(choice.asset).toBe("ETH");
     expect(hfAfter(p, 3n * E18, 0n)).toBeLessThan(10_000n);
     expect(call.flashAmount).toBeGreaterThan(0n);
+    // exactly the most the minimum out repays with the premium
+    expect(call.flashAmount).toBe((call.minOut * 10_000n) / 10_005n - 1n);
     // the loan and its premium are covered by the least the module accepts
     expect(call.flashAmount + (call.flashAmount * 5n) / 10_000n).toBeLessThanOrEqual(call.minOut);
     expect(hfAfter(p, 3n * E18, call.flashAmount)).toBeGreaterThanOrEqual(10_100n);
@@ -91,5 +93,37 @@ describe("deleverage from collateral: which, how much, minimum out, flash", () =
         }
       }
     }
+  });
+
+  it("between collaterals of one threshold, the larger supply first; a collateral without a price is never chosen", () => {
+    const p = position(3_000, 40_000_000_000n, 100_000_000n); // 1 cbBTC ($60,000) beside 10 WETH ($30,000), 40,000 USDC borrowed
+    const same = { ...p, collateral: { ETH: { ...p.collateral.ETH, ltBps: 7800n }, BTC: p.collateral.BTC } };
+    expect(chooseDeleverage(same)!.asset).toBe("BTC");
+    const smallBtc = { ...same, collateral: { ...same.collateral, BTC: { ...same.collateral.BTC, supplied: 10_000_000n } } }; // 0.1 cbBTC ($6,000)
+    expect(chooseDeleverage(smallBtc)!.asset).toBe("ETH");
+    const unpriced = { ...p, collateral: { ETH: { ...p.collateral.ETH, priceBase: 0n }, BTC: { ...p.collateral.BTC, supplied: 0n } } };
+    expect(chooseDeleverage(unpriced)).toBeNull();
+  });
+
+  it("a supply exactly the size of the sale reaches the park target; one unit less is partial", () => {
+    const p = position(3_000, 15_000_000_000n);
+    const wanted = chooseDeleverage(p)!.amount;
+    const exact = { ...p, collateral: { ...p.collateral, ETH: { ...p.collateral.ETH, supplied: wanted } } };
+    expect(chooseDeleverage(exact)).toEqual({ asset: "ETH", amount: wanted, reachesPark: true });
+    const short = { ...p, collateral: { ...p.collateral, ETH: { ...p.collateral.ETH, supplied: wanted - 1n } } };
+    expect(chooseDeleverage(short)).toEqual({ asset: "ETH", amount: wanted - 1n, reachesPark: false });
+  });
+
+  it("the flash loan is at most the debt; a loan that repays all of it always lets Aave release the collateral", () => {
+    // a small debt against a sale worth more than it: the loan is the whole debt
+    const p = position(1_700, 13_000_000_000n);
+    const call = deleverageCall(p, "ETH", 9n * E18)!;
+    expect(call.flashAmount).toBe(p.debtUsdc);
+  });
+
+  it("no price for USDC, or nothing to sell: no call", () => {
+    const p = position(3_000, 15_000_000_000n);
+    expect(deleverageCall({ ...p, usdcPriceBase: 0n }, "ETH", E18)).toBeNull();
+    expect(deleverageCall(p, "ETH", 1n)).toBeNull(); // 1 wei of ETH is worth no USDC unit
   });
 });

@@ -70,8 +70,7 @@ export const valueMicro = (input: DeleverageInput, asset: CollateralAsset, amoun
 /** the collateral to sell and how much, or null when nothing needs (or can be) sold */
 export function chooseDeleverage(input: DeleverageInput): DeleverageChoice | null {
   const repay = repaymentToPark({ collateralBase: input.collateralBase, debtBase: input.debtBase, usdcPriceBase: input.usdcPriceBase, parkTargetBps: input.parkTargetBps, fromCollateral: true });
-  if (repay <= 0n) return null;
-  // the repayment's value in micro-USD
+  // the repayment's value in micro-USD (0 at or under the park target)
   const targetMicro = (repay * input.usdcPriceBase) / 100_000_000n;
   const candidates = (Object.keys(input.collateral) as CollateralAsset[])
     .filter((a) => input.collateral[a].supplied > 0n && input.collateral[a].ltBps > 0n && input.collateral[a].priceBase > 0n)
@@ -86,7 +85,7 @@ export function chooseDeleverage(input: DeleverageInput): DeleverageChoice | nul
   const c = input.collateral[asset];
   const wanted = (targetMicro * 100n * unit(asset)) / c.priceBase;
   if (wanted <= 0n) return null;
-  return wanted >= c.supplied ? { asset, amount: c.supplied, reachesPark: false } : { asset, amount: wanted, reachesPark: true };
+  return wanted > c.supplied ? { asset, amount: c.supplied, reachesPark: false } : { asset, amount: wanted, reachesPark: true };
 }
 
 /**
@@ -95,7 +94,6 @@ export function chooseDeleverage(input: DeleverageInput): DeleverageChoice | nul
  * largest flash loan the sale can repay would not let Aave release `amount`.
  */
 export function deleverageCall(input: DeleverageInput, asset: CollateralAsset, amount: bigint): DeleverageCall | null {
-  if (amount <= 0n) return null;
   const c = input.collateral[asset];
   const value = valueMicro(input, asset, amount);
   if (input.usdcPriceBase <= 0n) return null;

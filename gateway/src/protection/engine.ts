@@ -202,6 +202,10 @@ export class ProtectionEngine {
     const run: Run = { d, t, threshold, claim, gasEth: 0, receipts: new Map() };
     try {
       if (claimed.kind === "taken_over") return await this.resume(run);
+      // planned before the claim: another engine may have acted in between (and re-armed the trigger it restored)
+      if (plan && chainHealthScore(await this.chain.position(t.chain, d.safe)) >= threshold) {
+        return await this.release(run, { treasuryId: d.treasuryId, outcome: "healthy", detail: "restored by another engine's action before this one's claim" });
+      }
       claim.healthBefore = health;
       claim.ltvBefore = ltvPct(position);
       plan ??= await this.plan(d, t.chain, position, health);
