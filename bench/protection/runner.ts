@@ -275,7 +275,7 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
       blocks: pricePath.eth.length,
       engines: o.crash ? "1 process, killed (SIGKILL) in its first act and restarted" : engines === 0 ? "none" : `${engines} in one process`,
       protected: {
-        lowest_health: round(p.lowest, 3),
+        lowest_health: floor4(p.lowest),
         liquidations: p.liquidations,
         liquidation_bonus_lost_usd: round(usd(p.bonusLost), 2),
         equity_end_usd: round(pe, 2),
@@ -289,7 +289,7 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
         flash_premium_usd: round(premium, 2),
         ltv_end_pct: pa.collateral === 0n ? 0 : round((Number(pa.debt) / Number(pa.collateral)) * 100, 2),
       },
-      baseline: { lowest_health: round(b.lowest, 3), liquidations: b.liquidations, liquidation_bonus_lost_usd: round(usd(b.bonusLost), 2), equity_end_usd: round(be, 2) },
+      baseline: { lowest_health: floor4(b.lowest), liquidations: b.liquidations, liquidation_bonus_lost_usd: round(usd(b.bonusLost), 2), equity_end_usd: round(be, 2) },
       equity_kept_vs_baseline_usd: round(pe - be, 2),
       ...(crash ? { crash } : {}),
       series,
@@ -303,6 +303,8 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
 }
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
+/** a health factor to 4 decimals, rounded down: a position under 1 never reads as 1 */
+const floor4 = (x: number) => Math.floor(x * 10_000) / 10_000;
 
 /** a Safe with 10 WETH supplied at the start price and `debt` USDC borrowed and spent */
 async function borrower(fork: BaseForkNode, debt: bigint) {

@@ -12,41 +12,18 @@
  * Every path runs on the SQLite pass (the runner's own store); the store's
  * part (three engines, the crash) runs again on PostgreSQL.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runScenario, type ScenarioOptions, type ScenarioResult } from "../../bench/protection/runner";
-import { freshDatabase, TEST_STORE } from "../helpers/store";
-
-async function play(o: ScenarioOptions): Promise<ScenarioResult> {
-  const database = TEST_STORE === "postgres" ? await freshDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "scenario-db-"))) : undefined;
-  return runScenario({ ...o, ...(database ? { database } : {}) });
-}
-
-function protectedHeld(r: ScenarioResult) {
-  const what = JSON.stringify({ ...r, series: undefined });
-  expect(r.protected.liquidations, what).toBe(0);
-  expect(r.protected.lowest_health, what).toBeGreaterThan(1);
-  // the engine passes every block: the block that crosses the trigger is the only one under it
-  expect(r.protected.max_blocks_under_trigger, what).toBeLessThanOrEqual(1);
-  expect(r.protected.blocks_trigger_to_act, what).toBe(0);
-  // one deleverage per trigger: each on chain is one recorded action, none twice
-  expect(r.protected.deleverages, what).toBeGreaterThanOrEqual(1);
-  expect(r.protected.deleverages, what).toBe(r.protected.recorded_actions);
-  expect(r.protected.recorded_actions, what).toBe(r.protected.triggers);
-  // what it cost: the swap within 1% of the oracle's value of what was sold, gas well inside the caps
-  expect(r.protected.gas_usd, what).toBeLessThan(0.25 * r.protected.deleverages);
-  expect(r.protected.ltv_end_pct, what).toBeGreaterThanOrEqual(25);
-}
+import { play, protectedHeld } from "../helpers/scenarios";
+import { TEST_STORE } from "../helpers/store";
 
 describe.skipIf(TEST_STORE === "postgres")("every price path at the ceiling (60%) and at 50%", () => {
-  for (const p of ["fast-drop", "slide", "wick", "random-7", "random-42"]) {
+  // the slide (1,800 blocks, the longest) runs in protection-slide.test.ts, beside this file
+  for (const p of ["fast-drop", "wick", "random-7", "random-42"]) {
     for (const ltv of [60, 50]) {
-      it(`${p} from ${ltv}% LTV: no liquidation with protection${p === "fast-drop" || p === "slide" ? "; the unprotected twin is liquidated" : ""}`, async () => {
+      it(`${p} from ${ltv}% LTV: no liquidation with protection${p === "fast-drop" ? "; the unprotected twin is liquidated" : ""}`, async () => {
         const r = await play({ path: p, startLtvPct: ltv, engines: 1 });
         protectedHeld(r);
-        if (p === "fast-drop" || p === "slide") {
+        if (p === "fast-drop") {
           expect(r.baseline.liquidations).toBeGreaterThanOrEqual(1);
           expect(r.baseline.lowest_health).toBeLessThan(1);
           expect(r.baseline.liquidation_bonus_lost_usd).toBeGreaterThan(0);
