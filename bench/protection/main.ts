@@ -1,9 +1,9 @@
 /**
- * npm run scenarios [-- --quick] [-- --only fast-drop]: every protection
+ * npm run scenarios [-- --quick] [-- --only fast-drop] [-- --picture]: every protection
  * scenario on the offline Base fork (bench/protection/runner.ts), a table of
  * what happened to the protected Safe and to its unprotected twin, the whole
  * results in bench/results/scenarios-latest.json and the fast drop's picture
- * in docs/images/protection-fast-drop.svg.
+ * in docs/images/protection-fast-drop.svg (--picture: only draw it again from the saved results).
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -25,6 +25,12 @@ export function plan(quickRun: boolean): ScenarioOptions[] {
   runs.push({ path: "fast-drop", startLtvPct: 60, engines: 3 });
   runs.push({ path: "fast-drop", startLtvPct: 60, crash: true });
   return runs;
+}
+
+if (args.includes("--picture")) {
+  const saved = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/scenarios-latest.json"), "utf8")) as ScenarioResult[];
+  fs.writeFileSync(path.join(ROOT, "docs/images/protection-fast-drop.svg"), healthPicture(saved.find((r) => r.series.length > 0)!));
+  process.exit(0);
 }
 
 const results: ScenarioResult[] = [];
