@@ -144,16 +144,26 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     }
 
     const inline = o.crash ? [] : Array.from({ length: engines }, () => new ProtectionEngine(gw!.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey }));
-    const startEngineProcess = () => {
+    /** the engine as its own process; resolves once it says it runs (a restart is as fast as the supervisor, not as tsx's start-up) */
+    const startEngineProcess = async () => {
       const child = spawn(process.execPath, ["--import", "tsx", "gateway/src/protection/main.ts"], {
         cwd: ROOT,
-        env: { ...process.env, ...("url" in database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir }), BASE_RPC_URL: fork.rpcUrl, AUTOMATION_PRIVATE_KEY: automationKey, PROTECTION_INTERVAL_MS: "50", LEASE_MS: "1500", LOG_LEVEL: "warn" },
-        stdio: ["ignore", "ignore", "inherit"],
+        env: { ...process.env, ...("url" in database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir }), BASE_RPC_URL: fork.rpcUrl, AUTOMATION_PRIVATE_KEY: automationKey, PROTECTION_INTERVAL_MS: "50", LEASE_MS: "1500", LOG_LEVEL: "info" },
+        stdio: ["ignore", "pipe", "inherit"],
       });
       children.push(child);
+      await new Promise<void>((resolve, reject) => {
+        let seen = "";
+        child.stdout!.on("data", (chunk: Buffer) => {
+          seen += chunk.toString();
+          if (seen.includes("protection engine running")) resolve();
+        });
+        child.once("exit", (code) => reject(new Error(`the engine process exited with ${code} before it ran`)));
+      });
+      child.stdout!.resume();
       return child;
     };
-    let engineProcess = o.crash ? startEngineProcess() : undefined;
+    let engineProcess = o.crash ? await startEngineProcess() : undefined;
     let killed = false;
     let crash: ScenarioResult["crash"];
 
@@ -219,7 +229,7 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
           engineProcess.kill("SIGKILL");
           killed = true;
           crash = { killed_at_block: i, signed_transactions_on_the_claim: claim?.sent.length ?? 0, pending_when_killed: (await client.getBlock({ blockTag: "pending" })).transactions.length };
-          engineProcess = startEngineProcess();
+          engineProcess = await startEngineProcess();
           await anvil.setAutomine(true);
           await anvil.mine({ blocks: 1 });
         }

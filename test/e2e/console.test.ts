@@ -205,10 +205,24 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     await page.screenshot({ path: path.join(SHOTS, "operator-phone.png"), fullPage: true });
     await page.setViewportSize({ width: 1200, height: 900 });
 
+    // an upgrade: a newer module attached with the Safe's proof waits while the one in force protects; the console
+    // offers it, and the wallet signs and sends the one Safe transaction that enables it and disables the old one
+    const next = await operator.deployModule(automation.address, 2500);
+    const nextProof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module: next, protectBelowHealth: 1.3, parkTargetBps: 2500 });
+    const staged = await api.post("/api/v1/delegation", { module: next, safe_proof: nextProof }, null);
+    expect(staged.body.pending_upgrade.module.toLowerCase()).toBe(next.toLowerCase());
+    await page.waitForSelector("[data-testid=pending-upgrade]", { timeout: 10_000 });
+    await page.screenshot({ path: path.join(SHOTS, "operator-upgrade.png"), fullPage: true });
+    await page.click("#upgrade");
+    await expect.poll(async () => ((await api.get("/api/v1/delegation")).body.module as string).toLowerCase(), { timeout: 20_000 }).toBe(next.toLowerCase());
+    expect(await operator.moduleEnabled(next)).toBe(true);
+    expect(await operator.moduleEnabled(module)).toBe(false);
+    await expect.poll(() => page.locator("[data-testid=pending-upgrade]").count(), { timeout: 10_000 }).toBe(0);
+
     // revoke: disableModule, signed and sent by the wallet
     await page.click("#revoke");
     await expect.poll(() => page.textContent("[data-testid=delegation-state]"), { timeout: 20_000 }).toBe("revoked");
-    expect(await operator.moduleEnabled(module)).toBe(false);
+    expect(await operator.moduleEnabled(next)).toBe(false);
     await page.screenshot({ path: path.join(SHOTS, "operator-revoked.png"), fullPage: true });
     await fork.setPrice("WETH", 3_000);
 

@@ -47,7 +47,9 @@ describe("the fast drop with the store's part of exactly once", () => {
     // killed with the signed bytes on its claim: sent already (pending in the held-back block) or not yet; either
     // way the successor re-sends those bytes (at most once on chain) and records what landed
     expect(r.crash!.signed_transactions_on_the_claim).toBe(1);
-    protectedHeld(r);
+    // the successor starts (a new process) and takes the dead engine's claim over after its lease (1.5 s here):
+    // until it re-sends the signed bytes the position waits under the trigger, at most a minute of blocks
+    protectedHeld(r, 30);
     expect(r.protected.deleverages).toBe(1);
   }, 300_000);
 });

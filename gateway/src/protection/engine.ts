@@ -2,14 +2,20 @@
  * The protection engine: watches managed treasuries' Aave positions on their
  * chain and, when the health score falls below the protect threshold (1.3 by
  * default, tighter per treasury), repays toward the park target through the
- * Safe's ProtectionModule with the service's automation key.
+ * Safe's ProtectionModule with the service's automation key: from the Safe's
+ * idle USDC, else its supplied USDC, else its collateral sold in one
+ * transaction (the module's deleverage, planned by domain/deleverage.ts and
+ * sized on the pool's QuoterV2 quote, with Aave flash liquidity near the
+ * threshold; partial when the pool's depth within the module's bound cannot
+ * reach the target in one act).
  *
  * - never acts without active delegation (state derived from the chain);
  * - once per trigger: it claims the trigger (store/protection-claim-store.ts)
  *   in the transaction that disarms it, so of any number of engines on one
- *   store one acts; it re-arms only when it sees the health score back above
- *   the threshold (normally right after the repayment), so an action that did
- *   not restore the position is not repeated for the same fall;
+ *   store one acts; it re-arms when it sees the health score back above
+ *   the threshold (normally right after the repayment) or after a partial
+ *   deleverage that moved the position, so an action that did neither is not
+ *   repeated for the same fall;
  * - crash-safe: every transaction is signed, written on the claim (hash and
  *   bytes), then sent; an engine that takes over a dead engine's expired
  *   claim re-sends those bytes, reads their receipts and records the action
@@ -17,8 +23,9 @@
  * - gas caps (spec 2.12): the automation key pays the gas, so the estimated
  *   cost (gas x max fee x the oracle's ETH price) must stay within 0.25 USD per
  *   action and 5 USD per month per treasury, an off-chain budget;
- * - every action is recorded in the fee audit trail with trigger `protection`
- *   and fee 0 (downward legs are free), through the one execution recorder;
+ * - every action is recorded in the fee audit trail with fee 0 (downward legs
+ *   are free) and trigger `protection` (a repayment from USDC) or
+ *   `auto_deleverage` (a sale of collateral), through the one execution recorder;
  * - only delegations attached with the Safe's own signature are acted on, and
  *   actions are recorded on the treasury the Safe named (its owner's);
  * - the repayment is rounded toward the module's safe side
@@ -308,7 +315,12 @@ export class ProtectionEngine {
     const choice = chooseDeleverage(input);
     if (!choice) return "no collateral to sell";
     const token = choice.asset === "ETH" ? m.weth : m.btc;
-    const quoter = quoterV2(m.chainId);
+    let quoter: `0x${string}`;
+    try {
+      quoter = quoterV2(m.chainId);
+    } catch {
+      return `no Uniswap QuoterV2 is known on ${chain}: a sale cannot be sized against its pool`;
+    }
     let amount = choice.amount;
     let fitted = false;
     for (let round = 0; round < 12 && amount > 0n; round++) {
