@@ -69,7 +69,6 @@ export function randomWithJumps(seed: number, blocks = 300): PricePath {
   return { name: `random-${seed}`, description: `seeded random walk with jumps (seed ${seed}), ten minutes`, eth: e, btc: b };
 }
 
-export const START_PRICES = START;
 
 /** a path by its name: slide, fast-drop, wick, random-<seed> */
 export function pathNamed(name: string): PricePath {

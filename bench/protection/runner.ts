@@ -33,7 +33,7 @@ import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { startGateway, type RunningGateway } from "../../gateway/src/server";
 import type { DatabaseLocation } from "../../gateway/src/store/db";
 import { Operator } from "../../signer-agent/src/operator";
-import { BLOCK_SECONDS, pathNamed, START_PRICES } from "./paths";
+import { pathNamed } from "./paths";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const m = AAVE_MARKETS.base;
@@ -339,4 +339,3 @@ async function get(url: string, route: string, key: string) {
   return (await res.json()) as Record<string, any>;
 }
 
-export { BLOCK_SECONDS, START_PRICES };
