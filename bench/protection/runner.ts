@@ -86,6 +86,8 @@ export interface ScenarioResult {
   };
   baseline: SafeOutcome;
   equity_kept_vs_baseline_usd: number;
+  /** what the in-process engines answered for the protected Safe while it was under the trigger: outcome and detail, counted */
+  engine_answers_under_trigger?: Record<string, number>;
   /** the crash run: when the engine was killed and what its claim held then */
   crash?: { killed_at_block: number; signed_transactions_on_the_claim: number; pending_when_killed: number };
   /** per block: ETH price, each Safe's health factor after the market moved (before anyone acted) */
@@ -197,6 +199,7 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     let firstAct: number | null = null;
     let under = 0;
     let maxUnder = 0;
+    const answers: Record<string, number> = {};
     for (let i = 0; i < pricePath.eth.length; i++) {
       const eth = pricePath.eth[i]!;
       const btc = pricePath.btc[i]!;
@@ -214,7 +217,15 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
         maxUnder = Math.max(maxUnder, under);
       } else under = 0;
 
-      if (inline.length > 0) await Promise.all(inline.map((e) => e.tick()));
+      if (inline.length > 0) {
+        const passes = await Promise.all(inline.map((e) => e.tick()));
+        if (health(ps.hf) < trigger)
+          for (const r of passes.flat().filter((x) => x.treasuryId === treasuryId)) {
+            // figures masked so that like answers count together; a failure's reason kept whole
+            const key = `${r.outcome}: ${r.outcome === "failed" ? r.detail : (r.detail ?? "").replace(/[0-9.]+/g, "#")}`;
+            answers[key] = (answers[key] ?? 0) + 1;
+          }
+      }
       if (engineProcess) {
         if (!killed && treasuryId && health(ps.hf) < trigger) {
           // the first act: blocks are held back (automine off) so the engine's signed deleverage is pending when
@@ -301,6 +312,7 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
       },
       baseline: { lowest_health: floor4(b.lowest), liquidations: b.liquidations, liquidation_bonus_lost_usd: round(usd(b.bonusLost), 2), equity_end_usd: round(be, 2) },
       equity_kept_vs_baseline_usd: round(pe - be, 2),
+      ...(inline.length > 0 ? { engine_answers_under_trigger: answers } : {}),
       ...(crash ? { crash } : {}),
       series,
     };
