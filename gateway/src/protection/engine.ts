@@ -57,6 +57,7 @@ import { ExecutionRecorder } from "../services/execution-recorder";
 import { formatDecimal } from "../domain/money";
 import { BaseError, ContractFunctionRevertedError } from "viem";
 import type { DelegationRecord } from "../store/delegation-store";
+import { landedReceipt } from "../chain/landed";
 import type { ProtectionClaim, SentTransaction } from "../store/protection-claim-store";
 import type { TreasuryRecord } from "../store/treasury-store";
 
@@ -428,32 +429,22 @@ export class ProtectionEngine {
     throw new Error("the automation key's nonce was taken three times in a row");
   }
 
-  /** send signed bytes (again: the node dedupes them) and wait for their receipt; null when their nonce went to another transaction */
+  /** send signed bytes again and wait for their receipt (chain/landed.ts); null when their nonce went to another transaction */
   private async landed(run: Run, sent: SentTransaction): Promise<TransactionReceipt | null> {
-    const client = this.chain.client(run.t.chain);
-    await client.sendRawTransaction({ serializedTransaction: sent.raw }).catch(() => undefined);
-    const deadline = Date.now() + RECEIPT_TIMEOUT_MS;
     let renewed = Date.now();
-    for (;;) {
-      const receipt = await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null);
-      if (receipt) {
-        run.receipts.set(sent.hash, receipt);
-        run.gasEth += Number(receipt.gasUsed * receipt.effectiveGasPrice) / 1e18;
-        return receipt;
-      }
-      const used = await client.getTransactionCount({ address: this.automation.address, blockTag: "latest" });
-      if (used > sent.nonce) {
-        const late = await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null);
-        if (!late) return null;
-        continue;
-      }
-      if (Date.now() > deadline) throw new Error(`transaction ${sent.hash} not mined within ${RECEIPT_TIMEOUT_MS} ms; it is on the claim and will be settled on a later pass`);
-      if (Date.now() - renewed > 1_000) {
+    const receipt = await landedReceipt(this.chain.client(run.t.chain), this.automation.address, sent, {
+      timeoutMs: RECEIPT_TIMEOUT_MS,
+      whileWaiting: async () => {
+        if (Date.now() - renewed <= 1_000) return;
         if (!(await this.ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, this.ctx.clock.now()))) throw new LostClaim();
         renewed = Date.now();
-      }
-      await new Promise((r) => setTimeout(r, 100));
+      },
+    });
+    if (receipt) {
+      run.receipts.set(sent.hash, receipt);
+      run.gasEth += Number(receipt.gasUsed * receipt.effectiveGasPrice) / 1e18;
     }
+    return receipt;
   }
 
   /** the trigger's repayment landed: its action and audit entry, and the end of the claim, in one transaction */

@@ -35,6 +35,7 @@ import { SAFE_ABI, SIMULATE_TX_ACCESSOR_ABI } from "../../../contracts-abi/safe"
 import { simulateTxAccessor } from "../../../contracts-abi/safe-deployments";
 import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
 import { ChainGateway, chainHealthScore, describeRevert, describeRevertData, revertDataOf, usdOfWei } from "../chain/chain-gateway";
+import { landedReceipt } from "../chain/landed";
 import { packSignatures, safeTxFor } from "../chain/safe-transaction";
 import type { ActionParams } from "../domain/sandbox-ledger";
 import { ltvPct } from "../domain/position";
@@ -222,19 +223,9 @@ export class SafeExecutor {
     }
   }
 
-  /** send signed bytes (again: the node dedupes them) and wait for their receipt; null when their nonce went to another transaction */
-  private async landed(r: SafeTransactionRecord, sent: { hash: Hex; raw: Hex; nonce: number }): Promise<TransactionReceipt | null> {
-    const client = this.chain.client(r.chain);
-    await client.sendRawTransaction({ serializedTransaction: sent.raw }).catch(() => undefined);
-    const deadline = Date.now() + RECEIPT_TIMEOUT_MS;
-    for (;;) {
-      const receipt = await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null);
-      if (receipt) return receipt;
-      const used = await client.getTransactionCount({ address: this.automation.address, blockTag: "latest" });
-      if (used > sent.nonce && !(await client.getTransactionReceipt({ hash: sent.hash }).catch(() => null))) return null;
-      if (Date.now() > deadline) throw new Error(`transaction ${sent.hash} not mined within ${RECEIPT_TIMEOUT_MS} ms; it is on the claim and will be settled on a later pass`);
-      await new Promise((done) => setTimeout(done, 100));
-    }
+  /** send signed bytes again and wait for their receipt (chain/landed.ts); null when their nonce went to another transaction */
+  private landed(r: SafeTransactionRecord, sent: { hash: Hex; raw: Hex; nonce: number }): Promise<TransactionReceipt | null> {
+    return landedReceipt(this.chain.client(r.chain), this.automation.address, sent, { timeoutMs: RECEIPT_TIMEOUT_MS });
   }
 
   /** the end of a sent execution, from its receipt (null: its nonce went elsewhere, and the Safe transaction did not execute) */
