@@ -18,7 +18,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createWalletClient, http, parseAbi, publicActions } from "viem";
 import { base } from "viem/chains";
-import { startAnvil, type AnvilNode } from "../fixtures/anvil";
+import { STATE_INTERVAL_SECONDS, startAnvil, type AnvilNode } from "../fixtures/anvil";
 import { BASE_BLOCK_SECONDS, forkManifest, fundOnFork, startBaseFork } from "../fixtures/base-fork";
 import { DEV_MNEMONIC, devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
 import { removeStackFile, stackFilePath, writeStackFile } from "../signer-agent/src/stack-file";
@@ -146,12 +146,26 @@ async function main() {
   const operatorKeystore = path.join(dataDir, "operator", "keystore.json");
   const instances = instancesArg();
 
+  // the chains live on in DATA_DIR beside the store that records them; a start without them (the first, or
+  // --fresh) starts the store, the operator's Safe record and the agent's audit log over too, so the two agree
+  const chainsDir = path.join(dataDir, "chains");
+  const forkState = path.join(chainsDir, "base-fork.json");
+  const sepoliaState = path.join(chainsDir, "base-sepolia.json");
+  const fresh = process.argv.includes("--fresh") || !fs.existsSync(forkState) || !fs.existsSync(sepoliaState);
+  if (fresh) {
+    const stale = [chainsDir, path.join(dataDir, "postgres"), path.join(dataDir, "operator", "operator.json"), path.join(agentDir, "audit.jsonl"), path.join(dataDir, "operator", "audit.jsonl")];
+    for (const f of ["gateway.sqlite", "gateway.sqlite-wal", "gateway.sqlite-shm"]) stale.push(path.join(dataDir, f));
+    for (const f of stale) fs.rmSync(f, { recursive: true, force: true });
+  }
+
   // everything that does not wait for anything starts at once: the two chains, the facilitator (it reaches
   // its chain on the first request), the keystores (scrypt: created once, kept in DATA_DIR), the embedded PostgreSQL
   const forkReady = timed("Base fork", () =>
-    forkUrl ? startAnvil({ chainId: 8453, port: PORTS.fork, args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC], timestampInterval: BASE_BLOCK_SECONDS }) : startBaseFork({ port: PORTS.fork }),
+    forkUrl
+      ? startAnvil({ chainId: 8453, port: PORTS.fork, args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC], timestampInterval: BASE_BLOCK_SECONDS, keepState: forkState })
+      : startBaseFork({ port: PORTS.fork, keepState: forkState }),
   ).then((n) => (nodes.push(n), n));
-  const sepoliaReady = timed("Base Sepolia", () => startBaseSepolia({ port: PORTS.sepolia })).then((n) => (nodes.push(n), n));
+  const sepoliaReady = timed("Base Sepolia", () => startBaseSepolia({ port: PORTS.sepolia, keepState: sepoliaState })).then((n) => (nodes.push(n), n));
   // from npm start (scripts/start.mjs), which built them before this script loaded; else built here
   const given = env.STACK_ENTRIES ? (JSON.parse(env.STACK_ENTRIES) as Awaited<ReturnType<typeof stackEntries>> & { build_ms: number }) : null;
   const buildStarted = performance.now();
@@ -213,8 +227,9 @@ async function main() {
     }, /protection engine running/, true),
   );
   const sepolia = await sepoliaReady;
-  // fund the demo agent: USDC and ETH on the fork (TestUSDC's minter is dev account 0), USDC on Base Sepolia for x402
+  // fund the demo agent on a new chain: USDC and ETH on the fork (TestUSDC's minter is dev account 0), USDC on Base Sepolia for x402
   const fundingReady = timed("demo funds", async () => {
+    if (!fresh) return;
     await Promise.all([forkUrl ? Promise.resolve() : fundOnFork(fork.rpcUrl, forkManifest().tokens.USDC, agent.address, 10_000_000_000n), sepolia.fund(agent.address, 100_000_000n)]);
   });
   await Promise.all([facilitatorReady, keystoresReady, gatewaysReady, protectionReady, fundingReady]);
@@ -247,12 +262,13 @@ async function main() {
       `  console       ${gw}/console   (operators sign in with a Safe owner's wallet; reviewers at ${gw}/console#reviewer ${env.ADMIN_TOKEN ? "with your ADMIN_TOKEN" : "once the stack is started with ADMIN_TOKEN=<24+ characters>"})`,
       ...Array.from({ length: instances - 1 }, (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${PORTS.gateway + i + 1}   (same store, any of them serves the whole loop)`),
       `  store         ${databaseUrl ? `PostgreSQL ${redactedUrl(databaseUrl)}${postgres ? " (embedded, data in .data/postgres)" : ""}` : `SQLite ${path.relative(ROOT, path.join(dataDir, "gateway.sqlite"))}`}`,
+      `  chains        ${fresh ? "new" : "restored from the last run"}, kept in ${shown(chainsDir)} (written every ${STATE_INTERVAL_SECONDS} s and on Ctrl-C; npm start -- --fresh starts the chains and the store over)`,
       `  Base fork     ${fork.rpcUrl}   chain 8453${forkUrl ? ` (forking ${forkUrl})` : " (offline fixture: real Aave V3 at the real addresses)"}`,
       `  Base Sepolia  ${sepolia.rpcUrl}   chain 84532 (x402 payments, USDC ${sepolia.usdc})`,
       `  facilitator   http://127.0.0.1:${PORTS.facilitator}   (settles from ${devAccount(1).address})`,
       "",
       "accounts (Anvil's public development keys; never use them for real funds)",
-      `  demo agent    ${agent.address}   10,000 USDC + ETH on the fork, 100 USDC on Base Sepolia`,
+      `  demo agent    ${agent.address}   ${fresh ? "funded with" : "was funded on the first start with"} 10,000 USDC + ETH on the fork, 100 USDC on Base Sepolia`,
       `                keystore ${shown(keystore)}, passphrase "${DEMO_PASSPHRASE}"`,
       `  x402 pay-to   ${payTo}`,
       `  fee recipient ${feeRecipient}`,
