@@ -57,9 +57,11 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     await operator.fundWeth(10n * 10n ** 18n);
     await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
 
-    // the treasury's state is the Safe's on-chain position
+    // the treasury's state is the Safe's on-chain position; nothing protects it yet, and it says so
     const state = await api.get("/api/v1/treasury");
-    expect(state.body).toMatchObject({ environment: "chain", ltv: 50, health_score: 1.65, borrowed_usd: 15000 });
+    expect(state.body).toMatchObject({ environment: "chain", ltv: 50, health_score: 1.65, borrowed_usd: 15000, auto_repay_active: false });
+    expect((await api.get("/api/v1/health")).body).toMatchObject({ environment: "chain", auto_repay_active: false });
+    expect((await api.get(`/api/v1/treasuries/${tenant.treasuryId}`)).body.state.environment).toBe("chain");
     // the rail uses Aave's figures; an allowed action answers its 200 receipt and waits for the Safe's owners (safe-transactions.test.ts)
     const rail = await api.post("/api/v1/borrow", { amount_usdc: 5000 });
     expect(rail.status).toBe(403);
@@ -82,6 +84,14 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     const policy = (await api.get("/api/v1/policy-state")).body;
     expect(policy.delegation.state).toBe("active");
     expect(policy.protection_status).toBe("active");
+    // auto_repay_active: the delegation is active and an engine with its key took a pass within the watch window
+    expect((await api.get("/api/v1/treasury")).body.auto_repay_active).toBe(true);
+    expect((await api.get("/api/v1/health")).body).toMatchObject({ auto_repay_active: true, protect_below_health_score: 1.3 });
+    // no engine beating (its last pass a minute ago): the same delegation protects nothing, and every status says so
+    await gw.ctx.stores.instances.beatEngine(automation.address, new Date(Date.now() - 60_000));
+    expect((await api.get("/api/v1/treasury")).body.auto_repay_active).toBe(false);
+    expect((await api.get("/api/v1/health")).body.auto_repay_active).toBe(false);
+    expect((await api.get("/api/v1/policy-state")).body).toMatchObject({ protection_status: "inactive", delegation: { state: "active" } });
 
     // $23,000 of WETH against 15,000 USDC: health 23,000 x 0.825 / 15,000 = 1.265 < 1.3
     const health = await api.get("/api/v1/health");

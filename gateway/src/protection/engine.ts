@@ -124,7 +124,7 @@ export class ProtectionEngine {
   private readonly holder = newId("eng");
 
   constructor(
-    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "positionSamples" | "protectionClaims" | "treasuries">,
+    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "instances" | "positionSamples" | "protectionClaims" | "treasuries">,
     private readonly opts: {
       rpcUrls: Partial<Record<TreasuryChain, string>>;
       automationKey: Hex;
@@ -152,6 +152,8 @@ export class ProtectionEngine {
     if (this.running) return [];
     this.running = true;
     try {
+      // the gateway's auto_repay_active reads this: an engine with this key is watching
+      await this.ctx.stores.instances.beatEngine(this.automation.address, this.ctx.clock.now());
       const results: TickResult[] = [];
       for (const d of await this.ctx.stores.delegations.allProven()) {
         try {

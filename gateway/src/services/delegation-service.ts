@@ -34,7 +34,7 @@ import type { SignedProof, StatementVerifier } from "./statement-verifier";
 
 export class DelegationService {
   constructor(
-    private readonly ctx: ServiceContext<"delegations" | "treasuries">,
+    private readonly ctx: ServiceContext<"delegations" | "instances" | "treasuries">,
     private readonly chain: ChainGateway,
     private readonly statements?: StatementVerifier,
   ) {}
@@ -141,6 +141,18 @@ export class DelegationService {
       await this.ctx.stores.treasuries.markProven(t.id);
     });
     return this.view(t);
+  }
+
+  /**
+   * What protection does for a treasury now: its delegation's state on chain, whether an engine holding the
+   * delegation's automation key is taking its passes, and the trigger. `active` (the published
+   * auto_repay_active and protection_status) needs both: an approved, funded delegation and an engine watching.
+   */
+  async protection(t: TreasuryRecord): Promise<{ state: DelegationState; engineWatching: boolean; active: boolean; protectBelowHealth: number | null }> {
+    const d = await this.ctx.stores.delegations.get(t.id);
+    if (!d?.provenAt) return { state: "not_granted", engineWatching: false, active: false, protectBelowHealth: null };
+    const [state, engineWatching] = await Promise.all([this.state(t), this.ctx.stores.instances.engineWatching(d.automation, this.ctx.clock.now())]);
+    return { state, engineWatching, active: state === "active" && engineWatching, protectBelowHealth: d.protectBelowHealth };
   }
 
   async state(t: TreasuryRecord): Promise<DelegationState> {

@@ -11,26 +11,31 @@ export class PolicyService {
 
   constructor(
     private readonly ctx: ServiceContext<"fees">,
-    /** a treasury's delegation state, derived from its chain (not_granted without a delegation) */
-    private readonly delegationOf: (t: TreasuryRecord) => Promise<DelegationState> = async () => "not_granted",
+    private readonly treasurySide: {
+      /** a treasury's delegation state, derived from its chain (not_granted without a delegation), and whether an engine acts on it */
+      protection(t: TreasuryRecord): Promise<{ state: DelegationState; active: boolean }>;
+      /** is the treasury's figures' source its chain */
+      backed(t: TreasuryRecord): boolean;
+    } = { protection: async () => ({ state: "not_granted", active: false }), backed: () => false },
   ) {
     this.demoActivityAt = ctx.clock.now();
   }
 
   forTreasury(t: TreasuryRecord) {
-    return this.forSubject({ environment: "sandbox_simulation", address: t.walletAddress, holdings: t.holdings, preset: PRESETS[t.preset], treasury: t });
+    return this.forSubject({ environment: this.treasurySide.backed(t) ? "chain" : "sandbox_simulation", address: t.walletAddress, holdings: t.holdings, preset: PRESETS[t.preset], treasury: t });
   }
 
   async forSubject(subject: Subject) {
     const t = subject.treasury;
     const lastFeeBearing = t ? await this.ctx.stores.fees.lastFeeBearingAt(t.id) ?? t.createdAt : this.demoActivityAt.toISOString();
-    const delegationState: DelegationState = t ? await this.delegationOf(t) : "active";
+    // the public demo shows protection as its policy runs it
+    const protection = t ? await this.treasurySide.protection(t) : { state: "active" as const, active: true };
     return policyStateDocument({
       environment: subject.environment,
       address: subject.address,
       preset: subject.preset,
-      protectionStatus: delegationState === "active" ? "active" : "inactive",
-      delegationState,
+      protectionStatus: protection.active ? "active" : "inactive",
+      delegationState: protection.state,
       lastFeeBearingActivityAt: new Date(lastFeeBearing),
       feeScheduleUrl: this.ctx.links.url("/fees.json"),
       docsUrl: this.ctx.links.url("/docs"),

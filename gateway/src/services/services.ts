@@ -60,14 +60,14 @@ export function createServices(ctx: AppContext): Services {
   const chainRpcs = onTreasuryChains(ctx.config.rpcUrls);
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
-  const delegation = new DelegationService(scope(ctx, "delegations", "treasuries"), chain, statements);
+  const delegation = new DelegationService(scope(ctx, "delegations", "instances", "treasuries"), chain, statements);
   const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
   const safeTransactions = new SafeTransactionService(scope(ctx, "safeTransactions", "treasuries"), chain);
   return {
-    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "treasuries"), (t) => actions.chainPosition(t), statements),
+    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "treasuries"), { position: (t) => actions.chainPosition(t), backed: (t) => actions.chainBacked(t), protection: (t) => delegation.protection(t) }, statements),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
     preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain)),
-    policy: new PolicyService(scope(ctx, "fees"), (t) => delegation.state(t)),
+    policy: new PolicyService(scope(ctx, "fees"), { protection: (t) => delegation.protection(t), backed: (t) => actions.chainBacked(t) }),
     marketRates,
     actions,
     relay: new RelayService(scope(ctx, "envelopes"), actions),

@@ -9,7 +9,7 @@ import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 
 export interface Subject {
-  environment: "public_demo" | "sandbox_simulation";
+  environment: "public_demo" | "sandbox_simulation" | "chain";
   address: string;
   holdings: Holdings;
   preset: Preset;

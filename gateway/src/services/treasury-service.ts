@@ -30,13 +30,31 @@ export interface CreateTreasuryInput {
   ownership_proof?: SignedProof;
 }
 
+/** what the treasury views read beside the store: the chain (when the treasury is backed by one) and protection */
+export interface ChainSide {
+  backed(t: TreasuryRecord): boolean;
+  position(t: TreasuryRecord): Promise<ChainPosition | null>;
+  /** auto_repay_active: an active delegation with an engine watching; the delegation's trigger */
+  protection(t: TreasuryRecord): Promise<{ active: boolean; protectBelowHealth: number | null }>;
+}
+const NO_CHAIN: ChainSide = { backed: () => false, position: async () => null, protection: async () => ({ active: false, protectBelowHealth: null }) };
+
 export class TreasuryService {
   constructor(
     private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "treasuries">,
-    /** the position as Aave reports it, for a chain-backed treasury; null for a sandbox one */
-    private readonly chainPosition: (t: TreasuryRecord) => Promise<ChainPosition | null> = async () => null,
+    private readonly chainSide: ChainSide = NO_CHAIN,
     private readonly statements?: StatementVerifier,
   ) {}
+
+  /** the position as Aave reports it, for a chain-backed treasury; null for a sandbox one */
+  private chainPosition(t: TreasuryRecord): Promise<ChainPosition | null> {
+    return this.chainSide.position(t);
+  }
+
+  /** where a treasury's figures come from: its chain (read and broadcast there), or its own sandbox ledger */
+  private environment(t: TreasuryRecord): "chain" | "sandbox_simulation" {
+    return this.chainSide.backed(t) ? "chain" : "sandbox_simulation";
+  }
 
   private get ttlMs() {
     return this.ctx.config.sandboxKeyTtlDays * DAY_MS;
@@ -93,7 +111,7 @@ export class TreasuryService {
       const key = await issueApiKey(this.ctx.stores.apiKeys, { kind: "sandbox", treasuryId: treasury.id, now, ttlMs: this.ttlMs });
       return { treasury, key };
     });
-    return { ...this.viewSync(treasury), api_key: key.key, api_key_expires_at: key.expiresAt ?? undefined };
+    return { ...(await this.view(treasury)), api_key: key.key, api_key_expires_at: key.expiresAt ?? undefined };
   }
 
   /**
@@ -152,7 +170,7 @@ export class TreasuryService {
       status: t.status,
       created_at: t.createdAt,
       state: {
-        environment: "sandbox_simulation",
+        environment: this.environment(t),
         usdc_balance: usdcToNumber(t.holdings.usdcMicro),
         debt_usdc: usdcToNumber(t.holdings.debtMicro),
         ltv: ltvPct(position),
@@ -164,20 +182,20 @@ export class TreasuryService {
   /** spec 2.9; from Aave's own figures for a chain-backed treasury */
   async healthView(t: TreasuryRecord) {
     const preset = PRESETS[t.preset];
-    const chain = await this.chainPosition(t);
+    const [chain, protection] = await Promise.all([this.chainPosition(t), this.chainSide.protection(t)]);
     const position = chain ?? positionOf(t.holdings);
     const ltv = ltvPct(position);
     return {
       sandbox: true,
       object: "health_state",
       treasury_id: t.id,
-      environment: chain ? "chain" : "sandbox_simulation",
+      environment: this.environment(t),
       ...(chain ? { source: { chain: t.chain, block_number: Number(chain.blockNumber), aave_health_factor: chain.healthFactorWad.toString() } } : {}),
       health_score: chain ? chainHealthScore(chain) : healthScore(positionOf(t.holdings)),
       ltv,
       ltv_zone: zoneOf(ltv, preset),
-      auto_repay_active: false,
-      protect_below_health_score: preset.protectBelowHealthScore,
+      auto_repay_active: protection.active,
+      protect_below_health_score: protection.protectBelowHealth ?? preset.protectBelowHealthScore,
       ltv_zones: ltvZonesOf(preset),
     };
   }
@@ -188,12 +206,12 @@ export class TreasuryService {
    */
   async stateView(t: TreasuryRecord) {
     const preset = PRESETS[t.preset];
-    const chain = await this.chainPosition(t);
+    const [chain, protection] = await Promise.all([this.chainPosition(t), this.chainSide.protection(t)]);
     const figures = chain ? chainFigures(chain) : portfolioFigures(t.holdings);
     return {
       sandbox: true,
       object: "treasury_state",
-      environment: chain ? "chain" : "sandbox_simulation",
+      environment: this.environment(t),
       ...(chain ? { source: { chain: t.chain, block_number: Number(chain.blockNumber), read: "Aave V3 getUserAccountData and token balances" } } : {}),
       treasury_id: t.id,
       wallet_address: t.walletAddress,
@@ -206,7 +224,7 @@ export class TreasuryService {
       ltv: figures.ltv,
       health_score: figures.health_score,
       utilization_score: Math.round((figures.ltv / preset.ceiling) * 10_000) / 100,
-      auto_repay_active: false,
+      auto_repay_active: protection.active,
       usdc_balance: figures.holdings.usdc,
       debt_usdc: figures.borrowed_usd,
       pending_tx_id: (await this.ctx.stores.envelopes.pendingFor(t.id, this.ctx.clock.now().toISOString()))?.txId ?? null,

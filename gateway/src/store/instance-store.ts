@@ -14,6 +14,14 @@ import { instanceOf } from "./lease";
 export const HEARTBEAT_MS = Number(process.env.INSTANCE_HEARTBEAT_MS ?? 1_000);
 export const INSTANCE_GONE_AFTER_MS = Number(process.env.INSTANCE_GONE_AFTER_MS ?? 5_000);
 
+/**
+ * A protection engine beats too, once a pass, as `engine:<automation address>`: the gateway says a treasury's
+ * automatic repayment is active only while an engine holding its delegation's key has beaten this recently
+ * (passes are 2 s apart by default; a window of several covers a slow pass or a restart by its supervisor).
+ */
+export const ENGINE_WATCH_WINDOW_MS = 30_000;
+const engineId = (automation: string) => `engine:${automation.toLowerCase()}`;
+
 /** an instance's rows are kept a day after its last beat */
 export const INSTANCE_RETENTION_MS = 86_400_000;
 
@@ -23,6 +31,17 @@ export class InstanceStore {
   async beat(id: string, now: Date): Promise<void> {
     const at = now.toISOString();
     await this.db.run("INSERT INTO instances (id, started_at, heartbeat_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at", id, at, at);
+  }
+
+  /** a protection engine's pass, under its automation key */
+  beatEngine(automation: string, now: Date): Promise<void> {
+    return this.beat(engineId(automation), now);
+  }
+
+  /** has an engine holding this automation key taken a pass within ENGINE_WATCH_WINDOW_MS? */
+  async engineWatching(automation: string, now: Date): Promise<boolean> {
+    const row = await this.db.get<{ heartbeat_at: string }>("SELECT heartbeat_at FROM instances WHERE id = ?", engineId(automation));
+    return row !== undefined && row.heartbeat_at >= new Date(now.getTime() - ENGINE_WATCH_WINDOW_MS).toISOString();
   }
 
   /** forget instances gone for a day (their claims were taken over or expired long ago) */
