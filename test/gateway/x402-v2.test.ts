@@ -11,6 +11,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from "@x402/axios";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import Ajv2020 from "ajv/dist/2020";
+import addFormats from "ajv-formats";
 import axios from "axios";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../helpers/gateway";
@@ -252,6 +253,7 @@ const r402HeaderOf = (required: unknown) => Buffer.from(JSON.stringify(required)
 describe("bazaar discovery metadata", () => {
   it("every priced route's 402 carries its bazaar entry made from its schemas, and /x402/discovery/resources lists them all", async () => {
     const ajv = new Ajv2020({ strict: false });
+    addFormats(ajv);
     const listed = await call(base, "GET", "/x402/discovery/resources");
     expect(listed.status).toBe(200);
     v.check("GET", "/x402/discovery/resources", 200, listed.body);

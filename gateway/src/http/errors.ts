@@ -78,17 +78,27 @@ export const statusOf = (err: TreasuryError): number => HTTP_STATUS[err.code];
 
 export const badRequest = (message: string, fields: Record<string, unknown> = {}) => new ApiError("invalid_request", message, fields);
 
-export function fromZodError(error: ZodError, where: "body" | "query" | "path" | "header"): ApiError {
+export function fromZodError(error: ZodError, where: "body" | "query" | "path" | "header", input?: unknown): ApiError {
   const details = error.issues.map((i) => ({
     location: where,
     field: i.path.map(String).join(".") || null,
-    message: i.message,
+    // a field that is not there is "required", not an invalid value of it
+    message: i.path.length > 0 && valueAt(input, i.path) === undefined ? `required: ${i.message.replace(/^Invalid (option|input): /, "").replace(/, received undefined$/, "")}` : i.message,
   }));
   const first = details[0];
   const message = first
     ? `${where}${first.field ? ` field '${first.field}'` : ""}: ${first.message}`
     : `invalid ${where}`;
   return new ApiError("invalid_request", message, { details });
+}
+
+function valueAt(input: unknown, path: PropertyKey[]): unknown {
+  let v = input;
+  for (const k of path) {
+    if (v === null || typeof v !== "object") return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
 }
 
 export function errorBody(err: ApiError, requestId: string | undefined) {
@@ -125,7 +135,7 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string 
 }
 
 export const notFoundHandler: RequestHandler = (req, res) => {
-  sendError(res, new ApiError("not_found", `no route for ${req.method} ${req.path}`));
+  sendError(res, new ApiError("not_found", `no route for ${req.method} ${req.path}: every route is listed at /docs (the API reference) and /openapi.json`));
 };
 
 export function errorHandler(log: { error: (obj: unknown, msg: string) => void }): ErrorRequestHandler {

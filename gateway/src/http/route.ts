@@ -549,7 +549,7 @@ function bodyOf(req: Request, required: boolean): unknown {
 
 function parse<T>(schema: ZodType<T>, value: unknown, where: "body" | "query" | "path"): T {
   const result = schema.safeParse(value);
-  if (!result.success) throw fromZodError(result.error, where);
+  if (!result.success) throw fromZodError(result.error, where, value);
   return result.data;
 }
 
