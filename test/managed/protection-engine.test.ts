@@ -15,6 +15,7 @@ import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { floatArtefacts } from "../helpers/figures";
 import { authed, registerTreasury } from "../helpers/treasury";
 
 let fork: BaseForkNode;
@@ -108,6 +109,9 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     const delegation = (await api.get("/api/v1/delegation")).body;
     expect(delegation.protection_actions.at(-1)).toMatchObject({ status: "executed" });
     expect(delegation.protection_actions.at(-1).tx_hashes).toHaveLength(2);
+    // its gas in USD from exact wei x the oracle's price, divided once: no float noise in any figure
+    expect(delegation.protection_actions.at(-1).gas_usd).toBeGreaterThan(0);
+    for (const route of ["/api/v1/delegation", "/api/v1/treasury", "/api/v1/health", "/api/v1/audit"]) expect(floatArtefacts((await api.get(route)).body, route)).toEqual([]);
 
     // never twice for one trigger: the next pass sees a restored position and does nothing
     expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("healthy");

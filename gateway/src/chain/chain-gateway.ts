@@ -85,7 +85,8 @@ export function describeRevertData(data: Hex): string {
 }
 
 /** wei of ETH in USD at an oracle price of 8 decimals */
-export const usdOfWei = (wei: bigint, ethPrice: bigint): number => (Number(wei) / 1e18) * (Number(ethPrice) / 1e8);
+/** USD of an amount of wei at the oracle's ETH price (8 decimals): exact to the oracle's 1e-8 USD, one division at the edge */
+export const usdOfWei = (wei: bigint, ethPrice: bigint): number => Number((wei * ethPrice) / 10n ** 18n) / 1e8;
 
 /** Aave's health factor as the service's health score: 2 decimals rounded down, capped like the sandbox's */
 export function chainHealthScore(p: { healthFactorWad: bigint; debtMicro: bigint }): number {

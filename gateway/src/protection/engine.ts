@@ -102,7 +102,7 @@ interface Run {
   threshold: number;
   claim: ProtectionClaim;
   /** ETH spent on gas by the claim's landed transactions */
-  gasEth: number;
+  gasWei: bigint;
   receipts: Map<Hex, TransactionReceipt>;
 }
 
@@ -209,7 +209,7 @@ export class ProtectionEngine {
     if (claimed.kind === "held") return { treasuryId: d.treasuryId, outcome: "in_progress", detail: "another engine is acting on this trigger" };
     if (claimed.kind === "disarmed") return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
     const claim = claimed.claim;
-    const run: Run = { d, t, threshold, claim, gasEth: 0, receipts: new Map() };
+    const run: Run = { d, t, threshold, claim, gasWei: 0n, receipts: new Map() };
     try {
       if (claimed.kind === "taken_over") return await this.resume(run);
       // planned before the claim: another engine may have acted in between (and re-armed the trigger it restored)
@@ -444,7 +444,7 @@ export class ProtectionEngine {
     });
     if (receipt) {
       run.receipts.set(sent.hash, receipt);
-      run.gasEth += Number(receipt.gasUsed * receipt.effectiveGasPrice) / 1e18;
+      run.gasWei += receipt.gasUsed * receipt.effectiveGasPrice;
     }
     return receipt;
   }
@@ -501,7 +501,7 @@ export class ProtectionEngine {
   }
 
   private gasUsd(run: Run, ethPrice: bigint): number {
-    return run.gasEth * (Number(ethPrice) / 1e8);
+    return usdOfWei(run.gasWei, ethPrice);
   }
 
   private async skip(d: DelegationRecord, health: number, ltv: number, reason: string): Promise<TickResult> {
