@@ -23,6 +23,8 @@ import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
 import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { CHROMIUM, ENABLE_BROWSER as ENABLE, launchBrowser, requireBrowserOrSkip } from "../helpers/browser";
+import { money, when } from "../../gateway/src/console/figures";
+import { textArtefacts } from "../helpers/figures";
 import { authed, registerTreasury } from "../helpers/treasury";
 
 requireBrowserOrSkip("console.test");
@@ -154,9 +156,9 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     const state = (await api.get("/api/v1/treasury")).body;
     expect(await page.textContent("[data-testid=ltv]")).toBe(`${state.ltv} %`);
     expect(await page.textContent("[data-testid=health]")).toBe(String(state.health_score));
-    expect(await page.textContent("[data-testid=debt]")).toBe(`${state.borrowed_usd} USDC`);
-    expect(await page.textContent("[data-testid=collateral]")).toBe(`${state.collateral_value_usd} USD`);
-    expect(await page.textContent("[data-testid=total-value]")).toBe(`${state.total_value_usd} USD`);
+    expect(await page.textContent("[data-testid=debt]")).toBe(`${money(state.borrowed_usd)} USDC`);
+    expect(await page.textContent("[data-testid=collateral]")).toBe(`${money(state.collateral_value_usd)} USD`);
+    expect(await page.textContent("[data-testid=total-value]")).toBe(`${money(state.total_value_usd)} USD`);
     expect(await page.textContent("[data-testid=delegation-state]")).toBe("not_granted");
     await page.screenshot({ path: path.join(SHOTS, "operator-signed-in.png"), fullPage: true });
 
@@ -196,7 +198,14 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     expect(Number(await page.getAttribute("[data-testid=chart]", "data-points"))).toBeGreaterThanOrEqual(history.length);
     const gas = (await api.get("/api/v1/delegation")).body.gas;
     expect(gas.spent_this_month_usd).toBeGreaterThan(0);
-    await expect.poll(() => page.textContent("[data-testid=gas-month]")).toBe(`${gas.spent_this_month_usd} USD of ${gas.per_month_usd} USD this month; at most ${gas.per_action_usd} USD an action.`);
+    await expect.poll(() => page.textContent("[data-testid=gas-month]")).toBe(`${money(gas.spent_this_month_usd)} USD of ${money(gas.per_month_usd)} USD this month; at most ${money(gas.per_action_usd)} USD an action.`);
+    // what a person reads: no float noise anywhere on the page, times in the reader's zone (the ISO time on hover)
+    const text = (await page.textContent("body")) ?? "";
+    expect(textArtefacts(text)).toEqual([]);
+    expect(text).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+    const action = (await api.get("/api/v1/delegation")).body.protection_actions.at(-1);
+    const zone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+    expect(text).toContain(when(action.created_at, zone));
     await page.screenshot({ path: path.join(SHOTS, "operator-protected.png"), fullPage: true });
 
     // phone width: the same page, one column, nothing wider than the screen

@@ -15,6 +15,7 @@
  */
 import { encodeFunctionData, type Hex } from "viem";
 import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { figure, money, when } from "./figures";
 
 interface Eip1193 {
   request(args: { method: string; params?: unknown[] }): Promise<unknown>;
@@ -27,7 +28,7 @@ declare global {
 
 const app = document.getElementById("app")!;
 const esc = (v: unknown): string => String(v ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
-const num = (v: unknown): string => (typeof v === "number" ? String(v) : "n/a");
+const num = figure;
 
 class ApiFailure extends Error {
   constructor(readonly status: number, readonly body: Record<string, unknown>) {
@@ -145,12 +146,12 @@ function requestCard(r: any): string {
       : r.status === "in_review"
         ? `<form data-close="${esc(r.id)}" class="row"><label>Outcome <select name="outcome"><option value="approved">approved (issue a live key)</option><option value="declined">declined</option></select></label>
            <label>Reason or note <input name="note" /></label><button class="primary" type="submit">Close request</button></form>`
-        : `<p>Outcome: <strong>${esc(r.outcome)}</strong>${r.outcome_note ? ` - ${userText("outcome_note", r.outcome_note)}` : ""} (closed ${esc(r.closed_at)})</p>`;
+        : `<p>Outcome: <strong>${esc(r.outcome)}</strong>${r.outcome_note ? ` - ${userText("outcome_note", r.outcome_note)}` : ""} (closed ${esc(when(r.closed_at))})</p>`;
   return `<div class="card" data-testid="request" data-id="${esc(r.id)}" data-status="${esc(r.status)}">
-    <div class="row"><span class="badge">${esc(r.status)}</span><span class="mono">${esc(r.id)}</span><span class="muted">submitted ${esc(r.submitted_at)}</span></div>
+    <div class="row"><span class="badge">${esc(r.status)}</span><span class="mono">${esc(r.id)}</span><span class="muted">submitted ${esc(when(r.submitted_at))}</span></div>
     <dl><dt>Operator</dt><dd>${userText("operator_name", r.operator_name)} &lt;${userText("operator_email", r.operator_email)}&gt;${r.company ? ` - ${userText("company", r.company)}` : ""}</dd><dt>Agent</dt><dd>${userText("agent_name", r.agent_name)}${r.agent_framework ? ` (${userText("agent_framework", r.agent_framework)})` : ""}</dd>
     <dt>Use case</dt><dd class="text">${userText("use_case", r.use_case)}</dd>${r.wallet_address ? `<dt>Wallet</dt><dd class="mono">${esc(r.wallet_address)} on ${esc(r.chain)}</dd>` : ""}
-    ${r.expected_monthly_volume_usdc !== null && r.expected_monthly_volume_usdc !== undefined ? `<dt>Monthly volume</dt><dd>${num(r.expected_monthly_volume_usdc)} USDC</dd>` : ""}</dl>
+    ${r.expected_monthly_volume_usdc !== null && r.expected_monthly_volume_usdc !== undefined ? `<dt>Monthly volume</dt><dd>${money(r.expected_monthly_volume_usdc)} USDC</dd>` : ""}</dl>
     ${action}<details><summary>History (${(r.events ?? []).length})</summary><ul>${history}</ul></details></div>`;
 }
 
@@ -247,11 +248,11 @@ async function operator(): Promise<void> {
 
   app.innerHTML = `
   <section class="wide"><div class="row"><h2>Safe <span class="mono" data-testid="safe">${esc(s.safe)}</span></h2>
-    <span class="muted">signed in as owner <span class="mono">${esc(s.owner)}</span> until ${esc(s.expires_at)}</span><button id="signout">Sign out</button></div></section>
+    <span class="muted">signed in as owner <span class="mono">${esc(s.owner)}</span> until ${esc(when(s.expires_at))}</span><button id="signout">Sign out</button></div></section>
   <section><h2>Aave position</h2>
-    <dl><dt>Collateral on Aave</dt><dd data-testid="collateral">${num(treasury.collateral_value_usd)} USD</dd>
-    <dt>Total value</dt><dd data-testid="total-value">${num(treasury.total_value_usd)} USD</dd>
-    <dt>Debt</dt><dd data-testid="debt">${num(treasury.borrowed_usd)} USDC</dd>
+    <dl><dt>Collateral on Aave</dt><dd data-testid="collateral">${money(treasury.collateral_value_usd)} USD</dd>
+    <dt>Total value</dt><dd data-testid="total-value">${money(treasury.total_value_usd)} USD</dd>
+    <dt>Debt</dt><dd data-testid="debt">${money(treasury.borrowed_usd)} USDC</dd>
     <dt>LTV</dt><dd data-testid="ltv">${num(treasury.ltv)} %</dd>
     <dt>Zone</dt><dd data-testid="zone">${esc(health.ltv_zone)}</dd>
     <dt>Health score</dt><dd data-testid="health">${num(treasury.health_score)}</dd>
@@ -267,17 +268,17 @@ async function operator(): Promise<void> {
     ${delegation.pending_upgrade ? `<p class="muted" data-testid="pending-upgrade">A newer module is attached with the Safe's signature; the module in force keeps protecting until the owners execute the upgrade.</p>` : ""}
     ${delegation.module ? "" : `<p class="muted">No module attached yet: <code>signer-agent operator approve</code> deploys the ProtectionModule and attaches it with the Safe's proof.</p>`}
     <h2>Gas caps (protection actions)</h2>
-    <p data-testid="gas-month">${num(delegation.gas?.spent_this_month_usd)} USD of ${num(delegation.gas?.per_month_usd)} USD this month; at most ${num(delegation.gas?.per_action_usd)} USD an action.</p></section>
+    <p data-testid="gas-month">${money(delegation.gas?.spent_this_month_usd)} USD of ${money(delegation.gas?.per_month_usd)} USD this month; at most ${money(delegation.gas?.per_action_usd)} USD an action.</p></section>
   <section><h2>Safe transactions to sign (${open.length})</h2>
     ${open.map((q) => safeTxCard(q, s)).join("") || `<p data-testid="no-pending">Nothing awaits your signature.</p>`}
     ${done.length ? `<details><summary>Recent (${done.length})</summary>${done.map((q) => safeTxCard(q, s)).join("")}</details>` : ""}</section>
   <section class="wide"><h2>Protection actions (${delegation.protection_actions.length})</h2><div class="scroll"><table data-testid="protection-actions">
     <tr><th>Time</th><th>Status</th><th>Trigger</th><th>LTV before / after</th><th>Repaid</th><th>Gas</th></tr>
-    ${(delegation.protection_actions as any[]).map((a) => `<tr><td>${esc(a.created_at)}</td><td>${esc(a.status)}</td><td>health ${num(a.health_before)} below ${num(protectAt)}${a.reason ? ` - ${esc(a.reason)}` : ""}</td><td>${num(a.ltv_before)} / ${num(a.ltv_after)}</td><td>${num(a.repay_usdc)} USDC</td><td>${num(a.gas_usd)} USD</td></tr>`).join("")}
+    ${(delegation.protection_actions as any[]).map((a) => `<tr><td title="${esc(a.created_at)}">${esc(when(a.created_at))}</td><td>${esc(a.status)}</td><td>health ${num(a.health_before)} below ${num(protectAt)}${a.reason ? ` - ${esc(a.reason)}` : ""}</td><td>${num(a.ltv_before)} / ${num(a.ltv_after)}</td><td>${money(a.repay_usdc)} USDC</td><td>${money(a.gas_usd)} USD</td></tr>`).join("")}
     </table></div></section>
   <section class="wide"><h2>Fee audit (${audit.data.length})</h2><div class="scroll"><table data-testid="audit">
     <tr><th>Time</th><th>Action</th><th>Amount</th><th>Fee</th><th>Trigger</th></tr>
-    ${(audit.data as any[]).map((a) => `<tr><td>${esc(a.created_at)}</td><td>${esc(a.action)}</td><td>${num(a.amount_usdc)} USDC</td><td>${num(a.fee_usdc)} USDC</td><td>${esc(a.trigger)}</td></tr>`).join("")}
+    ${(audit.data as any[]).map((a) => `<tr><td title="${esc(a.created_at)}">${esc(when(a.created_at))}</td><td>${esc(a.action)}</td><td>${money(a.amount_usdc)} USDC</td><td>${money(a.fee_usdc)} USDC</td><td>${esc(a.trigger)}</td></tr>`).join("")}
     </table></div></section>`;
 
   document.getElementById("signout")!.onclick = () => {
@@ -335,9 +336,9 @@ async function waitForReceipt(hash: Hex): Promise<void> {
 function safeTxCard(q: any, s: Session): string {
   const signedByMe = (q.signatures as any[]).some((x) => x.owner.toLowerCase() === s.owner.toLowerCase());
   return `<div class="card" data-testid="safe-tx" data-id="${esc(q.id)}" data-status="${esc(q.status)}">
-    <div class="row"><span class="badge">${esc(q.status)}</span><strong data-testid="safe-tx-title">${esc(q.title ?? `${q.action} ${q.amount_usdc} USDC`)}</strong><span class="muted">fee ${num(q.fee_usdc)} USDC</span></div>
+    <div class="row"><span class="badge">${esc(q.status)}</span><strong data-testid="safe-tx-title">${esc(q.title ?? `${q.action} ${q.amount_usdc} USDC`)}</strong><span class="muted">fee ${money(q.fee_usdc)} USDC</span></div>
     <ul class="calls">${(q.calls as any[]).map((c) => `<li>${esc(c.summary?.description ?? c.kind)}</li>`).join("")}</ul>
-    <p class="muted">${q.signatures.length} signature(s), the Safe needs ${num(q.confirmations_required ?? s.threshold)}; Safe nonce ${esc(q.safe_tx.nonce)}; until ${esc(q.expires_at)}<br/>hash <span class="mono">${esc(q.safe_tx_hash)}</span></p>
+    <p class="muted">${q.signatures.length} signature(s), the Safe needs ${num(q.confirmations_required ?? s.threshold)}; Safe nonce ${esc(q.safe_tx.nonce)}; until ${esc(when(q.expires_at))}<br/>hash <span class="mono">${esc(q.safe_tx_hash)}</span></p>
     ${q.tx_hash ? `<p>Executed in <span class="mono" data-testid="tx-hash">${esc(q.tx_hash)}</span></p>` : ""}
     ${q.failure ? `<p>Failed: ${esc(q.failure.error)} - ${esc(q.failure.message)}</p>` : ""}
     ${q.status === "awaiting_signatures" && !signedByMe ? `<button class="primary" data-sign="${esc(q.id)}">Sign with wallet</button>` : ""}
