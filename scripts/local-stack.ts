@@ -278,7 +278,7 @@ async function main() {
       `where it runs: ${shown(stackFile)} (the signer-agent commands below read their defaults from it)`,
       "try, in a second terminal (in this directory):",
       `  SIGNER_PASSPHRASE=${DEMO_PASSPHRASE} npx signer-agent run deposit 500`,
-      "a managed treasury on a Safe (README: operator walk-through):",
+      "a managed treasury on a Safe (docs/OPERATOR.md walks it through):",
       `  SIGNER_PASSPHRASE=${DEMO_PASSPHRASE} npx signer-agent operator create-safe   # then: operator fund 10 --borrow 15000, register, approve; sign queued actions: operator sign`,
       "",
     ].join("\n"),
