@@ -3,32 +3,49 @@
  * envelope, check it against the intent and the policy, preflight each step on
  * the fork, sign with the local key, relay, and read the result on chain.
  */
-import { createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
 import { declarationOf, type TreasuryAction } from "../../gateway/src/actions";
 import { balancesOf, quoteExactIn, readReserves } from "../../gateway/src/chain/market-reads";
 import { quoterV2 } from "../../contracts-abi/uniswap-quoter";
 import { CONVERT_POOL_FEE } from "../../contracts-abi/uniswap";
 import type { ActionBody } from "../../gateway/src/actions/declaration";
 import { randomUUID } from "node:crypto";
-import { createWalletClient, getAddress, type Hex } from "viem";
-import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
+import { formatUnits, getAddress, parseUnits, type Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { baseSepolia } from "viem/chains";
-import { wrapFetchWithPayment, decodeXPaymentResponse } from "x402-fetch";
-import { createPaymentHeader, selectPaymentRequirements } from "x402/client";
-import { ChainIdToNetwork, PaymentRequirementsSchema, type PaymentRequirements } from "x402/types";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
 import { AAVE_MARKETS } from "../../contracts-abi/chains";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
 import { AuditLog } from "./audit-log";
 import type { SwapFloor } from "../../gateway/src/actions/signer-rule";
-import { checkIntent, checkStep, DEFAULT_MAX_SLIPPAGE_BPS, PolicyRefusal, policyMicro, type Policy, type StepTx } from "./policy";
-import { formatDecimal, parseDecimal, parseUsdc } from "../../gateway/src/domain/money";
+import { checkIntent, checkStep, DEFAULT_MAX_SLIPPAGE_BPS, PolicyRefusal, policyMicro, type Policy } from "./policy";
+import { describeCall, EnvelopeError, type Envelope } from "./envelope";
+import { readPosition } from "./position";
+import { parseUsdc } from "../../gateway/src/domain/money";
 import { Preflight, PreflightError } from "./preflight";
+import { GatewayAccess } from "./gateway-access";
+import { ExecutedByService, RefusedError } from "./errors";
 import { SpendingCaps } from "./caps";
 
 /** the actions the agent asks for: every treasury action the gateway declares (gateway/src/actions) */
 export type AgentAction = TreasuryAction;
+
+/**
+ * An amount as given: decimal text (the command line's, parsed exactly with parseUnits) or a JSON number
+ * (a library caller's, through its decimal text); at most 6 decimals, as every amount of the API.
+ * Returns its micro-units (USDC: micro-USDC; a token amount: millionths of the asset).
+ */
+export function amountMicro(amount: number | string): bigint {
+  if (typeof amount === "number") return parseUsdc(amount);
+  if (!/^\d+(\.\d{1,6})?$/.test(amount)) throw new RangeError(`amount "${amount}" is not a decimal number with at most 6 decimals`);
+  return parseUnits(amount, 6);
+}
+
+/** micro-units as the JSON number a request body carries (the one place a number is made; exact up to 9 digits before the point) */
+const jsonAmount = (micro: bigint): number => Number(formatUnits(micro, 6));
+
+/** what an envelope is checked against: the action asked for, its amount (decimal text or number), its flags (target, asset, sell) */
+export interface Ask {
+  action: AgentAction;
+  amount: number | string;
+  extra?: Record<string, unknown>;
+}
 
 export interface AgentOptions {
   privateKey: Hex;
@@ -51,32 +68,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** answers that mean "wait and send the same thing again", not "refused" */
 const IN_PROGRESS = new Set(["idempotency_in_progress", "step_in_flight", "payment_in_progress"]);
 
-export class RefusedError extends Error {
-  constructor(
-    readonly stage: string,
-    message: string,
-    readonly body?: unknown,
-  ) {
-    super(message);
-  }
-}
-
-/** one entry of the gateway's /x402/prices.json */
-interface GatewayPrice {
-  method: string;
-  path: string;
-  amount_usdc: string;
-  amount_atomic?: string;
-  tool?: string;
-}
-
-interface Envelope {
-  tx_id: string;
-  action: string;
-  amount_usdc: number;
-  steps: { tx_id: string; seq: number; kind: string; unsigned_transaction: StepTx; summary: { description: string } }[];
-  [k: string]: unknown;
-}
+export { RefusedError };
 
 export class SignerAgent {
   readonly account: PrivateKeyAccount;
@@ -84,131 +76,38 @@ export class SignerAgent {
   private readonly log: (line: string) => void;
   /** the daily signing cap and the x402 budget, reserved atomically */
   private readonly caps: SpendingCaps;
+  /** how the agent gets through the gateway's door: its bearer key, x402 within the policy's caps, or a sign-in */
+  private readonly access: GatewayAccess;
 
   constructor(private readonly opts: AgentOptions) {
     this.account = privateKeyToAccount(opts.privateKey);
     this.preflight = new Preflight(opts.rpcUrl);
     this.caps = new SpendingCaps(opts.audit);
     this.log = opts.progress ?? (() => undefined);
+    this.access = new GatewayAccess({ ...opts, account: this.account, caps: this.caps, chainId: () => this.preflight.client.getChainId(), log: this.log });
   }
 
   get address(): `0x${string}` {
     return this.account.address;
   }
 
-  private prices?: Promise<GatewayPrice[]>;
-  /** the gateway's price list (read once): each priced capability's route, amount and MCP tool */
-  private priceList(): Promise<GatewayPrice[]> {
-    this.prices ??= fetch(`${this.opts.gatewayUrl}/x402/prices.json`)
-      .then(async (r) => ((await r.json()) as { prices: GatewayPrice[] }).prices)
-      .catch((err: unknown) => {
-        this.prices = undefined;
-        throw err;
-      });
-    return this.prices;
+  /** the x402 requirements of each paid route as its last 402 stated them (gateway-access.ts) */
+  private get challenges() {
+    return this.access.challenges;
   }
-
-  /** the route of a capability, found by its MCP tool name in the gateway's declaration (never restated here) */
-  private async routeOf(tool: string): Promise<{ method: string; path: string }> {
-    const price = (await this.priceList()).find((p) => p.tool === tool);
-    if (!price) throw new RefusedError("gateway", `the gateway declares no priced capability ${tool}`);
-    return price;
-  }
-
-  /**
-   * A fetch that signs in with the wallet (x402 sign-in-with-x): the request goes out without a credential, its
-   * 402 offers `extensions["sign-in-with-x"]` bound to that very request, the wallet signs it (EIP-4361) and the
-   * same request goes again with the SIGN-IN-WITH-X header. Nothing is paid.
-   */
-  private signedInFetch(paid: () => Promise<typeof fetch>): typeof fetch {
-    return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
-      const first = await fetch(input, init);
-      if (first.status !== 402 && first.status !== 401) return first;
-      const ext = ((await first.clone().json().catch(() => ({}))) as { extensions?: Record<string, { info: Record<string, unknown> }> }).extensions?.["sign-in-with-x"];
-      if (!ext) return first;
-      const chainId = await this.preflight.client.getChainId();
-      const payload = await createSIWxPayload({ ...(ext.info as unknown as Parameters<typeof createSIWxPayload>[0]), chainId: `eip155:${chainId}`, type: "eip191" }, this.account, String(input));
-      this.log("signing in with the wallet (sign-in-with-x): a downward leg is free");
-      const signedIn = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "SIGN-IN-WITH-X": encodeSIWxHeader(payload) } });
-      if (signedIn.status !== 401) return signedIn;
-      // no treasury stands behind this wallet yet (a signature creates none): pay, within the policy's x402 caps
-      this.log(`      sign-in refused (${((await signedIn.clone().json().catch(() => ({}))) as { message?: string }).message ?? "401"}); paying with x402 instead`);
-      return (await paid())(input, init);
-    }) as typeof fetch;
-  }
-
-  /** a fetch that authenticates: the bearer key, or x402 within the policy's price cap and daily budget */
-  private async authedFetch(method: string, path: string): Promise<typeof fetch> {
-    if (this.opts.bearer) {
-      const bearer = this.opts.bearer;
-      return (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${bearer}` } });
-    }
-    const price = (await this.priceList()).find((p) => p.method === method && p.path === path);
-    if (!price) throw new RefusedError("x402", `the gateway has no x402 price for ${method} ${path}`);
-    const amount = BigInt((price as { amount_atomic?: string }).amount_atomic ?? parseDecimal(price.amount_usdc, 6));
-    const shown = formatDecimal(amount, 6);
-    const refusal = this.caps.x402Refusal(amount, policyMicro(this.opts.policy.x402_max_price_usdc), policyMicro(this.opts.policy.x402_daily_budget_usdc));
-    if (refusal) {
-      this.opts.audit.append({ event: "x402_refused", reason: refusal, amount_micro: amount.toString() });
-      throw new RefusedError("x402", refusal);
-    }
-    const wallet = createWalletClient({ account: this.account, chain: baseSepolia, transport: rpcHttp(this.opts.x402RpcUrl) });
-    const route = `${method} ${path}`;
-    // x402-fetch's client (ask, get the 402, pay), each 402's requirements remembered for the route
-    const remembering = (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
-      const res = await fetch(input, init);
-      if (res.status === 402) {
-        const body = (await res.clone().json().catch(() => undefined)) as { x402Version?: number; accepts?: unknown[] } | undefined;
-        const accepts = body?.accepts?.map((a) => PaymentRequirementsSchema.safeParse(a)).filter((r) => r.success).map((r) => r.data);
-        if (body?.x402Version && accepts?.length) this.challenges.set(route, { x402Version: body.x402Version, accepts });
-      }
-      return res;
-    }) as typeof fetch;
-    const stock = wrapFetchWithPayment(remembering, wallet as never, amount);
-    /**
-     * A route whose requirements a 402 already stated is paid up front: the proof x402-fetch would make for
-     * them (the same selection, the same cap), sent with the first request, so one round trip fewer. A 402
-     * answer (the requirements changed, or the proof was refused: nothing was charged) forgets them and the
-     * request is made again the stock way.
-     */
-    const pay = async (input: string, init?: RequestInit): Promise<Response> => {
-      const known = this.challenges.get(route);
-      const selected = known && selectPaymentRequirements(known.accepts, ChainIdToNetwork[baseSepolia.id], "exact");
-      if (known && selected && BigInt(selected.maxAmountRequired) <= amount) {
-        const header = await createPaymentHeader(wallet as never, known.x402Version, selected);
-        const res = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "X-PAYMENT": header, "Access-Control-Expose-Headers": "X-PAYMENT-RESPONSE" } });
-        if (res.status !== 402) return res;
-        this.challenges.delete(route);
-      }
-      return stock(input, init);
-    };
-    return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
-      const res = await pay(input as string, init);
-      const header = res.headers.get("x-payment-response");
-      if (header) {
-        const settled = decodeXPaymentResponse(header);
-        this.opts.audit.append({ event: "x402_payment", amount_micro: amount.toString(), amount_usdc: Number(shown), tx_hash: settled.transaction, route: `${method} ${path}` });
-        this.log(`paid ${shown} USDC with x402 (settlement ${settled.transaction.slice(0, 12)}...)`);
-      }
-      return res;
-    }) as typeof fetch;
-  }
-
-  /** the x402 requirements of each paid route ("METHOD path") as its last 402 stated them */
-  private readonly challenges = new Map<string, { x402Version: number; accepts: PaymentRequirements[] }>();
 
   /** the request body of an action: its declaration's (gateway/src/actions), with any extra fields given */
-  static bodyOf(action: AgentAction, amount: number, extra: Record<string, unknown> = {}): ActionBody {
+  static bodyOf(action: AgentAction, amount: number | string, extra: Record<string, unknown> = {}): ActionBody {
     // the command line's flags (target, asset) through the declaration; a library caller's allocation or purpose as given
     const { allocation, purpose } = extra as ActionBody;
-    return { ...(allocation ? { allocation } : {}), ...(purpose ? { purpose } : {}), ...declarationOf(action).cli.body(amount, extra as Record<string, string>) };
+    return { ...(allocation ? { allocation } : {}), ...(purpose ? { purpose } : {}), ...declarationOf(action).cli.body(jsonAmount(amountMicro(amount)), extra as Record<string, string>) };
   }
 
   /** ask the gateway for an action (returns the envelope, or throws with its typed error); `amount` in USDC, or in the asset's units for a token amount (withdraw of ETH) */
-  async request(action: AgentAction, amount: number, extra: Record<string, unknown> = {}): Promise<Envelope> {
-    const { method, path } = await this.routeOf(`prepare_${action}`);
+  async request(action: AgentAction, amount: number | string, extra: Record<string, unknown> = {}): Promise<Envelope> {
+    const { method, path } = await this.access.routeOf(`prepare_${action}`);
     // a downward leg without a key is opened by the wallet's own signature (x402 sign-in-with-x), never paid for
-    const f = !this.opts.bearer && declarationOf(action).direction === "down" ? this.signedInFetch(() => this.authedFetch(method, path)) : await this.authedFetch(method, path);
+    const f = !this.opts.bearer && declarationOf(action).direction === "down" ? this.access.signedInFetch(() => this.access.authedFetch(method, path)) : await this.access.authedFetch(method, path);
     // one Idempotency-Key for the request and its retries: a retry is answered once and charged at most once
     // (a payment whose settlement's outcome was unknown is the key's credit, settled before anything else)
     const key = `agent-${randomUUID()}`;
@@ -221,6 +120,8 @@ export class SignerAgent {
       });
       const body = (await res.json()) as Envelope & { error?: string; message?: string };
       if (res.status === 202) return body;
+      // a managed treasury: the service ran it and answered the receipt; there is nothing to sign
+      if (res.status === 200) throw new ExecutedByService(action, body);
       const retryAfter = Number(res.headers.get("retry-after") ?? 1) * 1_000;
       const waiting = IN_PROGRESS.has(body.error ?? "") || body.error === "payment_settlement_unknown";
       if (!waiting || Date.now() + retryAfter > deadline) throw new RefusedError("gateway", `${res.status} ${body.error ?? ""}: ${body.message ?? JSON.stringify(body)}`, body);
@@ -327,13 +228,57 @@ export class SignerAgent {
     }
   }
 
-  /** the whole loop */
-  async run(action: AgentAction, amount: number, extra: Record<string, unknown> = {}) {
+  /** the whole loop: ask the gateway, then check, sign and relay its envelope (execute) */
+  async run(action: AgentAction, amount: number | string, extra: Record<string, unknown> = {}) {
+    const params = declarationOf(action).params(SignerAgent.bodyOf(action, amount, extra));
+    this.log(`requesting ${action}${action === "exit" ? "" : ` of ${formatUnits(amountMicro(amount), 6)} ${params.asset ?? "USDC"}`} from ${this.opts.gatewayUrl}`);
+    const envelope = await this.request(action, amount, extra);
+    return this.execute(envelope, { action, amount, extra });
+  }
+
+  /**
+   * An envelope the gateway already answered (signer-agent relay: a person asked for it with curl), checked
+   * against what it states it is (its action and amount_usdc) and what the caller says was asked (`stated`:
+   * amount, target, asset, sell, as `run` takes them), then signed and relayed exactly as `run` does. What the
+   * envelope does not state and the caller did not say (a conversion's target, a token withdrawal's or sale's
+   * asset and units) is an EnvelopeError `intent_missing` naming the flag, never guessed from the calldata.
+   */
+  async relayEnvelope(envelope: Envelope, stated: { amount?: string; target?: string; asset?: string; sell?: boolean } = {}) {
+    const action = envelope.action as AgentAction;
+    const missing = (what: string): never => {
+      throw new EnvelopeError("intent_missing", `the ${action} envelope ${envelope.tx_id} does not state ${what}`);
+    };
+    if (action === "convert" && !stated.target) missing("what it buys: pass --target btc|eth, as asked of the gateway");
+    if (action === "sell" && (!stated.asset || !stated.amount)) missing("the asset and units sold: pass --asset eth|btc --amount <units>, as asked of the gateway");
+    const tokenAmount = (stated.asset ?? "usdc").toLowerCase() !== "usdc";
+    if (action === "withdraw" && tokenAmount && !stated.amount) missing(`the ${stated.asset} units withdrawn: pass --amount <units>, as asked of the gateway`);
+    if (action === "withdraw" && !tokenAmount) {
+      const withdrawn = envelope.steps.map((s) => checkStep(this.opts.policy, s.unsigned_transaction, this.address)).find((c) => c.role === "withdraw");
+      const usdc = Object.values(AAVE_MARKETS).some((m) => withdrawn && getAddress(m.usdc) === withdrawn.token);
+      if (withdrawn && !usdc) missing("what it withdraws (not USDC): pass --asset eth|btc --amount <units>, as asked of the gateway");
+    }
+    const extra = { ...(stated.target ? { target: stated.target } : {}), ...(stated.asset ? { asset: stated.asset } : {}), ...(stated.sell ? { sell: true } : {}) };
+    const amount = action === "exit" ? 0 : (stated.amount ?? envelope.amount_usdc);
+    // a step relayed already (this file relayed before, or in part) is not signed again: its receipt stands
+    return this.execute(envelope, { action, amount, extra }, { skipRelayed: true });
+  }
+
+  /** the gateway's state of one step's relay (GET /api/v1/relay/{tx_id}, public), or null when it cannot say */
+  private async relayStatus(txId: string): Promise<{ status: string; tx_hash: string | null; receipt: Record<string, any> | null } | null> {
+    const res = await fetch(`${this.opts.gatewayUrl}/api/v1/relay/${txId}`).catch(() => null);
+    return res?.ok ? ((await res.json()) as { status: string; tx_hash: string | null; receipt: Record<string, any> | null }) : null;
+  }
+
+  /**
+   * Check an envelope against what was asked and the policy (checkIntent: the decoded calldata only), preflight
+   * and sign each step, relay it, and read the result on chain. The one signing path of `run` and `relay`.
+   */
+  async execute(envelope: Envelope, ask: Ask, o: { skipRelayed?: boolean } = {}) {
+    const { action, amount, extra = {} } = ask;
     const d = declarationOf(action);
     const params = d.params(SignerAgent.bodyOf(action, amount, extra));
-    this.log(`requesting ${action} of ${amount} ${params.asset ?? "USDC"} from ${this.opts.gatewayUrl}`);
-    const envelope = await this.request(action, amount, extra);
     this.log(`envelope ${envelope.tx_id}: ${envelope.steps.length} steps`);
+    let calls;
     try {
       // each swap of the envelope for USDC is bounded at least at the signer's own quote (the pool, over its own RPC)
       // less its policy's maximum slippage; read from the calldata, decoded here (checkIntent decodes it again)
@@ -341,7 +286,7 @@ export class SignerAgent {
       // what was asked, exactly: micro-USDC, or for a token amount its asset and units
       const intent = {
         action,
-        amountMicro: d.valueMicro ? 0n : parseUsdc(amount),
+        amountMicro: d.valueMicro || action === "exit" ? 0n : amountMicro(amount),
         target: params.target,
         asset: params.asset,
         units: params.units === undefined ? undefined : BigInt(params.units),
@@ -349,7 +294,7 @@ export class SignerAgent {
         // an exit must close the debt the wallet has (read here, on the signer's own RPC), and sells only when asked
         ...(action === "exit" ? { position: await this.aavePosition(envelope), sell: params.sell === true } : {}),
       };
-      checkIntent(intent, envelope, this.address, this.opts.policy);
+      calls = checkIntent(intent, envelope, this.address, this.opts.policy);
     } catch (err) {
       if (err instanceof PolicyRefusal) {
         this.opts.audit.append({ event: "refused", reason: err.message, tx_id: envelope.tx_id });
@@ -358,15 +303,34 @@ export class SignerAgent {
       throw err;
     }
     const receipts = [];
-    for (const step of envelope.steps) {
-      this.log(`[${step.seq + 1}/${envelope.steps.length}] ${step.summary.description}`);
+    let relayedNow = 0;
+    for (const [i, step] of envelope.steps.entries()) {
+      this.log(`[${step.seq + 1}/${envelope.steps.length}] ${describeCall(calls[i]!, this.opts.policy.allowed_targets)}`);
+      const before = o.skipRelayed ? await this.relayStatus(step.tx_id) : null;
+      if (before?.status === "relayed" && before.receipt) {
+        this.log(`      relayed already: ${before.tx_hash}`);
+        receipts.push(before.receipt);
+        continue;
+      }
+      relayedNow++;
       const signed = await this.signStep(step);
       const receipt = await this.relay(step.tx_id, signed);
       this.log(`      ${receipt.simulated ? "simulated" : "confirmed"} ${receipt.tx_hash}${receipt.block_number ? ` in block ${receipt.block_number}` : ""}`);
       receipts.push(receipt);
     }
+    const feeMicro = calls.filter((c) => c.role === "fee").reduce((sum, c) => sum + c.amount, 0n);
+    if (relayedNow > 0) this.opts.audit.append({
+      event: "executed",
+      tx_id: envelope.tx_id,
+      treasury_id: envelope.treasury_id,
+      action,
+      amount_micro: parseUsdc(envelope.amount_usdc).toString(),
+      ...(params.asset && params.units !== undefined ? { asset: params.asset, units: String(params.units) } : {}),
+      fee_micro: feeMicro.toString(),
+      tx_hash: receipts.at(-1)?.tx_hash,
+    });
     const onChain = await this.position();
-    return { envelope, receipts, onChain };
+    return { envelope, receipts, onChain, feeMicro };
   }
 
   /** the least each swap in the envelope may return (either way: USDC for ETH or BTC, or back): the pool's quote asked here, less the policy's maximum slippage */
@@ -402,34 +366,8 @@ export class SignerAgent {
     return { debt: debt!, supplied: Object.fromEntries(assets.map((a, i) => [a, supplied[i]!])) };
   }
 
-  private readonly aUsdc = new Map<number, Promise<`0x${string}`>>();
-
-  /** the wallet's Aave position and balances on the fork */
-  async position() {
-    // the preflight's client: the fork's RPC, its reads batched
-    const client = this.preflight.client;
-    const chainId = await client.getChainId();
-    const market = Object.values(AAVE_MARKETS).find((m) => m.chainId === chainId);
-    if (!market) return null;
-    // the USDC reserve's aToken does not change: read once per chain
-    let aToken = this.aUsdc.get(chainId);
-    if (!aToken) {
-      aToken = client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [market.usdc] }).then((r) => r.aTokenAddress);
-      this.aUsdc.set(chainId, aToken);
-      aToken.catch(() => this.aUsdc.delete(chainId));
-    }
-    const [[collateral, debt, , , , healthFactor], aUsdc, usdc] = await Promise.all([
-      client.readContract({ address: market.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [this.address] }),
-      aToken.then((address) => client.readContract({ address, abi: ERC20_ABI, functionName: "balanceOf", args: [this.address] })),
-      client.readContract({ address: market.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [this.address] }),
-    ]);
-    return {
-      chain_id: chainId,
-      collateral_usd: Number(collateral) / 1e8,
-      debt_usd: Number(debt) / 1e8,
-      health_factor: debt === 0n ? null : Number(healthFactor) / 1e18,
-      a_usdc: Number(aUsdc) / 1e6,
-      usdc: Number(usdc) / 1e6,
-    };
+  /** the wallet's Aave position and balances on the fork, exact (position.ts) */
+  position() {
+    return readPosition(this.preflight.client, this.address);
   }
 }

@@ -3,7 +3,8 @@ import fs from "node:fs";
 import path from "node:path";
 
 export interface AuditEvent {
-  event: "signed" | "refused" | "x402_payment" | "x402_refused" | "relayed";
+  /** executed: an envelope's every step relayed (its action, amount_micro, fee_micro, treasury_id) */
+  event: "signed" | "refused" | "x402_payment" | "x402_refused" | "relayed" | "executed";
   reason?: string;
   tx_id?: string;
   chain_id?: number;

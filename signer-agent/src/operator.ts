@@ -74,9 +74,13 @@ export class Operator {
   private safeKit: Safe | undefined;
   safeAddress: `0x${string}` | undefined;
 
+  /** a line per step of a long operation (the command line prints them on stderr) */
+  private readonly step: (line: string) => void;
+
   constructor(
-    private readonly opts: { privateKey: Hex; rpcUrl: string },
+    private readonly opts: { privateKey: Hex; rpcUrl: string; progress?: (line: string) => void },
   ) {
+    this.step = opts.progress ?? (() => undefined);
     this.account = privateKeyToAccount(opts.privateKey);
     this.wallet = createWalletClient({ account: this.account, chain: base, transport: rpcHttp(opts.rpcUrl), pollingInterval: 50 }).extend(publicActions);
     this.publicClient = createPublicClient({ chain: base, transport: rpcHttp(opts.rpcUrl), pollingInterval: 50 });
@@ -90,8 +94,10 @@ export class Operator {
       predictedSafe: { safeAccountConfig: { owners: [this.account.address], threshold: 1 }, safeDeploymentConfig: { saltNonce } },
     });
     const address = (await predicted.getAddress()) as `0x${string}`;
+    this.step(`deploying the Safe at ${address} (one transaction from ${this.account.address})`);
     const deployment = await predicted.createSafeDeploymentTransaction();
     const hash = await this.wallet.sendTransaction({ to: deployment.to as `0x${string}`, data: deployment.data as Hex, value: BigInt(deployment.value), chain: base });
+    this.step(`waiting for the deployment's receipt (${hash})`);
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error("Safe deployment reverted");
     return this.connect(address);
@@ -126,8 +132,10 @@ export class Operator {
   async fundWeth(amountWei: bigint): Promise<void> {
     const m = AAVE_MARKETS.base;
     const safe = this.safeAddress!;
+    this.step("wrapping the operator's ETH into WETH");
     const wrap = await this.wallet.writeContract({ address: m.weth, abi: WETH_ABI, functionName: "deposit", value: amountWei, chain: base });
     await this.wallet.waitForTransactionReceipt({ hash: wrap });
+    this.step(`sending the WETH to the Safe ${safe}`);
     const send = await this.wallet.writeContract({ address: m.weth, abi: ERC20_ABI, functionName: "transfer", args: [safe, amountWei], chain: base });
     await this.wallet.waitForTransactionReceipt({ hash: send });
   }
@@ -136,17 +144,20 @@ export class Operator {
   async supplyAndBorrow(wethWei: bigint, borrowUsdcMicro: bigint): Promise<void> {
     const m = AAVE_MARKETS.base;
     const safe = this.safeAddress!;
+    this.step("supplying the WETH to Aave through the Safe (approve and supply, one Safe transaction)");
     await this.execSafe([
       { to: m.weth, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, wethWei] }) },
       { to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "supply", args: [m.weth, wethWei, safe, 0] }) },
     ]);
     if (borrowUsdcMicro > 0n) {
+      this.step("borrowing the USDC through the Safe (one Safe transaction)");
       await this.execSafe([{ to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [m.usdc, borrowUsdcMicro, 2n, 0, safe] }) }]);
     }
   }
 
   /** deploy the ProtectionModule for this Safe (the service's automation address, the preset's park target, the swap bound) */
   async deployModule(automation: `0x${string}`, parkTargetBps: number): Promise<`0x${string}`> {
+    this.step(`deploying the ProtectionModule for the Safe (automation ${automation})`);
     const { config, tokens } = protectionModuleConfig("base", this.safeAddress!, automation, parkTargetBps);
     const hash = await this.wallet.deployContract({ abi: PROTECTION_MODULE_ABI, bytecode: protectionModuleArtifact().bytecode.object, args: [config, tokens], chain: base });
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
@@ -155,6 +166,7 @@ export class Operator {
 
   /** approve delegation: the operator's Safe transaction enableModule */
   async approveDelegation(module: `0x${string}`): Promise<Hex> {
+    this.step(`enabling the module ${module} on the Safe (one Safe transaction)`);
     const tx = await this.kit().createEnableModuleTx(module, { nonce: await this.kit().getNonce() });
     const result = await this.kit().executeTransaction(tx);
     await this.publicClient.waitForTransactionReceipt({ hash: result.hash as Hex });
@@ -192,6 +204,7 @@ export class Operator {
 
   /** revoke delegation: disableModule; transactions the service already submitted may still settle */
   async revokeDelegation(module: `0x${string}`): Promise<Hex> {
+    this.step(`disabling the module ${module} on the Safe (one Safe transaction)`);
     const tx = await this.kit().createDisableModuleTx(module, { nonce: await this.kit().getNonce() });
     const result = await this.kit().executeTransaction(tx);
     return result.hash as Hex;

@@ -14,7 +14,8 @@ export function serveAgent(agent: SignerAgent, opts: { port: number; token: stri
   const server = http.createServer((req, res) => {
     const reply = (status: number, body: unknown) => {
       res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(body));
+      // exact on-chain figures are integers (bigint): sent as decimal strings
+      res.end(JSON.stringify(body, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
     };
     const auth = req.headers.authorization ?? "";
     if (!auth.startsWith("Bearer ") || !same(auth.slice(7), opts.token)) return reply(401, { error: "unauthorized", message: "signer token missing or invalid" });
@@ -29,7 +30,7 @@ export function serveAgent(agent: SignerAgent, opts: { port: number; token: stri
         const body = JSON.parse(raw || "{}") as Record<string, any>;
         if (req.url === "/address") return reply(200, { address: agent.address });
         if (req.url === "/run") {
-          const result = await agent.run(body.action, Number(body.amount_usdc), body.target ? { target: body.target } : {});
+          const result = await agent.run(body.action, body.amount_usdc, body.target ? { target: body.target } : {});
           return reply(200, result);
         }
         if (req.url === "/sign") return reply(200, { signed_transaction: await agent.signStep(body.step) });
