@@ -1,5 +1,7 @@
 // Type-aware checks for the promise mistakes the type checker lets through (the store is async):
 // a floating promise (a claim never awaited), a promise where a value belongs (if (store.claim())), await of a non-promise.
+// `npm run lint` then runs scripts/check-layers.ts: gateway/src imports only down its declared layer order, with no
+// import cycle, type imports included (import/no-cycle skips those).
 import tseslint from "typescript-eslint";
 
 export default tseslint.config({

@@ -10,7 +10,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { freePort } from "../fixtures/anvil";
-import { openDatabase, type DatabaseLocation, type Db } from "../gateway/src/store/db";
+import type { DatabaseLocation, Db } from "../gateway/src/store/db";
+import { openDatabase } from "../gateway/src/store/open-database";
 import { load, type LoadFigures, type Target } from "./http-load";
 import { startGatewayProcess, startProcess, urlOf, type ServerProcess } from "./processes";
 

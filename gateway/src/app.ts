@@ -8,7 +8,8 @@ import type { Logger } from "pino";
 import { jsonBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
 import { consoleRouter } from "./console/serve";
-import { ApiError, errorHandler, notFoundHandler, sendError } from "./http/errors";
+import { errorHandler, notFoundHandler, sendError } from "./http/errors";
+import { TreasuryError } from "./lib/errors";
 import { buildOpenApiDocument } from "./http/openapi";
 import { hostGuard } from "./http/host-guard";
 import { credentialCreationLimit, rateLimits, UNPROVEN_PAYER } from "./http/rate-limit";
@@ -112,8 +113,8 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
     now: () => ctx.clock.now(),
   });
 
-  discoveryRoutes(kit, scope(ctx, "fees"));
-  publicRoutes(kit, scope(ctx, "treasuries"), {
+  discoveryRoutes(kit, scope(ctx), services.preview);
+  publicRoutes(kit, {
     marketRates: services.marketRates,
     policy: services.policy,
     preview: services.preview,
@@ -124,7 +125,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   agentRoutes(kit, services.access);
   actionRoutes(kit, services);
   safeTransactionRoutes(kit, services.safeTransactions);
-  consoleRoutes(kit, scope(ctx, "positionSamples"), services.consoleSessions);
+  consoleRoutes(kit, services.consoleSessions, services.treasuries);
   x402Routes(kit, services.prices, services.catalog, services.payments, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
   // the MCP tools: derived from the routes that declare one, once every route is registered
   let tools: ToolDefinition[] | undefined;
@@ -132,7 +133,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   mcpRoutes(kit, scope(ctx), { tools: toolList, payments: services.payments, walletSignature: services.walletSignature, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
 
   const admin = new RouteDispatcher();
-  adminRoutes(createKit(admin, registry, table), scope(ctx, "accessRequests", "outbox"), services.access);
+  adminRoutes(createKit(admin, registry, table), services.access);
 
   toolList(); // a tool declaration error fails at start, not at the first call
   const openapi = buildOpenApiDocument(registry, ctx.links.base);
@@ -154,7 +155,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   for (const [path, methods] of table.entries()) {
     app.all(path, (req, res) => {
       res.setHeader("Allow", methods.join(", "));
-      sendError(res, new ApiError("method_not_allowed", `${req.method} is not supported on ${req.path}; allowed: ${methods.join(", ")}`));
+      sendError(res, new TreasuryError("method_not_allowed", `${req.method} is not supported on ${req.path}; allowed: ${methods.join(", ")}`));
     });
   }
   app.use(notFoundHandler);

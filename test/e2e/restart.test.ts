@@ -16,7 +16,7 @@ import { forkManifest } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { SecretBox } from "../../gateway/src/lib/secrets";
 import { createStores } from "../../gateway/src/services/context";
-import { openDatabase } from "../../gateway/src/store/db";
+import { openDatabase } from "../../gateway/src/store/open-database";
 
 const ROOT = path.resolve(__dirname, "../..");
 const PASSPHRASE = "demo-passphrase-not-secret";

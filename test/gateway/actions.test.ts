@@ -349,7 +349,11 @@ describe("estimate and reads", () => {
     const rail = await api.post("/api/v1/estimate", { action: "borrow", amount_usdc: 50000 }, null);
     expect(rail.status).toBe(403);
     expect(rail.body.safe_amount).toBe(12000);
-    expect((await api.post("/api/v1/estimate", { action: "convert", amount_usdc: 10 }, null)).status).toBe(400);
+    // the rule is declared once (schemas/actions.ts CONVERT_NEEDS_TARGET): the document's if/then and the check
+    const noTarget = await api.post("/api/v1/estimate", { action: "convert", amount_usdc: 10 }, null);
+    expect([noTarget.status, noTarget.body.error, noTarget.body.message, noTarget.body.details]).toEqual([400, "invalid_request", "target (btc or eth) is required when action is convert", [{ location: "body", field: "target", message: "required for convert" }]]);
+    const doc = (await call(gw.url, "GET", "/openapi.json")).body as { components: { schemas: Record<string, Record<string, unknown>> } };
+    expect([doc.components.schemas.EstimateRequest!.if, doc.components.schemas.EstimateRequest!.then]).toEqual([{ properties: { action: { const: "convert" } }, required: ["action"] }, { required: ["target"] }]);
     expect((await api.post("/api/v1/estimate", { action: "convert", amount_usdc: 10, target: "eth" }, null)).status).toBe(200);
     // a downward leg is estimated free; an action no route performs is refused
     const withdrawal = await api.post("/api/v1/estimate", { action: "withdraw", amount_usdc: 10 }, null);
@@ -389,6 +393,11 @@ describe("estimate and reads", () => {
     const policy = await api.get("/api/v1/policy-state");
     expect(policy.body).toMatchObject({ object: "policy_state", environment: "sandbox_simulation", address: t.wallet, preset: "balanced" });
     expect(policy.body.delegation.state).toBe("not_granted");
+    // the position's history (a TreasuryService read): no sample of a sandbox treasury, in the documented shape
+    for (const path of ["/api/v1/health/history", "/api/v1/health/history?since=2026-01-01T00:00:00Z"]) {
+      const history = await api.get(path);
+      expect([history.status, history.body.object, history.body.treasury_id, history.body.points]).toEqual([200, "position_history", t.treasuryId, []]);
+    }
   });
 
   it("moves the dormancy clock with fee-bearing activity only", async () => {

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ERROR_CODES } from "../../gateway/src/lib/errors";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 
 let gw: TestGateway;
@@ -17,6 +18,11 @@ const expectTyped = (r: { status: number; body: any; headers: Headers }, status:
 };
 
 describe("typed errors", () => {
+  it("the document's ErrorResponse.error is the closed set of codes", async () => {
+    const doc = (await call(gw.url, "GET", "/openapi.json")).body as { components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> } };
+    expect(doc.components.schemas.ErrorResponse!.properties.error!.enum).toEqual([...ERROR_CODES]);
+  });
+
   it("unknown route: 404", async () => {
     expectTyped(await call(gw.url, "GET", "/api/v1/nothing"), 404, "not_found");
     expectTyped(await call(gw.url, "POST", "/api/v2/public/preview", { body: {} }), 404, "not_found");

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { FEE_TIERS } from "../../gateway/src/domain/fee-schedule";
 import { newId } from "../../gateway/src/lib/ids";
-import { migrationsFor, openDatabase, schemaVersion } from "../../gateway/src/store/db";
-import { MIGRATIONS, POSTGRES_MIGRATIONS } from "../../gateway/src/store/migrations";
+import { migrationsFor, openDatabase, schemaVersion } from "../../gateway/src/store/open-database";
+import { MIGRATIONS } from "../../gateway/src/store/migrations";
+import { POSTGRES_MIGRATIONS } from "../../gateway/src/store/postgres-migrations";
 import { call, startTestGateway } from "../helpers/gateway";
 import { TEST_STORE } from "../helpers/store";
 import { feeOf } from "../../gateway/src/actions";

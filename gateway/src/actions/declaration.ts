@@ -10,8 +10,8 @@
  */
 import type { ZodType } from "zod";
 import type { AssetSymbol } from "../domain/assets";
-import type { MarketSnapshot } from "../chain/market-reads";
 import type { Fee, FeeKind } from "../domain/fees";
+import type { MarketSnapshot } from "../domain/market-snapshot";
 import type { IdPrefix } from "../lib/ids";
 import type { Micro } from "../domain/money";
 import type { Holdings } from "../domain/portfolio";

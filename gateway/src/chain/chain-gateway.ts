@@ -13,7 +13,8 @@ import {
   type PublicClient,
 } from "viem";
 import { AnvilReads } from "./anvil-reads";
-import { oraclePrices, quoteExactIn, readMarket, readReserves, type MarketSnapshot } from "./market-reads";
+import type { MarketSnapshot } from "../domain/market-snapshot";
+import { oraclePrices, quoteExactIn, readMarket, readReserves } from "./market-reads";
 import { quoterV2 } from "../../../contracts-abi/uniswap-quoter";
 import { CONVERT_POOL_FEE } from "../../../contracts-abi/uniswap";
 import { rpcHttp } from "./rpc-transport";

@@ -214,11 +214,3 @@ export async function readMarket(client: MarketReader, market: MarketAddresses, 
   };
 }
 
-/** what the chain says of a wallet for an action planned on its figures (exit): exact units, oracle prices (micro-USDC per whole unit), liquidation thresholds (bps; 0 for a supply that is not the wallet's collateral) */
-export interface MarketSnapshot {
-  debt: bigint;
-  walletUsdc: bigint;
-  supplied: Record<"USDC" | "ETH" | "BTC", bigint>;
-  price: Record<"USDC" | "ETH" | "BTC", bigint>;
-  lt: Record<"USDC" | "ETH" | "BTC", bigint>;
-}

@@ -2,7 +2,8 @@
 import { keccak256, parseGwei, serializeTransaction } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { ApiError, statusOf } from "../http/errors";
+import { statusOf } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import { verifySignedTransaction } from "./signed-transaction";
 
 const account = privateKeyToAccount(generatePrivateKey());
@@ -13,8 +14,8 @@ const codeOf = async (p: Promise<unknown>) => {
   try {
     await p;
   } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return { status: statusOf(e as ApiError), code: (e as ApiError).code, fields: (e as ApiError).fields };
+    expect(e).toBeInstanceOf(TreasuryError);
+    return { status: statusOf(e as TreasuryError), code: (e as TreasuryError).code, fields: (e as TreasuryError).fields };
   }
   throw new Error("accepted");
 };
@@ -40,24 +41,24 @@ describe("verifySignedTransaction", () => {
   });
 
   it("says what differs, in words and values", async () => {
-    const e = await verifySignedTransaction(await sign({ value: 5n }), step).catch((err: ApiError) => err);
-    expect((e as ApiError).message).toBe("value of the signed transaction (5) does not match the envelope (0)");
-    const d = await verifySignedTransaction(await sign({ data: "0x12345678aa" }), step).catch((err: ApiError) => err);
-    expect((d as ApiError).message).toBe("data of the signed transaction (0x12345678aa...) does not match the envelope (0x617ba037...)");
-    expect((d as ApiError).fields).toEqual({ field: "data", expected: "0x617ba037...", received: "0x12345678aa..." });
+    const e = await verifySignedTransaction(await sign({ value: 5n }), step).catch((err: TreasuryError) => err);
+    expect((e as TreasuryError).message).toBe("value of the signed transaction (5) does not match the envelope (0)");
+    const d = await verifySignedTransaction(await sign({ data: "0x12345678aa" }), step).catch((err: TreasuryError) => err);
+    expect((d as TreasuryError).message).toBe("data of the signed transaction (0x12345678aa...) does not match the envelope (0x617ba037...)");
+    expect((d as TreasuryError).fields).toEqual({ field: "data", expected: "0x617ba037...", received: "0x12345678aa..." });
     // no calldata at all is "0x"; no recipient (a contract creation) is "none"
-    const empty = await verifySignedTransaction(await sign({ data: undefined }), step).catch((err: ApiError) => err);
-    expect((empty as ApiError).fields).toEqual({ field: "data", expected: "0x617ba037...", received: "0x..." });
+    const empty = await verifySignedTransaction(await sign({ data: undefined }), step).catch((err: TreasuryError) => err);
+    expect((empty as TreasuryError).fields).toEqual({ field: "data", expected: "0x617ba037...", received: "0x..." });
     expect((await verifySignedTransaction(await sign({ data: undefined }), { ...step, data: "0x" })).signer).toBe(account.address);
-    const creation = await verifySignedTransaction(await sign({ to: undefined }), step).catch((err: ApiError) => err);
-    expect((creation as ApiError).fields).toEqual({ field: "to", expected: step.to, received: "none" });
+    const creation = await verifySignedTransaction(await sign({ to: undefined }), step).catch((err: TreasuryError) => err);
+    expect((creation as TreasuryError).fields).toEqual({ field: "to", expected: step.to, received: "none" });
     // hex case does not matter on either side
     expect((await verifySignedTransaction(await sign({ data: "0x617BA037" }), { ...step, to: step.to.toLowerCase() as `0x${string}` })).signer).toBe(account.address);
   });
 
   it("refuses what is not a signed transaction, a pre-EIP-155 signature and other types", async () => {
     expect((await codeOf(verifySignedTransaction("0xdeadbeef", step))).code).toBe("invalid_signed_transaction");
-    const bad = (await verifySignedTransaction("0xdeadbeef", step).catch((err: ApiError) => err)) as ApiError;
+    const bad = (await verifySignedTransaction("0xdeadbeef", step).catch((err: TreasuryError) => err)) as TreasuryError;
     expect(bad.message).toMatch(/^signed_transaction is not a signed legacy, EIP-2930 or EIP-1559 transaction: \S/);
     const unsigned = serializeTransaction({ type: "eip1559", chainId: 8453, nonce: 0, to: step.to, data: step.data, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, gas: 1n });
     expect((await codeOf(verifySignedTransaction(unsigned, step))).code).toBe("invalid_signed_transaction");

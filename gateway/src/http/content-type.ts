@@ -7,7 +7,7 @@
  * without a body (a GET): one check instead of three passes.
  */
 import type { RequestHandler } from "express";
-import { ApiError } from "./errors";
+import { TreasuryError } from "../lib/errors";
 
 /** body-parser's own test for a body (type-is's hasBody): a Transfer-Encoding, or a Content-Length that is a number */
 const carriesBody = (headers: { "transfer-encoding"?: string; "content-length"?: string }): boolean =>
@@ -99,7 +99,7 @@ export const requireJsonBody: RequestHandler = (req, _res, next) => {
   const hasBody = (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined;
   if (!hasBody) return next();
   if (!req.is(["application/json", "application/*+json"])) {
-    return next(new ApiError("unsupported_media_type", `request bodies must be application/json, got ${req.headers["content-type"] ?? "no content type"}`));
+    return next(new TreasuryError("unsupported_media_type", `request bodies must be application/json, got ${req.headers["content-type"] ?? "no content type"}`));
   }
   next();
 };
@@ -121,7 +121,7 @@ export function jsonDepthExceeds(value: unknown, limit: number): boolean {
 
 export const limitJsonDepth: RequestHandler = (req, _res, next) => {
   if ((req as { _body?: boolean })._body === true && jsonDepthExceeds(req.body, MAX_JSON_DEPTH)) {
-    return next(new ApiError("invalid_request", `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
+    return next(new TreasuryError("invalid_request", `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
   }
   next();
 };

@@ -1,18 +1,9 @@
 /**
- * The credential of an authenticated request, one shape for every kind
- * (a bearer API key, an x402 payer, or a wallet signed in with x402's sign-in-with-x on a downward leg).
+ * The credential a request was authenticated with (domain/credential.ts), as the request carries it:
+ * `res.locals.credential`, set by the route's authentication.
  */
 import type { Response } from "express";
-
-export interface Credential {
-  kind: "bearer" | "x402" | "wallet_signature";
-  /** stable identity for rate limits and idempotency scope, e.g. key:<id> or payer:<address> */
-  scope: string;
-  /** the treasury this credential acts on */
-  treasuryId: string;
-  /** bearer: the key id; x402: the payer address */
-  subject: string;
-}
+import type { Credential } from "../domain/credential";
 
 export function credentialOf(res: Response): Credential | undefined {
   return res.locals.credential as Credential | undefined;

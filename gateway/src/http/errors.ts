@@ -4,7 +4,7 @@
  * turned into `{ error, message, request_id, ... }` with its code's status.
  */
 import type { ErrorRequestHandler, RequestHandler } from "express";
-import { TreasuryError as ApiError, type ErrorCode, type TreasuryError } from "../lib/errors";
+import { TreasuryError, type ErrorCode } from "../lib/errors";
 import type { ZodError } from "zod";
 import { sendJson } from "./json-response";
 
@@ -70,15 +70,11 @@ export const HTTP_STATUS = {
   internal_error: 500,
 } as const satisfies Record<ErrorCode, number>;
 
-/** a typed error as HTTP sees it: the same class everywhere, its status from the table */
-export { TreasuryError as ApiError } from "../lib/errors";
-export type { ErrorCode } from "../lib/errors";
-
 export const statusOf = (err: TreasuryError): number => HTTP_STATUS[err.code];
 
-export const badRequest = (message: string, fields: Record<string, unknown> = {}) => new ApiError("invalid_request", message, fields);
+export const badRequest = (message: string, fields: Record<string, unknown> = {}) => new TreasuryError("invalid_request", message, fields);
 
-export function fromZodError(error: ZodError, where: "body" | "query" | "path" | "header", input?: unknown): ApiError {
+export function fromZodError(error: ZodError, where: "body" | "query" | "path" | "header", input?: unknown): TreasuryError {
   const details = error.issues.map((i) => ({
     location: where,
     field: i.path.map(String).join(".") || null,
@@ -89,7 +85,7 @@ export function fromZodError(error: ZodError, where: "body" | "query" | "path" |
   const message = first
     ? `${where}${first.field ? ` field '${first.field}'` : ""}: ${first.message}`
     : `invalid ${where}`;
-  return new ApiError("invalid_request", message, { details });
+  return new TreasuryError("invalid_request", message, { details });
 }
 
 function valueAt(input: unknown, path: PropertyKey[]): unknown {
@@ -101,53 +97,53 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
   return v;
 }
 
-export function errorBody(err: ApiError, requestId: string | undefined) {
-  return { error: err.code, message: err.message, request_id: requestId, ...err.fields };
+export function errorBody(err: TreasuryError, requestId: string | undefined) {
+  return { error: err.code, message: err.shortMessage, request_id: requestId, ...err.fields };
 }
 
-export function sendError(res: Parameters<RequestHandler>[1], err: ApiError): void {
+export function sendError(res: Parameters<RequestHandler>[1], err: TreasuryError): void {
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   sendJson(res, statusOf(err), errorBody(err, res.locals.requestId as string | undefined));
 }
 
 /** body-parser errors carry `type` and `status`; map them to typed errors */
-function fromBodyParser(err: { type?: string; status?: number; message?: string }): ApiError | undefined {
+function fromBodyParser(err: { type?: string; status?: number; message?: string }): TreasuryError | undefined {
   switch (err.type) {
     case "entity.parse.failed":
-      return new ApiError("invalid_request", "malformed JSON body");
+      return new TreasuryError("invalid_request", "malformed JSON body");
     case "entity.too.large":
-      return new ApiError("payload_too_large", "request body is larger than the limit");
+      return new TreasuryError("payload_too_large", "request body is larger than the limit");
     case "encoding.unsupported":
     case "charset.unsupported":
-      return new ApiError("unsupported_media_type", err.message ?? "unsupported body encoding");
+      return new TreasuryError("unsupported_media_type", err.message ?? "unsupported body encoding");
     case "request.aborted":
-      return new ApiError("invalid_request", "request aborted");
+      return new TreasuryError("invalid_request", "request aborted");
     case "request.size.invalid":
     case "stream.encoding.set":
     case "stream.not.readable":
-      return new ApiError("invalid_request", "unreadable request body");
+      return new TreasuryError("invalid_request", "unreadable request body");
     default:
       if (typeof err.status === "number" && err.status >= 400 && err.status < 500) {
-        return new ApiError(err.status === 413 ? "payload_too_large" : err.status === 415 ? "unsupported_media_type" : "invalid_request", err.message ?? "bad request");
+        return new TreasuryError(err.status === 413 ? "payload_too_large" : err.status === 415 ? "unsupported_media_type" : "invalid_request", err.message ?? "bad request");
       }
       return undefined;
   }
 }
 
 export const notFoundHandler: RequestHandler = (req, res) => {
-  sendError(res, new ApiError("not_found", `no route for ${req.method} ${req.path}: every route is listed at /docs (the API reference) and /openapi.json`));
+  sendError(res, new TreasuryError("not_found", `no route for ${req.method} ${req.path}: every route is listed at /docs (the API reference) and /openapi.json`));
 };
 
 export function errorHandler(log: { error: (obj: unknown, msg: string) => void }): ErrorRequestHandler {
   return (err, _req, res, _next) => {
-    const apiError =
-      err instanceof ApiError ? err : fromBodyParser(err as { type?: string; status?: number; message?: string });
-    if (apiError) {
-      sendError(res, apiError);
+    const typed =
+      err instanceof TreasuryError ? err : fromBodyParser(err as { type?: string; status?: number; message?: string });
+    if (typed) {
+      sendError(res, typed);
       return;
     }
     log.error({ err, request_id: res.locals.requestId }, "unhandled error");
     if (res.headersSent) return;
-    sendError(res, new ApiError("internal_error", "internal error; quote the request_id when reporting it"));
+    sendError(res, new TreasuryError("internal_error", "internal error; quote the request_id when reporting it"));
   };
 }

@@ -1,7 +1,6 @@
 /** The OpenAPI 3.1.0 document, generated from the registry the routes filled. */
 import { OpenApiGeneratorV31, type OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
-
-export const API_VERSION = "2026-06-25";
+import { API_VERSION } from "../schemas/api-version";
 
 export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: string) {
   registry.registerComponent("securitySchemes", "bearerAuth", {

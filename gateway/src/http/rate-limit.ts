@@ -1,7 +1,8 @@
 import type { Request, RequestHandler, Response } from "express";
 import { ipKeyGenerator } from "express-rate-limit";
 import type { RateLimitStore } from "../store/rate-limit-store";
-import { ApiError, sendError } from "./errors";
+import { sendError } from "./errors";
+import { TreasuryError } from "../lib/errors";
 
 /**
  * Rate limits (spec 8): reads (GET, HEAD, OPTIONS) and writes (everything
@@ -167,7 +168,7 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
   const keyOf = (who: RateIdentity, req: Request) => (typeof who === "string" ? `cred:${who}` : `ip:${ipKeyGenerator(addressOf(req))}`);
   const refuse = (res: Response, hit: Hit) => {
     const retryAfter = secondsUntil(hit.resetTime);
-    sendError(res, new ApiError("rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }));
+    sendError(res, new TreasuryError("rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }));
   };
   const readCounter = new SharedCounter(opts.counters, "read:", opts.readPerWindow);
   const writeCounter = new SharedCounter(opts.counters, "write:", opts.writePerWindow);
@@ -182,11 +183,11 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
     if (who === UNPROVEN_PAYER) return write(key, res, next);
     if (READ_METHODS.has(req.method)) return read(key, res, next);
     if (req.method === "POST" && protocol.has(req.path)) {
-      res.locals.chargeWrite = async (): Promise<ApiError | undefined> => {
+      res.locals.chargeWrite = async (): Promise<TreasuryError | undefined> => {
         const hit = await writeCounter.increment(key);
         if (hit.totalHits <= opts.writePerWindow) return undefined;
         const retryAfter = secondsUntil(hit.resetTime);
-        return new ApiError("rate_limited", `too many state-changing calls; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter });
+        return new TreasuryError("rate_limited", `too many state-changing calls; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter });
       };
       return read(key, res, next);
     }
@@ -217,7 +218,7 @@ export function credentialCreationLimit(opts: { perHour: number; paths: string[]
   counter.init({ windowMs: 3_600_000 });
   const limit = counting(
     counter,
-    (res) => sendError(res, new ApiError("rate_limited", `at most ${opts.perHour} free credentials per client address per hour; retry later`, { retry_after_seconds: 3600 }, { "Retry-After": "3600" })),
+    (res) => sendError(res, new TreasuryError("rate_limited", `at most ${opts.perHour} free credentials per client address per hour; retry later`, { retry_after_seconds: 3600 }, { "Retry-After": "3600" })),
     false,
   );
   const paths = new Set(opts.paths);

@@ -18,7 +18,8 @@ import { hasPayment, settlementUnknown, type PaymentClaim, type PaymentGate } fr
 import { SIWX_EXTENSION_KEY, SIWX_HEADER } from "../x402/sign-in-with-x";
 import { PAYMENT_HEADERS, paymentIdentifier, paymentOf } from "../x402/payment-match";
 import { jsonTextOf, sendJson, sendJsonText } from "./json-response";
-import { ApiError, errorBody, fromZodError, statusOf } from "./errors";
+import { errorBody, fromZodError, statusOf } from "./errors";
+import { TreasuryError } from "../lib/errors";
 
 export type Method = "get" | "post";
 
@@ -243,7 +244,7 @@ async function outcomeOf(res: Response, run: () => Promise<HandlerResult>): Prom
     const result = settledResult(await run());
     return { status: result.status, headers: result.headers ?? {}, body: jsonTextOf(result.body) };
   } catch (err) {
-    if (err instanceof ApiError && statusOf(err) < 500) {
+    if (err instanceof TreasuryError && statusOf(err) < 500) {
       return { status: statusOf(err), headers: err.headers, body: JSON.stringify(errorBody(err, res.locals.requestId as string | undefined)) };
     }
     throw err;
@@ -338,7 +339,7 @@ export function registerRoute<B, Q, P>(
     const outcome = atomic
       ? await hooks.transaction!(() => idempotent(hooks.idempotency!, { ...call, leased: false }, () => outcomeOf(res, async () => spec.handler(atomic)))).catch((err: unknown) => {
           // nothing was written: the store kept colliding with other requests (PostgreSQL, after its retries)
-          if (isContention(err)) throw new ApiError("conflicting_operation", "another request of this treasury was being applied at the same moment; retry (nothing was done)", {}, { "Retry-After": "1" });
+          if (isContention(err)) throw new TreasuryError("conflicting_operation", "another request of this treasury was being applied at the same moment; retry (nothing was done)", {}, { "Retry-After": "1" });
           throw err;
         })
       : await idempotent(hooks.idempotency!, { ...call, renewAlso: () => hooks.renewReservations?.(holderOf(res)) ?? Promise.resolve() }, () => outcomeOf(res, () => runReserved(req, res)));
@@ -368,8 +369,8 @@ export function registerRoute<B, Q, P>(
         await claim.release();
         return sendOutcome(res, taken.response, true);
       }
-      if (taken.kind === "mismatch") throw new ApiError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
-      if (taken.kind === "in_progress") throw new ApiError("idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)", {}, { "Retry-After": "1" });
+      if (taken.kind === "mismatch") throw new TreasuryError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
+      if (taken.kind === "in_progress") throw new TreasuryError("idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)", {}, { "Retry-After": "1" });
       const holder = (keyHolder = taken.holder);
 
       await whileLeased(
@@ -417,7 +418,7 @@ export function registerRoute<B, Q, P>(
       if (charged) {
         await store.addPrepaid(scope, key!, fingerprint, charged, now());
         await claim.outcome(500); // its value now lives in the prepaid credit
-      } else if (err instanceof ApiError && err.code === "payment_settlement_unknown" && keyHolder && !creditKept) {
+      } else if (err instanceof TreasuryError && err.code === "payment_settlement_unknown" && keyHolder && !creditKept) {
         // maybe charged: the key keeps the payment as its credit, so a retry with a fresh proof settles this one, not both
         await store.addPrepaid(scope, key!, fingerprint, { payer: claim.payer, nonce: claim.nonce }, now());
       } else await claim.release();
@@ -450,9 +451,9 @@ export function registerRoute<B, Q, P>(
       await fresh.release();
       return sendOutcome(res, taken.response, true);
     }
-    if (taken.kind === "mismatch") throw new ApiError("payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
+    if (taken.kind === "mismatch") throw new TreasuryError("payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
     if (taken.kind === "in_progress") {
-      throw new ApiError("payment_in_progress", "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)", { retry_after_seconds: 1 }, { "Retry-After": "1" });
+      throw new TreasuryError("payment_in_progress", "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)", { retry_after_seconds: 1 }, { "Retry-After": "1" });
     }
     let sent: string | undefined;
     const send = res.send.bind(res);
@@ -513,7 +514,7 @@ export function registerRoute<B, Q, P>(
             return await runPaidRead(req, res, claim);
           };
           const pid = paymentIdentifier(paymentOf((n) => req.header(n))?.decoded);
-          if (pid && "invalid" in pid) throw new ApiError("invalid_payment_identifier", pid.invalid);
+          if (pid && "invalid" in pid) throw new TreasuryError("invalid_payment_identifier", pid.invalid);
           const payer = pid ? await hooks.payments.verifiedPayer((n) => req.header(n)) : undefined;
           // an unsigned or forged proof goes the normal way (and is refused there): only a signer's identifier is honoured
           if (pid && payer) return await byPaymentIdentifier(req, res, payer, pid.id, pay, () => hooks.payments!.authorize(req, res, route));
@@ -541,7 +542,7 @@ function bodyOf(req: Request, required: boolean): unknown {
   // body-parser marks a request whose body it parsed with `_body`
   const parsed = (req as Request & { _body?: boolean })._body === true;
   if (!parsed) {
-    if (required) throw new ApiError("invalid_request", "a JSON body is required");
+    if (required) throw new TreasuryError("invalid_request", "a JSON body is required");
     return {};
   }
   return req.body;

@@ -80,15 +80,28 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 const KNOWN = new Set<string>(ERROR_CODES);
 export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === "string" && KNOWN.has(code);
 
+/**
+ * The one error class of the service, whatever the transport (REST and MCP answer it as its code's typed
+ * body, http/errors.ts). Like viem's errors: `shortMessage` is what the caller is told (the body's
+ * `message`); `message` adds the details of its `cause` (ES2022), for the logs, never sent.
+ */
 export class TreasuryError extends Error {
+  /** the message without details: the body's `message` */
+  readonly shortMessage: string;
+
   constructor(
     readonly code: ErrorCode,
-    message: string,
+    shortMessage: string,
     /** contextual fields added to the body (e.g. safe_amount) */
     readonly fields: Record<string, unknown> = {},
     /** transport hints (e.g. Retry-After) */
     readonly headers: Record<string, string> = {},
+    /** what caused it (another error, kept as `cause`): its message is the details of `message` */
+    options: { cause?: unknown } = {},
   ) {
-    super(message);
+    super(options.cause === undefined ? shortMessage : `${shortMessage}\n\nDetails: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.shortMessage = shortMessage;
   }
 }
+// on the prototype, as Error's own `name` is: not an own field of every error
+TreasuryError.prototype.name = "TreasuryError";

@@ -17,7 +17,8 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Request, Response } from "express";
-import { ApiError, statusOf } from "../http/errors";
+import { statusOf } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import type { PaymentGate } from "../x402/payment-gate";
 import type { WalletSignatureAuth } from "../services/wallet-signature";
 import { callRestTwin, MCP_PAYMENT_META, MCP_SIGN_IN_META } from "./rest-twin";
@@ -38,8 +39,8 @@ export interface ToolContext {
   chargeWrite(): Promise<void>;
 }
 
-function toolError(err: ApiError, requestId: string): CallToolResult {
-  const body = { error: err.code, message: err.message, request_id: requestId, http_status: statusOf(err), ...err.fields };
+function toolError(err: TreasuryError, requestId: string): CallToolResult {
+  const body = { error: err.code, message: err.shortMessage, request_id: requestId, http_status: statusOf(err), ...err.fields };
   return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
 }
 
@@ -68,7 +69,7 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
   );
   // arguments the input schema refuses, an unknown tool: the typed error body too, never bare text
   (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message) =>
-    toolError(/Tool \S+ not found$/.test(message) ? new ApiError("tool_not_found", message) : new ApiError("invalid_request", message), tc.requestId);
+    toolError(/Tool \S+ not found$/.test(message) ? new TreasuryError("tool_not_found", message) : new TreasuryError("invalid_request", message), tc.requestId);
   for (const tool of tools) {
     server.registerTool(
       tool.name,
@@ -91,9 +92,9 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
           if (!tool.annotations.readOnlyHint) await tc.chargeWrite();
           return await tc.dispatch(tc.bearer && tool.keyedTwin ? tool.keyedTwin : tool.twin, args ?? {});
         } catch (err) {
-          if (err instanceof ApiError) return toolError(err, tc.requestId);
+          if (err instanceof TreasuryError) return toolError(err, tc.requestId);
           log(err);
-          return toolError(new ApiError("internal_error", "internal error; quote the request_id when reporting it"), tc.requestId);
+          return toolError(new TreasuryError("internal_error", "internal error; quote the request_id when reporting it"), tc.requestId);
         }
       },
     );
@@ -146,7 +147,7 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
       return callRestTwin(req, { ...route, args: rest, idempotencyKey: typeof key === "string" ? key : undefined }, auth === undefined ? { bearer } : auth, requestId);
     },
     chargeWrite: async () => {
-      const charge = res.locals.chargeWrite as (() => Promise<ApiError | undefined>) | undefined;
+      const charge = res.locals.chargeWrite as (() => Promise<TreasuryError | undefined>) | undefined;
       const refused = await charge?.();
       if (refused) throw refused;
     },

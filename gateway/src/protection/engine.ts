@@ -60,6 +60,7 @@ import type { DelegationRecord } from "../store/delegation-store";
 import { landedReceipt } from "../chain/landed";
 import type { ProtectionClaim, SentTransaction } from "../store/protection-claim-store";
 import type { TreasuryRecord } from "../store/treasury-store";
+import { LostClaim } from "./lost-claim";
 
 
 export interface TickResult {
@@ -104,13 +105,6 @@ interface Run {
   /** ETH spent on gas by the claim's landed transactions */
   gasWei: bigint;
   receipts: Map<Hex, TransactionReceipt>;
-}
-
-/** this engine no longer holds the claim (its lease lapsed and another engine took it over) */
-class LostClaim extends Error {
-  constructor() {
-    super("the claim on this trigger passed to another engine");
-  }
 }
 
 export class ProtectionEngine {
@@ -365,7 +359,7 @@ export class ProtectionEngine {
     const { d, t, claim } = run;
     claim.repayMicro = plan.repay;
     claim.plan = plan.about;
-    if (!(await this.ctx.stores.protectionClaims.record(claim, this.ctx.clock.now()))) throw new LostClaim();
+    if (!(await this.ctx.stores.protectionClaims.record(claim, this.ctx.clock.now()))) throw new LostClaim("this trigger", "engine");
     const client = this.chain.client(t.chain);
     for (const c of plan.calls) {
       try {
@@ -424,7 +418,7 @@ export class ProtectionEngine {
       });
       const sent: SentTransaction = { hash: keccak256(raw), raw, nonce, call: call.kind };
       run.claim.sent.push(sent);
-      if (!(await this.ctx.stores.protectionClaims.record(run.claim, this.ctx.clock.now()))) throw new LostClaim();
+      if (!(await this.ctx.stores.protectionClaims.record(run.claim, this.ctx.clock.now()))) throw new LostClaim("this trigger", "engine");
       const receipt = await this.landed(run, sent);
       if (receipt) return receipt;
     }
@@ -438,7 +432,7 @@ export class ProtectionEngine {
       timeoutMs: RECEIPT_TIMEOUT_MS,
       whileWaiting: async () => {
         if (Date.now() - renewed <= 1_000) return;
-        if (!(await this.ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, this.ctx.clock.now()))) throw new LostClaim();
+        if (!(await this.ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, this.ctx.clock.now()))) throw new LostClaim("this trigger", "engine");
         renewed = Date.now();
       },
     });
@@ -464,7 +458,7 @@ export class ProtectionEngine {
     const note = claim.plan && deleverage ? claim.plan.note : null;
     await this.ctx.tx.transaction(async () => {
       // fenced: an engine that lost the claim records nothing (its successor does)
-      if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim();
+      if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
       await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: note, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: ltvPct(after), repayMicro: repay, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: now.toISOString() });
       await this.recorder.record({ treasury: t, action, amountMicro: repay, fee: feeFor("none", repay), origin: "protection", envelopeTxId: null, trigger: action, settled: true, executionId: claim.actionId, at: now });
       // re-armed once the action restored the position, or after a partial deleverage that moved it (the next act
@@ -479,7 +473,7 @@ export class ProtectionEngine {
   private async fail(run: Run, ethPrice: bigint, reason: string): Promise<TickResult> {
     const { d, claim } = run;
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim();
+      if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
       await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "failed", reason, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: null, repayMicro: claim.repayMicro, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: this.ctx.clock.now().toISOString() });
       await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
     });
@@ -489,7 +483,7 @@ export class ProtectionEngine {
   /** nothing was sent for this claim and nothing can be (already recorded as skipped): end it and re-arm */
   private async release(run: Run, result: TickResult): Promise<TickResult> {
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.protectionClaims.finish(run.claim.treasuryId, run.claim.holder))) throw new LostClaim();
+      if (!(await this.ctx.stores.protectionClaims.finish(run.claim.treasuryId, run.claim.holder))) throw new LostClaim("this trigger", "engine");
       await this.ctx.stores.delegations.setArmed(run.d.treasuryId, true);
     });
     return result;

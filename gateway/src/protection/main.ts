@@ -11,7 +11,7 @@ import { loadConfig } from "../config";
 import { systemClock } from "../lib/clock";
 import { SecretBox } from "../lib/secrets";
 import { createStores, linksFor, scope } from "../services/context";
-import { openDatabase } from "../store/db";
+import { openDatabase } from "../store/open-database";
 import { ProtectionEngine } from "./engine";
 import { SafeExecutor } from "./safe-executor";
 

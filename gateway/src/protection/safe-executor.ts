@@ -46,6 +46,7 @@ import type { ServiceContext } from "../services/context";
 import { ExecutionRecorder } from "../services/execution-recorder";
 import { isSafesOwnRegistration, SafeTransactionService, safeTransactionRef, type SafeState } from "../services/safe-transaction-service";
 import type { SafeTransactionRecord } from "../store/safe-transaction-store";
+import { LostClaim } from "./lost-claim";
 
 export interface SafeExecution {
   id: string;
@@ -61,12 +62,6 @@ export const SAFE_EXEC_GAS_USD_PER_MONTH = Number(process.env.SAFE_EXEC_GAS_USD_
 /** gas limit of one execTransaction (an action's batch is well under 1M on Base; unused gas is not paid) */
 const EXEC_GAS_LIMIT = 3_000_000n;
 const RECEIPT_TIMEOUT_MS = 60_000;
-
-class LostClaim extends Error {
-  constructor() {
-    super("the claim on this Safe transaction passed to another executor");
-  }
-}
 
 type Ctx = ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "positionSamples" | "safeTransactions" | "slots" | "treasuries">;
 
@@ -147,7 +142,7 @@ export class SafeExecutor {
     try {
       await this.actions.plan(treasury, { action: r.action, amountMicro: r.amountMicro, params: r.request.params as ActionParams }, position);
     } catch (err) {
-      if (err instanceof TreasuryError) return this.fail(r, err.code, `checked again at execution: ${err.message}`);
+      if (err instanceof TreasuryError) return this.fail(r, err.code, `checked again at execution: ${err.shortMessage}`);
       throw err;
     }
     const owners = r.signatures.filter((s) => state.owners.includes(s.owner));
@@ -177,7 +172,7 @@ export class SafeExecutor {
       const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
       const raw = await this.automation.signTransaction({ type: "eip1559", chainId: AAVE_MARKETS[r.chain].chainId, nonce, to: r.safe, value: 0n, gas: EXEC_GAS_LIMIT, data, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas });
       const sent = { hash: keccak256(raw), raw, nonce };
-      if (!(await this.ctx.stores.safeTransactions.recordSent(r.id, this.holder, sent, this.ctx.clock.now()))) throw new LostClaim();
+      if (!(await this.ctx.stores.safeTransactions.recordSent(r.id, this.holder, sent, this.ctx.clock.now()))) throw new LostClaim("this Safe transaction", "executor");
       const receipt = await this.landed(r, sent);
       if (receipt) return this.settle(r, receipt);
     }
@@ -247,7 +242,7 @@ export class SafeExecutor {
     const now = this.ctx.clock.now();
     const treasury = await this.actions.treasury(r.treasuryId);
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash, gasUsd }, now.toISOString()))) throw new LostClaim();
+      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash, gasUsd }, now.toISOString()))) throw new LostClaim("this Safe transaction", "executor");
       await this.updateReceipt(r, {
         status: "completed",
         tx_hash: receipt.transactionHash,
@@ -280,7 +275,7 @@ export class SafeExecutor {
   private async fail(r: SafeTransactionRecord, error: string, message: string, txHash?: Hex, gasUsd?: number): Promise<SafeExecution> {
     const now = this.ctx.clock.now().toISOString();
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash, gasUsd }, now))) throw new LostClaim();
+      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash, gasUsd }, now))) throw new LostClaim("this Safe transaction", "executor");
       await this.updateReceipt(r, { status: "failed", failure: { error, message }, ...(txHash ? { tx_hash: txHash } : {}), failed_at: now, safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "failed") });
     });
     return { id: r.id, treasuryId: r.treasuryId, outcome: "failed", detail: `${error}: ${message}`, txHash };

@@ -2,8 +2,7 @@
 import { DECLARED, type TreasuryAction } from "../actions";
 import type { ActionBody, ActionDeclaration } from "../actions/declaration";
 import { requireCredential } from "../http/credential";
-import { ApiError } from "../http/errors";
-import { chainAsPosition } from "../chain/chain-gateway";
+import { TreasuryError } from "../lib/errors";
 import { SafetyRailError } from "../schemas/common";
 import {
   ActionReceipt,
@@ -171,17 +170,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       403: { description: "safety rail (spec 2.2)", schema: SafetyRailError },
       ...RATE_LIMITED,
     },
-    handler: async ({ body, res }) => {
-      const credential = requireCredential(res);
-      if (body.action === "convert" && !body.target) {
-        throw new ApiError("invalid_request", "target (btc or eth) is required when action is convert", {
-          details: [{ location: "body", field: "target", message: "required for convert" }],
-        });
-      }
-      const treasury = await deps.actions.treasury(credential.treasuryId);
-      const chain = await deps.actions.chainPosition(treasury);
-      return { status: 200, body: await deps.preview.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chainAsPosition(chain)) };
-    },
+    handler: async ({ body, res }) => ({ status: 200, body: await deps.preview.estimateFor(requireCredential(res).treasuryId, body) }),
   });
 
   kit.route({
@@ -194,11 +183,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     price: { atomic: 1_000n, description: "Treasury health score, LTV and zones" },
     tool: { name: "get_health", title: "Treasury health", description: "Health score, LTV, LTV zone and zone bounds of the authenticated treasury." },
     responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, ...bearerRefusals(), ...RATE_LIMITED },
-    handler: async ({ res }) => {
-      const id = requireCredential(res).treasuryId;
-      await deps.relay.reconcileTreasury(id);
-      return { status: 200, body: await deps.treasuries.healthView((await deps.actions.treasury(id))) };
-    },
+    handler: async ({ res }) => ({ status: 200, body: await deps.treasuries.health(requireCredential(res).treasuryId) }),
   });
 
   kit.route({
@@ -211,11 +196,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     price: { atomic: 1_100n, description: "Treasury state" },
     tool: { name: "get_treasury_state", title: "Treasury state", description: "Holdings, value, debt, LTV, health and utilization of the authenticated treasury." },
     responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, ...bearerRefusals(), ...RATE_LIMITED },
-    handler: async ({ res }) => {
-      const id = requireCredential(res).treasuryId;
-      await deps.relay.reconcileTreasury(id);
-      return { status: 200, body: await deps.treasuries.stateView((await deps.actions.treasury(id))) };
-    },
+    handler: async ({ res }) => ({ status: 200, body: await deps.treasuries.state(requireCredential(res).treasuryId) }),
   });
 
   kit.route({
@@ -338,7 +319,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     },
     handler: async ({ res, params }) => {
       const receipt = await deps.treasuries.receipt(requireCredential(res).treasuryId, params.id);
-      if (!receipt) throw new ApiError("not_found", `no receipt ${params.id} for this treasury`);
+      if (!receipt) throw new TreasuryError("not_found", `no receipt ${params.id} for this treasury`);
       return { status: 200, body: receipt };
     },
   });

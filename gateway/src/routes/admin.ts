@@ -4,26 +4,26 @@
  * public OpenAPI document.
  */
 import type { RequestHandler } from "express";
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import { safeEqual } from "../lib/secrets";
 import { AccessRequestIdParams, ReviewTransitionBody } from "../schemas/agents";
 import { z } from "../schemas/zod";
 import type { AccessRequestService } from "../services/access-request-service";
-import type { Runtime, ServiceContext } from "../services/context";
+import type { Runtime } from "../services/context";
 import type { RouteKit } from "./kit";
 
 export function adminGuard(ctx: Runtime): RequestHandler {
   return (req, _res, next) => {
     const token = ctx.config.adminToken;
-    if (!token) return next(new ApiError("not_found", `no route for ${req.method} ${req.path}`));
+    if (!token) return next(new TreasuryError("not_found", `no route for ${req.method} ${req.path}`));
     const header = req.header("authorization") ?? "";
     const presented = header.startsWith("Bearer ") ? header.slice(7) : "";
-    if (!presented || !safeEqual(presented, token)) return next(new ApiError("unauthorized", "admin token missing or invalid"));
+    if (!presented || !safeEqual(presented, token)) return next(new TreasuryError("unauthorized", "admin token missing or invalid"));
     next();
   };
 }
 
-export function adminRoutes(kit: RouteKit, ctx: ServiceContext<"accessRequests" | "outbox">, access: AccessRequestService): void {
+export function adminRoutes(kit: RouteKit, access: AccessRequestService): void {
   const common = { tags: ["Admin"], security: "admin" as const, internal: true };
   const anyBody = { description: "ok" };
 
@@ -37,7 +37,7 @@ export function adminRoutes(kit: RouteKit, ctx: ServiceContext<"accessRequests" 
     responses: { 200: anyBody },
     handler: async ({ query }) => ({
       status: 200,
-      body: { object: "list", data: await Promise.all((await ctx.stores.accessRequests.list(query.status)).map((r) => access.adminView(r))) },
+      body: { object: "list", data: await access.adminList(query.status) },
     }),
   });
 
@@ -70,7 +70,7 @@ export function adminRoutes(kit: RouteKit, ctx: ServiceContext<"accessRequests" 
     operationId: "adminOutbox",
     summary: "Pending messages to operators (a delivery worker sends them)",
     responses: { 200: anyBody },
-    handler: async () => ({ status: 200, body: { object: "list", data: await ctx.stores.outbox.pending() }, headers: { "Cache-Control": "no-store" } }),
+    handler: async () => ({ status: 200, body: { object: "list", data: await access.pendingMessages() }, headers: { "Cache-Control": "no-store" } }),
   });
 
   kit.route({
@@ -82,9 +82,7 @@ export function adminRoutes(kit: RouteKit, ctx: ServiceContext<"accessRequests" 
     request: { params: z.object({ id: z.string().regex(/^msg_[0-9a-f]{32}$/) }), bodyRequired: false, body: z.strictObject({}) },
     responses: { 200: anyBody },
     handler: async ({ params }) => {
-      if (!await ctx.stores.outbox.markDelivered(params.id, ctx.clock.now().toISOString())) {
-        throw new ApiError("not_found", `no pending message ${params.id}`);
-      }
+      await access.markDelivered(params.id);
       return { status: 200, body: { id: params.id, delivered: true } };
     },
   });

@@ -7,9 +7,7 @@
 import { z } from "../schemas/zod";
 import { requireCredential } from "../http/credential";
 import type { ConsoleSessionService } from "../services/console-sessions";
-import type { ServiceContext } from "../services/context";
-import { HISTORY_MAX_POINTS } from "../store/position-sample-store";
-import { usdcToNumber } from "../domain/money";
+import { HISTORY_MAX_POINTS, type TreasuryService } from "../services/treasury-service";
 import { bearerRefusals, err, RATE_LIMITED, type RouteKit } from "./kit";
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
@@ -60,7 +58,7 @@ const History = z
   })
   .openapi("PositionHistory");
 
-export function consoleRoutes(kit: RouteKit, ctx: ServiceContext<"positionSamples">, sessions: ConsoleSessionService): void {
+export function consoleRoutes(kit: RouteKit, sessions: ConsoleSessionService, treasuries: TreasuryService): void {
   kit.route({
     method: "get",
     path: "/api/v1/console/sign-in",
@@ -122,19 +120,6 @@ export function consoleRoutes(kit: RouteKit, ctx: ServiceContext<"positionSample
       ...bearerRefusals(),
       ...RATE_LIMITED,
     },
-    handler: async ({ res, query }) => {
-      const treasuryId = requireCredential(res).treasuryId;
-      const since = (query as { since?: string }).since ?? new Date(ctx.clock.now().getTime() - 86_400_000).toISOString();
-      const points = await ctx.stores.positionSamples.history(treasuryId, new Date(since).toISOString());
-      return {
-        status: 200,
-        body: {
-          object: "position_history",
-          treasury_id: treasuryId,
-          points: points.map((p) => ({ at: p.at, ltv: p.ltv, health_score: p.healthScore, collateral_usd: usdcToNumber(p.collateralMicro), debt_usdc: usdcToNumber(p.debtMicro) })),
-          note: "sampled by the protection engine for treasuries with a proven delegation, and after executed Safe transactions",
-        },
-      };
-    },
+    handler: async ({ res, query }) => ({ status: 200, body: await treasuries.healthHistory(requireCredential(res).treasuryId, (query as { since?: string }).since) }),
   });
 }

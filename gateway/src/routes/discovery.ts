@@ -4,10 +4,11 @@ import { feeScheduleDocument, type RatchetState } from "../domain/fee-schedule";
 import { JsonText } from "../http/json-response";
 import { SUPPORTED_ASSETS } from "../domain/assets";
 import { AgentDiscovery, FeeSchedule } from "../schemas/discovery";
-import type { ServiceContext } from "../services/context";
+import type { Runtime } from "../services/context";
+import type { PreviewService } from "../services/preview-service";
 import { RATE_LIMITED, type RouteKit } from "./kit";
 
-export function discoveryRoutes(kit: RouteKit, ctx: ServiceContext<"fees">): void {
+export function discoveryRoutes(kit: RouteKit, ctx: Runtime, preview: PreviewService): void {
   const { url } = ctx.links;
   /** the schedule is a function of the ratchet, read from the store on every request: its text is kept for the state last read */
   let schedule: { tierIndex: number; volume: bigint; text: JsonText } | undefined;
@@ -60,6 +61,6 @@ export function discoveryRoutes(kit: RouteKit, ctx: ServiceContext<"fees">): voi
     },
     tags: ["Discovery"],
     responses: { 200: { description: "fee schedule (spec 2.16)", schema: FeeSchedule }, ...RATE_LIMITED },
-    handler: async () => ({ status: 200, body: feeSchedule(await ctx.stores.fees.ratchet()) }),
+    handler: async () => ({ status: 200, body: feeSchedule(await preview.ratchet()) }),
   });
 }

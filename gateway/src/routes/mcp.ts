@@ -1,5 +1,5 @@
 /** GET and POST /api/mcp (spec 4.2, 2.19). */
-import { ApiError } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
 import { handleMcpPost, MCP_SERVER_NAME, type McpDeps } from "../mcp/server";
 import { restEquivalent, type ToolDefinition } from "../mcp/tools";
 import { JsonRpcRequest, JsonRpcResponse, McpDiscovery } from "../schemas/discovery";
@@ -28,7 +28,7 @@ export function mcpRoutes(
     },
     handler: ({ req }) => {
       if ((req.header("accept") ?? "").includes("text/event-stream")) {
-        throw new ApiError("method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
+        throw new TreasuryError("method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
       }
       return {
         status: 200,

@@ -12,12 +12,10 @@ import {
   PreviewRequest,
 } from "../schemas/public";
 import { JsonText } from "../http/json-response";
-import type { ServiceContext } from "../services/context";
 import { liquidationDistanceDocument } from "../services/liquidation-distance";
 import type { MarketRatesService } from "../services/market-rates";
 import type { PolicyService } from "../services/policy-service";
 import { resolveAmount, type PreviewService } from "../services/preview-service";
-import { resolveSubject } from "../services/subject";
 import type { TreasuryService } from "../services/treasury-service";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
 
@@ -33,7 +31,7 @@ export interface PublicDeps {
 /** how many liquidation-distance texts are kept (one per LTV asked) */
 export const LIQUIDATION_TEXTS = 256;
 
-export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, deps: PublicDeps): void {
+export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
   /**
    * The liquidation-distance document is a function of the LTV alone: its text is kept per LTV asked, at most
    * LIQUIDATION_TEXTS of them (the set starts over when full), instead of built and serialized per request.
@@ -97,7 +95,7 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
       ...RATE_LIMITED,
     },
     handler: async ({ query }) => {
-      const subject = await resolveSubject(ctx, query.address);
+      const subject = await deps.treasuries.subject(query.address);
       return { status: 200, body: await deps.treasuries.portfolioView(subject.holdings, subject.environment, subject.address) };
     },
   });
@@ -122,7 +120,7 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
       404: err("no proven treasury for the address (a registration without an ownership proof is never shown by address)"),
       ...RATE_LIMITED,
     },
-    handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject((await resolveSubject(ctx, query.address))) }),
+    handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject((await deps.treasuries.subject(query.address))) }),
   });
 
   kit.route({
@@ -160,7 +158,7 @@ export function publicRoutes(kit: RouteKit, ctx: ServiceContext<"treasuries">, d
       ...RATE_LIMITED,
     },
     handler: async ({ body }) => {
-      const subject = await resolveSubject(ctx, body.address);
+      const subject = await deps.treasuries.subject(body.address);
       const amountMicro = resolveAmount(body.amount, body.amount_usdc);
       return { status: 200, body: await deps.preview.previewFor(subject, { action: body.action, amountMicro, currentLtv: body.current_ltv }) };
     },

@@ -1,6 +1,9 @@
 import { TREASURY_ACTIONS, type TreasuryAction } from "../actions";
-import { AMOUNT_ALIAS_RULES, queryNumber, schemaRules, usdcAmount } from "./common";
+import { AMOUNT_ALIAS_RULES, queryNumber, requiredWhen, schemaRules, usdcAmount } from "./common";
 import { z } from "./zod";
+
+/** an estimate of a convert names its target: the document's if/then, and the check the estimate runs (PreviewService.estimateFor) */
+export const CONVERT_NEEDS_TARGET = requiredWhen({ member: "target", when: "action", is: "convert", message: "target (btc or eth) is required when action is convert", detail: "required for convert" });
 
 export const EstimateRequest = z
   .strictObject({
@@ -9,7 +12,8 @@ export const EstimateRequest = z
     amount: usdcAmount({ exclusiveMin: 0 }).optional(),
     target: z.enum(["btc", "eth"]).optional().openapi({ description: "required when action is convert" }),
   })
-  .openapi("EstimateRequest", schemaRules({ ...AMOUNT_ALIAS_RULES, if: { properties: { action: { const: "convert" } }, required: ["action"] }, then: { required: ["target"] } }));
+  .openapi("EstimateRequest", schemaRules({ ...AMOUNT_ALIAS_RULES, ...CONVERT_NEEDS_TARGET.rule }));
+export type EstimateBody = z.infer<typeof EstimateRequest>;
 
 export const RelayRequest = z
   .strictObject({

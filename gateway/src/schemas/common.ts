@@ -1,10 +1,11 @@
 import { TREASURY_CHAINS } from "../../../contracts-abi/chains";
 import { isExactUsdc } from "../domain/money";
+import { ERROR_CODES, TreasuryError } from "../lib/errors";
 import { z } from "./zod";
 
 export const ErrorResponse = z
   .object({
-    error: z.string().openapi({ description: "machine-readable code", example: "invalid_request" }),
+    error: z.enum(ERROR_CODES).openapi({ description: "machine-readable code, one of a closed set a client can branch on", example: "invalid_request" }),
     message: z.string().openapi({ description: "human-readable" }),
     request_id: z.string().optional(),
     docs: z.string().url().optional(),
@@ -59,6 +60,22 @@ export const X_RULES = {
 
 /** JSON Schema keywords the metadata type of zod-to-openapi does not list (if/then, x- rules): passed through as they are */
 export const schemaRules = (rules: Record<string, unknown>) => rules as Record<string, never>;
+
+/**
+ * A member a body must send when another member has a given value, declared once: `rule` is its JSON Schema
+ * (if/then) in the document, `check` enforces it on the parsed body (the zod schema does not state it), with
+ * a typed invalid_request naming the member.
+ */
+export function requiredWhen(o: { member: string; when: string; is: string; message: string; detail: string }) {
+  return {
+    rule: { if: { properties: { [o.when]: { const: o.is } }, required: [o.when] }, then: { required: [o.member] } },
+    check(body: Record<string, unknown>): void {
+      if (body[o.when] === o.is && !body[o.member]) {
+        throw new TreasuryError("invalid_request", o.message, { details: [{ location: "body", field: o.member, message: o.detail }] });
+      }
+    },
+  };
+}
 
 /** a body that takes `amount_usdc` or its alias `amount`: at least one, equal when both */
 export const AMOUNT_ALIAS_RULES = {

@@ -84,6 +84,23 @@ export class AccessRequestService {
     };
   }
 
+  /** The reviewer's list (admin API): every request, or those in one status, in the reviewer's view. */
+  async adminList(status?: AccessRequestRecord["status"]) {
+    return await Promise.all((await this.ctx.stores.accessRequests.list(status)).map((r) => this.adminView(r)));
+  }
+
+  /** Messages to operators not delivered yet (admin API; a delivery worker sends them). */
+  pendingMessages() {
+    return this.ctx.stores.outbox.pending();
+  }
+
+  /** A message delivered (admin API): its body, which may hold a key, is erased; not_found unless it was pending. */
+  async markDelivered(id: string): Promise<void> {
+    if (!await this.ctx.stores.outbox.markDelivered(id, this.ctx.clock.now().toISOString())) {
+      throw new TreasuryError("not_found", `no pending message ${id}`);
+    }
+  }
+
   /** The reviewer's view (admin API). */
   async adminView(r: AccessRequestRecord) {
     return {

@@ -8,7 +8,7 @@
  */
 import type { Request, Response } from "express";
 import { TreasuryError } from "../lib/errors";
-import type { Credential } from "../http/credential";
+import type { Credential } from "../domain/credential";
 import { ownerRemoved, type ConsoleOwnership } from "./console-ownership";
 import type { ServiceContext } from "./context";
 import { lookupRequestBearer } from "./credentials";

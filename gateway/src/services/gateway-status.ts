@@ -7,8 +7,8 @@
  */
 import type { TreasuryChain } from "../../../contracts-abi/chains";
 import { SUPPORTED_ASSETS } from "../domain/assets";
-import { API_VERSION } from "../http/openapi";
 import type { Clock } from "../lib/clock";
+import { API_VERSION } from "../schemas/api-version";
 
 export interface ChainExecution {
   chain: TreasuryChain;

@@ -1,10 +1,12 @@
 /** The Idempotency-Key guard (spec 8) against a real SQLite store: claim, replay, 422, 409, what is remembered. */
 import { describe, expect, it, vi } from "vitest";
-import { ApiError, statusOf } from "../http/errors";
-import { openDatabase } from "../store/db";
+import { statusOf } from "../http/errors";
+import { TreasuryError } from "../lib/errors";
+import { openDatabase } from "../store/open-database";
 import { IDEMPOTENCY_RETENTION_MS, IdempotencyStore } from "../store/idempotency-store";
 import { LEASE_MS } from "../store/lease";
-import { canonicalJson, checkIdempotencyKey, idempotent, requestFingerprint } from "./idempotency";
+import { canonicalJson } from "../lib/canonical-json";
+import { checkIdempotencyKey, idempotent, requestFingerprint } from "./idempotency";
 
 const fresh = async () => new IdempotencyStore(await openDatabase({ file: ":memory:" }));
 const at = new Date("2026-11-22T00:00:00.000Z");
@@ -14,9 +16,9 @@ const apiError = async (p: Promise<unknown>) => {
   try {
     await p;
   } catch (e) {
-    return e as ApiError;
+    return e as TreasuryError;
   }
-  throw new Error("expected an ApiError");
+  throw new Error("expected an TreasuryError");
 };
 
 describe("fingerprints", () => {
@@ -39,11 +41,11 @@ describe("fingerprints", () => {
         checkIdempotencyKey(key);
         throw new Error("accepted");
       } catch (e) {
-        expect(e).toBeInstanceOf(ApiError);
-        expect(statusOf(e as ApiError)).toBe(400);
-        expect((e as ApiError).code).toBe("invalid_request");
-        expect((e as ApiError).message).toBe("an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)");
-        expect((e as ApiError).fields.details).toEqual([{ location: "header", field: "Idempotency-Key", message: why }]);
+        expect(e).toBeInstanceOf(TreasuryError);
+        expect(statusOf(e as TreasuryError)).toBe(400);
+        expect((e as TreasuryError).code).toBe("invalid_request");
+        expect((e as TreasuryError).message).toBe("an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)");
+        expect((e as TreasuryError).fields.details).toEqual([{ location: "header", field: "Idempotency-Key", message: why }]);
       }
     }
   });

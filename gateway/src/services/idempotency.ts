@@ -7,6 +7,7 @@
  * free the key.
  */
 import { createHash } from "node:crypto";
+import { canonicalJson } from "../lib/canonical-json";
 import { TreasuryError } from "../lib/errors";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import { LEASE_MS, newHolder } from "../store/lease";
@@ -16,18 +17,6 @@ export interface Outcome {
   headers: Record<string, string>;
   /** the serialized body, stored and replayed as is */
   body: string;
-}
-
-/** canonical JSON: object keys sorted, so the same body always fingerprints the same */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }
 
 /** the fingerprint of a state-changing call: operation and canonical body */

@@ -10,7 +10,9 @@ import { DEMO_HOLDINGS, positionOf } from "../domain/portfolio";
 import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "../domain/position";
 import { PRESETS, type Preset } from "../domain/presets";
 import type { TreasuryRecord } from "../store/treasury-store";
+import { chainAsPosition, type ChainPosition } from "../chain/chain-gateway";
 import { TreasuryError } from "../lib/errors";
+import { CONVERT_NEEDS_TARGET, type EstimateBody } from "../schemas/actions";
 import type { ServiceContext } from "./context";
 import type { Subject } from "./subject";
 
@@ -51,12 +53,33 @@ export function safetyRailError(sim: Simulation, preset: Preset): TreasuryError 
   );
 }
 
+/** what an estimate reads of the treasury it is asked on (ActionService's reads) */
+export interface EstimateTreasuries {
+  treasury(id: string): Promise<TreasuryRecord>;
+  /** the position as Aave reports it, for a chain-backed treasury; null for a sandbox one */
+  position(t: TreasuryRecord): Promise<ChainPosition | null>;
+}
+
 export class PreviewService {
   constructor(
     private readonly ctx: ServiceContext<"fees">,
     /** fresh native-USDC variable borrow APY of a chain, or null */
-    private readonly borrowApy: (chain: TreasuryChain) => number | null = () => null,
+    private readonly borrowApy: (chain: TreasuryChain) => number | null,
+    private readonly treasuries: EstimateTreasuries,
   ) {}
+
+  /** the fee ratchet as it stands: the tier the schedule's fees are at (fees.json) */
+  ratchet() {
+    return this.ctx.stores.fees.ratchet();
+  }
+
+  /** POST /api/v1/estimate (spec 4.6) on the authenticated treasury: the body checked, the treasury and its chain position read, then `estimate` */
+  async estimateFor(treasuryId: string, body: EstimateBody) {
+    CONVERT_NEEDS_TARGET.check(body);
+    const treasury = await this.treasuries.treasury(treasuryId);
+    const chain = await this.treasuries.position(treasury);
+    return await this.estimate(treasury, body.action, resolveAmount(body.amount, body.amount_usdc), body.target, chainAsPosition(chain));
+  }
 
   /** POST /api/v1/estimate (spec 4.6): the preview of 2.3 on the treasury, plus the reference page's fields. */
   async estimate(treasury: TreasuryRecord, action: TreasuryAction, amountMicro: Micro, target: "btc" | "eth" | undefined, chainPosition: Position | null = null) {

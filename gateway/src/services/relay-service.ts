@@ -116,7 +116,7 @@ export class RelayService {
     } catch (err) {
       // refused by the node: if it never reached the node, the step awaits a new signature
       if (!(await this.actions.chain.known(chain, verified.hash).catch(() => true))) {
-        await this.ctx.stores.envelopes.unclaimStep(txId, verified.hash, `refused by the node: ${err instanceof TreasuryError ? err.message : String(err)}`, this.ctx.clock.now().toISOString());
+        await this.ctx.stores.envelopes.unclaimStep(txId, verified.hash, `refused by the node: ${err instanceof TreasuryError ? err.shortMessage : String(err)}`, this.ctx.clock.now().toISOString());
         throw err;
       }
     }

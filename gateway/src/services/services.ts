@@ -63,14 +63,19 @@ export function createServices(ctx: AppContext): Services {
   const delegation = new DelegationService(scope(ctx, "delegations", "instances", "treasuries"), chain, statements);
   const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
   const safeTransactions = new SafeTransactionService(scope(ctx, "safeTransactions", "treasuries"), chain);
+  const relay = new RelayService(scope(ctx, "envelopes"), actions);
   return {
-    treasuries: new TreasuryService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "treasuries"), { position: (t) => actions.chainPosition(t), backed: (t) => actions.chainBacked(t), protection: (t) => delegation.protection(t) }, statements),
+    treasuries: new TreasuryService(
+      scope(ctx, "apiKeys", "envelopes", "executions", "fees", "positionSamples", "treasuries"),
+      { position: (t) => actions.chainPosition(t), backed: (t) => actions.chainBacked(t), protection: (t) => delegation.protection(t), reconcile: (id) => relay.reconcileTreasury(id) },
+      statements,
+    ),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
-    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain)),
+    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain), { treasury: (id) => actions.treasury(id), position: (t) => actions.chainPosition(t) }),
     policy: new PolicyService(scope(ctx, "fees"), { protection: (t) => delegation.protection(t), backed: (t) => actions.chainBacked(t) }),
     marketRates,
     actions,
-    relay: new RelayService(scope(ctx, "envelopes"), actions),
+    relay,
     delegation,
     safeTransactions,
     consoleSessions: new ConsoleSessionService(scope(ctx, "apiKeys", "signedNonces", "treasuries"), safeTransactions),

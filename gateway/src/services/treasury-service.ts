@@ -15,10 +15,12 @@ import { newId } from "../lib/ids";
 import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/statements";
 import type { ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
 import type { AuditPosition } from "../store/fee-store";
+import { HISTORY_MAX_POINTS } from "../store/position-sample-store";
 import { AUDIT_PAGE } from "../schemas/actions";
 import type { SignedProof, StatementVerifier } from "./statement-verifier";
 import { issueApiKey } from "./api-keys";
 import type { ServiceContext } from "./context";
+import { resolveSubject, type Subject } from "./subject";
 
 const DAY_MS = 86_400_000;
 
@@ -36,12 +38,18 @@ export interface ChainSide {
   position(t: TreasuryRecord): Promise<ChainPosition | null>;
   /** auto_repay_active: an active delegation with an engine watching; the delegation's trigger */
   protection(t: TreasuryRecord): Promise<{ active: boolean; protectBelowHealth: number | null }>;
+  /** settle the treasury's relay steps left broadcasting, from the chain (RelayService.reconcileTreasury), before a read */
+  reconcile(treasuryId: string): Promise<void>;
 }
-const NO_CHAIN: ChainSide = { backed: () => false, position: async () => null, protection: async () => ({ active: false, protectBelowHealth: null }) };
+const NO_CHAIN: ChainSide = { backed: () => false, position: async () => null, protection: async () => ({ active: false, protectBelowHealth: null }), reconcile: async () => undefined };
+
+/** the most samples a position history answers (store/position-sample-store.ts) */
+export { HISTORY_MAX_POINTS };
+const HISTORY_DEFAULT_MS = 86_400_000;
 
 export class TreasuryService {
   constructor(
-    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "treasuries">,
+    private readonly ctx: ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "positionSamples" | "treasuries">,
     private readonly chainSide: ChainSide = NO_CHAIN,
     private readonly statements?: StatementVerifier,
   ) {}
@@ -147,6 +155,11 @@ export class TreasuryService {
     });
   }
 
+  /** the subject of a public read or preview: the demo portfolio, or the proven treasury of a wallet address (services/subject.ts) */
+  subject(address: string | undefined): Promise<Subject> {
+    return resolveSubject(this.ctx, address);
+  }
+
   async get(id: string): Promise<TreasuryRecord> {
     const t = await this.ctx.stores.treasuries.get(id);
     if (!t) throw new TreasuryError("treasury_not_found", `treasury ${id} does not exist`);
@@ -176,6 +189,30 @@ export class TreasuryService {
         ltv: ltvPct(position),
         health_score: healthScore(position),
       },
+    };
+  }
+
+  /** GET /api/v1/health: the treasury's relay steps in flight reconciled with the chain first, then `healthView` */
+  async health(treasuryId: string) {
+    await this.chainSide.reconcile(treasuryId);
+    return await this.healthView(await this.get(treasuryId));
+  }
+
+  /** GET /api/v1/treasury: the treasury's relay steps in flight reconciled with the chain first, then `stateView` */
+  async state(treasuryId: string) {
+    await this.chainSide.reconcile(treasuryId);
+    return await this.stateView(await this.get(treasuryId));
+  }
+
+  /** GET /api/v1/health/history (extension): the position's samples since `since` (default: 24 hours ago), oldest first */
+  async healthHistory(treasuryId: string, since?: string) {
+    const from = since ?? new Date(this.ctx.clock.now().getTime() - HISTORY_DEFAULT_MS).toISOString();
+    const points = await this.ctx.stores.positionSamples.history(treasuryId, new Date(from).toISOString());
+    return {
+      object: "position_history",
+      treasury_id: treasuryId,
+      points: points.map((p) => ({ at: p.at, ltv: p.ltv, health_score: p.healthScore, collateral_usd: usdcToNumber(p.collateralMicro), debt_usdc: usdcToNumber(p.debtMicro) })),
+      note: "sampled by the protection engine for treasuries with a proven delegation, and after executed Safe transactions",
     };
   }
 

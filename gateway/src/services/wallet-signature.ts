@@ -15,7 +15,7 @@
 import type { Request, Response } from "express";
 import { CHAINS, TREASURY_CHAINS } from "../../../contracts-abi/chains";
 import type { ChainGateway } from "../chain/chain-gateway";
-import type { Credential } from "../http/credential";
+import type { Credential } from "../domain/credential";
 import { TreasuryError } from "../lib/errors";
 import { requestDigest, SIWX_HEADER, signInWithXExtension, verifySignInWithX } from "../x402/sign-in-with-x";
 import type { ServiceContext } from "./context";

@@ -10,12 +10,11 @@
  * unit: every query issued inside `transaction(fn)`, through any store, joins
  * it (AsyncLocalStorage), so stores compose into one atomic claim without
  * passing a handle around.
+ *
+ * This file is the contract only (types, and what every backend shares);
+ * opening a database and migrating it is store/open-database.ts, which knows
+ * the backends.
  */
-import { MIGRATIONS, POSTGRES_MIGRATIONS, type Migration } from "./migrations";
-import { openPostgres } from "./postgres-db";
-/** the store gave up a transaction that kept colliding with others (PostgreSQL, after its retries) */
-export { isContention } from "./postgres-db";
-import { openSqlite } from "./sqlite-db";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -40,6 +39,12 @@ export interface Db {
   close(): Promise<void>;
 }
 
+/**
+ * The store gave up a transaction that kept colliding with others: PostgreSQL's SQLSTATEs that mean "run it
+ * again" (serialization_failure, deadlock_detected), left after the backend's own retries.
+ */
+export const isContention = (err: unknown): boolean => ["40001", "40P01"].includes(String((err as { code?: unknown } | null)?.code));
+
 export interface TransactionOptions {
   /**
    * PostgreSQL only: "read committed" gives each statement a fresh snapshot,
@@ -56,53 +61,4 @@ export function describeLocation(location: DatabaseLocation): string {
   if ("file" in location) return `sqlite:${location.file}`;
   const u = new URL(location.url);
   return `postgres://${u.hostname}:${u.port || 5432}${u.pathname}`; // never the password
-}
-
-export async function openDatabase(location: DatabaseLocation, migrations?: Migration[]): Promise<Db> {
-  if ("url" in location) {
-    const db = await openPostgres(location.url);
-    await migrate(db, migrations ?? POSTGRES_MIGRATIONS);
-    return db;
-  }
-  const db = openSqlite(location.file);
-  await migrate(db, migrations ?? MIGRATIONS);
-  return db;
-}
-
-export function migrationsFor(dialect: Dialect): Migration[] {
-  return dialect === "postgres" ? POSTGRES_MIGRATIONS : MIGRATIONS;
-}
-
-/** apply the migrations not yet applied, each in its own transaction; instances starting together apply each once */
-export async function migrate(db: Db, migrations: Migration[]): Promise<number[]> {
-  // PostgreSQL: instances starting at once queue on one advisory lock (even CREATE TABLE IF NOT EXISTS races there)
-  const queue = async () => {
-    if (db.dialect === "postgres") await db.get("SELECT pg_advisory_xact_lock(4020) AS locked");
-  };
-  await db.transaction(
-    async () => {
-      await queue();
-      await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
-    },
-    { isolation: "read committed" },
-  );
-  const ran: number[] = [];
-  const sorted = [...migrations].sort((a, b) => a.version - b.version);
-  for (const m of sorted) {
-    const applied = await db.transaction(async () => {
-      await queue(); // the first applies it, the rest find it applied
-
-      if (await db.get("SELECT 1 AS one FROM schema_migrations WHERE version = ?", m.version)) return false;
-      await db.exec(m.sql);
-      await db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", m.version, m.name, new Date().toISOString());
-      return true;
-    }, { isolation: "read committed" });
-    if (applied) ran.push(m.version);
-  }
-  return ran;
-}
-
-export async function schemaVersion(db: Db): Promise<number> {
-  const row = await db.get<{ v: number | null }>("SELECT MAX(version) AS v FROM schema_migrations");
-  return row?.v ?? 0;
 }

@@ -4,13 +4,7 @@
  * migration is never edited; a change is a new entry with the next version,
  * in both lists.
  */
-export { POSTGRES_MIGRATIONS } from "./postgres-migrations";
-
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from "./migration";
 
 export const MIGRATIONS: Migration[] = [
   {

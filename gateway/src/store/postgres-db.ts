@@ -6,12 +6,10 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
-import type { Db, SqlValue, TransactionOptions } from "./db";
+import { isContention, type Db, type SqlValue, type TransactionOptions } from "./db";
 
+/** a transaction that collided (store/db.ts `isContention`: SQLSTATE serialization_failure or deadlock_detected) is run again, this many times at most */
 const MAX_ATTEMPTS = 20;
-
-/** SQLSTATEs that mean "run it again": serialization_failure, deadlock_detected */
-export const isContention = (err: unknown): boolean => ["40001", "40P01"].includes(String((err as { code?: unknown } | null)?.code));
 
 /** `?` placeholders become `$1..$n` (outside quoted literals) */
 export function numberPlaceholders(sql: string): string {

@@ -4,7 +4,7 @@
  * one schema on both backends; every later change is a new entry in both
  * lists, with the same version and name. Append only.
  */
-import type { Migration } from "./migrations";
+import type { Migration } from "./migration";
 
 export const POSTGRES_MIGRATIONS: Migration[] = [
   {

@@ -32,10 +32,13 @@ import { paymentMiddleware } from "x402-express";
 import { SettleError, settleResponseHeader, VerifyError, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
 import { EMPTY_HOLDINGS } from "../domain/portfolio";
 import { TreasuryError } from "../lib/errors";
-import type { Credential } from "../http/credential";
+import type { Credential } from "../domain/credential";
 import { newId } from "../lib/ids";
+import type { Config } from "../config";
+import type { Clock } from "../lib/clock";
 import { newHolder } from "../store/lease";
-import type { ServiceContext } from "../services/context";
+import type { PaymentStore } from "../store/payment-store";
+import type { TreasuryStore } from "../store/treasury-store";
 import { facilitatorClient } from "./facilitator-client";
 import { PAYMENT_HEADERS, PAYMENT_IDENTIFIER, toHeaderJson as headerJson, paymentIdentifierDeclaration, paymentMismatch, paymentOf, signedPayer, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2, type X402Version } from "./payment-match";
 import { BAZAAR, type BazaarCatalog } from "./bazaar";
@@ -136,8 +139,20 @@ const withBazaar = (ext: unknown) => (ext ? { [BAZAAR]: ext } : {});
 
 
 
+/**
+ * What the gate is given: x402's configuration, the clock, the public links, the transaction boundary and
+ * its two stores (services/context.ts's `ServiceContext<"payments" | "treasuries">` is one).
+ */
+export interface PaymentGateContext {
+  config: Pick<Config, "x402">;
+  clock: Clock;
+  links: { url(path: string): string };
+  tx: { transaction<T>(fn: () => Promise<T>): Promise<T> };
+  stores: { payments: PaymentStore; treasuries: TreasuryStore };
+}
+
 export function createPaymentGate(
-  ctx: ServiceContext<"payments" | "treasuries">,
+  ctx: PaymentGateContext,
   opts: { prices: PriceList; catalog?: BazaarCatalog; asset: { address: `0x${string}`; name: string; version: string }; facilitator: FacilitatorConfig },
 ): PaymentGate {
   const cfg = ctx.config.x402;

@@ -32,7 +32,7 @@
  * - METHOD upper case; path = pathname and query of the public URL called
  *   (e.g. `/v1/treasuries/t_1/withdraw`); Idempotency-Key = the header, or ""
  *   when absent; body = the JSON body as parsed (null when none), object keys
- *   sorted (services/idempotency.ts `canonicalJson`).
+ *   sorted (lib/canonical-json.ts `canonicalJson`, as the Idempotency-Key fingerprint).
  *
  * The 401 challenge of a refused request already carries that digest in
  * `info.resources`, so a client retrying the same request signs the challenge
@@ -55,7 +55,7 @@ import {
   type SIWxExtensionInfo,
   type SIWxPayload,
 } from "@x402/extensions/sign-in-with-x";
-import { canonicalJson } from "../services/idempotency";
+import { canonicalJson } from "../lib/canonical-json";
 
 /** the request header carrying the proof (HTTP headers are case-insensitive) */
 export const SIWX_HEADER = "SIGN-IN-WITH-X";

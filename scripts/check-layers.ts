@@ -1,0 +1,222 @@
+/**
+ * The gateway's import rule, checked (`npm run lint` runs this after ESLint; CI runs `npm run lint`):
+ * gateway/src/ imports only downward, along the layer order declared once below, and has no import cycle.
+ *
+ * Every import counts: `import`, `import type`, `export ... from`, `import()` and `import("...")` types. A type
+ * import is erased at run time, but it still says which part knows which, so a cycle or a climb through
+ * types alone fails too (ESLint's import/no-cycle skips type imports, which is why this is a script).
+ * Tests (`*.test.ts`) are not part of the layering. Outside gateway/src, only contracts-abi/ (the ABIs and
+ * chain registry the signer agent shares) may be imported by a relative path.
+ *
+ *   npx tsx scripts/check-layers.ts            fails (exit 1) on any cycle, climb, bypass or file of no layer
+ *   npx tsx scripts/check-layers.ts --quiet    the same, printing only what is wrong
+ *   npx tsx scripts/check-layers.ts --root DIR another tree's gateway/src (e.g. an older commit's, to compare)
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+/**
+ * The layer order, lowest first: a file may import its own layer and the layers before it, never one after.
+ * A layer is directories (`lib`) or root files (`config.ts`) of gateway/src. Within a layer, anything goes
+ * but a cycle.
+ */
+export const LAYERS: readonly (readonly string[])[] = [
+  ["lib"], // generic helpers: errors and codes, ids, clock, secrets, canonical JSON, signature recovery
+  ["domain"], // pure rules and types: money, fees, position, policy, statements, credential
+  ["schemas", "actions"], // the declarations: request/response schemas and the actions declared with them
+  ["chain"], // the chain adapter: envelope plans, Safe transactions, reads, the sandbox chain
+  ["store"], // the database contract, its two backends, migrations, one store per table group
+  ["config.ts"], // the process's configuration
+  ["x402"], // x402 payments: matching, prices, bazaar, the facilitator and its client, the payment gate
+  ["services"], // the rules that need state: the service context and every service
+  ["protection"], // the protection engine and the Safe executor (their own process)
+  ["http"], // the HTTP machinery: route declarations, errors to statuses, rate limits, OpenAPI
+  ["mcp"], // MCP tools derived from the routes
+  ["routes"], // the endpoints, each calling services
+  ["console"], // the /console page
+  ["app.ts"], // the Express assembly
+  ["server.ts"], // the process: store, context, app, listening
+  ["main.ts"], // the entry point
+];
+
+/** imports a layer may not make although they go down: the endpoints reach the store and the chain through services only */
+export const BYPASSES: readonly { from: string; to: readonly string[]; why: string }[] = [
+  { from: "routes", to: ["store", "chain"], why: "routes call services" },
+  { from: "mcp", to: ["store", "chain"], why: "MCP tools are served by their REST routes" },
+];
+
+/** relative imports that leave gateway/src may go here only (from the repository's root) */
+export const OUTSIDE_ALLOWED = ["contracts-abi/"];
+
+export interface Edge {
+  from: string;
+  to: string;
+  line: number;
+  typeOnly: boolean;
+}
+
+export interface LayerReport {
+  files: string[];
+  edges: Edge[];
+  /** each a list of files where each imports the next and the last imports the first */
+  cycles: string[][];
+  /** an import of a later layer: "from -> to (layer of from < layer of to)" */
+  climbs: string[];
+  /** imports that go down past a layer that must be gone through (BYPASSES) */
+  bypasses: string[];
+  /** files that belong to no declared layer, and imports leaving gateway/src for elsewhere than OUTSIDE_ALLOWED */
+  strays: string[];
+}
+
+const isSource = (f: string) => f.endsWith(".ts") && !f.endsWith(".test.ts") && !f.endsWith(".d.ts");
+
+function listFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...listFiles(p));
+    else if (isSource(p)) out.push(p);
+  }
+  return out;
+}
+
+/** the module specifiers a file imports, with their line and whether only types are imported */
+export function importsOf(file: string, text = fs.readFileSync(file, "utf8")): { spec: string; line: number; typeOnly: boolean }[] {
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const out: { spec: string; line: number; typeOnly: boolean }[] = [];
+  const add = (lit: ts.Expression | ts.TypeNode, typeOnly: boolean) => {
+    const node = ts.isLiteralTypeNode(lit as ts.TypeNode) ? (lit as ts.LiteralTypeNode).literal : lit;
+    if (ts.isStringLiteral(node)) out.push({ spec: node.text, line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1, typeOnly });
+  };
+  const visit = (n: ts.Node) => {
+    if (ts.isImportDeclaration(n)) {
+      const c = n.importClause;
+      const named = c?.namedBindings && ts.isNamedImports(c.namedBindings) ? c.namedBindings.elements : undefined;
+      add(n.moduleSpecifier, !!c && (c.isTypeOnly || (!c.name && !!named && named.length > 0 && named.every((e) => e.isTypeOnly))));
+    } else if (ts.isExportDeclaration(n) && n.moduleSpecifier) add(n.moduleSpecifier, n.isTypeOnly);
+    else if (ts.isImportEqualsDeclaration(n) && ts.isExternalModuleReference(n.moduleReference)) add(n.moduleReference.expression, n.isTypeOnly);
+    else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0]) add(n.arguments[0], false);
+    else if (ts.isImportTypeNode(n)) add(n.argument, true);
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return out;
+}
+
+/** a relative specifier resolved as the project's Bundler resolution does (exact file, .ts, /index.ts) */
+function resolve(from: string, spec: string): string | undefined {
+  const base = path.resolve(path.dirname(from), spec);
+  for (const c of [base, `${base}.ts`, path.join(base, "index.ts")]) if (fs.existsSync(c) && fs.statSync(c).isFile()) return c;
+  return undefined;
+}
+
+/** the index in LAYERS of a file (relative to the source root, with "/"), or -1 */
+export function layerOf(rel: string, layers: readonly (readonly string[])[] = LAYERS): number {
+  return layers.findIndex((names) => names.some((n) => (n.endsWith(".ts") ? rel === n : rel.startsWith(`${n}/`))));
+}
+
+/** strongly connected components of more than one file (Tarjan), each as one cycle through it */
+function cyclesOf(files: string[], edges: Edge[]): string[][] {
+  const next = new Map<string, string[]>(files.map((f) => [f, []]));
+  for (const e of edges) next.get(e.from)?.push(e.to);
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  let i = 0;
+  const connect = (v: string) => {
+    index.set(v, i);
+    low.set(v, i++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const c: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        c.push(w);
+      } while (w !== v);
+      if (c.length > 1) components.push(c);
+    }
+  };
+  for (const f of files) if (!index.has(f)) connect(f);
+  // one readable cycle per component: walk inside it from its first file until a file repeats
+  return components.map((c) => {
+    const inside = new Set(c);
+    const path: string[] = [];
+    let at = [...c].sort()[0]!;
+    while (!path.includes(at)) {
+      path.push(at);
+      at = next.get(at)!.find((w) => inside.has(w))!;
+    }
+    return path.slice(path.indexOf(at));
+  });
+}
+
+/** the layering of the TypeScript sources under `root` (gateway/src) */
+export function checkLayers(
+  root: string,
+  layers: readonly (readonly string[])[] = LAYERS,
+  outsideAllowed: readonly string[] = OUTSIDE_ALLOWED,
+  bypassRules: readonly { from: string; to: readonly string[]; why: string }[] = BYPASSES,
+): LayerReport {
+  const repo = path.resolve(root, "..", "..");
+  const rel = (f: string) => path.relative(root, f).split(path.sep).join("/");
+  const files = listFiles(root).map(rel).sort();
+  const edges: Edge[] = [];
+  const climbs: string[] = [];
+  const bypasses: string[] = [];
+  const strays: string[] = [];
+  const top = (f: string) => f.split("/")[0]!;
+  for (const f of files) {
+    const layer = layerOf(f, layers);
+    if (layer < 0) strays.push(`${f}: in no layer (declare it in LAYERS, scripts/check-layers.ts)`);
+    for (const imp of importsOf(path.join(root, f))) {
+      if (!imp.spec.startsWith(".")) continue; // a package
+      const target = resolve(path.join(root, f), imp.spec);
+      if (!target) continue; // the type checker reports it
+      const to = rel(target);
+      if (to.startsWith("..")) {
+        const fromRepo = path.relative(repo, target).split(path.sep).join("/");
+        if (!outsideAllowed.some((p) => fromRepo.startsWith(p))) strays.push(`${f}:${imp.line} imports ${fromRepo}, outside gateway/src and ${outsideAllowed.join(", ")}`);
+        continue;
+      }
+      edges.push({ from: f, to, line: imp.line, typeOnly: imp.typeOnly });
+      const toLayer = layerOf(to, layers);
+      if (layer >= 0 && toLayer > layer) {
+        climbs.push(`${f}:${imp.line} imports ${to}${imp.typeOnly ? " (types)" : ""}: ${layers[layer]!.join("+")} is below ${layers[toLayer]!.join("+")}`);
+      }
+      const rule = bypassRules.find((b) => b.from === top(f) && b.to.includes(top(to)));
+      if (rule) bypasses.push(`${f}:${imp.line} imports ${to}: ${rule.why}`);
+    }
+  }
+  return { files, edges, cycles: cyclesOf(files, edges), climbs, bypasses, strays };
+}
+
+function main(): void {
+  const given = process.argv.includes("--root") ? process.argv[process.argv.indexOf("--root") + 1] : undefined;
+  const root = path.resolve(given ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "gateway", "src"));
+  const quiet = process.argv.includes("--quiet");
+  const r = checkLayers(root);
+  for (const c of r.cycles) console.error(`import cycle: ${[...c, c[0]].join(" -> ")}`);
+  for (const c of r.climbs) console.error(`upward import: ${c}`);
+  for (const b of r.bypasses) console.error(`import past services: ${b}`);
+  for (const s of r.strays) console.error(`layering: ${s}`);
+  const bad = r.cycles.length + r.climbs.length + r.bypasses.length + r.strays.length;
+  if (!quiet || bad > 0) {
+    console.log(`gateway/src layers (${LAYERS.map((l) => l.join("+")).join(" < ")}): ${r.files.length} files, ${r.edges.length} imports, ${r.cycles.length} cycles, ${r.climbs.length} upward imports, ${r.bypasses.length} past services, ${r.strays.length} outside the layers`);
+  }
+  if (bad > 0) process.exit(1);
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
