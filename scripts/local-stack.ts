@@ -151,11 +151,27 @@ async function main() {
   const chainsDir = path.join(dataDir, "chains");
   const forkState = path.join(chainsDir, "base-fork.json");
   const sepoliaState = path.join(chainsDir, "base-sepolia.json");
-  const fresh = process.argv.includes("--fresh") || !fs.existsSync(forkState) || !fs.existsSync(sepoliaState);
+  // what the kept chains were recorded with: a store or a fork of another kind would not agree with them
+  const marker = path.join(chainsDir, "kept-with.json");
+  const keptWith = {
+    store: env.DATABASE_URL ? `PostgreSQL ${redactedUrl(env.DATABASE_URL)}` : instances > 1 ? "embedded PostgreSQL" : "SQLite",
+    fork: forkUrl ? `fork of ${forkUrl}` : "offline fixture",
+  };
+  const fresh = process.argv.includes("--fresh") || !fs.existsSync(forkState) || !fs.existsSync(sepoliaState) || !fs.existsSync(marker);
+  if (!fresh) {
+    const was = JSON.parse(fs.readFileSync(marker, "utf8")) as typeof keptWith;
+    if (was.store !== keptWith.store || was.fork !== keptWith.fork) {
+      process.stderr.write(`the chains in ${chainsDir} were kept with the store "${was.store}" and the ${was.fork}; this start uses "${keptWith.store}" and the ${keptWith.fork}, which would not agree with them: start as before, or start over with npm start -- --fresh\n`);
+      process.exit(2);
+    }
+  }
   if (fresh) {
-    const stale = [chainsDir, path.join(dataDir, "postgres"), path.join(dataDir, "operator", "operator.json"), path.join(agentDir, "audit.jsonl"), path.join(dataDir, "operator", "audit.jsonl")];
+    // an external DATABASE_URL is never touched: resetting it is its owner's call
+    const stale = [chainsDir, path.join(dataDir, "postgres"), path.join(dataDir, "operator", "operator.json"), path.join(agentDir, "audit.jsonl"), path.join(agentDir, "treasury.json"), path.join(dataDir, "operator", "audit.jsonl")];
     for (const f of ["gateway.sqlite", "gateway.sqlite-wal", "gateway.sqlite-shm"]) stale.push(path.join(dataDir, f));
     for (const f of stale) fs.rmSync(f, { recursive: true, force: true });
+    fs.mkdirSync(chainsDir, { recursive: true });
+    fs.writeFileSync(marker, `${JSON.stringify(keptWith, null, 2)}\n`);
   }
 
   // everything that does not wait for anything starts at once: the two chains, the facilitator (it reaches
@@ -213,6 +229,10 @@ async function main() {
           FEE_RECIPIENT: feeRecipient,
           AUTOMATION_ADDRESS: automation.address,
           LOG_LEVEL: env.LOG_LEVEL ?? "info",
+          // one developer's machine is one client address for everything it tries: room for the tour, the
+          // walk-throughs and the tests run again and again (the gateway's own defaults are 20 and 10)
+          RATE_LIMIT_WRITE_PER_MIN: env.RATE_LIMIT_WRITE_PER_MIN ?? "300",
+          CREDENTIALS_PER_HOUR: env.CREDENTIALS_PER_HOUR ?? "500",
         }, /gateway listening/, true),
       );
     }),
@@ -262,7 +282,7 @@ async function main() {
       `  console       ${gw}/console   (operators sign in with a Safe owner's wallet; reviewers at ${gw}/console#reviewer ${env.ADMIN_TOKEN ? "with your ADMIN_TOKEN" : "once the stack is started with ADMIN_TOKEN=<24+ characters>"})`,
       ...Array.from({ length: instances - 1 }, (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${PORTS.gateway + i + 1}   (same store, any of them serves the whole loop)`),
       `  store         ${databaseUrl ? `PostgreSQL ${redactedUrl(databaseUrl)}${postgres ? " (embedded, data in .data/postgres)" : ""}` : `SQLite ${path.relative(ROOT, path.join(dataDir, "gateway.sqlite"))}`}`,
-      `  chains        ${fresh ? "new" : "restored from the last run"}, kept in ${shown(chainsDir)} (written every ${STATE_INTERVAL_SECONDS} s and on Ctrl-C; npm start -- --fresh starts the chains and the store over)`,
+      `  chains        ${fresh ? "new" : "restored from the last run"}, kept in ${shown(chainsDir)} (written every ${STATE_INTERVAL_SECONDS} s and on Ctrl-C; npm start -- --fresh starts the chains and the store over${env.DATABASE_URL ? ", but not an external DATABASE_URL's database" : ""})`,
       `  Base fork     ${fork.rpcUrl}   chain 8453${forkUrl ? ` (forking ${forkUrl})` : " (offline fixture: real Aave V3 at the real addresses)"}`,
       `  Base Sepolia  ${sepolia.rpcUrl}   chain 84532 (x402 payments, USDC ${sepolia.usdc})`,
       `  facilitator   http://127.0.0.1:${PORTS.facilitator}   (settles from ${devAccount(1).address})`,

@@ -218,9 +218,10 @@ export class SignerAgent {
         this.opts.audit.append({ event: "relayed", tx_id: txId, tx_hash: body.tx_hash });
         return body;
       }
-      const waiting = status >= 500 || status === 202 || IN_PROGRESS.has(body.error);
+      // 429: the gateway's rate limit, the relay not processed: waited out as its Retry-After says
+      const waiting = status >= 500 || status === 202 || status === 429 || IN_PROGRESS.has(body.error);
       if (!waiting) throw new RefusedError("relay", `${status} ${body.error}: ${body.message}`, body);
-      const wait = Math.min(Math.max(backoff, retryAfter), 4_000);
+      const wait = status === 429 ? Math.max(retryAfter, 1_000) : Math.min(Math.max(backoff, retryAfter), 4_000);
       if (Date.now() + wait > deadline) throw new RefusedError("relay", `still ${status === 202 ? "broadcasting" : body.error ?? status} after ${this.opts.relayRetryMs ?? 120_000} ms: ${body.message ?? ""}`, body);
       if (status === 202) key = `relay-${randomUUID()}`;
       this.log(`      relay ${status === 202 ? "sent, not mined yet" : `${status} ${body.error ?? ""}`}; asking again in ${wait} ms`);

@@ -21,9 +21,31 @@ export interface GatewayCall {
   body?: unknown;
   bearer?: string;
   idempotencyKey?: string;
+  /** where a wait for the rate limit is said (stderr by default) */
+  log?: (line: string) => void;
 }
 
+/** how long a rate-limited call waits for the gateway's Retry-After, at most (longer: the refusal is the answer) */
+const RATE_LIMIT_WAIT_MAX_S = 60;
+
+/**
+ * One JSON call. A 429 (the gateway's rate limit: the call was not processed) is waited out as the gateway's
+ * Retry-After says, up to twice and at most a minute each, with a line on stderr; then it is the answer.
+ */
 export async function gatewayJson(base: string, method: string, path: string, o: GatewayCall = {}): Promise<Record<string, any>> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await gatewayJsonOnce(base, method, path, o);
+    } catch (err) {
+      const wait = err instanceof GatewayError && err.status === 429 ? Number(err.body?.retry_after_seconds ?? 1) : NaN;
+      if (!(wait <= RATE_LIMIT_WAIT_MAX_S) || attempt >= 2) throw err;
+      (o.log ?? ((line: string) => process.stderr.write(`${line}\n`)))(`the gateway rate-limits ${method} ${path}: waiting ${wait} s as it asks, then asking again`);
+      await new Promise((done) => setTimeout(done, (wait + 0.5) * 1000));
+    }
+  }
+}
+
+async function gatewayJsonOnce(base: string, method: string, path: string, o: GatewayCall): Promise<Record<string, any>> {
   let res: Response;
   try {
     res = await fetch(`${base}${path}`, {

@@ -70,6 +70,25 @@ export async function existingTreasury(o: { gatewayUrl: string; wallet: `0x${str
   }
 }
 
+/**
+ * The service a statement names must be the gateway this agent talks to: a statement for another service, passed
+ * on by a gateway, would register the wallet there with a key the passing gateway keeps. The gateway's URL as the
+ * agent reaches it (its origin), or SIGNER_SERVICE_URL when the gateway's public URL differs (behind a proxy).
+ */
+export function assertServiceIsGateway(service: unknown, gatewayUrl: string, expected = process.env.SIGNER_SERVICE_URL): string {
+  const origin = (u: string) => {
+    try {
+      return new URL(u).origin;
+    } catch {
+      return u;
+    }
+  };
+  if (typeof service !== "string" || origin(service) !== origin(expected ?? gatewayUrl)) {
+    throw new StatementMismatch(`the statement names the service ${String(service)}, but this agent talks to ${expected ?? gatewayUrl}: not signed (set SIGNER_SERVICE_URL to the gateway's public URL if that is what it is)`);
+  }
+  return service;
+}
+
 /** sign the gateway's ownership statement for this wallet and register; returns the gateway's answer (treasury_id, api_key, ...) */
 export async function registerTreasury(o: { account: PrivateKeyAccount; gatewayUrl: string; mode: ExecutionMode; chain?: TreasuryChain; log?: (line: string) => void }): Promise<Record<string, any>> {
   const chain = o.chain ?? "base";
@@ -82,8 +101,8 @@ export async function registerTreasury(o: { account: PrivateKeyAccount; gatewayU
   if (typeof message.service !== "string" || typeof statement.nonce !== "string" || typeof statement.issued_at !== "string") {
     throw new StatementMismatch("the gateway's ownership statement has no service, nonce or issued_at: not signed");
   }
-  // signed as rebuilt here: a registration of this wallet, in this mode, on this chain, and nothing else
-  const typed = registrationStatement({ service: message.service, wallet, chain, executionMode: o.mode, nonce: statement.nonce, issuedAt: statement.issued_at });
+  // signed as rebuilt here: a registration of this wallet, in this mode, on this chain, for this gateway, and nothing else
+  const typed = registrationStatement({ service: assertServiceIsGateway(message.service, o.gatewayUrl), wallet, chain, executionMode: o.mode, nonce: statement.nonce, issuedAt: statement.issued_at });
   const asked = statement.typed_data as { primaryType?: string; message?: Record<string, unknown>; domain?: Record<string, unknown> };
   const same = asked.primaryType === typed.primaryType && typeof asked.message?.wallet === "string" && getAddress(asked.message.wallet) === wallet && asked.message?.executionMode === o.mode && Number(asked.domain?.chainId) === typed.domain.chainId;
   if (!same) throw new StatementMismatch(`the gateway asked to sign a statement that is not a ${o.mode} registration of ${wallet} on ${chain}: not signed`);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { createPublicClient, http } from "viem";
 import { describe, expect, it } from "vitest";
 import { ERC20_ABI } from "../../contracts-abi/erc20";
-import { freePort } from "../../fixtures/anvil";
+import { freePort, startAnvil } from "../../fixtures/anvil";
 import { forkManifest } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { SecretBox } from "../../gateway/src/lib/secrets";
@@ -22,6 +22,24 @@ const ROOT = path.resolve(__dirname, "../..");
 const PASSPHRASE = "demo-passphrase-not-secret";
 
 describe.skipIf(process.env.TEST_STORE === "postgres")("npm start, stopped and started again", () => {
+  it("a kept chain's clock goes on after a restart, even when its blocks ran ahead of the wall clock", async () => {
+    const kept = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "kept-chain-")), "chain.json");
+    let node = await startAnvil({ chainId: 8453, keepState: kept, timestampInterval: 2 });
+    const at = async () => (await createPublicClient({ transport: http(node.rpcUrl) }).getBlock()).timestamp;
+    // 100 blocks 2 s apart in a moment: the chain's time is 200 s ahead of the wall clock
+    await createPublicClient({ transport: http(node.rpcUrl) }).request({ method: "anvil_mine" as never, params: ["0x64"] as never });
+    const before = await at();
+    expect(before).toBeGreaterThan(BigInt(Math.floor(Date.now() / 1000)) + 150n);
+    await node.stop();
+    node = await startAnvil({ chainId: 8453, keepState: kept, timestampInterval: 2 });
+    try {
+      expect(node.restored).toBe(true);
+      expect(await at()).toBeGreaterThan(before);
+    } finally {
+      await node.stop();
+    }
+  });
+
   it("keeps the chains with the store (the deposit is in both), and --fresh starts both over", async () => {
     const [fork, sepolia, facilitator, gateway] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "restart-stack-"));
@@ -85,6 +103,12 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("npm start, stopped and s
     expect(restored.aUsdc).toBeGreaterThanOrEqual(afterDeposit.aUsdc);
     await stack.stop();
     expect(await storeSays()).toEqual(recorded);
+
+    // another store (or fork) than the chains were kept with is refused before anything starts
+    const other = spawnSync(process.execPath, ["scripts/start.mjs"], { cwd: ROOT, env: { ...env, DATABASE_URL: "postgres://someone@127.0.0.1:1/elsewhere" }, encoding: "utf8", timeout: 60_000 });
+    expect(other.status, `${other.stdout}${other.stderr}`).toBe(2);
+    expect(other.stderr).toContain('were kept with the store "SQLite"');
+    expect(other.stderr).toContain("npm start -- --fresh");
 
     // --fresh: both over, together
     stack = await start("--fresh");

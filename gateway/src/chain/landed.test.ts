@@ -1,27 +1,36 @@
 /**
- * landedReceipt's one rule: a used nonce means "taken by another transaction" only when the receipt is still
- * absent after the grace period. The node here is scripted (the window in which Anvil counts a nonce before it
- * serves the receipt is a race a real node shows rarely: 1 run in 8 of the slide scenario under load).
+ * landedReceipt's one rule: a used nonce means "taken by another transaction" only when, after the grace period,
+ * the node answers that it has neither the receipt nor the transaction. The node here is scripted (the window in
+ * which Anvil counts a nonce before it serves the receipt is a race a real node shows rarely: 1 run in 8 of the
+ * slide scenario under load).
  */
 import { describe, expect, it } from "vitest";
-import type { TransactionReceipt } from "viem";
+import { TransactionNotFoundError, TransactionReceiptNotFoundError, type TransactionReceipt } from "viem";
 import { landedReceipt, NONCE_TAKEN_GRACE_MS } from "./landed";
 
 const sent = { hash: `0x${"ab".repeat(32)}` as const, raw: "0x02" as const, nonce: 7 };
 const from = `0x${"11".repeat(20)}` as const;
 const receipt = { status: "success", transactionHash: sent.hash } as unknown as TransactionReceipt;
 
-/** a node that counts the nonce as used at once and serves the receipt `receiptAfterMs` later (never: null) */
-function node(receiptAfterMs: number | null) {
+/**
+ * A node that counts the nonce as used at once and serves the receipt `receiptAfterMs` later (never: null);
+ * `failing` answers every receipt read before then with a timeout instead of "not found".
+ */
+function node(receiptAfterMs: number | null, failing = false) {
   const t0 = Date.now();
   let sends = 0;
+  const mined = () => receiptAfterMs !== null && Date.now() - t0 >= receiptAfterMs;
   return {
     sends: () => sends,
     client: {
       sendRawTransaction: async () => (sends++, sent.hash),
       getTransactionReceipt: async () => {
-        if (receiptAfterMs !== null && Date.now() - t0 >= receiptAfterMs) return receipt;
-        throw new Error("TransactionReceiptNotFoundError");
+        if (mined()) return receipt;
+        throw failing ? new Error("request timed out") : new TransactionReceiptNotFoundError({ hash: sent.hash });
+      },
+      getTransaction: async () => {
+        if (mined()) return {};
+        throw new TransactionNotFoundError({ hash: sent.hash });
       },
       getTransactionCount: async () => 8,
     },
@@ -35,7 +44,12 @@ describe("landedReceipt", () => {
     expect(n.sends()).toBe(1);
   });
 
-  it("says the nonce went elsewhere (null) only after the grace period without a receipt", async () => {
+  it("a receipt read that fails (a timeout, a 429) proves nothing: it waits past the grace for the receipt", async () => {
+    const n = node(NONCE_TAKEN_GRACE_MS + 800, true);
+    expect(await landedReceipt(n.client as never, from, sent, { timeoutMs: 10_000 })).toBe(receipt);
+  });
+
+  it("says the nonce went elsewhere (null) only after the grace period, the node knowing neither receipt nor transaction", async () => {
     const t = Date.now();
     expect(await landedReceipt(node(null).client as never, from, sent, { timeoutMs: 10_000 })).toBeNull();
     expect(Date.now() - t).toBeGreaterThanOrEqual(NONCE_TAKEN_GRACE_MS);

@@ -7,6 +7,7 @@ describe("the console's figures", () => {
     expect(money(1460.19999999)).toBe("1,460.20");
     expect(money(0.0008185883999999999)).toBe("0.00082");
     expect(money(0)).toBe("0.00");
+    expect(money(1e-7)).toBe("0.0000001");
     expect(money(undefined)).toBe("n/a");
   });
   it("figure: two decimals at most; when: the ISO time in the reader's zone", () => {

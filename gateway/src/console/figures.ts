@@ -7,7 +7,7 @@
 /** a USD or USDC amount: cents, thousands grouped; a non-zero amount under a cent to two significant digits */
 export function money(v: unknown): string {
   if (typeof v !== "number" || !Number.isFinite(v)) return "n/a";
-  if (v !== 0 && Math.abs(v) < 0.01) return String(Number(v.toPrecision(2)));
+  if (v !== 0 && Math.abs(v) < 0.01) return v.toLocaleString("en-US", { maximumSignificantDigits: 2 });
   return v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 }
 

@@ -433,6 +433,8 @@ export class ProtectionEngine {
       whileWaiting: async () => {
         if (Date.now() - renewed <= 1_000) return;
         if (!(await this.ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, this.ctx.clock.now()))) throw new LostClaim("this trigger", "engine");
+        // a pass that waits on a transaction is still a pass: the engine stays on record as watching
+        await this.ctx.stores.instances.beatEngine(this.automation.address, this.ctx.clock.now());
         renewed = Date.now();
       },
     });

@@ -29,8 +29,17 @@ const executor = new SafeExecutor(ctx, { rpcUrls: onTreasuryChains(config.rpcUrl
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
 logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");
 const timer = setInterval(async () => {
-  for (const r of await engine.tick()) if (r.outcome !== "healthy" && r.outcome !== "not_active") logger.info(r, "protection");
-  for (const r of await executor.tick()) if (r.outcome !== "awaiting_signatures") logger.info(r, "safe transaction");
+  // a pass that fails (the store or the RPC away) is logged, and the next one tries again
+  try {
+    for (const r of await engine.tick()) if (r.outcome !== "healthy" && r.outcome !== "not_active") logger.info(r, "protection");
+  } catch (err) {
+    logger.error({ err }, "protection pass failed");
+  }
+  try {
+    for (const r of await executor.tick()) if (r.outcome !== "awaiting_signatures") logger.info(r, "safe transaction");
+  } catch (err) {
+    logger.error({ err }, "safe transaction pass failed");
+  }
 }, interval);
 const stop = () => {
   clearInterval(timer);

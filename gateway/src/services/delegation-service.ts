@@ -169,11 +169,14 @@ export class DelegationService {
       c.readContract({ address: AAVE_MARKETS[t.chain].pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [d.safe] }),
       c.getTransactionCount({ address: d.automation, blockTag: "pending" }),
       c.getTransactionCount({ address: d.automation, blockTag: "latest" }),
-    ]);
-    if (enabled) await this.ctx.stores.delegations.markApproved(t.id, this.ctx.clock.now().toISOString());
+    ]).catch((err: unknown) => {
+      throw new TreasuryError("chain_unavailable", `could not read the delegation's state on ${t.chain}`, {}, {}, { cause: err });
+    });
+    // the first approval is written once, not on every read
+    if (enabled && d.firstApprovedAt === null) await this.ctx.stores.delegations.markApproved(t.id, this.ctx.clock.now().toISOString());
     return delegationState({
       moduleEnabled: enabled,
-      everApproved: enabled || (await this.ctx.stores.delegations.get(t.id))!.firstApprovedAt !== null,
+      everApproved: enabled || d.firstApprovedAt !== null,
       hasFunds: account[0] > 0n,
       automationInFlight: pending > latest,
     });

@@ -14,6 +14,7 @@ import { agentConfig } from "../config";
 import { eth, pct, usdc, usdcNumber } from "../format";
 import { gatewayJson } from "../gateway-client";
 import { loadKey } from "../keystore";
+import { assertServiceIsGateway } from "../registration";
 import { readStackFile } from "../stack-file";
 import { isTreasuryAction } from "./actions";
 import { checkActionArgs, parseAmount } from "./amounts";
@@ -49,7 +50,7 @@ export async function operatorCommand(sub: string, rest: string[], flags: Record
   };
   /** the service a signed statement names: the gateway's public base URL, as it states it */
   const serviceName = async (): Promise<string> =>
-    (await gateway("GET", `/api/v1/treasuries/ownership-statement?wallet_address=${state.safe ?? "0x0000000000000000000000000000000000000001"}&execution_mode=managed`)).typed_data.message.service;
+    assertServiceIsGateway((await gateway("GET", `/api/v1/treasuries/ownership-statement?wallet_address=${state.safe ?? "0x0000000000000000000000000000000000000001"}&execution_mode=managed`)).typed_data.message.service, cfg.gatewayUrl);
   switch (sub) {
     case "create-safe": {
       const o = await operator();

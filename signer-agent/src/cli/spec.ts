@@ -162,7 +162,7 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "relay",
-    about: "sign and relay an envelope the gateway already answered (a 202 of POST /api/v1/deposits, /convert, ...), checked exactly as `run` checks its own",
+    about: "sign and relay an envelope the gateway already answered (a 202 of POST /api/v1/deposits, /convert, ...), checked against the policy as `run` checks its own; the amount it holds the envelope to is --amount, else the envelope's own",
     args: [{ name: "file", about: "the gateway's JSON answer, or - for stdin (default: stdin)", optional: true }],
     flags: [
       { name: "amount", value: "<amount>", about: "what you asked (default: the envelope's amount_usdc); required for ETH/BTC withdrawals and sales" },
@@ -172,6 +172,8 @@ export const COMMANDS: CommandSpec[] = [
     ],
     details: [
       "The envelope is checked against what it states (action, amount_usdc) and the flags given, then against the policy,",
+      "so without --amount an envelope that states a larger amount consistently is held only to the policy's caps: pass --amount",
+      "to hold it to what you asked.",
       "each step preflighted on the chain, signed with the local key and relayed (POST /api/v1/relay, one Idempotency-Key per step).",
       "Refused in plain words: an expired envelope (exit 3), a step outside the policy (exit 3), input that is not an envelope (exit 2).",
     ],
