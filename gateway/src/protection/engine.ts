@@ -35,17 +35,10 @@
  */
 import { encodeFunctionData, keccak256, parseEventLogs, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
+import { AAVE_ORACLE_ABI } from "../../../contracts-abi/aave-pool";
 import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
-import { ERC20_ABI } from "../../../contracts-abi/erc20";
 import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
 import { ChainGateway, chainHealthScore, usdOfWei } from "../chain/chain-gateway";
-import { oraclePrices, quoteExactIn } from "../chain/market-reads";
-import { quoterV2 } from "../../../contracts-abi/uniswap-quoter";
-import { CONVERT_POOL_FEE } from "../../../contracts-abi/uniswap";
-import { ASSETS } from "../domain/assets";
-import { chooseDeleverage, deleverageCall, type DeleverageInput } from "../domain/deleverage";
-import { repaymentToPark } from "../domain/delegation";
 import { feeFor } from "../domain/fees";
 import { GAS_CAPS } from "../domain/policy";
 import { ltvPct } from "../domain/position";
@@ -55,12 +48,13 @@ import type { ServiceContext } from "../services/context";
 import { DelegationService } from "../services/delegation-service";
 import { ExecutionRecorder } from "../services/execution-recorder";
 import { formatDecimal } from "../domain/money";
-import { BaseError, ContractFunctionRevertedError } from "viem";
 import type { DelegationRecord } from "../store/delegation-store";
 import { landedReceipt } from "../chain/landed";
 import type { ProtectionClaim, SentTransaction } from "../store/protection-claim-store";
 import type { TreasuryRecord } from "../store/treasury-store";
+import { repaymentSource } from "./repayment-source";
 import { LostClaim } from "./lost-claim";
+import { moduleCall, moduleRevertReason, type Call } from "./module-calls";
 
 
 export interface TickResult {
@@ -69,19 +63,8 @@ export interface TickResult {
   detail?: string;
 }
 
-/** the gas limit of one module call: an estimate made a block earlier omits Aave's index updates; unused gas is not paid */
-const EXECUTE_GAS_LIMIT = 1_000_000n;
-/** a deleverage (withdraw, swap, repay, a flash loan around them: about 1.1 M gas on the fork) */
-const DELEVERAGE_GAS_LIMIT = 2_500_000n;
-/** how far above the module's minimum out a quote must be to send (the pool moves between the quote and the block) */
-const QUOTE_MARGIN_BPS = 30n;
 /** how long one pass waits for a transaction it sent before leaving it on the claim for a later pass */
 const RECEIPT_TIMEOUT_MS = 60_000;
-
-/** one module call: execute(to, data) for a repayment from idle USDC, or deleverage(collateral, amount, flash) */
-type Call =
-  | { kind: "approve" | "repay"; fn: "execute"; args: readonly [`0x${string}`, Hex]; gas: bigint }
-  | { kind: "deleverage"; fn: "deleverage"; args: readonly [`0x${string}`, bigint, bigint]; gas: bigint };
 
 interface Plan {
   calls: Call[];
@@ -91,8 +74,6 @@ interface Plan {
   /** what the plan says of itself, kept on the claim (the record's note) */
   about: NonNullable<ProtectionClaim["plan"]>;
 }
-
-const moduleCall = (c: Call) => ({ abi: PROTECTION_MODULE_ABI, functionName: c.fn, args: c.args }) as { abi: typeof PROTECTION_MODULE_ABI; functionName: "execute"; args: readonly [`0x${string}`, Hex] };
 
 const isPlan = (p: Plan | TickResult): p is Plan => "calls" in p;
 
@@ -231,31 +212,9 @@ export class ProtectionEngine {
     const [usdcPrice, ethPrice] = await Promise.all(
       [m.usdc, m.weth].map((asset) => client.readContract({ address: m.oracle, abi: AAVE_ORACLE_ABI, functionName: "getAssetPrice", args: [asset] })),
     );
-    const base = { collateralBase: position.collateralBase, debtBase: position.debtBase, usdcPriceBase: usdcPrice!, parkTargetBps: park };
-    const fromWallet = repaymentToPark({ ...base, fromCollateral: false });
-    const fromCollateral = repaymentToPark({ ...base, fromCollateral: true });
-    let calls: Call[];
-    let repay: bigint;
-    let about: Plan["about"];
-    // idle USDC first (the cheapest: no swap, no premium), then supplied USDC, then collateral
-    if (fromWallet > 0n && position.holdings.walletUsdc >= fromWallet) {
-      repay = fromWallet;
-      calls = [
-        { kind: "approve", fn: "execute", args: [m.usdc, encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, repay] })], gas: EXECUTE_GAS_LIMIT },
-        { kind: "repay", fn: "execute", args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [m.usdc, repay, 2n, d.safe] })], gas: EXECUTE_GAS_LIMIT },
-      ];
-      about = { source: "usdc", partial: false, note: `repaid from the Safe's idle USDC` };
-    } else if (fromCollateral > 0n && position.holdings.aUsdc >= fromCollateral) {
-      repay = fromCollateral;
-      calls = [{ kind: "repay", fn: "execute", args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, repay, 2n] })], gas: EXECUTE_GAS_LIMIT }];
-      about = { source: "ausdc", partial: false, note: `repaid from the Safe's supplied USDC (repayWithATokens)` };
-    } else {
-      const sale = await this.planDeleverage(d, chain, position, usdcPrice!, park);
-      if (typeof sale === "string") return this.skip(d, health, ltvPct(position), `no repayment source: the Safe holds ${position.holdings.walletUsdc} USDC and ${position.holdings.aUsdc} aUSDC, ${fromWallet} needed; ${sale}`);
-      repay = sale.minOut;
-      calls = [{ kind: "deleverage", fn: "deleverage", args: [sale.token, sale.amount, sale.flashAmount], gas: DELEVERAGE_GAS_LIMIT }];
-      about = { source: "collateral", partial: sale.partial, note: sale.note };
-    }
+    const source = await repaymentSource(this.chain, d, chain, position, usdcPrice!, park);
+    if (typeof source === "string") return this.skip(d, health, ltvPct(position), source);
+    const { calls, repay, about } = source;
 
     // the gas budget: the automation key pays, so the cost is checked before anything is sent
     // L2 fees: twice the current base fee plus a small tip (nodes often suggest a mainnet-sized 1 gwei tip)
@@ -274,84 +233,6 @@ export class ProtectionEngine {
     const month = await this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
     if (month + costUsd > caps.perMonthUsd) return this.skip(d, health, ltvPct(position), `gas budget: ${month.toFixed(4)} USD spent this month, cap ${caps.perMonthUsd}`);
     return { calls, repay, fees, ethPrice: ethPrice!, about };
-  }
-
-  /**
-   * The sale of collateral that parks the position (domain/deleverage.ts), sized against the pool: a quote under
-   * the module's minimum out (plus a margin) shrinks the sale, which is then partial; a quote above the oracle's
-   * value shrinks it too (it would repay past the park target). A string says why nothing can be sold.
-   */
-  private async planDeleverage(d: DelegationRecord, chain: TreasuryChain, position: Awaited<ReturnType<ChainGateway["position"]>>, usdcPriceBase: bigint, park: bigint) {
-    const m = AAVE_MARKETS[chain];
-    const client = this.chain.client(chain);
-    let maxSlippageBps: bigint;
-    try {
-      maxSlippageBps = await client.readContract({ address: d.module, abi: PROTECTION_MODULE_ABI, functionName: "maxSlippageBps" });
-    } catch {
-      return "the attached module cannot deleverage from collateral (attach the current ProtectionModule)";
-    }
-    const [snapshot, prices, flashPremiumBps] = await Promise.all([
-      this.chain.marketSnapshot(chain, d.safe),
-      oraclePrices(client, m.oracle, [m.weth, m.btc]),
-      client.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "FLASHLOAN_PREMIUM_TOTAL" }).then(BigInt),
-    ]);
-    const input: DeleverageInput = {
-      collateralBase: position.collateralBase,
-      debtBase: position.debtBase,
-      liquidationThresholdBps: BigInt(position.liquidationThresholdBps),
-      debtUsdc: snapshot.debt,
-      usdcPriceBase,
-      collateral: {
-        ETH: { supplied: snapshot.supplied.ETH, priceBase: prices[0]!, ltBps: snapshot.lt.ETH },
-        BTC: { supplied: snapshot.supplied.BTC, priceBase: prices[1]!, ltBps: snapshot.lt.BTC },
-      },
-      parkTargetBps: park,
-      maxSlippageBps,
-      flashPremiumBps,
-    };
-    const choice = chooseDeleverage(input);
-    if (!choice) return "no collateral to sell";
-    const token = choice.asset === "ETH" ? m.weth : m.btc;
-    let quoter: `0x${string}`;
-    try {
-      quoter = quoterV2(m.chainId);
-    } catch {
-      return `no Uniswap QuoterV2 is known on ${chain}: a sale cannot be sized against its pool`;
-    }
-    let amount = choice.amount;
-    let fitted = false;
-    for (let round = 0; round < 12 && amount > 0n; round++) {
-      const call = deleverageCall(input, choice.asset, amount);
-      if (!call) {
-        amount = (amount * 3n) / 4n;
-        continue;
-      }
-      const quote = await quoteExactIn(client, quoter, token, m.usdc, CONVERT_POOL_FEE, amount);
-      const atOracle = (call.minOut * 10_000n) / (10_000n - maxSlippageBps);
-      if (choice.reachesPark && !fitted) {
-        // the repayment is k x W for W of collateral sold, k = (quote - flash premium) / oracle value: the park line
-        // is W = (D - park x C) / (k - park), not (D - park x C) / (1 - park), so the sale scales by (1 - park) / (k - park).
-        // Larger (k < 1: the pool's fee and impact) it only lowers k further, the safe side; smaller (k > 1: a pool
-        // above the oracle) it is kept 1% under, as a smaller sale fills at a better price
-        const net = quote - (call.flashAmount * flashPremiumBps) / 10_000n;
-        let fit = (amount * (10_000n - park) * atOracle) / (net * 10_000n - park * atOracle);
-        if (fit < amount) fit = (fit * 99n) / 100n;
-        amount = fit < input.collateral[choice.asset].supplied ? fit : input.collateral[choice.asset].supplied;
-        fitted = true;
-        continue;
-      }
-      if (quote * 10_000n < call.minOut * (10_000n + QUOTE_MARGIN_BPS)) {
-        amount = (amount * 3n) / 4n;
-        continue;
-      }
-      const partial = !choice.reachesPark || amount < choice.amount;
-      const what = `sell ${formatDecimal(amount, ASSETS[choice.asset].decimals)} ${choice.asset} (quoted ${formatDecimal(quote, 6)} USDC, at least ${formatDecimal(call.minOut, 6)}${call.flashAmount > 0n ? `; ${formatDecimal(call.flashAmount, 6)} USDC flash-borrowed and repaid first` : ""})`;
-      const note = partial
-        ? `${what}; partial: ${!choice.reachesPark ? `the Safe's ${choice.asset} is short of the park target` : `the pool's depth within the ${maxSlippageBps} bps bound caps one act at this size`}, the next act continues`
-        : what;
-      return { token, amount, flashAmount: call.flashAmount, minOut: call.minOut, partial, note };
-    }
-    return `no sale of ${choice.asset} fits the module's bound (${maxSlippageBps} bps under the oracle) at the pool's price`;
   }
 
   /** send the plan's calls, each simulated first (a refusal by the module costs no gas and is recorded decoded) */
@@ -504,15 +385,4 @@ export class ProtectionEngine {
     await this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "skipped", reason, healthBefore: health, ltvBefore: ltv, ltvAfter: null, repayMicro: null, txHashes: [], gasUsd: 0, createdAt: this.ctx.clock.now().toISOString() });
     return { treasuryId: d.treasuryId, outcome: "skipped", detail: reason };
   }
-}
-
-/** a module (or Aave) revert as `Name(args)`, decoded from the module's ABI */
-export function moduleRevertReason(err: unknown): string {
-  if (err instanceof BaseError) {
-    const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
-    if (reverted?.data?.errorName) return `${reverted.data.errorName}(${(reverted.data.args ?? []).map(String).join(", ")})`;
-    if (reverted?.reason) return reverted.reason;
-    return err.shortMessage;
-  }
-  return err instanceof Error ? err.message.split("\n")[0]! : String(err);
 }
