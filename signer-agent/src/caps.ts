@@ -5,7 +5,7 @@
  * reservation is checked and taken in one synchronous step, so concurrent
  * signatures in this process cannot share the same headroom.
  */
-import { formatDecimal } from "../../gateway/src/domain/money";
+import { formatDecimal } from "@treasury/core/domain/money";
 import type { AuditLog } from "./audit-log";
 
 export class CapExceeded extends Error {}

@@ -7,8 +7,8 @@
  * as a person reads it, from the calldata (never the gateway's label).
  */
 import { getAddress, maxUint256 } from "viem";
-import { TREASURY_ACTIONS, type TreasuryAction } from "../../gateway/src/actions";
-import type { DecodedCall } from "../../gateway/src/actions/signer-rule";
+import { TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
+import type { DecodedCall } from "@treasury/core/actions/signer-rule";
 import { tokenAmount } from "./format";
 import type { StepTx } from "./policy";
 

@@ -8,8 +8,8 @@
  * carry exact decimal strings (formatUnits) instead.
  */
 import { formatUnits, getAddress } from "viem";
-import { CHAINS } from "../../contracts-abi/chains";
-import { parseUsdc } from "../../gateway/src/domain/money";
+import { CHAINS } from "@treasury/core/contracts/chains";
+import { parseUsdc } from "@treasury/core/domain/money";
 
 /** `units` scaled by 10^decimals, rounded half up to `places` decimals; `fixed` keeps trailing zeros */
 export function roundUnits(units: bigint, decimals: number, places: number, fixed = false): string {

@@ -6,13 +6,13 @@
 import fs from "node:fs";
 import { decodeFunctionData, getAddress, maxUint256, type Hex } from "viem";
 import { z } from "zod";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { AAVE_MARKETS, CHAINS, TREASURY_CHAINS } from "../../contracts-abi/chains";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
-import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
-import { declarationOf, DECLARED, type TreasuryAction } from "../../gateway/src/actions";
-import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent } from "../../gateway/src/actions/signer-rule";
-import { formatDecimal, isExactUsdc, parseUsdc } from "../../gateway/src/domain/money";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { AAVE_MARKETS, CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { SWAP_ROUTER_02_ABI, swapRouter02 } from "@treasury/core/contracts/uniswap";
+import { declarationOf, DECLARED, type TreasuryAction } from "@treasury/core/actions";
+import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent } from "@treasury/core/actions/signer-rule";
+import { formatDecimal, isExactUsdc, parseUsdc } from "@treasury/core/domain/money";
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/).transform((a) => getAddress(a));
 
@@ -37,7 +37,7 @@ export const PolicySchema = z.object({
 });
 export type Policy = z.infer<typeof PolicySchema>;
 
-export { PolicyRefusal } from "../../gateway/src/actions/signer-rule";
+export { PolicyRefusal } from "@treasury/core/actions/signer-rule";
 
 /** the published service fee rate: 2% (spec section 1) */
 export const DEFAULT_MAX_FEE_BPS = 200;
@@ -84,7 +84,7 @@ const ABIS = [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI];
 export const policyMicro = (usdc: number): bigint => parseUsdc(usdc);
 
 /** what a decoded call does, read from the calldata alone (never from a label the gateway or the caller put on the step) */
-export type { DecodedCall, Role } from "../../gateway/src/actions/signer-rule";
+export type { DecodedCall, Role } from "@treasury/core/actions/signer-rule";
 
 export interface StepTx {
   chain_id: number;
@@ -176,7 +176,7 @@ export const maxFeeFor = (amount: bigint, bps: bigint) => (amount * bps + 5_000n
  * else; the amounts add up to the intent; at most one fee of at most the
  * published rate (policy max_fee_bps), paid to an allowed recipient, and none
  * on a downward leg. Each action's own rule is in its declaration
- * (gateway/src/actions/<action>.ts, `signer.check`). A tampered or inflated
+ * (@treasury/core/actions/<action>.ts, `signer.check`). A tampered or inflated
  * envelope is refused.
  */
 export function checkIntent(

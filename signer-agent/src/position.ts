@@ -5,9 +5,9 @@
  * them (format.ts); a --json document carries the exact decimal strings.
  */
 import type { PublicClient } from "viem";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { CHAINS } from "../../contracts-abi/chains";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { CHAINS } from "@treasury/core/contracts/chains";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { exact, healthFactor, percent, roundUnits, tokenAmount, usdBase, usdc } from "./format";
 
 export interface WalletPosition {

@@ -5,8 +5,8 @@
  * gas is estimated, nonce and fees are filled.
  */
 import { BaseError, ContractFunctionRevertedError, createPublicClient, type Hex, type PublicClient } from "viem";
-import { AnvilReads } from "../../gateway/src/chain/anvil-reads";
-import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
+import { AnvilReads } from "@treasury/core/chain/anvil-reads";
+import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import type { StepTx } from "./policy";
 
 export class PreflightError extends Error {}

@@ -8,10 +8,10 @@
  * known. Nothing is paid for. Amounts exact (bigint) until rendered.
  */
 import { createPublicClient } from "viem";
-import { rpcHttp } from "../../gateway/src/chain/rpc-transport";
-import { parseUsdc } from "../../gateway/src/domain/money";
+import { rpcHttp } from "@treasury/core/chain/rpc-transport";
+import { parseUsdc } from "@treasury/core/domain/money";
 import type { AuditLog } from "./audit-log";
-import { ASSETS, type AssetSymbol } from "../../gateway/src/domain/assets";
+import { ASSETS, type AssetSymbol } from "@treasury/core/domain/assets";
 import { exact, roundUnits, usdc, usdcNumber } from "./format";
 import { gatewayJson } from "./gateway-client";
 import { positionDocument, positionLines, readPosition, type WalletPosition } from "./position";

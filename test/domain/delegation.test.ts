@@ -9,7 +9,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { repaymentToPark } from "../../gateway/src/domain/delegation";
+import { repaymentToPark } from "@treasury/core/domain/delegation";
 
 /** the module's LTV: floor(debt x 10,000 / collateral), 0 without debt */
 const moduleLtvBps = (collateralBase: bigint, debtBase: bigint) => (debtBase === 0n ? 0n : (debtBase * 10_000n) / collateralBase);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AmountPrecisionError, applyBps, formatDecimal, parseDecimal, parseUsdc, usdcToNumber } from "../../gateway/src/domain/money";
+import { AmountPrecisionError, formatDecimal, parseDecimal, parseUsdc, usdcToNumber } from "@treasury/core/domain/money";
 
 describe("money", () => {
   it("parses JSON numbers into exact micro-USDC", () => {
@@ -28,11 +28,5 @@ describe("money", () => {
         expect(parseDecimal(formatDecimal(v, d), d)).toBe(v);
       }),
     );
-  });
-
-  it("applies basis points rounding half up", () => {
-    expect(applyBps(100n, 200n)).toBe(2n);
-    expect(applyBps(25n, 200n)).toBe(1n); // 0.5 rounds up
-    expect(applyBps(24n, 200n)).toBe(0n); // 0.48 rounds down
   });
 });

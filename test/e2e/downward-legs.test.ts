@@ -15,8 +15,8 @@ import { createPublicClient, createWalletClient, getAddress, http, parseAbi, par
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
-import { CONVERT_POOL_FEE, SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { CONVERT_POOL_FEE, SWAP_ROUTER_02_ABI, swapRouter02 } from "@treasury/core/contracts/uniswap";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { AuditLog } from "../../signer-agent/src/audit-log";

@@ -13,8 +13,8 @@ import { createPublicClient, createTestClient, createWalletClient, http, type He
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { AuditLog } from "../../signer-agent/src/audit-log";

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { createPublicClient, http } from "viem";
 import { describe, expect, it } from "vitest";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { freePort, startAnvil } from "../../fixtures/anvil";
 import { forkManifest } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";

@@ -8,9 +8,9 @@ import { createPublicClient, createWalletClient, http, parseAbi, publicActions, 
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
-import { swapRouter02 } from "../../contracts-abi/uniswap";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { swapRouter02 } from "@treasury/core/contracts/uniswap";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import http2 from "node:http";
@@ -122,7 +122,7 @@ describe("the gateway's envelopes execute on the fork", () => {
     await runEnvelope(pk, deposit.body);
     const aUsdc = await wallet.readContract({ address: AaveV3Base.ASSETS.USDC.A_TOKEN, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address] });
     expect(aUsdc).toBe(980n * 10n ** 6n);
-    await gw.ctx.db.run("UPDATE envelopes SET status = 'relayed' WHERE tx_id = ?", deposit.body.tx_id);
+    await gw.ctx.stores.envelopes.setStatus(deposit.body.tx_id, "relayed", null);
 
     await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000n * 10n ** 6n, debtMicro: 0n }, new Date().toISOString());
     const convert = await api.post("/api/v1/convert", { amount_usdc: 3000, target: "btc" });

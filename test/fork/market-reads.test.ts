@@ -1,5 +1,5 @@
 /**
- * gateway/src/chain/market-reads.ts against the offline Base fork: QuoterV2 at its real Base address quotes what
+ * packages/core/src/chain/market-reads.ts against the offline Base fork: QuoterV2 at its real Base address quotes what
  * SwapRouter02 then pays, the oracle prices are the feeds', the reserves' risk parameters are the fork's, and a
  * user's debt and balances are exact token units.
  */
@@ -7,10 +7,10 @@ import { createPublicClient, createTestClient, createWalletClient, http, parseAb
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
-import { CONVERT_POOL_FEE, SWAP_ROUTER_02_ABI } from "../../contracts-abi/uniswap";
-import { QUOTER_V2_ABI, quoterV2 } from "../../contracts-abi/uniswap-quoter";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { CONVERT_POOL_FEE, SWAP_ROUTER_02_ABI } from "@treasury/core/contracts/uniswap";
+import { QUOTER_V2_ABI, quoterV2 } from "@treasury/core/contracts/uniswap-quoter";
 import { FORK_PRICES_USD, FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import {
   balancesOf,
@@ -21,7 +21,7 @@ import {
   readMarket,
   readReserves,
   type MarketAddresses,
-} from "../../gateway/src/chain/market-reads";
+} from "@treasury/core/chain/market-reads";
 
 let fork: BaseForkNode;
 let market: MarketAddresses;

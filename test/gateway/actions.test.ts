@@ -2,11 +2,12 @@ import { decodeFunctionData, getAddress } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { AaveV3Arbitrum, AaveV3Base } from "@aave-dao/aave-address-book";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
-import { SWAP_ROUTER_02_ABI, swapRouter02 } from "../../contracts-abi/uniswap";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { SWAP_ROUTER_02_ABI, swapRouter02 } from "@treasury/core/contracts/uniswap";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
+import { ageRow, reachFeeTier, rowCount } from "../helpers/rows";
 import { countWriteTransactions } from "../helpers/store";
 import { authed, newIdempotencyKey, registerTreasury, sandboxTenant, type Tenant } from "../helpers/treasury";
 
@@ -220,7 +221,7 @@ describe("a sandbox key's action is one write transaction with its Idempotency-K
     }
     expect((await api.get("/api/v1/treasury")).body).toEqual(before);
     expect((await api.get("/api/v1/audit")).body.data).toHaveLength(0);
-    expect(Number(((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = ?", key)) as { n: number }).n)).toBe(0);
+    expect(await rowCount(gw.ctx.db, "idempotency_keys", { key })).toBe(0);
     const retried = await api.post("/api/v1/deposits", { amount_usdc: 100 }, key);
     expect(retried.status).toBe(200);
     expect((await api.get("/api/v1/treasury")).body).not.toEqual(before);
@@ -293,7 +294,7 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     });
     expect(borrow.body.steps.map((s: any) => s.kind)).toEqual(["pool_call", "fee_transfer"]);
     // expire it, then repay
-    await gw.ctx.db.run("UPDATE envelopes SET expires_at = ? WHERE tx_id = ?", new Date(Date.now() - 1000).toISOString(), borrow.body.tx_id);
+    await ageRow(gw.ctx.db, "envelopes", { tx_id: borrow.body.tx_id });
     const repay = await api.post("/api/v1/repay", { amount_usdc: 250 });
     expect(repay.status).toBe(202);
     expect(repay.body.steps.map((s: any) => s.kind)).toEqual(["approval", "pool_call"]);
@@ -331,8 +332,7 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     const r = await checked(t).post("/api/v1/borrow", { amount_usdc: 100 });
     expect(r.status).toBe(403);
     expect(r.body.safe_amount).toBe(0);
-    const count = await gw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", t.treasuryId) as { n: number };
-    expect(count.n).toBe(0);
+    expect(await rowCount(gw.ctx.db, "envelopes", { treasury_id: t.treasuryId })).toBe(0);
   });
 });
 
@@ -454,7 +454,7 @@ describe("fees after the platform tier moves (spec 1, rules 1-3 and 6)", () => {
     const tiered = await startTestGateway();
     try {
       // platform volume has reached the growth tier (only live, settled volume does this; here set directly)
-      await tiered.ctx.db.run("UPDATE fee_ratchet SET tier_index = 1 WHERE id = 1");
+      await reachFeeTier(tiered.ctx.db, 1);
       const t = await sandboxTenant(tiered.url);
       const api = authed(tiered.url, t.key);
       const borrow = await api.post("/api/v1/borrow", { amount_usdc: 1000 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { rowsOf } from "../helpers/rows";
 import { ResponseValidator, startValidatedGateway } from "../helpers/openapi";
 
 let gw: TestGateway;
@@ -100,10 +101,10 @@ describe("review lifecycle", () => {
     const payload = JSON.parse(message.body);
     expect(payload.api_key).toMatch(/^sk_live_/);
     // the key is stored hashed; only the outbox message carries it until delivery
-    const keyRows = JSON.stringify(await gw.ctx.db.all("SELECT * FROM api_keys"));
+    const keyRows = JSON.stringify(await gw.ctx.stores.apiKeys.all());
     expect(keyRows).not.toContain(payload.api_key);
     expect((await admin("POST", `/admin/outbox/${message.id}/delivered`)).status).toBe(200);
-    const after = JSON.stringify(await gw.ctx.db.all("SELECT * FROM outbox"));
+    const after = JSON.stringify(await rowsOf(gw.ctx.db, "outbox"));
     expect(after).not.toContain(payload.api_key);
 
     const events = (await admin("GET", "/admin/access-requests?status=closed")).body.data.find((r: any) => r.id === id).events;

@@ -11,6 +11,7 @@ import { AaveV3Base } from "@aave-dao/aave-address-book";
 import { createWalletClient, http as viemHttp, parseAbi, publicActions } from "viem";
 import { base } from "viem/chains";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { rowCount } from "../helpers/rows";
 import { authed, newIdempotencyKey, registerTreasury, sandboxTenant } from "../helpers/treasury";
 
 const PROTECTED: [string, string, unknown?][] = [
@@ -141,7 +142,7 @@ describe("Idempotency-Key (spec 8)", () => {
   it("a key whose first request is still running gets 409", async () => {
     const t = await sandboxTenant(gw.url);
     const key = newIdempotencyKey();
-    const keyRow = await gw.ctx.db.get("SELECT id FROM api_keys WHERE treasury_id = ?", t.treasuryId) as { id: string };
+    const keyRow = (await gw.ctx.stores.apiKeys.all()).find((k) => k.treasuryId === t.treasuryId)!;
     // a request with this key is in flight (claimed, not completed)
     const { createHash } = await import("node:crypto");
     const hash = createHash("sha256").update(`POST /api/v1/borrow\n{"amount_usdc":5}`).digest("hex");
@@ -235,8 +236,7 @@ describe("50 concurrent identical requests while the handler waits on a chain", 
     const replay = await api.post("/api/v1/deposits", { amount_usdc: 500 }, key);
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(replay.text).toBe(originals[0]!.text);
-    const n = await chainGw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", t.treasuryId) as { n: number };
-    expect(n.n).toBe(1);
+    expect(await rowCount(chainGw.ctx.db, "envelopes", { treasury_id: t.treasuryId })).toBe(1);
     // the nonce hint came from the chain: a fresh account has nonce 0, steps count up
     expect(originals[0]!.body.steps.map((s: any) => s.unsigned_transaction.nonce)).toEqual([0, 1, 2]);
   });

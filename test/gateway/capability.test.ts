@@ -10,7 +10,7 @@ import { buildOpenApiDocument } from "../../gateway/src/http/openapi";
 import { RouteTable, type RouteSpec } from "../../gateway/src/http/route";
 import { toolsOf } from "../../gateway/src/mcp/tools";
 import { createKit, err, RATE_LIMITED } from "../../gateway/src/routes/kit";
-import { z } from "../../gateway/src/schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import { BazaarCatalog } from "../../gateway/src/x402/bazaar";
 import type { IdempotencyStore } from "../../gateway/src/store/idempotency-store";
 import { PriceList } from "../../gateway/src/x402/prices";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator, validateDocument } from "../helpers/openapi";
+import { reachFeeTier } from "../helpers/rows";
 
 /** every path of the spec's summary table (4.1) */
 const SPEC_PATHS: [string, string][] = [
@@ -125,7 +126,7 @@ describe("discovery files", () => {
       expect(before.body.current_tier.tier).toBe("launch");
       expect((await call(own.url, "GET", "/fees.json")).text).toBe(before.text);
       // another instance (or the action that crossed the threshold) moved the shared ratchet
-      await own.ctx.db.run("UPDATE fee_ratchet SET tier_index = 1, platform_volume_micro = ? WHERE id = 1", String(10_000_000n * 1_000_000n));
+      await reachFeeTier(own.ctx.db, 1, 10_000_000n * 1_000_000n);
       const after = await call(own.url, "GET", "/fees.json");
       expect(after.body.current_tier).toMatchObject({ tier: "growth", cycle_fee_pct: 1.75 });
       validator.check("GET", "/fees.json", 200, after.body);

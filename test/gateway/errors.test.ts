@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERROR_CODES } from "../../gateway/src/lib/errors";
+import { ERROR_CODES } from "@treasury/core/lib/errors";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 
 let gw: TestGateway;

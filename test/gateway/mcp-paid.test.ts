@@ -19,7 +19,7 @@ import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { createPaymentHeader } from "x402/client";
 import { newIdempotencyKey } from "../helpers/treasury";
-import { newPayer, startX402Stack, type X402Stack } from "../helpers/x402-stack";
+import { envelopeCount, newPayer, startX402Stack, type X402Stack } from "../helpers/x402-stack";
 
 let fork: BaseForkNode;
 let stack: X402Stack;
@@ -156,7 +156,7 @@ describe("a settlement that fails", () => {
       expect(r._meta?.["x402/payment-response"]).toBeUndefined();
     }
     expect(await stack.chain.balanceOf(account.address)).toBe(before);
-    expect(((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes")) as { n: number }).n).toBe(0);
+    expect(await envelopeCount(gw)).toBe(0);
     await mcp.close();
   }, 60_000);
 });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { FEE_TIERS } from "../../gateway/src/domain/fee-schedule";
-import { newId } from "../../gateway/src/lib/ids";
+import { FEE_TIERS } from "@treasury/core/domain/fee-schedule";
+import { newId } from "@treasury/core/lib/ids";
 import { migrationsFor, openDatabase, schemaVersion } from "../../gateway/src/store/open-database";
-import { MIGRATIONS } from "../../gateway/src/store/migrations";
-import { POSTGRES_MIGRATIONS } from "../../gateway/src/store/postgres-migrations";
+import { MIGRATIONS, POSTGRES_MIGRATIONS } from "../../gateway/src/store/migrations";
 import { call, startTestGateway } from "../helpers/gateway";
+import { rowsOf, setRow } from "../helpers/rows";
 import { TEST_STORE } from "../helpers/store";
-import { feeOf } from "../../gateway/src/actions";
+import { feeOf } from "@treasury/core/actions";
 
 describe("persistence across a restart", () => {
   it("keeps treasuries, keys, access requests, the fee audit trail and the ratchet", async () => {
@@ -60,8 +60,8 @@ describe("persistence across a restart", () => {
   it("the database refuses to move the ratchet back", async () => {
     const gw = await startTestGateway();
     try {
-      await gw.ctx.db.run("UPDATE fee_ratchet SET tier_index = 2 WHERE id = 1");
-      await expect(gw.ctx.db.run("UPDATE fee_ratchet SET tier_index = 1 WHERE id = 1")).rejects.toThrow(/one-way/);
+      await setRow(gw.ctx.db, "fee_ratchet", { id: 1 }, { tier_index: 2 });
+      await expect(setRow(gw.ctx.db, "fee_ratchet", { id: 1 }, { tier_index: 1 })).rejects.toThrow(/one-way/);
     } finally {
       await gw.close();
     }
@@ -74,7 +74,7 @@ describe("persistence across a restart", () => {
     expect(db.dialect, "the run's store backend").toBe(TEST_STORE);
     const history = migrationsFor(db.dialect);
     expect(await schemaVersion(db)).toBe(history.at(-1)!.version);
-    const rows = await db.all("SELECT version, name FROM schema_migrations ORDER BY version");
+    const rows = await rowsOf(db, "schema_migrations", {}, { columns: ["version", "name"], orderBy: "version" });
     expect(rows).toEqual(history.map((m) => ({ version: m.version, name: m.name })));
     // both backends end at the same version, with the same name for it
     expect(MIGRATIONS.at(-1)).toMatchObject({ version: POSTGRES_MIGRATIONS.at(-1)!.version, name: POSTGRES_MIGRATIONS.at(-1)!.name });

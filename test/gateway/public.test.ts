@@ -3,8 +3,8 @@ import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { ResponseValidator, startValidatedGateway } from "../helpers/openapi";
 import { registerProven } from "../helpers/treasury";
-import { REFERENCE_LIQUIDATION_THRESHOLD_BPS } from "../../gateway/src/domain/assets";
-import { priceDropToLiquidationPct } from "../../gateway/src/domain/position";
+import { REFERENCE_LIQUIDATION_THRESHOLD_BPS } from "@treasury/core/domain/assets";
+import { priceDropToLiquidationPct } from "@treasury/core/domain/position";
 import { LIQUIDATION_TEXTS } from "../../gateway/src/routes/public";
 import { liquidationDistanceDocument } from "../../gateway/src/services/liquidation-distance";
 

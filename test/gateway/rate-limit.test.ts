@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { rowCount } from "../helpers/rows";
 
 /** each test its own gateway and fresh windows: no test depends on another's traffic */
 let gw: TestGateway;
@@ -73,8 +74,7 @@ describe("an MCP tool call is limited like its REST twin", () => {
       const third = await toolCall(limited.url, "create_sandbox_treasury", { wallet_address: wallet(3) });
       expect(third.body.result).toMatchObject({ isError: true, structuredContent: { error: "rate_limited", http_status: 429 } });
       expect((await call(limited.url, "POST", "/api/v1/treasuries", { body: { wallet_address: wallet(4) } })).status).toBe(429);
-      const made = (await limited.ctx.db.get("SELECT COUNT(*) AS n FROM treasuries")) as { n: number };
-      expect(Number(made.n)).toBe(2);
+      expect(await rowCount(limited.ctx.db, "treasuries")).toBe(2);
     } finally {
       await limited.close();
     }

@@ -8,6 +8,7 @@ import { PAYMENT_RETENTION_MS, SAMPLE_RETENTION_MS, sweepExpired } from "../../g
 import { sandboxTenant } from "../helpers/treasury";
 import { IDEMPOTENCY_RETENTION_MS } from "../../gateway/src/store/idempotency-store";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
+import { rowCount, rowsOf } from "../helpers/rows";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -15,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw.close());
 
-const count = async (table: string) => Number(((await gw.ctx.db.get(`SELECT COUNT(*) AS n FROM ${table}`)) as { n: number }).n);
+const count = (table: string) => rowCount(gw.ctx.db, table);
 
 describe("retention sweep", () => {
   it("sweeps what expired and keeps what is in force", async () => {
@@ -51,7 +52,7 @@ describe("retention sweep", () => {
     const week = await sweepExpired(s, at(PAYMENT_RETENTION_MS + 1000));
     expect(week.payments).toBe(1);
     expect(await count("x402_payments")).toBe(before.pay + 1);
-    expect(((await gw.ctx.db.get("SELECT state FROM x402_payments WHERE nonce = ?", "0x02")) as { state: string }).state).toBe("locked");
+    expect(await rowsOf(gw.ctx.db, "x402_payments", { nonce: "0x02" }, { columns: ["state"] })).toEqual([{ state: "locked" }]);
   });
 
   it("keeps position samples 30 days", async () => {

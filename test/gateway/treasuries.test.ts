@@ -29,10 +29,9 @@ describe("POST /api/v1/sandbox/keys", () => {
 
   it("stores only the hash of the key", async () => {
     const r = await req("POST", "/api/v1/sandbox/keys");
-    const rows = await gw.ctx.db.all("SELECT * FROM api_keys") as Record<string, unknown>[];
-    const dump = JSON.stringify(rows);
-    expect(dump).not.toContain(r.body.key);
-    expect(rows.some((row) => row.key_hash === hashApiKey(r.body.key))).toBe(true);
+    const keys = await gw.ctx.stores.apiKeys.all();
+    expect(JSON.stringify(keys)).not.toContain(r.body.key);
+    expect(keys.some((k) => k.keyHash === hashApiKey(r.body.key))).toBe(true);
   });
 
   it("answers 503 with Retry-After when sandbox capacity is exhausted", async () => {

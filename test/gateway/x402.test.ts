@@ -10,23 +10,27 @@ import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
 import { call, startTestGateway } from "../helpers/gateway";
-import { ResponseValidator } from "../helpers/openapi";
+import type { ResponseValidator } from "../helpers/openapi";
+import { rowCount } from "../helpers/rows";
 import { newIdempotencyKey, sandboxTenant } from "../helpers/treasury";
-import { challengeFor, newPayer, paymentHeader, startX402Stack, type X402Stack } from "../helpers/x402-stack";
+import {
+  challengeFor,
+  envelopeCount,
+  expireEnvelopes,
+  newPayer,
+  ONE_PROOF_LOSER,
+  paymentFor,
+  paymentHeader,
+  startX402Suite,
+  type X402Stack,
+} from "../helpers/x402-stack";
 
 let stack: X402Stack;
 let base: string;
 let v: ResponseValidator;
 
-beforeAll(async () => {
-  stack = await startX402Stack();
-  base = stack.gateway.url;
-  v = new ResponseValidator((await call(base, "GET", "/openapi.json")).body);
-}, 60_000);
+beforeAll(async () => void ({ stack, base, v } = await startX402Suite()), 60_000);
 afterAll(() => stack?.close());
-
-const envelopeCount = async (treasuryId: string) =>
-  (await stack.gateway.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId) as { n: number }).n;
 
 describe("the 402 challenge and the price list", () => {
   it("is an x402 v1 challenge made from the same prices as /x402/prices.json", async () => {
@@ -118,19 +122,19 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
   it("a replayed X-PAYMENT never runs the handler again", async () => {
     const { account, wallet } = await newPayer(stack.chain);
     const body = { amount_usdc: 200 };
-    const header = await paymentHeader(wallet as never, await challengeFor(base, "POST", "/api/v1/deposits", body));
+    const header = await paymentFor(wallet, base, "POST", "/api/v1/deposits", body);
     const first = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect(first.status).toBe(202);
     const treasuryId = first.headers.get("x-treasury-id")!;
     const afterFirst = await stack.chain.balanceOf(account.address);
     // the same proof again, even with a fresh Idempotency-Key, is refused before any handler
-    await gateExpire(treasuryId);
+    await expireEnvelopes(stack.gateway, treasuryId);
     const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect(replay.status).toBe(402);
     v.check("POST", "/api/v1/deposits", 402, replay.body);
     // settled on chain and spent on its request: the gateway's own record of the payment refuses it
     expect(replay.body).toMatchObject({ x402Version: 1, error: "payment_already_used" });
-    expect(await envelopeCount(treasuryId)).toBe(1);
+    expect(await envelopeCount(stack.gateway, treasuryId)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
   });
 
@@ -138,7 +142,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     const { account, wallet } = await newPayer(stack.chain);
     const body = { amount_usdc: 210 };
     const requirements = await challengeFor(base, "POST", "/api/v1/deposits", body);
-    const header = await paymentHeader(wallet as never, requirements);
+    const header = await paymentHeader(wallet, requirements);
     const key = newIdempotencyKey();
     const first = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
     expect(first.status).toBe(202);
@@ -146,13 +150,13 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     // the spent proof is public on chain: it replays nothing, even with the key and the body
     const spent = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": key } });
     expect([spent.status, spent.body.error]).toEqual([402, "payment_already_used"]);
-    const fresh = await paymentHeader(wallet as never, requirements);
+    const fresh = await paymentHeader(wallet, requirements);
     const again = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": fresh, "idempotency-key": key } });
     expect([again.status, again.headers.get("idempotent-replayed"), again.text]).toEqual([202, "true", first.text]);
     // the key with another body is not a replay: 422, and the fresh proof is still unspent
     const changed = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 211 }, headers: { "x-payment": fresh, "idempotency-key": key } });
     expect([changed.status, changed.body.error]).toEqual([422, "idempotency_key_reused"]);
-    expect(await envelopeCount(first.headers.get("x-treasury-id")!)).toBe(1);
+    expect(await envelopeCount(stack.gateway, first.headers.get("x-treasury-id")!)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(afterFirst);
     // documented: the spent proof and the fresh proof's replay (402), the proof in progress (409, with its Retry-After)
     const responses = (await call(base, "GET", "/openapi.json")).body.paths["/api/v1/deposits"].post.responses;
@@ -163,7 +167,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
   it("two concurrent requests with one proof run the handler once and charge once", async () => {
     const { account, wallet } = await newPayer(stack.chain);
     const body = { amount_usdc: 300 };
-    const header = await paymentHeader(wallet as never, await challengeFor(base, "POST", "/api/v1/deposits", body));
+    const header = await paymentFor(wallet, base, "POST", "/api/v1/deposits", body);
     const before = await stack.chain.balanceOf(account.address);
     const [a, b] = await Promise.all(
       [0, 1].map(() => call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } })),
@@ -172,14 +176,14 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     const loser = a!.status === 202 ? b! : a!;
     expect(winner.status).toBe(202);
     // while the first runs: 409 (a 402 would make a conforming client pay again); after it: the spent proof's 402
-    expect([[409, "payment_in_progress"], [402, "payment_already_used"], [402, "invalid_exact_evm_payload_authorization_nonce_used"]]).toContainEqual([loser.status, loser.body.error]);
-    expect(await envelopeCount(winner.headers.get("x-treasury-id")!)).toBe(1);
+    expect(ONE_PROOF_LOSER).toContainEqual([loser.status, loser.body.error]);
+    expect(await envelopeCount(stack.gateway, winner.headers.get("x-treasury-id")!)).toBe(1);
     expect(await stack.chain.balanceOf(account.address)).toBe(before - 50_000n);
   });
 
   it("a proof made for one route and price is refused by another route", async () => {
     const { account, wallet } = await newPayer(stack.chain);
-    const header = await paymentHeader(wallet as never, await challengeFor(base, "GET", "/api/v1/health"));
+    const header = await paymentFor(wallet, base, "GET", "/api/v1/health");
     const before = await stack.chain.balanceOf(account.address);
     const r = await call(base, "GET", "/api/v1/treasury", { headers: { "x-payment": header } });
     expect(r.status).toBe(402);
@@ -192,7 +196,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
 
   it("an action that ends in 4xx charges nothing, and the same proof then pays for a corrected request", async () => {
     const { account, wallet } = await newPayer(stack.chain);
-    const header = await paymentHeader(wallet as never, await challengeFor(base, "POST", "/api/v1/borrow", { amount_usdc: 100 }));
+    const header = await paymentFor(wallet, base, "POST", "/api/v1/borrow", { amount_usdc: 100 });
     const before = await stack.chain.balanceOf(account.address);
     // a fresh payer treasury has no collateral: the rail refuses the borrow
     const refused = await call(base, "POST", "/api/v1/borrow", { body: { amount_usdc: 100 }, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
@@ -213,7 +217,7 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     try {
       const { account, wallet } = await newPayer(stack.chain);
       const body = { amount_usdc: 150 };
-      const header = await paymentHeader(wallet as never, await challengeFor(gw.url, "POST", "/api/v1/deposits", body));
+      const header = await paymentFor(wallet, gw.url, "POST", "/api/v1/deposits", body);
       const before = await stack.chain.balanceOf(account.address);
       const r = await call(gw.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
       expect(r.status).toBe(402);
@@ -221,10 +225,10 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
       expect(r.body.reason).toMatch(/settlement_reverted|funds|gas/i);
       expect(await stack.chain.balanceOf(account.address)).toBe(before);
       expect(await gw.ctx.stores.treasuries.findOwnedByWallet(account.address)).toBeUndefined();
-      expect((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes") as { n: number }).n).toBe(0);
-      expect((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM x402_payments") as { n: number }).n).toBe(0);
+      expect(await envelopeCount(gw)).toBe(0);
+      expect(await rowCount(gw.ctx.db, "x402_payments")).toBe(0);
       // a read whose settlement fails returns the 402, not the data
-      const readHeader = await paymentHeader(wallet as never, await challengeFor(gw.url, "GET", "/api/v1/health"));
+      const readHeader = await paymentFor(wallet, gw.url, "GET", "/api/v1/health");
       const read = await call(gw.url, "GET", "/api/v1/health", { headers: { "x-payment": readHeader } });
       expect(read.status).toBe(402);
       expect(read.body.ltv).toBeUndefined();
@@ -239,7 +243,7 @@ describe("either credential", () => {
   it("a valid bearer wins over a payment and nothing is charged; an invalid bearer is 401, not 402", async () => {
     const { account, wallet } = await newPayer(stack.chain);
     const tenant = await sandboxTenant(base);
-    const header = await paymentHeader(wallet as never, await challengeFor(base, "GET", "/api/v1/health"));
+    const header = await paymentFor(wallet, base, "GET", "/api/v1/health");
     const before = await stack.chain.balanceOf(account.address);
     const r = await call(base, "GET", "/api/v1/health", { headers: { authorization: `Bearer ${tenant.key}`, "x-payment": header } });
     expect(r.status).toBe(200);
@@ -262,7 +266,7 @@ describe("either credential", () => {
       const b = await newPayer(stack.chain);
       // challenges come from the other gateway (same prices): unpaid requests count against the address, not the payer
       const pay = async (p: typeof a, path: string) =>
-        call(limited.url, "GET", path, { headers: { "x-payment": await paymentHeader(p.wallet as never, await challengeFor(base, "GET", path)) } });
+        call(limited.url, "GET", path, { headers: { "x-payment": await paymentFor(p.wallet, base, "GET", path) } });
       const first = await pay(a, "/api/v1/health");
       const second = await pay(a, "/api/v1/treasury");
       expect(first.status).toBe(200);
@@ -298,7 +302,7 @@ describe("the local facilitator", () => {
     expect(supported.kinds).toContainEqual({ x402Version: 1, scheme: "exact", network: "base-sepolia" });
     const { wallet } = await newPayer(stack.chain);
     const requirements = await challengeFor(base, "GET", "/api/v1/audit");
-    const header = await paymentHeader(wallet as never, requirements);
+    const header = await paymentHeader(wallet, requirements);
     const paymentPayload = JSON.parse(Buffer.from(header, "base64").toString());
     const verify = (reqs: unknown) =>
       fetch(`${stack.facilitator.url}/verify`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: reqs }) }).then((r) => r.json());
@@ -311,8 +315,3 @@ describe("the local facilitator", () => {
     expect(bad.status).toBe(400);
   });
 });
-
-/** let a treasury's pending envelope expire so a new action would not be refused as a conflict */
-async function gateExpire(treasuryId: string) {
-  await stack.gateway.ctx.db.run("UPDATE envelopes SET expires_at = ? WHERE treasury_id = ?", new Date(Date.now() - 1000).toISOString(), treasuryId);
-}

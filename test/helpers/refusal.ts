@@ -3,7 +3,7 @@
  * throws, and a failure when it throws another error or none.
  */
 import { expect } from "vitest";
-import { PolicyRefusal } from "../../gateway/src/actions/signer-rule";
+import { PolicyRefusal } from "@treasury/core/actions/signer-rule";
 
 export function refusalOf(fn: () => unknown): string {
   try {

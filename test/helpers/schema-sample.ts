@@ -2,7 +2,7 @@
  * Requests generated from the served OpenAPI document: random instances of a
  * JSON Schema (2020-12, the subset the document uses), honouring every rule
  * the document states, its `x-` rules included (`x-equal-when-both-present`,
- * `x-sum-equals`, declared in gateway/src/schemas/common.ts). Edge values
+ * `x-sum-equals`, declared in packages/core/src/schemas/common.ts). Edge values
  * (minimum, maximum, the smallest step of `multipleOf`) come up often.
  * Patterns are drawn with randexp and checked with the regular expression
  * itself (randexp ignores lookaheads).

@@ -1,7 +1,8 @@
 /**
  * A local x402 stack for tests: Base Sepolia on Anvil (chain 84532, TestUSDC),
  * the project's facilitator as its own server, and a gateway that pays into a
- * dev account through it.
+ * dev account through it; payers funded on it, the proofs they make (version 1
+ * X-PAYMENT, version 2 PAYMENT-SIGNATURE) and what the gateway recorded of them.
  */
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
@@ -14,6 +15,8 @@ import type { PaymentRequirements } from "x402/types";
 import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
 import { call, startTestGateway, type TestGateway } from "./gateway";
+import { ResponseValidator } from "./openapi";
+import { ageRow, rowCount } from "./rows";
 
 /** Anvil's dev account 1's key: the local facilitator's settlement account (public test key) */
 export const FACILITATOR_KEY: Hex = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
@@ -44,6 +47,15 @@ export async function startX402Stack(env: Record<string, string> = {}): Promise<
   };
 }
 
+/** a file's stack, its gateway's URL and a validator of the gateway's own OpenAPI document (start it in beforeAll, close `stack` in afterAll) */
+export async function startX402Suite(env: Record<string, string> = {}): Promise<{ stack: X402Stack; base: string; v: ResponseValidator }> {
+  const stack = await startX402Stack(env);
+  const base = stack.gateway.url;
+  return { stack, base, v: new ResponseValidator((await call(base, "GET", "/openapi.json")).body) };
+}
+
+export type Payer = Awaited<ReturnType<typeof newPayer>>;
+
 export async function newPayer(chain: BaseSepoliaNode, usdcAtomic = 10_000_000n) {
   const account = privateKeyToAccount(generatePrivateKey());
   await chain.fund(account.address, usdcAtomic);
@@ -61,6 +73,33 @@ export async function challengeFor(base: string, method: string, path: string, b
 export async function paymentHeader(wallet: ReturnType<typeof createWalletClient>, requirements: PaymentRequirements): Promise<string> {
   return createPaymentHeader(wallet as never, 1, requirements);
 }
+
+/** a fresh X-PAYMENT proof (x402 version 1) for a route's own requirements, as its 402 states them */
+export async function paymentFor(wallet: Payer["wallet"], base: string, method: string, path: string, body?: unknown): Promise<string> {
+  return paymentHeader(wallet, await challengeFor(base, method, path, body));
+}
+
+/**
+ * What the second of two concurrent requests carrying one proof may get: 409 while the first runs (a 402
+ * would make a conforming client pay again), the spent proof's 402 after it, or the facilitator's refusal
+ * of the spent nonce.
+ */
+export const ONE_PROOF_LOSER: [number, string][] = [
+  [409, "payment_in_progress"],
+  [402, "payment_already_used"],
+  [402, "invalid_exact_evm_payload_authorization_nonce_used"],
+];
+
+/** the envelopes a gateway made (a treasury's, when named): a paid action's handler makes one each time it runs */
+export const envelopeCount = (gateway: TestGateway, treasuryId?: string): Promise<number> =>
+  rowCount(gateway.ctx.db, "envelopes", treasuryId === undefined ? {} : { treasury_id: treasuryId });
+
+/** let a treasury's pending envelope expire, so a new action is not refused as a conflict */
+export const expireEnvelopes = (gateway: TestGateway, treasuryId: string): Promise<number> => ageRow(gateway.ctx.db, "envelopes", { treasury_id: treasuryId });
+
+/** the payments a gateway recorded as settled for a payer */
+export const settledPaymentCount = (gateway: TestGateway, payer: string): Promise<number> =>
+  rowCount(gateway.ctx.db, "x402_payments", { payer: payer.toLowerCase(), state: "settled" });
 
 /** x402 version 2's PaymentRequired of a route's 402 (its PAYMENT-REQUIRED header, decoded) */
 export async function paymentRequiredFor(base: string, method: string, path: string, body?: unknown): Promise<PaymentRequiredV2> {

@@ -10,7 +10,7 @@ import { createWalletClient, encodeFunctionData, http, publicActions } from "vie
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";

@@ -7,8 +7,8 @@ import { BaseError, ContractFunctionRevertedError, createWalletClient, encodeFun
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";
 

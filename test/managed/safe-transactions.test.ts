@@ -12,13 +12,14 @@ import { createPublicClient, createWalletClient, http, parseAbi, publicActions }
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_MARKETS } from "../../contracts-abi/chains";
-import { SAFE_ABI } from "../../contracts-abi/safe";
+import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
+import { SAFE_ABI } from "@treasury/core/contracts/safe";
 import { forkManifest, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
+import { ageRow } from "../helpers/rows";
 import { authed, registerTreasury } from "../helpers/treasury";
 
 let fork: BaseForkNode;
@@ -243,7 +244,7 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect(await client().getTransaction({ hash: claimed!.sent!.hash }).catch(() => null)).toBeNull(); // never sent
     // a live claim is left alone; once its lease lapsed, another executor sends the recorded bytes
     expect(mine(await executor.tick(), stx.id)).toEqual([]);
-    await gw.ctx.db.run("UPDATE safe_transactions SET lease_expires_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), stx.id);
+    await ageRow(gw.ctx.db, "safe_transactions", { id: stx.id }, "lease_expires_at");
     const ran = mine(await executor.tick(), stx.id);
     expect(ran).toMatchObject([{ outcome: "executed", txHash: claimed!.sent!.hash }]);
     expect((await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({ status: "completed", tx_hash: claimed!.sent!.hash });
@@ -272,7 +273,7 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     await fork.fund(safe, 200_000_000n);
     const deposit = await api.post("/api/v1/deposits", { amount_usdc: 100 });
     const stxId = deposit.body.safe_transaction.id as string;
-    await gw.ctx.db.run("UPDATE safe_transactions SET expires_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), stxId);
+    await ageRow(gw.ctx.db, "safe_transactions", { id: stxId });
     expect((await api.get(`/api/v1/safe-transactions/${stxId}`)).body.status).toBe("expired");
     expect(mine(await executor.tick(), stxId)).toMatchObject([{ outcome: "expired" }]);
     expect((await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({ status: "failed", failure: { error: "safe_transaction_not_open" } });

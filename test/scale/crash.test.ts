@@ -22,6 +22,7 @@ import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
 import { call } from "../helpers/gateway";
 import { gatewayProcess } from "../helpers/gateway-process";
 import { freshDatabase } from "../helpers/store";
+import { rowCount, rowsOf } from "../helpers/rows";
 import { newIdempotencyKey } from "../helpers/treasury";
 import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader } from "../helpers/x402-stack";
 
@@ -76,8 +77,8 @@ describe("kill -9 during an x402 settlement (2 s blocks)", () => {
     first.child.kill("SIGKILL");
     const killedAt = Date.now();
     expect(await inFlight).toBeUndefined(); // the client saw the connection drop, no answer
-    const stuck = await db.get<{ state: string }>("SELECT state FROM x402_payments WHERE payer = ?", account.address.toLowerCase());
-    expect(stuck?.state).toBe("locked"); // what the old code left forever
+    const payments = () => rowsOf(db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["state", "outcome_status"] });
+    expect((await payments()).map((p) => p.state)).toEqual(["locked"]); // what the old code left forever
 
     // the restarted gateway; the client retries with the same proof and key (409/402 "in progress" means wait)
     const second = await gatewayOnStore();
@@ -100,13 +101,11 @@ describe("kill -9 during an x402 settlement (2 s blocks)", () => {
     // charged once, for exactly the price; one settled payment, spent on this request; one envelope
     await new Promise((r) => setTimeout(r, 2_500));
     expect(await chain.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
-    const rows = await db.all<{ state: string; outcome_status: number }>("SELECT state, outcome_status FROM x402_payments WHERE payer = ?", account.address.toLowerCase());
-    expect(rows).toEqual([{ state: "settled", outcome_status: 202 }]);
+    expect(await payments()).toEqual([{ state: "settled", outcome_status: 202 }]);
     const treasuryId = answer.headers.get("x-treasury-id")!;
-    expect(Number((await db.get<{ n: number }>("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId))!.n)).toBe(1);
+    expect(await rowCount(db, "envelopes", { treasury_id: treasuryId })).toBe(1);
     // the key is completed, not stuck (no lease left on it), and the spent proof is refused, never charged again
-    const keyRow = await db.get<{ state: string; lease_holder: string | null }>("SELECT state, lease_holder FROM idempotency_keys WHERE key = ?", key);
-    expect(keyRow).toEqual({ state: "completed", lease_holder: null });
+    expect(await rowsOf(db, "idempotency_keys", { key }, { columns: ["state", "lease_holder"] })).toEqual([{ state: "completed", lease_holder: null }]);
     // the same proof and key again: the spent proof is refused (it is public on chain); the key with a fresh proof
     // (an answer lost once more): the stored answer, free, the fresh proof unsettled; the spent proof under a new key: refused
     const spent = await send(second.url);

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import { freePort } from "../../fixtures/anvil";
 import { call, startTestGateway, type JsonResponse, type TestGateway } from "../helpers/gateway";
+import { rowCount, rowsOf } from "../helpers/rows";
 import { startScriptedServer } from "../helpers/scripted-server";
 import { newIdempotencyKey } from "../helpers/treasury";
 import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader } from "../helpers/x402-stack";
@@ -90,8 +91,7 @@ async function killedMidSettlement(send: () => Promise<JsonResponse>): Promise<J
   return first;
 }
 
-const settledRows = async (payer: string) =>
-  gateway.ctx.db.all<{ state: string; outcome_status: number | null }>("SELECT state, outcome_status FROM x402_payments WHERE payer = ? ORDER BY created_at", payer.toLowerCase());
+const settledRows = (payer: string) => rowsOf(gateway.ctx.db, "x402_payments", { payer: payer.toLowerCase() }, { columns: ["state", "outcome_status"], orderBy: "created_at" });
 
 describe("the facilitator dies between sending a settlement and its receipt", () => {
   it("a paid deposit: 503 payment_settlement_unknown, then the retry with the same proof and key is served once, charged once", async () => {
@@ -115,7 +115,7 @@ describe("the facilitator dies between sending a settlement and its receipt", ()
     expect(await chain.balanceOf(account.address)).toBe(before - 50_000n);
     expect(await settledRows(account.address)).toEqual([{ state: "settled", outcome_status: 202 }]);
     const treasuryId = retry.headers.get("x-treasury-id")!;
-    expect(Number((await gateway.ctx.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId))!.n)).toBe(1);
+    expect(await rowCount(gateway.ctx.db, "envelopes", { treasury_id: treasuryId })).toBe(1);
     // and once only: the same proof again is spent
     expect((await send()).body.error).toBe("payment_already_used");
   });
@@ -176,7 +176,7 @@ describe("a public facilitator that times out on the settlement", () => {
       const retry = await call(gw.url, "GET", "/api/v1/treasury", { headers: { "x-payment": proof } });
       expect(retry.status, retry.text).toBe(200);
       expect(settles).toBe(2); // the same authorization, settled again (a facilitator settles it at most once)
-      const rows = await gw.ctx.db.all<{ state: string; outcome_status: number; transaction_hash: string }>("SELECT state, outcome_status, transaction_hash FROM x402_payments WHERE payer = ?", account.address.toLowerCase());
+      const rows = await rowsOf(gw.ctx.db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["state", "outcome_status", "transaction_hash"] });
       expect(rows).toEqual([{ state: "settled", outcome_status: 200, transaction_hash: transaction }]);
     } finally {
       await gw.close();

@@ -15,12 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import type { DatabaseLocation } from "../../gateway/src/store/db";
-import { POSTGRES_MIGRATIONS } from "../../gateway/src/store/postgres-migrations";
+import { POSTGRES_MIGRATIONS } from "../../gateway/src/store/migrations";
 import { startFacilitator } from "../../gateway/src/x402/facilitator/main";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { rowsOf } from "../helpers/rows";
 import { freshDatabase, TEST_STORE } from "../helpers/store";
 import { authed, newIdempotencyKey, registerTreasury, sandboxTenant } from "../helpers/treasury";
-import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader } from "../helpers/x402-stack";
+import { challengeFor, FACILITATOR_KEY, newPayer, paymentHeader, settledPaymentCount } from "../helpers/x402-stack";
 
 const FEE_RECIPIENT = devAccount(5).address;
 let database: DatabaseLocation;
@@ -53,10 +54,10 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
   });
 
   const at = (i: number) => instances[i % instances.length]!;
-  const count = async (sql: string, ...params: string[]) => Number((await instances[0]!.ctx.db.get<{ n: number }>(sql, ...params))!.n);
+  const stores = () => instances[0]!.ctx.stores;
 
   it("started together, they applied each migration once", async () => {
-    const rows = await instances[0]!.ctx.db.all<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version");
+    const rows = await rowsOf<{ version: number }>(instances[0]!.ctx.db, "schema_migrations", {}, { columns: ["version"], orderBy: "version" });
     expect(rows.map((r) => r.version)).toEqual(POSTGRES_MIGRATIONS.map((m) => m.version));
     expect(rows.length).toBeGreaterThan(1);
   });
@@ -72,8 +73,8 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
     const served = answers.filter((a) => a.status === 200);
     expect(served.length).toBeGreaterThanOrEqual(1);
     // one execution, one fee row; every 200 is the same receipt (the first, or its replay)
-    expect(await count("SELECT COUNT(*) AS n FROM executions WHERE treasury_id = ?", t.treasuryId)).toBe(1);
-    expect(await count("SELECT COUNT(*) AS n FROM fee_audit WHERE treasury_id = ?", t.treasuryId)).toBe(1);
+    expect(await stores().executions.count(t.treasuryId)).toBe(1);
+    expect(await stores().fees.forTreasury(t.treasuryId)).toHaveLength(1);
     expect(new Set(served.map((a) => a.text)).size).toBe(1);
     // and after the first finished, every instance replays it
     const late = await Promise.all([0, 1, 2].map((i) => call(at(i).url, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { authorization: `Bearer ${t.key}`, "idempotency-key": key } })));
@@ -92,7 +93,7 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
       expect([[409, "payment_in_progress"], [402, "payment_already_used"], [402, "invalid_exact_evm_payload_authorization_nonce_used"]]).toContainEqual([a.status, a.body.error]);
     }
     expect(await sepolia.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
-    expect(await count("SELECT COUNT(*) AS n FROM x402_payments WHERE payer = ? AND state = 'settled'", account.address.toLowerCase())).toBe(1);
+    expect(await settledPaymentCount(instances[0]!, account.address)).toBe(1);
     // presented again later, to any instance: refused, never charged again
     for (const i of [0, 1, 2]) expect((await call(at(i).url, "GET", "/api/v1/treasury", { headers: { "x-payment": header } })).body.error).toBe("payment_already_used");
     expect(await sepolia.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
@@ -123,7 +124,7 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
     const claimed = ok[0]!.body.tx_hash as Hex;
     const other = claimed.toLowerCase() === (await import("viem")).keccak256(first).toLowerCase() ? second : first;
     await expect(pub.getTransaction({ hash: (await import("viem")).keccak256(other) })).rejects.toThrow();
-    expect(await count("SELECT COUNT(*) AS n FROM envelope_steps WHERE tx_id = ? AND tx_hash IS NOT NULL", step.tx_id)).toBe(1);
+    expect((await stores().envelopes.step(step.tx_id))!.txHash).not.toBeNull();
   });
 
   it("rate limits are counted once across the instances, not once per instance", async () => {

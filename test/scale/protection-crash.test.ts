@@ -16,7 +16,10 @@ import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import type { Db } from "../../gateway/src/store/db";
+import { DelegationStore } from "../../gateway/src/store/delegation-store";
+import { FeeStore } from "../../gateway/src/store/fee-store";
 import { openDatabase } from "../../gateway/src/store/open-database";
+import { ProtectionClaimStore } from "../../gateway/src/store/protection-claim-store";
 import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
 import { storeEnv } from "../helpers/gateway-process";
@@ -98,37 +101,35 @@ describe("kill -9 of the protection engine during a repayment (2 s blocks)", () 
 
     // the engine claims the trigger and sends; it dies once the repayment is signed and on its way
     const first = engineProcess();
+    const claims = new ProtectionClaimStore(db);
+    const actionsOf = async () => (await new DelegationStore(db).actionsOnSafe(safe)).filter((a) => a.treasuryId === tenant.treasuryId);
+    const executed = async () => (await actionsOf()).filter((a) => a.status === "executed");
     const claim = await until("the repayment on the claim", async () => {
-      const row = await db.get<{ holder: string; state: string; detail: string | null }>("SELECT holder, state, detail FROM protection_claims WHERE treasury_id = ?", tenant.treasuryId);
-      return row?.detail?.includes('"call":"repay"') ? row : undefined;
+      const c = await claims.get(tenant.treasuryId);
+      return c?.sent.some((s) => s.call === "repay") ? c : undefined;
     });
     first.kill("SIGKILL");
     expect(claim.state).toBe("broadcasting");
-    const sent = (JSON.parse(claim.detail!) as { sent: { hash: `0x${string}`; call: string }[] }).sent;
-    const repayHash = sent.find((s) => s.call === "repay")!.hash;
-    expect(await db.get("SELECT 1 FROM protection_actions WHERE treasury_id = ? AND status = 'executed'", tenant.treasuryId)).toBeUndefined();
+    const repayHash = claim.sent.find((s) => s.call === "repay")!.hash;
+    expect(await executed()).toEqual([]);
 
     // a second engine (as after a restart): it waits out the lease, then settles the dead engine's claim
     engineProcess();
-    const done = await until("the recorded action", async () =>
-      (await db.get("SELECT 1 FROM protection_claims WHERE treasury_id = ?", tenant.treasuryId)) === undefined
-        ? db.get<{ n: number }>("SELECT COUNT(*) AS n FROM protection_actions WHERE treasury_id = ? AND status = 'executed'", tenant.treasuryId)
-        : undefined,
-    );
-    expect(Number(done.n)).toBe(1);
+    const done = await until("the recorded action", async () => ((await claims.get(tenant.treasuryId)) === undefined ? executed() : undefined));
+    expect(done).toHaveLength(1);
     // let a few more passes and blocks go by: nothing more happens for this trigger
     await new Promise((r) => setTimeout(r, 4_500));
 
-    const actions = await db.all<{ status: string; tx_hashes: string; repay_micro: string }>("SELECT status, tx_hashes, repay_micro FROM protection_actions WHERE treasury_id = ?", tenant.treasuryId);
+    const actions = await actionsOf();
     expect(actions.map((a) => a.status)).toEqual(["executed"]);
-    expect(JSON.parse(actions[0]!.tx_hashes)).toContain(repayHash);
+    expect(actions[0]!.txHashes).toContain(repayHash);
     // on chain: one repayment for this Safe, of exactly the recorded amount; the audit says the same, once
     const repays = await createPublicClient({ chain: base, transport: http(fork.rpcUrl) }).getLogs({ address: AaveV3Base.POOL, event: REPAY_EVENT, args: { user: safe }, fromBlock: from });
     expect(repays).toHaveLength(1);
     expect(repays[0]!.transactionHash).toBe(repayHash);
-    expect(repays[0]!.args.amount).toBe(BigInt(actions[0]!.repay_micro));
-    const audit = await db.all<{ amount_micro: string }>("SELECT amount_micro FROM fee_audit WHERE treasury_id = ? AND action = 'protection'", tenant.treasuryId);
-    expect(audit.map((a) => BigInt(a.amount_micro))).toEqual([BigInt(actions[0]!.repay_micro)]);
+    expect(repays[0]!.args.amount).toBe(actions[0]!.repayMicro);
+    const audit = (await new FeeStore(db).forTreasury(tenant.treasuryId)).filter((e) => e.action === "protection");
+    expect(audit.map((e) => e.amountMicro)).toEqual([actions[0]!.repayMicro]);
     await test.setAutomine(true);
   }, 90_000);
 });

@@ -18,15 +18,18 @@ import { createPublicClient, createTestClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import type { DatabaseLocation, Db } from "../../gateway/src/store/db";
+import { EnvelopeStore } from "../../gateway/src/store/envelope-store";
+import { FeeStore } from "../../gateway/src/store/fee-store";
 import { openDatabase } from "../../gateway/src/store/open-database";
 import { SignerAgent } from "../../signer-agent/src/agent";
 import { AuditLog } from "../../signer-agent/src/audit-log";
 import { defaultPolicy } from "../../signer-agent/src/policy";
 import { gatewayProcess, type GatewayProcess } from "../helpers/gateway-process";
+import { rowsOf } from "../helpers/rows";
 import { freshDatabase } from "../helpers/store";
 import { registerTreasury } from "../helpers/treasury";
 
@@ -75,7 +78,7 @@ describe("kill -9 of a gateway during a relay broadcast (2 s blocks)", () => {
       const signed = (await agent.signStep(first)) as Hex;
       const relaying = agent.relay(first.tx_id, signed);
       const deadline = Date.now() + 10_000;
-      while ((await db.get<{ status: string }>("SELECT status FROM envelope_steps WHERE tx_id = ?", first.tx_id))?.status !== "broadcasting") {
+      while ((await new EnvelopeStore(db).step(first.tx_id))?.status !== "broadcasting") {
         if (Date.now() > deadline) throw new Error("the step was never claimed");
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -96,12 +99,12 @@ describe("kill -9 of a gateway during a relay broadcast (2 s blocks)", () => {
 
     // once each on chain: three transactions from the wallet, the fee moved once, the deposit recorded once
     expect(await pub.getTransactionCount({ address: account.address })).toBe(3);
-    const audit = await db.all<{ action: string; fee_micro: string }>("SELECT action, fee_micro FROM fee_audit WHERE treasury_id = ?", t.treasuryId);
+    const audit = await new FeeStore(db).forTreasury(t.treasuryId);
     expect(audit.map((a) => a.action)).toEqual(["deposit"]);
-    expect((await usdc(FEE_RECIPIENT)) - feeBefore).toBe(BigInt(audit[0]!.fee_micro));
-    const steps = await db.all<{ status: string }>("SELECT status FROM envelope_steps WHERE envelope_tx_id = ?", envelope.tx_id);
+    expect((await usdc(FEE_RECIPIENT)) - feeBefore).toBe(audit[0]!.feeMicro);
+    const steps = await new EnvelopeStore(db).steps(envelope.tx_id);
     expect(steps.map((s) => s.status)).toEqual(["relayed", "relayed", "relayed"]);
     // no Idempotency-Key left in progress
-    expect(await db.get("SELECT key FROM idempotency_keys WHERE state <> 'completed'")).toBeUndefined();
+    expect((await rowsOf<{ state: string }>(db, "idempotency_keys", {}, { columns: ["key", "state"] })).filter((k) => k.state !== "completed")).toEqual([]);
   }, 120_000);
 });

@@ -129,8 +129,9 @@ describe("finding 7: a console session ends when its owner leaves the Safe", () 
     // and the key stays refused, for reads and writes, also after the cache interval
     expectOwnerRemoved(await aliceApi.get("/api/v1/treasury"), alice.operator.account.address);
     expectOwnerRemoved(await aliceApi.post("/api/v1/estimate", { action: "deposit", amount_usdc: 100 }), alice.operator.account.address);
-    expect((await gw.ctx.db.all("SELECT kind, revoked_at, revoked_reason FROM api_keys WHERE owner_address = ?", alice.operator.account.address)) as unknown[]).toEqual([
-      { kind: "console", revoked_at: expect.any(String), revoked_reason: "owner_removed" },
+    const aliceKeys = (await gw.ctx.stores.apiKeys.all()).filter((k) => k.ownerAddress === alice.operator.account.address);
+    expect(aliceKeys.map(({ kind, revokedAt, revokedReason }) => ({ kind, revokedAt, revokedReason }))).toEqual([
+      { kind: "console", revokedAt: expect.any(String), revokedReason: "owner_removed" },
     ]);
     // nothing was queued by her
     expect((await bobApi.get("/api/v1/safe-transactions?status=all")).body.data).toEqual([]);
@@ -159,7 +160,7 @@ describe("finding 7: a console session ends when its owner leaves the Safe", () 
       expect(r.status, JSON.stringify(r.body)).toBe(503);
       expect(r.body.error).toBe("chain_unavailable");
     }
-    expect(await gw.ctx.db.get("SELECT revoked_at FROM api_keys WHERE id = ?", unreadable.id)).toEqual({ revoked_at: null });
+    expect((await gw.ctx.stores.apiKeys.all()).find((k) => k.id === unreadable.id)?.revokedAt).toBeNull();
     // a session issued before owners were recorded with their keys
     const ownerless = await issueApiKey(gw.ctx.stores.apiKeys, { kind: "console", treasuryId: t.treasuryId, now: clock.now(), ttlMs: 60_000 });
     const r = await consoleApi(ownerless.key).get("/api/v1/treasury");

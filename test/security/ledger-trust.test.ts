@@ -12,8 +12,9 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutionRecorder } from "../../gateway/src/services/execution-recorder";
 import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { checkpointWal, reachFeeTier, rowsOf } from "../helpers/rows";
 import { authed, newIdempotencyKey, registerTreasury, sandboxTenant } from "../helpers/treasury";
-import { feeOf } from "../../gateway/src/actions";
+import { feeOf } from "@treasury/core/actions";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -99,7 +100,7 @@ describe("finding 10: the envelope's fee is the fee", () => {
     const env = (await api.post("/api/v1/borrow", { amount_usdc: 10_000 })).body;
     expect(env.fee_usdc).toBe(200);
     // the platform reaches the next tier (1.75%) between signing and relaying
-    await gw.ctx.db.run("UPDATE fee_ratchet SET tier_index = CASE WHEN tier_index < 1 THEN 1 ELSE tier_index END WHERE id = 1");
+    await reachFeeTier(gw.ctx.db, 1);
     let nonce = 0;
     let last;
     for (const step of env.steps as Step[]) {
@@ -173,13 +174,13 @@ describe("finding 9: secrets stay secret", () => {
     const created = (await call(gw.url, "POST", "/api/v1/agents/apply", { body: { operator_name: "Ada", operator_email: "ada@example.com", use_case: "Weekly ETH accumulation with a small USDC credit line." } })).body;
     await admin("POST", `/admin/access-requests/${created.id}/review`, { reviewer: "Rita" });
     expect((await admin("POST", `/admin/access-requests/${created.id}/close`, { reviewer: "Rita", outcome: "approved" })).status).toBe(200);
-    const raw = JSON.stringify(await gw.ctx.db.all("SELECT * FROM outbox"));
+    const raw = JSON.stringify(await rowsOf(gw.ctx.db, "outbox"));
     expect(raw).not.toMatch(/sk_live_/);
     // the reviewer's delivery view opens it
     const message = (await admin("GET", "/admin/outbox")).body.data.find((m: any) => m.relatedId === created.id);
     expect(message.body).toMatch(/sk_live_/);
     // and nothing of it is on disk in clear
-    if (gw.ctx.db.dialect === "sqlite") await gw.ctx.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    await checkpointWal(gw.ctx.db);
     for (const f of fs.readdirSync(gw.dataDir)) {
       const file = path.join(gw.dataDir, f);
       expect(fs.readFileSync(file).includes(Buffer.from("sk_live_")), f).toBe(false);

@@ -11,7 +11,7 @@ import { AaveV3Base } from "@aave-dao/aave-address-book";
 import { createWalletClient, http } from "viem";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import { startFacilitator } from "../../gateway/src/x402/facilitator/main";

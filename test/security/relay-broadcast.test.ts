@@ -10,7 +10,7 @@ import { createPublicClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";

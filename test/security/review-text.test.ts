@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { CHROMIUM, launchBrowser } from "../helpers/browser";
 import { ResponseValidator } from "../helpers/openapi";
+import { setRow } from "../helpers/rows";
 import { authed, sandboxTenant } from "../helpers/treasury";
 
 let gw: TestGateway;
@@ -192,7 +193,7 @@ describe.skipIf(!CHROMIUM)("finding 6: the reviewer's console shows what an appl
     const id = (await apply(markup)).body.id as string;
     // a request stored before the rule existed (written straight to the store): its override must stay inside its own field
     const legacy = (await apply({ ...valid, operator_name: "Mallory Legacy" })).body.id as string;
-    await gw.ctx.db.run("UPDATE access_requests SET operator_name = ? WHERE id = ?", "Mallory \u202Emoc.elpmaxe@", legacy);
+    await setRow(gw.ctx.db, "access_requests", { id: legacy }, { operator_name: "Mallory \u202Emoc.elpmaxe@" });
 
     const page = await browser.newPage();
     const errors: string[] = [];

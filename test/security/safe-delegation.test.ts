@@ -6,11 +6,12 @@
  */
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { delegationStatement, safeMessageFor, statementHash } from "../../gateway/src/domain/statements";
+import { delegationStatement, safeMessageFor, statementHash } from "@treasury/core/domain/statements";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { Operator } from "../../signer-agent/src/operator";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { setRow } from "../helpers/rows";
 import { authed, registerTreasury } from "../helpers/treasury";
 
 let fork: BaseForkNode;
@@ -107,8 +108,8 @@ describe("finding 2: delegation needs the Safe's own signature", () => {
     const second = await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: victim.safe, execution_mode: "managed", ownership_proof: await victim.operator.ownershipProof(gw.url, "managed") } });
     const proof = await victim.operator.delegationProof({ service: gw.url, treasuryId: second.body.treasury_id, module: victim.module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
     expect((await authed(gw.url, second.body.api_key).post("/api/v1/delegation", { module: victim.module, safe_proof: proof }, null)).status).toBe(200);
-    const proven = await gw.ctx.db.all("SELECT treasury_id FROM delegations WHERE lower(safe) = lower(?) AND proven_at IS NOT NULL", victim.safe) as { treasury_id: string }[];
-    expect(proven.map((p) => p.treasury_id)).toEqual([second.body.treasury_id]);
+    const proven = (await gw.ctx.stores.delegations.allProven()).filter((d) => d.safe.toLowerCase() === victim.safe.toLowerCase());
+    expect(proven.map((d) => d.treasuryId)).toEqual([second.body.treasury_id]);
     expect((await victim.api.get("/api/v1/delegation")).body.state).toBe("not_granted");
   }, 60_000);
 });
@@ -119,8 +120,8 @@ describe("the engine's own loop, repaying with aUSDC", () => {
     // the Safe also supplies 10,000 USDC as collateral and sends its idle USDC away: only aUSDC can repay
     const { AaveV3Base } = await import("@aave-dao/aave-address-book");
     const { encodeFunctionData } = await import("viem");
-    const { ERC20_ABI } = await import("../../contracts-abi/erc20");
-    const { AAVE_POOL_ABI } = await import("../../contracts-abi/aave-pool");
+    const { ERC20_ABI } = await import("@treasury/core/contracts/erc20");
+    const { AAVE_POOL_ABI } = await import("@treasury/core/contracts/aave-pool");
     const usdc = AaveV3Base.ASSETS.USDC.UNDERLYING;
     await fork.fund(victim.safe, 15_000_000_000n);
     await victim.operator.execSafe([
@@ -160,7 +161,7 @@ describe("finding 11: a refused protection is recorded with its reason and retri
   it("a repayment the module refuses is recorded decoded, never sent, and tried again on the next pass", async () => {
     const victim = await victimSafe();
     // the treasury's preset now parks lower (15%) than its module allows (25%): the module must refuse
-    await gw.ctx.db.run("UPDATE treasuries SET preset = 'conservative' WHERE id = ?", victim.tenant.treasuryId);
+    await setRow(gw.ctx.db, "treasuries", { id: victim.tenant.treasuryId }, { preset: "conservative" });
     await fork.setPrice("WETH", 2_300);
     try {
       const first = mine(await engine.tick(), victim.tenant.treasuryId)[0]!;
@@ -175,7 +176,7 @@ describe("finding 11: a refused protection is recorded with its reason and retri
       expect(await gw.ctx.stores.delegations.monthGasUsd(victim.safe, new Date())).toBeGreaterThan(0);
       expect(actions[0].reason).toMatch(/refused before sending: OvershotParkTarget/);
       // back to the preset the module was made for: the next pass succeeds
-      await gw.ctx.db.run("UPDATE treasuries SET preset = 'balanced' WHERE id = ?", victim.tenant.treasuryId);
+      await setRow(gw.ctx.db, "treasuries", { id: victim.tenant.treasuryId }, { preset: "balanced" });
       expect(mine(await engine.tick(), victim.tenant.treasuryId)[0]!.outcome).toBe("executed");
     } finally {
       await fork.setPrice("WETH", 3_000);

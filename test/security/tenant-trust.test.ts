@@ -21,12 +21,12 @@ import { createPublicClient, createWalletClient, http, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "../../contracts-abi/aave-pool";
-import { AAVE_MARKETS } from "../../contracts-abi/chains";
-import { SAFE_ABI } from "../../contracts-abi/safe";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
+import { SAFE_ABI } from "@treasury/core/contracts/safe";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
-import { newId } from "../../gateway/src/lib/ids";
+import { newId } from "@treasury/core/lib/ids";
 import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
 import { call, startTestGateway, type JsonResponse, type TestGateway } from "../helpers/gateway";
@@ -155,7 +155,7 @@ describe("finding 2: an unproven registration of someone else's wallet never dri
     const small = await attackerApi.post("/api/v1/deposits", { amount_usdc: 500 });
     if (big.status === 202) {
       // (old code) the first envelope holds the treasury until it expires: free it to see the next harm
-      await gw.ctx.db.run("UPDATE envelopes SET status = 'expired' WHERE tx_id = ?", big.body.tx_id);
+      await gw.ctx.stores.envelopes.setStatus(big.body.tx_id, "expired", null);
     }
     const envelope = small.status === 202 ? small : await attackerApi.post("/api/v1/deposits", { amount_usdc: 500 });
     expect(envelope.status, JSON.stringify(envelope.body)).toBe(202);
@@ -195,7 +195,7 @@ describe("finding 3: only the Safe's proven registration queues, takes signature
   }, 60_000);
 
   const safeNonce = () => pub().readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" });
-  const executionsOf = async (treasuryId: string) => ((await gw.ctx.db.get("SELECT COUNT(*) AS n FROM executions WHERE treasury_id = ?", treasuryId)) as { n: number | string }).n;
+  const executionsOf = (treasuryId: string) => gw.ctx.stores.executions.count(treasuryId);
 
   it("an unproven registration of the Safe cannot queue a Safe transaction: a typed 403, nothing stored", async () => {
     const attackerApi = api(attacker.key);

@@ -8,33 +8,35 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { registrationStatement } from "../../gateway/src/domain/statements";
+import { registrationStatement } from "@treasury/core/domain/statements";
 import { call } from "../helpers/gateway";
-import { ResponseValidator } from "../helpers/openapi";
+import type { ResponseValidator } from "../helpers/openapi";
 import { authed, newIdempotencyKey, registerProven, registerTreasury } from "../helpers/treasury";
-import { challengeFor, newPayer, paymentHeader, startX402Stack, type X402Stack } from "../helpers/x402-stack";
+import {
+  challengeFor,
+  envelopeCount,
+  newPayer,
+  paymentFor,
+  paymentHeader,
+  settledPaymentCount,
+  startX402Stack,
+  startX402Suite,
+  type Payer,
+  type X402Stack,
+} from "../helpers/x402-stack";
 
 let stack: X402Stack;
 let base: string;
 let v: ResponseValidator;
 
-beforeAll(async () => {
-  stack = await startX402Stack();
-  base = stack.gateway.url;
-  v = new ResponseValidator((await call(base, "GET", "/openapi.json")).body);
-}, 60_000);
+beforeAll(async () => void ({ stack, base, v } = await startX402Suite()), 60_000);
 afterAll(() => stack?.close());
 
 const PRICE = { deposit: 50_000n, treasury: 1_100n, audit: 1_300n, estimate: 10_000n };
-const settledCount = async (payer: string) =>
-  (await stack.gateway.ctx.db.get("SELECT COUNT(*) AS n FROM x402_payments WHERE payer = ? AND state = 'settled'", payer.toLowerCase()) as { n: number }).n;
-const envelopes = async (treasuryId: string) =>
-  (await stack.gateway.ctx.db.get("SELECT COUNT(*) AS n FROM envelopes WHERE treasury_id = ?", treasuryId) as { n: number }).n;
 
 /** one paid request, with a fresh proof for the route's own requirements */
-async function paid(wallet: Parameters<typeof paymentHeader>[0], method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const requirements = await challengeFor(base, method, path, body);
-  const header = await paymentHeader(wallet, requirements);
+async function paid(wallet: Payer["wallet"], method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const header = await paymentFor(wallet, base, method, path, body);
   const r = await call(base, method, path, { ...(body === undefined ? {} : { body }), headers: { "x-payment": header, ...headers } });
   v.check(method, path, r.status, r.body);
   return r;
@@ -61,7 +63,7 @@ describe("finding 1: a registration proves nothing unless it carries the wallet'
     expect(deposit.body.treasury_id).toBe(payerTreasury);
     // nothing of the payer's shows on the attacker's treasuries
     for (const t of [managed, blocker]) expect((await authed(base, t.key).get("/api/v1/audit")).body.data.filter((e: any) => e.trigger === "x402_payment")).toHaveLength(0);
-    expect(await envelopes(managed.treasuryId)).toBe(0);
+    expect(await envelopeCount(stack.gateway, managed.treasuryId)).toBe(0);
     // the public view by address is never the attacker's unproven registration: it is the payer's own
     const pub = await call(base, "GET", `/api/v1/public/policy-state?address=${account.address}`);
     expect(pub.status).toBe(200);
@@ -123,7 +125,7 @@ describe("finding 5: charged exactly once per executed action", () => {
     // the others were refused as in progress (409) or replayed the stored 202: neither is charged
     for (const r of results.filter((r) => r.status !== 202 || r.headers.get("idempotent-replayed") === "true")) expect(r.headers.get("x-payment-response")).toBeNull();
     expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.deposit);
-    expect(await settledCount(account.address)).toBe(1);
+    expect(await settledPaymentCount(stack.gateway, account.address)).toBe(1);
     // a later retry with the same key and a fresh proof replays, and charges nothing
     const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
@@ -155,7 +157,7 @@ describe("a proof is bound to its route's price", () => {
   it("a proof made for /treasury (1,100) is refused on /health (1,000) and charges nothing; the same key on another route is 422", async () => {
     const { account, wallet } = await newPayer(stack.chain);
     const before = await stack.chain.balanceOf(account.address);
-    const dearer = await paymentHeader(wallet, await challengeFor(base, "GET", "/api/v1/treasury"));
+    const dearer = await paymentFor(wallet, base, "GET", "/api/v1/treasury");
     const r = await call(base, "GET", "/api/v1/health", { headers: { "x-payment": dearer } });
     expect(r.status).toBe(402);
     expect(r.body).toMatchObject({ error: "payment_does_not_match_route", expected_amount: "1000", received_amount: "1100" });
@@ -183,8 +185,7 @@ describe("finding 8: reachable 500s, and proofs consumed by refused requests", (
 
     const { account, wallet } = await newPayer(stack.chain);
     const before = await stack.chain.balanceOf(account.address);
-    const requirements = await challengeFor(base, "POST", "/api/v1/deposits", { amount_usdc: 100 });
-    const header = await paymentHeader(wallet, requirements);
+    const header = await paymentFor(wallet, base, "POST", "/api/v1/deposits", { amount_usdc: 100 });
     const nested = await call(base, "POST", "/api/v1/deposits", { rawBody: deep, headers: { "content-type": "application/json", "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect(nested.status).toBe(400);
     // the same proof then pays a valid request: it was not locked by the refused one
@@ -247,9 +248,8 @@ describe("finding 4: rate limits key on verified identities only", () => {
       const { account, wallet } = await newPayer(limited.chain);
       // the victim's real proof, prepared before the flood (the challenge itself is a request); the victim has paid
       // this service before (a paid read: its first payment is counted against the address), so it has a bucket of its own
-      const requirements = await challengeFor(url, "POST", "/api/v1/estimate", { action: "deposit", amount_usdc: 100 });
-      const realHeader = await paymentHeader(wallet, requirements);
-      expect((await call(url, "GET", "/api/v1/health", { headers: { "x-payment": await paymentHeader(wallet, await challengeFor(url, "GET", "/api/v1/health")) } })).status).toBe(200);
+      const realHeader = await paymentFor(wallet, url, "POST", "/api/v1/estimate", { action: "deposit", amount_usdc: 100 });
+      expect((await call(url, "GET", "/api/v1/health", { headers: { "x-payment": await paymentFor(wallet, url, "GET", "/api/v1/health") } })).status).toBe(200);
       // forged, unsigned headers naming the victim as payer (and, rotating, anyone else)
       const forged = (from: string) =>
         Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: { signature: "0x", authorization: { from, to: limited.payTo, value: "10000", validAfter: "0", validBefore: "9999999999", nonce: `0x${"11".repeat(32)}` } } })).toString("base64");

@@ -10,7 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { DECLARED } from "../../gateway/src/actions";
+import { DECLARED } from "@treasury/core/actions";
 import { createKeystore } from "../../signer-agent/src/keystore";
 
 const ROOT = path.resolve(__dirname, "../..");

@@ -3,7 +3,7 @@
  * person types, parsed exactly from their text (cli/amounts.ts): no float on either path.
  */
 import { describe, expect, it } from "vitest";
-import { AAVE_MARKETS } from "../../contracts-abi/chains";
+import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { parseAmount } from "../../signer-agent/src/cli/amounts";
 import { UsageError } from "../../signer-agent/src/cli/args";
 import { eth, healthFactor, percent, roundUnits, tokenAmount, usdBase, usdc } from "../../signer-agent/src/format";

@@ -18,7 +18,7 @@ import { createPublicClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERC20_ABI } from "../../contracts-abi/erc20";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { ManualClock } from "../../gateway/src/lib/clock";

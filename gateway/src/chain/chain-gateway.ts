@@ -12,18 +12,18 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { AnvilReads } from "./anvil-reads";
-import type { MarketSnapshot } from "../domain/market-snapshot";
-import { oraclePrices, quoteExactIn, readMarket, readReserves } from "./market-reads";
-import { quoterV2 } from "../../../contracts-abi/uniswap-quoter";
-import { CONVERT_POOL_FEE } from "../../../contracts-abi/uniswap";
-import { rpcHttp } from "./rpc-transport";
-import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
-import { SAFE_ABI } from "../../../contracts-abi/safe";
-import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
-import { ERC20_ABI } from "../../../contracts-abi/erc20";
-import { HEALTH_SCORE_CAP } from "../domain/position";
-import { TreasuryError } from "../lib/errors";
+import { AnvilReads } from "@treasury/core/chain/anvil-reads";
+import type { MarketSnapshot } from "@treasury/core/domain/market-snapshot";
+import { oraclePrices, quoteExactIn, readMarket, readReserves } from "@treasury/core/chain/market-reads";
+import { quoterV2 } from "@treasury/core/contracts/uniswap-quoter";
+import { CONVERT_POOL_FEE } from "@treasury/core/contracts/uniswap";
+import { rpcHttp } from "@treasury/core/chain/rpc-transport";
+import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { SAFE_ABI } from "@treasury/core/contracts/safe";
+import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { HEALTH_SCORE_CAP } from "@treasury/core/domain/position";
+import { TreasuryError } from "@treasury/core/lib/errors";
 
 export interface ChainPosition {
   /** collateral value, micro-USD (Aave's base currency has 8 decimals) */

@@ -4,8 +4,8 @@
  * when it does not answer in time, there is no hint (null) and the envelope says so.
  */
 import { createPublicClient, type PublicClient } from "viem";
-import type { TreasuryChain } from "../../../contracts-abi/chains";
-import { rpcHttp } from "./rpc-transport";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
+import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 
 export class NonceHints {
   private readonly clients = new Map<string, PublicClient>();

@@ -2,8 +2,8 @@
 import { concat, decodeFunctionData, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { MULTI_SEND_ABI } from "../../../contracts-abi/safe";
-import { multiSendCallOnly } from "../../../contracts-abi/safe-deployments";
+import { MULTI_SEND_ABI } from "@treasury/core/contracts/safe";
+import { multiSendCallOnly } from "@treasury/core/contracts/safe-deployments";
 import { decodeBatch } from "../../../signer-agent/src/operator";
 import { packSignatures, safeSignatureOwner, safeTxFor, safeTxHash } from "./safe-transaction";
 

@@ -1,6 +1,6 @@
 /**
  * A managed action as one Safe transaction (Safe 1.4.1): the action's calls
- * (fee transfer, approval, Aave Pool call: chain/envelope-plan.ts, planned
+ * (fee transfer, approval, Aave Pool call: packages/core/src/chain/envelope-plan.ts, planned
  * for the Safe as the wallet) batched through Safe's MultiSendCallOnly by a
  * delegatecall, or the one call itself. Its hash is the EIP-712 SafeTx hash
  * the Safe's owners sign, in the Safe's own domain (chain id, Safe address),
@@ -11,10 +11,10 @@
  * the whole transaction otherwise) and never pays anyone for gas.
  */
 import { concat, encodeFunctionData, encodePacked, getAddress, hashMessage, hashTypedData, hexToBytes, size, type Address, type Hex } from "viem";
-import { MULTI_SEND_ABI } from "../../../contracts-abi/safe";
-import { multiSendCallOnly } from "../../../contracts-abi/safe-deployments";
+import { MULTI_SEND_ABI } from "@treasury/core/contracts/safe";
+import { multiSendCallOnly } from "@treasury/core/contracts/safe-deployments";
 import { recoverHashSigner } from "../lib/recover-signer";
-import type { PlannedStep } from "./envelope-plan";
+import type { PlannedStep } from "@treasury/core/chain/envelope-plan";
 
 export interface SafeTx {
   to: Address;

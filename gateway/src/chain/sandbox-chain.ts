@@ -27,9 +27,9 @@
  */
 import { V3_CORE_FACTORY_ADDRESSES } from "@uniswap/sdk-core";
 import { decodeFunctionData, encodeAbiParameters, getAddress, keccak256, pad, parseAbi, toHex, type Hex } from "viem";
-import { ERC20_ABI } from "../../../contracts-abi/erc20";
-import { SWAP_ROUTER_02_ABI } from "../../../contracts-abi/uniswap";
-import type { TreasuryChain } from "../../../contracts-abi/chains";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { SWAP_ROUTER_02_ABI } from "@treasury/core/contracts/uniswap";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import type { ChainGateway } from "./chain-gateway";
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);

@@ -3,7 +3,7 @@ import { keccak256, parseGwei, serializeTransaction } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { statusOf } from "../http/errors";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { verifySignedTransaction } from "./signed-transaction";
 
 const account = privateKeyToAccount(generatePrivateKey());

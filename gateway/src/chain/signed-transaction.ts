@@ -6,7 +6,7 @@
  */
 import { keccak256, parseTransaction, type TransactionSerialized } from "viem";
 import { recoverTransactionSigner } from "../lib/recover-signer";
-import { TreasuryError, type ErrorCode } from "../lib/errors";
+import { TreasuryError, type ErrorCode } from "@treasury/core/lib/errors";
 
 export interface VerifiedTransaction {
   signer: `0x${string}`;

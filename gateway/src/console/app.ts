@@ -14,7 +14,7 @@
  * Every figure is the API's, shown as the API gives it (no rounding here).
  */
 import { encodeFunctionData, type Hex } from "viem";
-import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { SAFE_ABI } from "@treasury/core/contracts/safe";
 import { figure, money, when } from "./figures";
 
 interface Eip1193 {
@@ -133,7 +133,7 @@ async function reviewer(): Promise<void> {
 
 /**
  * What an applicant or a reviewer wrote, as text: escaped, and in its own bidirectional isolate (<bdi>), so
- * that a right-to-left override stored before the gateway refused them (schemas/common.ts personText)
+ * that a right-to-left override stored before the gateway refused them (packages/core/src/schemas/common.ts personText)
  * ends with its field and cannot reorder what stands beside it.
  */
 const userText = (field: string, v: unknown): string => `<bdi data-field="${field}">${esc(v)}</bdi>`;

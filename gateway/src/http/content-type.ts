@@ -7,7 +7,7 @@
  * without a body (a GET): one check instead of three passes.
  */
 import type { RequestHandler } from "express";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 
 /** body-parser's own test for a body (type-is's hasBody): a Transfer-Encoding, or a Content-Length that is a number */
 const carriesBody = (headers: { "transfer-encoding"?: string; "content-length"?: string }): boolean =>

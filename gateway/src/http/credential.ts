@@ -1,9 +1,9 @@
 /**
- * The credential a request was authenticated with (domain/credential.ts), as the request carries it:
+ * The credential a request was authenticated with (packages/core/src/domain/credential.ts), as the request carries it:
  * `res.locals.credential`, set by the route's authentication.
  */
 import type { Response } from "express";
-import type { Credential } from "../domain/credential";
+import type { Credential } from "@treasury/core/domain/credential";
 
 export function credentialOf(res: Response): Credential | undefined {
   return res.locals.credential as Credential | undefined;

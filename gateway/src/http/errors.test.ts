@@ -1,6 +1,6 @@
 /** The closed table of error codes and the one place they meet HTTP. */
 import { describe, expect, it } from "vitest";
-import { ERROR_CODES, isErrorCode, TreasuryError } from "../lib/errors";
+import { ERROR_CODES, isErrorCode, TreasuryError } from "@treasury/core/lib/errors";
 import { errorBody, HTTP_STATUS, statusOf } from "./errors";
 
 describe("error codes", () => {

@@ -1,10 +1,10 @@
 /**
  * Typed errors (spec 2.1 and 7) over HTTP. Everything that leaves the service
- * as a non-2xx answer is a TreasuryError (lib/errors.ts: a closed set of codes)
+ * as a non-2xx answer is a TreasuryError (packages/core/src/lib/errors.ts: a closed set of codes)
  * turned into `{ error, message, request_id, ... }` with its code's status.
  */
 import type { ErrorRequestHandler, RequestHandler } from "express";
-import { TreasuryError, type ErrorCode } from "../lib/errors";
+import { TreasuryError, type ErrorCode } from "@treasury/core/lib/errors";
 import type { ZodError } from "zod";
 import { sendJson } from "./json-response";
 

@@ -8,7 +8,7 @@
  */
 import type { RequestHandler } from "express";
 import { sendError } from "./errors";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 
 export function hostGuard(opts: { publicBaseUrl: string; allowedHosts: string[]; allowedOrigins: string[] }): RequestHandler {
   const publicHost = new URL(opts.publicBaseUrl).host.toLowerCase();

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from "express";
 import { ipKeyGenerator } from "express-rate-limit";
 import type { RateLimitStore } from "../store/rate-limit-store";
 import { sendError } from "./errors";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 
 /**
  * Rate limits (spec 8): reads (GET, HEAD, OPTIONS) and writes (everything

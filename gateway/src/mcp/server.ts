@@ -18,7 +18,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Request, Response } from "express";
 import { statusOf } from "../http/errors";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import type { PaymentGate } from "../x402/payment-gate";
 import type { WalletSignatureAuth } from "../services/wallet-signature";
 import { callRestTwin, MCP_PAYMENT_META, MCP_SIGN_IN_META } from "./rest-twin";

@@ -10,7 +10,7 @@
 import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { ZodRawShape, ZodType } from "zod";
 import { IdempotencyKey, type RouteSpec } from "../http/route";
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 
 /** the REST route a tool stands for */
 export interface TwinRoute {

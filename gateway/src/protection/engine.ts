@@ -4,7 +4,7 @@
  * default, tighter per treasury), repays toward the park target through the
  * Safe's ProtectionModule with the service's automation key: from the Safe's
  * idle USDC, else its supplied USDC, else its collateral sold in one
- * transaction (the module's deleverage, planned by domain/deleverage.ts and
+ * transaction (the module's deleverage, planned by packages/core/src/domain/deleverage.ts and
  * sized on the pool's QuoterV2 quote, with Aave flash liquidity near the
  * threshold; partial when the pool's depth within the module's bound cannot
  * reach the target in one act).
@@ -29,25 +29,25 @@
  * - only delegations attached with the Safe's own signature are acted on, and
  *   actions are recorded on the treasury the Safe named (its owner's);
  * - the repayment is rounded toward the module's safe side
- *   (domain/delegation.ts); each call is simulated first, and a refused or
+ *   (packages/core/src/domain/delegation.ts); each call is simulated first, and a refused or
  *   reverted one is recorded with its decoded reason and retried on a later
  *   pass while the gas caps allow.
  */
 import { encodeFunctionData, keccak256, parseEventLogs, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { AAVE_ORACLE_ABI } from "../../../contracts-abi/aave-pool";
-import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
-import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
+import { AAVE_ORACLE_ABI } from "@treasury/core/contracts/aave-pool";
+import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
+import { PROTECTION_MODULE_ABI } from "@treasury/core/contracts/protection-module";
 import { ChainGateway, chainHealthScore, usdOfWei } from "../chain/chain-gateway";
-import { feeFor } from "../domain/fees";
-import { GAS_CAPS } from "../domain/policy";
-import { ltvPct } from "../domain/position";
-import { PRESETS } from "../domain/presets";
-import { newId } from "../lib/ids";
+import { feeFor } from "@treasury/core/domain/fees";
+import { GAS_CAPS } from "@treasury/core/domain/policy";
+import { ltvPct } from "@treasury/core/domain/position";
+import { PRESETS } from "@treasury/core/domain/presets";
+import { newId } from "@treasury/core/lib/ids";
 import type { ServiceContext } from "../services/context";
 import { DelegationService } from "../services/delegation-service";
 import { ExecutionRecorder } from "../services/execution-recorder";
-import { formatDecimal } from "../domain/money";
+import { formatDecimal } from "@treasury/core/domain/money";
 import type { DelegationRecord } from "../store/delegation-store";
 import { landedReceipt } from "../chain/landed";
 import type { ProtectionClaim, SentTransaction } from "../store/protection-claim-store";

@@ -6,7 +6,7 @@
  */
 import { pino } from "pino";
 import type { Hex } from "viem";
-import { onTreasuryChains } from "../../../contracts-abi/chains";
+import { onTreasuryChains } from "@treasury/core/contracts/chains";
 import { loadConfig } from "../config";
 import { systemClock } from "../lib/clock";
 import { SecretBox } from "../lib/secrets";

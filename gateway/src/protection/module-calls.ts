@@ -4,7 +4,7 @@
  * module's (or Aave's) revert decoded for the record.
  */
 import { BaseError, ContractFunctionRevertedError, type Hex } from "viem";
-import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
+import { PROTECTION_MODULE_ABI } from "@treasury/core/contracts/protection-module";
 
 /** the gas limit of one module call: an estimate made a block earlier omits Aave's index updates; unused gas is not paid */
 export const EXECUTE_GAS_LIMIT = 1_000_000n;

@@ -1,22 +1,22 @@
 /**
  * Where a protected position's repayment comes from: idle USDC, supplied USDC, or a sale of collateral sized
- * against the pool (the domain's choice, domain/deleverage.ts: which collateral, how much, with or without a flash
+ * against the pool (the domain's choice, packages/core/src/domain/deleverage.ts: which collateral, how much, with or without a flash
  * loan, then fitted to the pool's QuoterV2 quote so the module's bound, its minimum out under the oracle, holds when
  * the transaction lands).
  */
 import { encodeFunctionData } from "viem";
-import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
-import { ERC20_ABI } from "../../../contracts-abi/erc20";
-import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
-import { PROTECTION_MODULE_ABI } from "../../../contracts-abi/protection-module";
-import { CONVERT_POOL_FEE } from "../../../contracts-abi/uniswap";
-import { quoterV2 } from "../../../contracts-abi/uniswap-quoter";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
+import { PROTECTION_MODULE_ABI } from "@treasury/core/contracts/protection-module";
+import { CONVERT_POOL_FEE } from "@treasury/core/contracts/uniswap";
+import { quoterV2 } from "@treasury/core/contracts/uniswap-quoter";
 import type { ChainGateway, ChainPosition } from "../chain/chain-gateway";
-import { oraclePrices, quoteExactIn } from "../chain/market-reads";
-import { ASSETS } from "../domain/assets";
-import { chooseDeleverage, deleverageCall, type DeleverageInput } from "../domain/deleverage";
-import { repaymentToPark } from "../domain/delegation";
-import { formatDecimal } from "../domain/money";
+import { oraclePrices, quoteExactIn } from "@treasury/core/chain/market-reads";
+import { ASSETS } from "@treasury/core/domain/assets";
+import { chooseDeleverage, deleverageCall, type DeleverageInput } from "@treasury/core/domain/deleverage";
+import { repaymentToPark } from "@treasury/core/domain/delegation";
+import { formatDecimal } from "@treasury/core/domain/money";
 import type { DelegationRecord } from "../store/delegation-store";
 import type { ProtectionClaim } from "../store/protection-claim-store";
 import { DELEVERAGE_GAS_LIMIT, EXECUTE_GAS_LIMIT, type Call } from "./module-calls";
@@ -35,7 +35,7 @@ export interface Sale {
 }
 
 /**
- * The sale of collateral that parks the position (domain/deleverage.ts), sized against the pool: a quote under
+ * The sale of collateral that parks the position (packages/core/src/domain/deleverage.ts), sized against the pool: a quote under
  * the module's minimum out (plus a margin) shrinks the sale, which is then partial; a quote above the oracle's
  * value shrinks it too (it would repay past the park target). A string says why nothing can be sold.
  */

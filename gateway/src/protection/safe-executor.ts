@@ -28,19 +28,19 @@
  *   in the same database transaction; failed: the receipt moves to `failed`
  *   with the reason and no fee is audited (none was taken).
  */
-import { declarationOf } from "../actions";
+import { declarationOf } from "@treasury/core/actions";
 import { decodeAbiParameters, encodeFunctionData, hexToBigInt, keccak256, parseEventLogs, size, sliceHex, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { SAFE_ABI, SIMULATE_TX_ACCESSOR_ABI } from "../../../contracts-abi/safe";
-import { simulateTxAccessor } from "../../../contracts-abi/safe-deployments";
-import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
+import { SAFE_ABI, SIMULATE_TX_ACCESSOR_ABI } from "@treasury/core/contracts/safe";
+import { simulateTxAccessor } from "@treasury/core/contracts/safe-deployments";
+import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
 import { ChainGateway, chainHealthScore, describeRevert, describeRevertData, revertDataOf, usdOfWei } from "../chain/chain-gateway";
 import { landedReceipt } from "../chain/landed";
 import { packSignatures, safeTxFor } from "../chain/safe-transaction";
-import type { ActionParams } from "../domain/sandbox-ledger";
-import { ltvPct } from "../domain/position";
-import { TreasuryError } from "../lib/errors";
-import { newId } from "../lib/ids";
+import type { ActionParams } from "@treasury/core/domain/sandbox-ledger";
+import { ltvPct } from "@treasury/core/domain/position";
+import { TreasuryError } from "@treasury/core/lib/errors";
+import { newId } from "@treasury/core/lib/ids";
 import { ActionService } from "../services/action-service";
 import type { ServiceContext } from "../services/context";
 import { ExecutionRecorder } from "../services/execution-recorder";

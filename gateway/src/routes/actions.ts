@@ -1,9 +1,9 @@
 /** Authenticated actions, estimate, reads and relay (spec 4.5 to 4.8). */
-import { DECLARED, type TreasuryAction } from "../actions";
-import type { ActionBody, ActionDeclaration } from "../actions/declaration";
+import { DECLARED, type TreasuryAction } from "@treasury/core/actions";
+import type { ActionBody, ActionDeclaration } from "@treasury/core/actions/declaration";
 import { requireCredential } from "../http/credential";
-import { TreasuryError } from "../lib/errors";
-import { SafetyRailError } from "../schemas/common";
+import { TreasuryError } from "@treasury/core/lib/errors";
+import { SafetyRailError } from "@treasury/core/schemas/common";
 import {
   ActionReceipt,
   AuditList,
@@ -21,13 +21,13 @@ import {
 } from "../schemas/actions";
 import { PolicyState } from "../schemas/public";
 import { SignedProof } from "../schemas/treasuries";
-import type { ActionRequest, ActionService } from "../services/action-service";
+import type { ActionOutcome, ActionRequest, ActionService } from "../services/action-service";
 import type { PolicyService } from "../services/policy-service";
 import { resolveAmount, type PreviewService } from "../services/preview-service";
-import { relayScope, type RelayService } from "../services/relay-service";
+import { relayScope, type RelayOutcome, type RelayService } from "../services/relay-service";
 import type { TreasuryService } from "../services/treasury-service";
 import type { DelegationService } from "../services/delegation-service";
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import { bearerRefusals, err, RATE_LIMITED, type RouteKit } from "./kit";
 
 const RECEIPT_PREFIXES = [...DECLARED.map((d) => d.idPrefix), "exe"];
@@ -100,6 +100,11 @@ const AUTH_ERRORS = {
   ...RATE_LIMITED,
 };
 
+/** what an action came to, as HTTP: executed or queued on a Safe (a receipt) 200, an unsigned envelope 202 */
+const ACTION_STATUS = { executed: 200, queued_on_safe: 200, envelope_created: 202 } as const satisfies Record<ActionOutcome["kind"], number>;
+/** what a relay came to, as HTTP: recorded or the same transaction again 200, sent and not mined yet 202 */
+const RELAY_STATUS = { relayed: 200, replayed: 200, broadcasting: 202 } as const satisfies Record<RelayOutcome["kind"], number>;
+
 function actionRequest(d: ActionDeclaration<TreasuryAction>, body: ActionBody): ActionRequest {
   // an amount in USDC (its aliases must agree), or in a token's units, valued when it is planned
   const usdc = !d.valueMicro || ((body.asset ?? "USDC") === "USDC" && (body.amount !== undefined || body.amount_usdc !== undefined));
@@ -140,9 +145,10 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       },
       reserve: ({ body, res }, holder) => deps.actions.reserve(requireCredential(res).treasuryId, actionRequest(d, body), holder),
       storeOnly: ({ res }) => deps.actions.storeOnly(requireCredential(res).treasuryId),
-      handler: ({ body, res }) => {
+      handler: async ({ body, res }) => {
         const credential = requireCredential(res);
-        return deps.actions.perform(credential.treasuryId, actionRequest(d, body), credential.kind === "x402" ? "x402_payment" : credential.kind === "wallet_signature" ? "wallet_signature" : "api_request", res.locals.slotHolder as string | undefined);
+        const outcome = await deps.actions.perform(credential.treasuryId, actionRequest(d, body), credential.kind === "x402" ? "x402_payment" : credential.kind === "wallet_signature" ? "wallet_signature" : "api_request", res.locals.slotHolder as string | undefined);
+        return { status: ACTION_STATUS[outcome.kind], body: outcome.result };
       },
     });
 
@@ -354,7 +360,10 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     },
     idempotencyScope: ({ body }) => relayScope(body.tx_id, body.signed_transaction),
     storeOnly: ({ body }) => deps.relay.storeOnly(body.tx_id),
-    handler: async ({ body }) => deps.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`),
+    handler: async ({ body }) => {
+      const outcome = await deps.relay.relay(body.tx_id, body.signed_transaction as `0x${string}`);
+      return { status: RELAY_STATUS[outcome.kind], body: outcome.result };
+    },
   });
 
   kit.route({

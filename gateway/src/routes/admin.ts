@@ -4,10 +4,10 @@
  * public OpenAPI document.
  */
 import type { RequestHandler } from "express";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { safeEqual } from "../lib/secrets";
 import { AccessRequestIdParams, ReviewTransitionBody } from "../schemas/agents";
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import type { AccessRequestService } from "../services/access-request-service";
 import type { Runtime } from "../services/context";
 import type { RouteKit } from "./kit";

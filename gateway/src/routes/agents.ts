@@ -1,6 +1,6 @@
 /** Live access requests (spec 4.9). */
 import { AccessRequest, AccessRequestBody, AccessRequestIdParams, AccessSchemaDocument } from "../schemas/agents";
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import type { AccessRequestService } from "../services/access-request-service";
 import { REVIEW_PROCESS, STATUS_MEANING } from "../services/access-request-service";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
@@ -59,6 +59,7 @@ export function agentRoutes(kit: RouteKit, access: AccessRequestService): void {
       404: err("unknown access request"),
       ...RATE_LIMITED,
     },
+    errors: ["access_request_not_found"],
     handler: async ({ params }) => ({ status: 200, body: access.publicView(await access.get(params.id)) }),
   });
 }

@@ -4,7 +4,7 @@
  * session bound to the Safe's managed treasury; the position's history for
  * the chart. The console page itself is served by console/serve.ts.
  */
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import { requireCredential } from "../http/credential";
 import type { ConsoleSessionService } from "../services/console-sessions";
 import { HISTORY_MAX_POINTS, type TreasuryService } from "../services/treasury-service";
@@ -75,6 +75,7 @@ export function consoleRoutes(kit: RouteKit, sessions: ConsoleSessionService, tr
       404: err("no managed treasury for this Safe"),
       ...RATE_LIMITED,
     },
+    errors: ["treasury_not_found"],
     handler: async ({ query }) => {
       const q = query as { owner: `0x${string}`; safe: `0x${string}` };
       return { status: 200, body: await sessions.statement(q.owner, q.safe), headers: { "Cache-Control": "no-store" } };
@@ -101,6 +102,7 @@ export function consoleRoutes(kit: RouteKit, sessions: ConsoleSessionService, tr
       ...RATE_LIMITED,
       503: err("the Safe's owners could not be read on its chain"),
     },
+    errors: ["unauthorized", "not_an_owner", "treasury_not_found", "chain_unavailable"],
     handler: async ({ body }) => ({ status: 200, body: await sessions.signIn(body as never), headers: { "Cache-Control": "no-store" } }),
   });
 

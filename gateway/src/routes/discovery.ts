@@ -1,8 +1,8 @@
 /** GET /agents.json, GET /fees.json (spec 2.15, 2.16, 4.2). */
-import { FREE_ACTIONS } from "../actions";
-import { feeScheduleDocument, type RatchetState } from "../domain/fee-schedule";
+import { FREE_ACTIONS } from "@treasury/core/actions";
+import { feeScheduleDocument, type RatchetState } from "@treasury/core/domain/fee-schedule";
 import { JsonText } from "../http/json-response";
-import { SUPPORTED_ASSETS } from "../domain/assets";
+import { SUPPORTED_ASSETS } from "@treasury/core/domain/assets";
 import { AgentDiscovery, FeeSchedule } from "../schemas/discovery";
 import type { Runtime } from "../services/context";
 import type { PreviewService } from "../services/preview-service";

@@ -1,7 +1,7 @@
 import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { RouteSink } from "../http/dispatcher";
 import { registerRoute, type RouteHooks, type RouteSpec, type RouteTable } from "../http/route";
-import { ErrorResponse } from "../schemas/common";
+import { ErrorResponse } from "@treasury/core/schemas/common";
 
 /** What a route module needs to declare its endpoints. */
 export interface RouteKit {

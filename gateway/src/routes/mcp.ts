@@ -1,9 +1,9 @@
 /** GET and POST /api/mcp (spec 4.2, 2.19). */
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { handleMcpPost, MCP_SERVER_NAME, type McpDeps } from "../mcp/server";
 import { restEquivalent, type ToolDefinition } from "../mcp/tools";
 import { JsonRpcRequest, JsonRpcResponse, McpDiscovery } from "../schemas/discovery";
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import type { Runtime } from "../services/context";
 import type { PaymentGate } from "../x402/payment-gate";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
@@ -26,6 +26,7 @@ export function mcpRoutes(
       405: err("no standalone SSE stream on this stateless server"),
       ...RATE_LIMITED,
     },
+    errors: ["host_not_allowed", "origin_not_allowed", "method_not_allowed"],
     handler: ({ req }) => {
       if ((req.header("accept") ?? "").includes("text/event-stream")) {
         throw new TreasuryError("method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
@@ -72,6 +73,7 @@ export function mcpRoutes(
       403: err("DNS-rebinding guard: a Host that is not this server's (host_not_allowed) or an Origin it does not allow (origin_not_allowed)"),
       ...RATE_LIMITED,
     },
+    errors: ["host_not_allowed", "origin_not_allowed"],
     handler: async ({ req, res }) => {
       await handleMcpPost(req, res, { ...deps, tools: deps.tools() });
       return { status: 200, body: undefined };

@@ -1,5 +1,5 @@
 /** Public, no-auth endpoints (spec 4.3). */
-import { SafetyRailError } from "../schemas/common";
+import { SafetyRailError } from "@treasury/core/schemas/common";
 import {
   ActionPreview,
   AddressQuery,
@@ -94,6 +94,7 @@ export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
       404: err("no proven treasury for the address (a registration without an ownership proof is never shown by address)"),
       ...RATE_LIMITED,
     },
+    errors: ["treasury_not_found"],
     handler: async ({ query }) => {
       const subject = await deps.treasuries.subject(query.address);
       return { status: 200, body: await deps.treasuries.portfolioView(subject.holdings, subject.environment, subject.address) };
@@ -120,6 +121,7 @@ export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
       404: err("no proven treasury for the address (a registration without an ownership proof is never shown by address)"),
       ...RATE_LIMITED,
     },
+    errors: ["treasury_not_found"],
     handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject((await deps.treasuries.subject(query.address))) }),
   });
 
@@ -157,6 +159,7 @@ export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
       404: err("no proven treasury for the address (a registration without an ownership proof is never shown by address)"),
       ...RATE_LIMITED,
     },
+    errors: ["ltv_limit_exceeded", "treasury_not_found"],
     handler: async ({ body }) => {
       const subject = await deps.treasuries.subject(body.address);
       const amountMicro = resolveAmount(body.amount, body.amount_usdc);

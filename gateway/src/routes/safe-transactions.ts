@@ -54,6 +54,7 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
       404: err("no Safe transaction of this treasury has this id"),
       ...RATE_LIMITED,
     },
+    errors: ["not_found"],
     handler: async ({ res, params }) => ({ status: 200, body: await safeTransactions.get(requireCredential(res).treasuryId, params.id) }),
   });
 
@@ -77,6 +78,7 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
       ...RATE_LIMITED,
       ...bearerRefusals("the Safe's owners could not be read on its chain"),
     },
+    errors: ["not_an_owner", "ownership_not_proven", "not_found", "safe_transaction_not_open", "chain_unavailable"],
     handler: async ({ res, params, body }) => ({ status: 200, body: await safeTransactions.sign(requireCredential(res).treasuryId, params.id, (body as { signature: `0x${string}` }).signature) }),
   });
 }

@@ -1,11 +1,11 @@
 /** Sandbox keys and treasury registration (spec 4.4). */
-import { ASSETS, REFERENCE_LIQUIDATION_THRESHOLD_BPS } from "../domain/assets";
-import { formatDecimal } from "../domain/money";
-import { HEALTH_SCORE_CAP, LTV_PCT_CAP, ltvZonesOf } from "../domain/position";
-import { PRESET_NAMES, PRESETS } from "../domain/presets";
-import { ErrorResponse } from "../schemas/common";
+import { ASSETS, REFERENCE_LIQUIDATION_THRESHOLD_BPS } from "@treasury/core/domain/assets";
+import { formatDecimal } from "@treasury/core/domain/money";
+import { HEALTH_SCORE_CAP, LTV_PCT_CAP, ltvZonesOf } from "@treasury/core/domain/position";
+import { PRESET_NAMES, PRESETS } from "@treasury/core/domain/presets";
+import { ErrorResponse } from "@treasury/core/schemas/common";
 import { CreateTreasuryRequest, OwnershipStatement, OwnershipStatementQuery, SandboxKey, Treasury, TreasuryCreateSchema, TreasuryIdParams } from "../schemas/treasuries";
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import type { Runtime } from "../services/context";
 import type { TreasuryService } from "../services/treasury-service";
 import { err, RATE_LIMITED, type RouteKit } from "./kit";
@@ -24,6 +24,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
       429: { description: "rate limited", schema: ErrorResponse },
       503: err("sandbox key capacity exhausted (Retry-After)"),
     },
+    errors: ["sandbox_unavailable"],
     handler: async () => ({ status: 201, body: await treasuries.createSandboxKey(), headers: { "Cache-Control": "no-store" } }),
   });
 
@@ -60,6 +61,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
       503: err("an EIP-1271 proof could not be checked: no answer from the chain"),
       ...RATE_LIMITED,
     },
+    errors: ["invalid_ownership_proof", "chain_unavailable"],
     handler: async ({ body }) => ({ status: 200, body: await treasuries.create(body), headers: { "Cache-Control": "no-store" } }),
   });
 
@@ -88,6 +90,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
       404: err("treasury does not exist"),
       ...RATE_LIMITED,
     },
+    errors: ["treasury_not_found"],
     handler: async ({ params }) => ({ status: 200, body: await treasuries.view((await treasuries.get(params.id))) }),
   });
 }

@@ -1,5 +1,5 @@
 /** GET /x402/prices.json: the price list the payment gate charges. */
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 import type { BazaarCatalog } from "../x402/bazaar";
 import type { PaymentGate } from "../x402/payment-gate";
 import type { PriceList } from "../x402/prices";

@@ -1,6 +1,6 @@
-import { TREASURY_ACTIONS, type TreasuryAction } from "../actions";
-import { AMOUNT_ALIAS_RULES, queryNumber, requiredWhen, schemaRules, usdcAmount } from "./common";
-import { z } from "./zod";
+import { TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
+import { AMOUNT_ALIAS_RULES, queryNumber, requiredWhen, schemaRules, usdcAmount } from "@treasury/core/schemas/common";
+import { z } from "@treasury/core/schemas/zod";
 
 /** an estimate of a convert names its target: the document's if/then, and the check the estimate runs (PreviewService.estimateFor) */
 export const CONVERT_NEEDS_TARGET = requiredWhen({ member: "target", when: "action", is: "convert", message: "target (btc or eth) is required when action is convert", detail: "required for convert" });

@@ -1,5 +1,5 @@
-import { ChainName, personText, Timestamp, WalletAddress } from "./common";
-import { z } from "./zod";
+import { ChainName, personText, Timestamp, WalletAddress } from "@treasury/core/schemas/common";
+import { z } from "@treasury/core/schemas/zod";
 
 export const AccessRequestBody = z
   .strictObject({

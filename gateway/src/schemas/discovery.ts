@@ -1,4 +1,4 @@
-import { z } from "./zod";
+import { z } from "@treasury/core/schemas/zod";
 
 export const AgentDiscovery = z
   .object({

@@ -1,7 +1,7 @@
-import { TREASURY_CHAINS } from "../../../contracts-abi/chains";
-import { ACTIONS } from "../actions";
-import { AssetSchema, Timestamp, X_RULES, queryNumber, schemaRules, usdcAmount } from "./common";
-import { z } from "./zod";
+import { TREASURY_CHAINS } from "@treasury/core/contracts/chains";
+import { ACTIONS } from "@treasury/core/actions";
+import { AssetSchema, Timestamp, X_RULES, queryNumber, schemaRules, usdcAmount } from "@treasury/core/schemas/common";
+import { z } from "@treasury/core/schemas/zod";
 
 export const MarketRateEntry = z
   .object({

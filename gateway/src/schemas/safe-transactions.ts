@@ -1,7 +1,7 @@
 /** The operator's queue of Safe transactions (extension, issue 15). */
-import { TREASURY_ACTIONS, type TreasuryAction } from "../actions";
-import { TREASURY_CHAINS } from "../../../contracts-abi/chains";
-import { z } from "./zod";
+import { TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
+import { TREASURY_CHAINS } from "@treasury/core/contracts/chains";
+import { z } from "@treasury/core/schemas/zod";
 
 const Hex = z.string().regex(/^0x[0-9a-fA-F]*$/);
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);

@@ -1,6 +1,6 @@
-import { CHAINS, TREASURY_CHAINS } from "../../../contracts-abi/chains";
-import { ChainName, ExecutionModeSchema, PresetNameSchema, Timestamp, WalletAddress } from "./common";
-import { z } from "./zod";
+import { CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
+import { ChainName, ExecutionModeSchema, PresetNameSchema, Timestamp, WalletAddress } from "@treasury/core/schemas/common";
+import { z } from "@treasury/core/schemas/zod";
 
 /** a signed statement (EIP-712, or EIP-1271 for a contract wallet): signature, its nonce and issue time */
 export const SignedProof = z

@@ -5,11 +5,11 @@
  * outbox, never through the public status endpoint.
  */
 import { getAddress } from "viem";
-import { EMPTY_HOLDINGS } from "../domain/portfolio";
-import { TreasuryError } from "../lib/errors";
-import { newId } from "../lib/ids";
+import { EMPTY_HOLDINGS } from "@treasury/core/domain/portfolio";
+import { TreasuryError } from "@treasury/core/lib/errors";
+import { newId } from "@treasury/core/lib/ids";
 import type { AccessOutcome, AccessRequestRecord, AccessRequestStatus } from "../store/access-request-store";
-import type { TreasuryChain } from "../../../contracts-abi/chains";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import { issueApiKey } from "./api-keys";
 import type { ServiceContext } from "./context";
 

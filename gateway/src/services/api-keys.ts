@@ -1,5 +1,5 @@
 /** Issuing API keys: generated, hashed, stored, returned once. */
-import { newId } from "../lib/ids";
+import { newId } from "@treasury/core/lib/ids";
 import { generateApiKey, hashApiKey, type KeyKind } from "../lib/secrets";
 import type { ApiKeyStore } from "../store/api-key-store";
 

@@ -7,8 +7,8 @@
  * kind and plugs in here (issue 4).
  */
 import type { Request, Response } from "express";
-import { TreasuryError } from "../lib/errors";
-import type { Credential } from "../domain/credential";
+import { TreasuryError } from "@treasury/core/lib/errors";
+import type { Credential } from "@treasury/core/domain/credential";
 import { ownerRemoved, type ConsoleOwnership } from "./console-ownership";
 import type { ServiceContext } from "./context";
 import { lookupRequestBearer } from "./credentials";

@@ -11,9 +11,9 @@
  * in again). When the chain cannot be read the request is refused with
  * `503 chain_unavailable` and the key is kept.
  */
-import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { SAFE_ABI } from "@treasury/core/contracts/safe";
 import type { ChainGateway } from "../chain/chain-gateway";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import type { ApiKeyRecord } from "../store/api-key-store";
 import type { ServiceContext } from "./context";
 

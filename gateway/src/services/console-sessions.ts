@@ -1,16 +1,16 @@
 /**
  * Operator sign-in to the console (issue 15): a Safe owner signs an EIP-4361
- * message (domain/sign-in.ts) with personal_sign; the service checks the
+ * message (packages/core/src/domain/sign-in.ts) with personal_sign; the service checks the
  * signature, that the signer is an owner of the Safe on chain now, that a
  * managed treasury is registered for the Safe, and spends the nonce, then
  * issues a console session: a short-lived key (sk_console_, hashed at rest,
  * shown once) bound to that treasury, used as a bearer key by the console.
  */
 import { getAddress, hashMessage, isAddressEqual, type Hex } from "viem";
-import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
-import { signInMessage } from "../domain/sign-in";
-import { STATEMENT_MAX_AGE_SECONDS, STATEMENT_NONCE_PATTERN, statementTimeProblem } from "../domain/statements";
-import { TreasuryError } from "../lib/errors";
+import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
+import { signInMessage } from "@treasury/core/domain/sign-in";
+import { STATEMENT_MAX_AGE_SECONDS, STATEMENT_NONCE_PATTERN, statementTimeProblem } from "@treasury/core/domain/statements";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { recoverHashSigner } from "../lib/recover-signer";
 import { randomBytes } from "node:crypto";
 import { issueApiKey } from "./api-keys";

@@ -5,31 +5,31 @@
  * derives the lifecycle state from the chain on every read.
  *
  * Trust: a delegation is attached only with the Safe's own signature
- * (EIP-1271) over the AttachDelegation statement (domain/statements.ts:
+ * (EIP-1271) over the AttachDelegation statement (packages/core/src/domain/statements.ts:
  * treasury id, module, protect threshold, park target). Thresholds come only
  * from that signed statement; one Safe has at most one delegation; the engine
  * acts only on proven delegations; the owner's view lists every protection
  * action taken on its Safe.
  */
 import { encodeFunctionData, getAddress, zeroAddress } from "viem";
-import { SAFE_ABI } from "../../../contracts-abi/safe";
+import { SAFE_ABI } from "@treasury/core/contracts/safe";
 import { safeTxFor, safeTxHash, safeTxTypedDataJson } from "../chain/safe-transaction";
 
 /** the head of a Safe's module list */
 const SENTINEL_MODULES = "0x0000000000000000000000000000000000000001" as const;
-import { AAVE_MARKETS } from "../../../contracts-abi/chains";
-import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
-import { PROTECTION_MODULE_ABI, protectionModuleConfig, SAFE_MODULE_ABI } from "../../../contracts-abi/protection-module";
-import { delegationState } from "../domain/delegation";
-import type { DelegationState } from "../domain/policy";
-import { PRESETS } from "../domain/presets";
-import { GAS_CAPS } from "../domain/policy";
-import { usdcToNumber } from "../domain/money";
-import { TreasuryError } from "../lib/errors";
+import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { PROTECTION_MODULE_ABI, protectionModuleConfig, SAFE_MODULE_ABI } from "@treasury/core/contracts/protection-module";
+import { delegationState } from "@treasury/core/domain/delegation";
+import type { DelegationState } from "@treasury/core/domain/policy";
+import { PRESETS } from "@treasury/core/domain/presets";
+import { GAS_CAPS } from "@treasury/core/domain/policy";
+import { usdcToNumber } from "@treasury/core/domain/money";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
-import { delegationStatement } from "../domain/statements";
+import { delegationStatement } from "@treasury/core/domain/statements";
 import type { SignedProof, StatementVerifier } from "./statement-verifier";
 
 export class DelegationService {
@@ -44,7 +44,7 @@ export class DelegationService {
     return this.ctx.config.automationAddress;
   }
 
-  /** what the module attached to `t` must be: its constructor's configuration (contracts-abi/protection-module.ts) */
+  /** what the module attached to `t` must be: its constructor's configuration (@treasury/core/contracts/protection-module) */
   requirements(t: TreasuryRecord) {
     const { config, tokens } = protectionModuleConfig(t.chain, getAddress(t.walletAddress), this.automation ?? zeroAddress, PRESETS[t.preset].parkTarget * 100);
     return {

@@ -11,13 +11,18 @@
  * `sandbox`: audited as such, and it never moves the platform-wide fee
  * ratchet. A live execution counts toward platform volume only once settled
  * on chain (`settled`).
+ *
+ * A treasury action is recorded from its plan (`recordAction`): the sandbox
+ * ledger's new holdings (if any), the execution with the action's receipt
+ * (spec 2.4) and its fee audit, all in the caller's transaction.
  */
-import type { Action } from "../actions";
-import type { Fee } from "../domain/fees";
-import type { Micro } from "../domain/money";
-import { newId } from "../lib/ids";
+import { declarationOf, type Action } from "@treasury/core/actions";
+import type { Fee } from "@treasury/core/domain/fees";
+import { usdcToNumber, type Micro } from "@treasury/core/domain/money";
+import { newId } from "@treasury/core/lib/ids";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
+import type { Plan } from "./execution/planner";
 
 export interface ExecutionFacts {
   treasury: TreasuryRecord;
@@ -37,8 +42,56 @@ export interface ExecutionFacts {
   at: Date;
 }
 
+/** how a treasury action came to execute: a managed action at once, or the relay of an envelope (its tx_id) */
+export interface ActionOrigin {
+  origin: "managed" | "relay";
+  envelopeTxId: string | null;
+  trigger: string;
+  settled: boolean;
+}
+
+/** the receipt of an action (spec 2.4), from its plan: the figures every action shares, then its declaration's own */
+export function actionReceipt(id: string, plan: Plan, createdAt: string): Record<string, unknown> {
+  const { request, fee, ledger } = plan;
+  const d = declarationOf(request.action);
+  return {
+    sandbox: true,
+    object: "action_receipt",
+    action: request.action,
+    amount_usdc: usdcToNumber(request.amountMicro),
+    fee_usdc: usdcToNumber(fee.feeMicro),
+    ltv_before: plan.ltvBefore,
+    ltv_after: plan.ltvAfter,
+    health_score_after: plan.healthAfter,
+    created_at: createdAt,
+    ...d.receipt({ id, amountMicro: request.amountMicro, fee, params: request.params, ledger, ltvBefore: plan.ltvBefore, debtAfterMicro: plan.debtAfterMicro }),
+    status: d.status,
+  };
+}
+
 export class ExecutionRecorder {
-  constructor(private readonly ctx: ServiceContext<"apiKeys" | "executions" | "fees">) {}
+  constructor(private readonly ctx: ServiceContext<"apiKeys" | "executions" | "fees" | "treasuries">) {}
+
+  /**
+   * Record a planned treasury action: the sandbox ledger (if any), the
+   * execution and its fee audit, in the caller's transaction. Returns the
+   * receipt (2.4).
+   */
+  async recordAction(treasury: TreasuryRecord, plan: Plan, how: ActionOrigin, now: Date): Promise<Record<string, unknown>> {
+    const { request, fee, ledger } = plan;
+    if (ledger) await this.ctx.stores.treasuries.updateHoldings(treasury.id, ledger.holdings, now.toISOString());
+    const { receipt } = await this.record({
+      treasury,
+      action: request.action,
+      amountMicro: request.amountMicro,
+      fee,
+      ...how,
+      executionId: newId(declarationOf(request.action).idPrefix),
+      receipt: (id) => actionReceipt(id, plan, now.toISOString()),
+      at: now,
+    });
+    return receipt!;
+  }
 
   async environmentOf(t: TreasuryRecord): Promise<"sandbox" | "live"> {
     if (t.origin === "sandbox_key" || !this.ctx.config.liveChains.includes(t.chain)) return "sandbox";

@@ -5,8 +5,8 @@
  * of network (live, the sandbox's local Anvil, or another test network), and
  * whether the sandbox funds wallets there.
  */
-import type { TreasuryChain } from "../../../contracts-abi/chains";
-import { SUPPORTED_ASSETS } from "../domain/assets";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
+import { SUPPORTED_ASSETS } from "@treasury/core/domain/assets";
 import type { Clock } from "../lib/clock";
 import { API_VERSION } from "../schemas/api-version";
 

@@ -1,7 +1,7 @@
 /** The Idempotency-Key guard (spec 8) against a real SQLite store: claim, replay, 422, 409, what is remembered. */
 import { describe, expect, it, vi } from "vitest";
 import { statusOf } from "../http/errors";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { openDatabase } from "../store/open-database";
 import { IDEMPOTENCY_RETENTION_MS, IdempotencyStore } from "../store/idempotency-store";
 import { LEASE_MS } from "../store/lease";

@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../lib/canonical-json";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import { LEASE_MS, newHolder } from "../store/lease";
 

@@ -1,7 +1,7 @@
 /** The liquidation-distance document (spec 2.14), shared by REST and MCP. */
-import { REFERENCE_LIQUIDATION_THRESHOLD_BPS } from "../domain/assets";
-import { priceDropToLiquidationPct } from "../domain/position";
-import { PRESETS } from "../domain/presets";
+import { REFERENCE_LIQUIDATION_THRESHOLD_BPS } from "@treasury/core/domain/assets";
+import { priceDropToLiquidationPct } from "@treasury/core/domain/position";
+import { PRESETS } from "@treasury/core/domain/presets";
 
 export function liquidationDistanceDocument(ltv: number) {
   const threshold = REFERENCE_LIQUIDATION_THRESHOLD_BPS;

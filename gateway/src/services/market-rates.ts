@@ -6,9 +6,9 @@
  * `live` unless every entry was read from its chain within the cache window.
  */
 import { createPublicClient, type PublicClient } from "viem";
-import { rpcHttp } from "../chain/rpc-transport";
-import { AAVE_POOL_ABI } from "../../../contracts-abi/aave-pool";
-import { AAVE_MARKETS, RATE_CHAINS, type ChainKey } from "../../../contracts-abi/chains";
+import { rpcHttp } from "@treasury/core/chain/rpc-transport";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { AAVE_MARKETS, RATE_CHAINS, type ChainKey } from "@treasury/core/contracts/chains";
 import type { Clock } from "../lib/clock";
 
 export const SECONDS_PER_YEAR = 31_536_000;

@@ -1,6 +1,6 @@
 /** Policy state (spec 2.12) of the demo or of a treasury. */
-import { policyStateDocument, type DelegationState } from "../domain/policy";
-import { PRESETS } from "../domain/presets";
+import { policyStateDocument, type DelegationState } from "@treasury/core/domain/policy";
+import { PRESETS } from "@treasury/core/domain/presets";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 import type { Subject } from "./subject";

@@ -3,15 +3,15 @@
  * after, health after, and the safety rail (spec 2.2) when the action would
  * end above the ceiling.
  */
-import type { TreasuryChain } from "../../../contracts-abi/chains";
-import { ruleOf, type Action, type TreasuryAction } from "../actions";
-import { parseUsdc, usdcToNumber, type Micro } from "../domain/money";
-import { DEMO_HOLDINGS, positionOf } from "../domain/portfolio";
-import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "../domain/position";
-import { PRESETS, type Preset } from "../domain/presets";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
+import { ruleOf, type Action, type TreasuryAction } from "@treasury/core/actions";
+import { parseUsdc, usdcToNumber, type Micro } from "@treasury/core/domain/money";
+import { DEMO_HOLDINGS, positionOf } from "@treasury/core/domain/portfolio";
+import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "@treasury/core/domain/position";
+import { PRESETS, type Preset } from "@treasury/core/domain/presets";
 import type { TreasuryRecord } from "../store/treasury-store";
 import { chainAsPosition, type ChainPosition } from "../chain/chain-gateway";
-import { TreasuryError } from "../lib/errors";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { CONVERT_NEEDS_TARGET, type EstimateBody } from "../schemas/actions";
 import type { ServiceContext } from "./context";
 import type { Subject } from "./subject";

@@ -15,15 +15,15 @@
  * owners in to) queues Safe transactions, takes signatures and is executed;
  * another registration's item is refused (403 ownership_not_proven).
  */
-import { titleOf } from "../actions";
-import type { ActionParams } from "../domain/sandbox-ledger";
+import { titleOf } from "@treasury/core/actions";
+import type { ActionParams } from "@treasury/core/domain/sandbox-ledger";
 import { getAddress, type Address, type Hex } from "viem";
-import { SAFE_ABI } from "../../../contracts-abi/safe";
-import { AAVE_MARKETS, type TreasuryChain } from "../../../contracts-abi/chains";
+import { SAFE_ABI } from "@treasury/core/contracts/safe";
+import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
 import type { ChainGateway } from "../chain/chain-gateway";
 import { safeSignatureOwner, safeTxTypedDataJson } from "../chain/safe-transaction";
-import { usdcToNumber } from "../domain/money";
-import { TreasuryError } from "../lib/errors";
+import { usdcToNumber } from "@treasury/core/domain/money";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import type { SafeTransactionRecord, SafeTxStatus } from "../store/safe-transaction-store";
 import type { TreasuryStore } from "../store/treasury-store";
 import type { Links, ServiceContext } from "./context";

@@ -4,7 +4,7 @@
  * app.ts (the HTTP assembly) so that the MCP tools and the routes depend on
  * the services, never on the app.
  */
-import { onTreasuryChains } from "../../../contracts-abi/chains";
+import { onTreasuryChains } from "@treasury/core/contracts/chains";
 import { ChainGateway } from "../chain/chain-gateway";
 import { WalletSignatureAuth } from "./wallet-signature";
 import { NonceHints } from "../chain/nonce-hints";
@@ -63,16 +63,17 @@ export function createServices(ctx: AppContext): Services {
   const delegation = new DelegationService(scope(ctx, "delegations", "instances", "treasuries"), chain, statements);
   const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
   const safeTransactions = new SafeTransactionService(scope(ctx, "safeTransactions", "treasuries"), chain);
-  const relay = new RelayService(scope(ctx, "envelopes"), actions);
+  const { backing } = actions;
+  const relay = new RelayService(scope(ctx, "envelopes"), { backing, envelopes: actions.envelopes, sandboxSteps: actions.sandboxSteps, chain });
   return {
     treasuries: new TreasuryService(
       scope(ctx, "apiKeys", "envelopes", "executions", "fees", "positionSamples", "treasuries"),
-      { position: (t) => actions.chainPosition(t), backed: (t) => actions.chainBacked(t), protection: (t) => delegation.protection(t), reconcile: (id) => relay.reconcileTreasury(id) },
+      { position: (t) => backing.chainPosition(t), backed: (t) => backing.chainBacked(t), protection: (t) => delegation.protection(t), reconcile: (id) => relay.reconcileTreasury(id) },
       statements,
     ),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
-    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain), { treasury: (id) => actions.treasury(id), position: (t) => actions.chainPosition(t) }),
-    policy: new PolicyService(scope(ctx, "fees"), { protection: (t) => delegation.protection(t), backed: (t) => actions.chainBacked(t) }),
+    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain), { treasury: (id) => backing.treasury(id), position: (t) => backing.chainPosition(t) }),
+    policy: new PolicyService(scope(ctx, "fees"), { protection: (t) => delegation.protection(t), backed: (t) => backing.chainBacked(t) }),
     marketRates,
     actions,
     relay,

@@ -1,5 +1,5 @@
 /**
- * Verifies a signed statement (domain/statements.ts) against the wallet it
+ * Verifies a signed statement (packages/core/src/domain/statements.ts) against the wallet it
  * claims to come from, and spends its nonce.
  *
  * - an externally owned account: ECDSA recovery of the EIP-712 hash;
@@ -11,10 +11,10 @@
  */
 import { getAddress, isAddressEqual, type Hex } from "viem";
 import { recoverHashSigner } from "../lib/recover-signer";
-import type { TreasuryChain } from "../../../contracts-abi/chains";
-import { EIP1271_ABI, EIP1271_MAGIC_VALUE } from "../../../contracts-abi/protection-module";
-import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement } from "../domain/statements";
-import { TreasuryError, type ErrorCode } from "../lib/errors";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
+import { EIP1271_ABI, EIP1271_MAGIC_VALUE } from "@treasury/core/contracts/protection-module";
+import { statementHash, statementTimeProblem, STATEMENT_NONCE_PATTERN, type Statement } from "@treasury/core/domain/statements";
+import { TreasuryError, type ErrorCode } from "@treasury/core/lib/errors";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { ServiceContext } from "./context";
 

@@ -2,9 +2,9 @@
  * The subject of a public read or preview: the demo portfolio, or the
  * sandbox treasury registered for a wallet address.
  */
-import { DEMO_HOLDINGS, type Holdings } from "../domain/portfolio";
-import { PRESETS, type Preset } from "../domain/presets";
-import { TreasuryError } from "../lib/errors";
+import { DEMO_HOLDINGS, type Holdings } from "@treasury/core/domain/portfolio";
+import { PRESETS, type Preset } from "@treasury/core/domain/presets";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 

@@ -2,17 +2,17 @@
  * Treasury registration, sandbox keys and the views of a treasury.
  */
 import { randomBytes } from "node:crypto";
-import type { TreasuryChain } from "../../../contracts-abi/chains";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import { getAddress } from "viem";
-import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf, type Holdings } from "../domain/portfolio";
-import { healthScore, ltvPct, ltvZonesOf, zoneOf } from "../domain/position";
+import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf, type Holdings } from "@treasury/core/domain/portfolio";
+import { healthScore, ltvPct, ltvZonesOf, zoneOf } from "@treasury/core/domain/position";
 import { chainHealthScore, type ChainPosition } from "../chain/chain-gateway";
-import { formatDecimal } from "../domain/money";
-import { PRESETS, policyOf, type PresetName } from "../domain/presets";
-import { usdcToNumber } from "../domain/money";
-import { TreasuryError } from "../lib/errors";
-import { newId } from "../lib/ids";
-import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "../domain/statements";
+import { formatDecimal } from "@treasury/core/domain/money";
+import { PRESETS, policyOf, type PresetName } from "@treasury/core/domain/presets";
+import { usdcToNumber } from "@treasury/core/domain/money";
+import { TreasuryError } from "@treasury/core/lib/errors";
+import { newId } from "@treasury/core/lib/ids";
+import { registrationStatement, STATEMENT_MAX_AGE_SECONDS } from "@treasury/core/domain/statements";
 import type { ExecutionMode, Ownership, TreasuryOrigin, TreasuryRecord } from "../store/treasury-store";
 import type { AuditPosition } from "../store/fee-store";
 import { HISTORY_MAX_POINTS } from "../store/position-sample-store";

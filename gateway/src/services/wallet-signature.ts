@@ -13,10 +13,10 @@
  * address without proof is never chosen.
  */
 import type { Request, Response } from "express";
-import { CHAINS, TREASURY_CHAINS } from "../../../contracts-abi/chains";
+import { CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
 import type { ChainGateway } from "../chain/chain-gateway";
-import type { Credential } from "../domain/credential";
-import { TreasuryError } from "../lib/errors";
+import type { Credential } from "@treasury/core/domain/credential";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { requestDigest, SIWX_HEADER, signInWithXExtension, verifySignInWithX } from "../x402/sign-in-with-x";
 import type { ServiceContext } from "./context";
 

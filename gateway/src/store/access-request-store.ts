@@ -1,7 +1,9 @@
 import type { Db } from "./db";
+import { rowReader, type RowOf } from "./schema/table";
+import { accessRequestEvents, accessRequests } from "./schema/tables/treasury";
 
-export type AccessRequestStatus = "received" | "in_review" | "closed";
-export type AccessOutcome = "approved" | "declined";
+export type AccessRequestStatus = RowOf<typeof accessRequests>["status"];
+export type AccessOutcome = NonNullable<RowOf<typeof accessRequests>["outcome"]>;
 
 export interface AccessRequestRecord {
   id: string;
@@ -23,46 +25,6 @@ export interface AccessRequestRecord {
   closedAt: string | null;
 }
 
-interface Row {
-  id: string;
-  status: AccessRequestStatus;
-  operator_name: string;
-  operator_email: string;
-  use_case: string;
-  agent_name: string | null;
-  agent_framework: string | null;
-  company: string | null;
-  wallet_address: string | null;
-  chain: string | null;
-  expected_monthly_volume_usdc: string | null;
-  submitted_at: string;
-  updated_at: string;
-  reviewer: string | null;
-  outcome: AccessOutcome | null;
-  outcome_note: string | null;
-  closed_at: string | null;
-}
-
-const fromRow = (r: Row): AccessRequestRecord => ({
-  id: r.id,
-  status: r.status,
-  operatorName: r.operator_name,
-  operatorEmail: r.operator_email,
-  useCase: r.use_case,
-  agentName: r.agent_name,
-  agentFramework: r.agent_framework,
-  company: r.company,
-  walletAddress: r.wallet_address,
-  chain: r.chain,
-  expectedMonthlyVolumeUsdc: r.expected_monthly_volume_usdc,
-  submittedAt: r.submitted_at,
-  updatedAt: r.updated_at,
-  reviewer: r.reviewer,
-  outcome: r.outcome,
-  outcomeNote: r.outcome_note,
-  closedAt: r.closed_at,
-});
-
 export interface AccessRequestEvent {
   fromStatus: AccessRequestStatus | null;
   toStatus: AccessRequestStatus;
@@ -70,6 +32,9 @@ export interface AccessRequestEvent {
   note: string | null;
   at: string;
 }
+
+const fromRow: (raw: unknown) => AccessRequestRecord = rowReader(accessRequests);
+const eventOf: (raw: unknown) => AccessRequestEvent = rowReader(accessRequestEvents, { pick: ["from_status", "to_status", "actor", "note", "at"] });
 
 export class AccessRequestStore {
   constructor(private readonly db: Db) {}
@@ -87,7 +52,7 @@ export class AccessRequestStore {
   }
 
   async get(id: string): Promise<AccessRequestRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM access_requests WHERE id = ?", id) as Row | undefined;
+    const row = await this.db.get("SELECT * FROM access_requests WHERE id = ?", id);
     return row ? fromRow(row) : undefined;
   }
 
@@ -95,7 +60,7 @@ export class AccessRequestStore {
     const rows = status
       ? await this.db.all("SELECT * FROM access_requests WHERE status = ? ORDER BY submitted_at", status)
       : await this.db.all("SELECT * FROM access_requests ORDER BY submitted_at");
-    return (rows as Row[]).map(fromRow);
+    return rows.map(fromRow);
   }
 
   /**
@@ -119,9 +84,7 @@ export class AccessRequestStore {
   }
 
   async events(id: string): Promise<AccessRequestEvent[]> {
-    return (
-      await this.db.all("SELECT from_status, to_status, actor, note, at FROM access_request_events WHERE access_request_id = ? ORDER BY seq", id) as { from_status: AccessRequestStatus | null; to_status: AccessRequestStatus; actor: string; note: string | null; at: string }[]
-    ).map((e) => ({ fromStatus: e.from_status, toStatus: e.to_status, actor: e.actor, note: e.note, at: e.at }));
+    return (await this.db.all("SELECT from_status, to_status, actor, note, at FROM access_request_events WHERE access_request_id = ? ORDER BY seq", id)).map(eventOf);
   }
 
   private async addEvent(id: string, e: AccessRequestEvent): Promise<void> {

@@ -1,5 +1,7 @@
 import type { KeyKind } from "../lib/secrets";
 import type { Db } from "./db";
+import { rowReader, type RowOf } from "./schema/table";
+import { apiKeys } from "./schema/tables/treasury";
 
 export interface ApiKeyRecord {
   id: string;
@@ -17,35 +19,9 @@ export interface ApiKeyRecord {
   revokedReason: RevocationReason | null;
 }
 
-export type RevocationReason = "owner_removed";
+export type RevocationReason = NonNullable<RowOf<typeof apiKeys>["revokedReason"]>;
 
-interface Row {
-  id: string;
-  key_hash: string;
-  kind: KeyKind;
-  last4: string;
-  treasury_id: string | null;
-  access_request_id: string | null;
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  owner_address: string | null;
-  revoked_reason: RevocationReason | null;
-}
-
-const fromRow = (r: Row): ApiKeyRecord => ({
-  id: r.id,
-  keyHash: r.key_hash,
-  kind: r.kind,
-  last4: r.last4,
-  treasuryId: r.treasury_id,
-  accessRequestId: r.access_request_id,
-  createdAt: r.created_at,
-  expiresAt: r.expires_at,
-  revokedAt: r.revoked_at,
-  ownerAddress: r.owner_address,
-  revokedReason: r.revoked_reason,
-});
+const fromRow: (raw: unknown) => ApiKeyRecord = rowReader(apiKeys);
 
 export class ApiKeyStore {
   constructor(private readonly db: Db) {}
@@ -61,7 +37,7 @@ export class ApiKeyStore {
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM api_keys WHERE key_hash = ?", hash) as Row | undefined;
+    const row = await this.db.get("SELECT * FROM api_keys WHERE key_hash = ?", hash);
     return row ? fromRow(row) : undefined;
   }
 
@@ -77,6 +53,6 @@ export class ApiKeyStore {
 
   /** the key hashes of a treasury, used only to prove secrets are not stored in clear */
   async all(): Promise<ApiKeyRecord[]> {
-    return (await this.db.all("SELECT * FROM api_keys") as Row[]).map(fromRow);
+    return (await this.db.all("SELECT * FROM api_keys")).map(fromRow);
   }
 }

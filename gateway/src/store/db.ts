@@ -5,8 +5,9 @@
  * several gateway instances, protection engines and facilitators run at once.
  *
  * Queries are plain SQL in the subset both dialects share (`?` placeholders,
- * `ON CONFLICT`, `RETURNING`, partial and expression indexes); the dialect
- * differences live in the migrations only. A transaction is one serializable
+ * `ON CONFLICT`, `RETURNING`, partial and expression indexes); the schema's
+ * dialect differences are stated in store/schema/dialect.ts, the schema once
+ * in store/schema/ (tables, history). A transaction is one serializable
  * unit: every query issued inside `transaction(fn)`, through any store, joins
  * it (AsyncLocalStorage), so stores compose into one atomic claim without
  * passing a handle around.

@@ -1,6 +1,8 @@
 /** Managed-treasury delegations and the protection engine's actions and gas ledger. */
-import type { TreasuryChain } from "../../../contracts-abi/chains";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import type { Db } from "./db";
+import { rowReader } from "./schema/table";
+import { delegations, protectionActions } from "./schema/tables/protection";
 
 export interface DelegationRecord {
   treasuryId: string;
@@ -26,33 +28,7 @@ export interface PendingUpgrade {
   at: string;
 }
 
-interface Row {
-  treasury_id: string;
-  safe: string;
-  module: string;
-  automation: string;
-  registered_at: string;
-  first_approved_at: string | null;
-  protect_below_health: number | null;
-  armed: number;
-  chain: TreasuryChain | null;
-  proven_at: string | null;
-  pending_upgrade: string | null;
-}
-
-const fromRow = (r: Row): DelegationRecord => ({
-  treasuryId: r.treasury_id,
-  safe: r.safe as `0x${string}`,
-  module: r.module as `0x${string}`,
-  automation: r.automation as `0x${string}`,
-  registeredAt: r.registered_at,
-  firstApprovedAt: r.first_approved_at,
-  protectBelowHealth: r.protect_below_health,
-  armed: r.armed === 1,
-  chain: r.chain,
-  provenAt: r.proven_at,
-  pendingUpgrade: r.pending_upgrade ? (JSON.parse(r.pending_upgrade) as PendingUpgrade) : null,
-});
+const fromRow: (raw: unknown) => DelegationRecord = rowReader(delegations, { omit: ["proof"] });
 
 export interface ProtectionActionRecord {
   id: string;
@@ -68,6 +44,13 @@ export interface ProtectionActionRecord {
   gasUsd: number;
   createdAt: string;
 }
+
+const readAction = rowReader(protectionActions);
+/** nullable columns an action read by its Safe always has: its `safe` (the query's), its `tx_hashes` (recordAction writes them) */
+const actionOf = (raw: unknown): ProtectionActionRecord => {
+  const a = readAction(raw);
+  return { ...a, safe: a.safe as string, txHashes: a.txHashes as string[] };
+};
 
 export class DelegationStore {
   constructor(private readonly db: Db) {}
@@ -102,13 +85,13 @@ export class DelegationStore {
   }
 
   async get(treasuryId: string): Promise<DelegationRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM delegations WHERE treasury_id = ?", treasuryId) as Row | undefined;
+    const row = await this.db.get("SELECT * FROM delegations WHERE treasury_id = ?", treasuryId);
     return row ? fromRow(row) : undefined;
   }
 
   /** the delegations the engine may act on: attached with the Safe's own proof */
   async allProven(): Promise<DelegationRecord[]> {
-    return (await this.db.all("SELECT * FROM delegations WHERE proven_at IS NOT NULL ORDER BY registered_at") as Row[]).map(fromRow);
+    return (await this.db.all("SELECT * FROM delegations WHERE proven_at IS NOT NULL ORDER BY registered_at")).map(fromRow);
   }
 
   async markApproved(treasuryId: string, at: string): Promise<void> {
@@ -126,35 +109,7 @@ export class DelegationStore {
 
   /** every protection action taken on a Safe, whichever treasury held its delegation then */
   async actionsOnSafe(safe: string): Promise<ProtectionActionRecord[]> {
-    return (
-      await this.db.all("SELECT * FROM protection_actions WHERE lower(safe) = lower(?) ORDER BY created_at, rowid", safe) as {
-        id: string;
-        treasury_id: string;
-        safe: string;
-        status: ProtectionActionRecord["status"];
-        reason: string | null;
-        health_before: number | null;
-        ltv_before: number | null;
-        ltv_after: number | null;
-        repay_micro: string | null;
-        tx_hashes: string;
-        gas_usd: number;
-        created_at: string;
-      }[]
-    ).map((r) => ({
-      id: r.id,
-      treasuryId: r.treasury_id,
-      safe: r.safe,
-      status: r.status,
-      reason: r.reason,
-      healthBefore: r.health_before,
-      ltvBefore: r.ltv_before,
-      ltvAfter: r.ltv_after,
-      repayMicro: r.repay_micro === null ? null : BigInt(r.repay_micro),
-      txHashes: JSON.parse(r.tx_hashes) as string[],
-      gasUsd: r.gas_usd,
-      createdAt: r.created_at,
-    }));
+    return (await this.db.all("SELECT * FROM protection_actions WHERE lower(safe) = lower(?) ORDER BY created_at, rowid", safe)).map(actionOf);
   }
 
   /** protection gas spent on a Safe in the calendar month (UTC) of `at` (failed attempts cost gas too) */

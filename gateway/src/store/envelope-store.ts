@@ -1,9 +1,11 @@
 /** Unsigned transaction envelopes (spec 2.5, 3.2) and their ordered steps. */
-import type { TreasuryAction } from "../actions";
-import type { Micro } from "../domain/money";
+import type { TreasuryAction } from "@treasury/core/actions";
+import type { Micro } from "@treasury/core/domain/money";
 import type { Db } from "./db";
+import { rowReader, type RowOf } from "./schema/table";
+import { envelopes, envelopeSteps } from "./schema/tables/actions";
 
-export type EnvelopeStatus = "awaiting_signature" | "relayed" | "expired";
+export type EnvelopeStatus = RowOf<typeof envelopes>["status"];
 
 export interface EnvelopeRecord {
   txId: string;
@@ -45,81 +47,10 @@ export interface StepRecord {
   failedAttempts: { tx_hash: string; reason: string; at: string }[];
 }
 
-export type StepStatus = "awaiting_signature" | "broadcasting" | "relayed";
+export type StepStatus = RowOf<typeof envelopeSteps>["status"];
 
-interface EnvelopeRow {
-  tx_id: string;
-  treasury_id: string;
-  action: TreasuryAction;
-  amount_micro: string;
-  fee_micro: string;
-  fee_bps: number | null;
-  fee_basis: string | null;
-  params: string;
-  chain: string;
-  chain_id: number;
-  status: EnvelopeStatus;
-  created_at: string;
-  expires_at: string;
-  completed_at: string | null;
-}
-
-interface StepRow {
-  tx_id: string;
-  envelope_tx_id: string;
-  seq: number;
-  kind: string;
-  to_address: string;
-  data: string;
-  value: string;
-  summary: string;
-  status: StepStatus;
-  tx_hash: string | null;
-  signed_transaction: string | null;
-  receipt: string | null;
-  relayed_at: string | null;
-  signer: string | null;
-  tx_nonce: number | null;
-  broadcast_at: string | null;
-  failed_attempts: string;
-}
-
-const envelopeFromRow = (r: EnvelopeRow): EnvelopeRecord => ({
-  txId: r.tx_id,
-  treasuryId: r.treasury_id,
-  action: r.action,
-  amountMicro: BigInt(r.amount_micro),
-  feeMicro: BigInt(r.fee_micro),
-  feeBps: r.fee_bps,
-  feeBasis: r.fee_basis,
-  params: JSON.parse(r.params) as Record<string, unknown>,
-  chain: r.chain,
-  chainId: r.chain_id,
-  status: r.status,
-  createdAt: r.created_at,
-  expiresAt: r.expires_at,
-  completedAt: r.completed_at,
-});
-
-const stepFromRow = (r: StepRow): StepRecord => ({
-  txId: r.tx_id,
-  envelopeTxId: r.envelope_tx_id,
-  seq: r.seq,
-  kind: r.kind,
-  to: r.to_address as `0x${string}`,
-  data: r.data as `0x${string}`,
-  value: r.value,
-  summary: JSON.parse(r.summary) as Record<string, unknown>,
-  status: r.status,
-  txHash: r.tx_hash,
-  signedTransaction: r.signed_transaction,
-  receipt: r.receipt ? (JSON.parse(r.receipt) as Record<string, unknown>) : null,
-  relayedAt: r.relayed_at,
-  signer: r.signer,
-  txNonce: r.tx_nonce,
-  broadcastAt: r.broadcast_at,
-  failedAttempts: JSON.parse(r.failed_attempts ?? "[]") as StepRecord["failedAttempts"],
-});
+const envelopeFromRow: (raw: unknown) => EnvelopeRecord = rowReader(envelopes);
+const stepFromRow: (raw: unknown) => StepRecord = rowReader(envelopeSteps);
 
 export class EnvelopeStore {
   constructor(private readonly db: Db) {}
@@ -136,17 +67,17 @@ export class EnvelopeStore {
   }
 
   async get(txId: string): Promise<EnvelopeRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM envelopes WHERE tx_id = ?", txId) as EnvelopeRow | undefined;
+    const row = await this.db.get("SELECT * FROM envelopes WHERE tx_id = ?", txId);
     return row ? envelopeFromRow(row) : undefined;
   }
 
   async step(txId: string): Promise<StepRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM envelope_steps WHERE tx_id = ?", txId) as StepRow | undefined;
+    const row = await this.db.get("SELECT * FROM envelope_steps WHERE tx_id = ?", txId);
     return row ? stepFromRow(row) : undefined;
   }
 
   async steps(envelopeTxId: string): Promise<StepRecord[]> {
-    return (await this.db.all("SELECT * FROM envelope_steps WHERE envelope_tx_id = ? ORDER BY seq", envelopeTxId) as StepRow[]).map(stepFromRow);
+    return (await this.db.all("SELECT * FROM envelope_steps WHERE envelope_tx_id = ? ORDER BY seq", envelopeTxId)).map(stepFromRow);
   }
 
   /**
@@ -157,20 +88,20 @@ export class EnvelopeStore {
   async pendingFor(treasuryId: string, nowIso: string): Promise<EnvelopeRecord | undefined> {
     const row = await this.db.get(`SELECT e.* FROM envelopes e WHERE e.treasury_id = ? AND e.status = 'awaiting_signature'
            AND (e.expires_at > ? OR EXISTS (SELECT 1 FROM envelope_steps s WHERE s.envelope_tx_id = e.tx_id AND s.status = 'broadcasting'))
-         ORDER BY e.created_at DESC LIMIT 1`, treasuryId, nowIso) as EnvelopeRow | undefined;
+         ORDER BY e.created_at DESC LIMIT 1`, treasuryId, nowIso);
     return row ? envelopeFromRow(row) : undefined;
   }
 
   /** steps of a treasury claimed for broadcast and not yet reconciled with the chain */
   async broadcastingFor(treasuryId: string): Promise<StepRecord[]> {
     return (
-      await this.db.all("SELECT s.* FROM envelope_steps s JOIN envelopes e ON e.tx_id = s.envelope_tx_id WHERE e.treasury_id = ? AND s.status = 'broadcasting' ORDER BY s.broadcast_at", treasuryId) as StepRow[]
+      await this.db.all("SELECT s.* FROM envelope_steps s JOIN envelopes e ON e.tx_id = s.envelope_tx_id WHERE e.treasury_id = ? AND s.status = 'broadcasting' ORDER BY s.broadcast_at", treasuryId)
     ).map(stepFromRow);
   }
 
   /** every step awaiting reconciliation (for a sweep) */
   async allBroadcasting(): Promise<StepRecord[]> {
-    return (await this.db.all("SELECT * FROM envelope_steps WHERE status = 'broadcasting' ORDER BY broadcast_at") as StepRow[]).map(stepFromRow);
+    return (await this.db.all("SELECT * FROM envelope_steps WHERE status = 'broadcasting' ORDER BY broadcast_at")).map(stepFromRow);
   }
 
   /**

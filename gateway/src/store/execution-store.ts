@@ -1,6 +1,8 @@
 /** Executed actions (managed receipts and relayed envelopes). */
-import type { Micro } from "../domain/money";
+import type { Micro } from "@treasury/core/domain/money";
 import type { Db } from "./db";
+import { rowReader } from "./schema/table";
+import { executions } from "./schema/tables/actions";
 
 export interface ExecutionRecord {
   id: string;
@@ -14,6 +16,8 @@ export interface ExecutionRecord {
   createdAt: string;
 }
 
+const receiptOf = rowReader(executions, { pick: ["receipt"] });
+
 export class ExecutionStore {
   constructor(private readonly db: Db) {}
 
@@ -23,8 +27,8 @@ export class ExecutionStore {
 
   /** the receipt of one of a treasury's executions (another treasury's is not found) */
   async receipt(treasuryId: string, id: string): Promise<Record<string, unknown> | undefined> {
-    const row = await this.db.get<{ receipt: string }>("SELECT receipt FROM executions WHERE id = ? AND treasury_id = ?", id, treasuryId);
-    return row ? (JSON.parse(row.receipt) as Record<string, unknown>) : undefined;
+    const row = await this.db.get("SELECT receipt FROM executions WHERE id = ? AND treasury_id = ?", id, treasuryId);
+    return row ? receiptOf(row).receipt : undefined;
   }
 
   /** the receipt of an execution that completed later (a Safe transaction executed or failed) */

@@ -2,10 +2,12 @@
  * The fee audit trail (rule 5) and the fee ratchet (rule 6), written together
  * in one transaction so the platform volume and the audit can never disagree.
  */
-import { advanceRatchet, tierAt, type RatchetState } from "../domain/fee-schedule";
-import type { Action } from "../actions";
-import type { Micro } from "../domain/money";
+import { advanceRatchet, tierAt, type RatchetState } from "@treasury/core/domain/fee-schedule";
+import type { Action } from "@treasury/core/actions";
+import type { Micro } from "@treasury/core/domain/money";
 import type { Db } from "./db";
+import { rowReader } from "./schema/table";
+import { feeAudit, feeRatchet } from "./schema/tables/treasury";
 
 /** where a page of the audit trail ends: an entry's time and insertion number */
 export interface AuditPosition {
@@ -31,47 +33,14 @@ export interface FeeAuditEntry {
   countsTowardVolume: boolean;
 }
 
-interface Row {
-  id: string;
-  treasury_id: string;
-  action: Action;
-  amount_micro: string;
-  fee_micro: string;
-  fee_bps: number;
-  fee_basis: string;
-  fee_tier: string;
-  trigger: string;
-  execution_ref: string;
-  created_at: string;
-  environment: "sandbox" | "live";
-  counts_toward_volume: number;
-}
-
-const fromRow = (r: Row): FeeAuditEntry => ({
-  id: r.id,
-  treasuryId: r.treasury_id,
-  action: r.action,
-  amountMicro: BigInt(r.amount_micro),
-  feeMicro: BigInt(r.fee_micro),
-  feeBps: r.fee_bps,
-  feeBasis: r.fee_basis,
-  feeTier: r.fee_tier,
-  trigger: r.trigger,
-  executionRef: r.execution_ref,
-  createdAt: r.created_at,
-  environment: r.environment,
-  countsTowardVolume: r.counts_toward_volume === 1,
-});
+const fromRow: (raw: unknown) => FeeAuditEntry = rowReader(feeAudit);
+const ratchetOf: (raw: unknown) => RatchetState = rowReader(feeRatchet, { pick: ["tier_index", "platform_volume_micro"] });
 
 export class FeeStore {
   constructor(private readonly db: Db) {}
 
   async ratchet(): Promise<RatchetState> {
-    const row = await this.db.get("SELECT tier_index, platform_volume_micro FROM fee_ratchet WHERE id = 1") as {
-      tier_index: number;
-      platform_volume_micro: string;
-    };
-    return { tierIndex: row.tier_index, platformVolumeMicro: BigInt(row.platform_volume_micro) };
+    return ratchetOf(await this.db.get("SELECT tier_index, platform_volume_micro FROM fee_ratchet WHERE id = 1"));
   }
 
   /**
@@ -97,7 +66,7 @@ export class FeeStore {
 
   /** the whole trail of a treasury (checks and tools; the API serves it a page at a time) */
   async forTreasury(treasuryId: string): Promise<FeeAuditEntry[]> {
-    return (await this.db.all("SELECT * FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid", treasuryId) as Row[]).map(fromRow);
+    return (await this.db.all("SELECT * FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid", treasuryId)).map(fromRow);
   }
 
   /**
@@ -113,7 +82,7 @@ export class FeeStore {
             treasuryId, after.createdAt, after.createdAt, after.position, limit + 1,
           )
         : await this.db.all("SELECT *, rowid AS position FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid LIMIT ?", treasuryId, limit + 1)
-    ) as (Row & { position: number | string })[];
+    ) as { created_at: string; position: number | string }[];
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return { entries: page.map(fromRow), next: rows.length > limit && last ? { createdAt: last.created_at, position: Number(last.position) } : undefined };

@@ -9,6 +9,8 @@
 import type { Db } from "./db";
 import { leaseLapsed } from "./instance-store";
 import { leaseUntil } from "./lease";
+import { rowReader } from "./schema/table";
+import { idempotencyKeys } from "./schema/tables/actions";
 
 export interface StoredResponse {
   status: number;
@@ -23,6 +25,11 @@ export type Claim =
   | { kind: "mismatch" };
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+const readKey = rowReader(idempotencyKeys);
+const readResponse = rowReader(idempotencyKeys, { pick: ["status_code", "headers", "body"] });
+/** a completed key's response, as it was sent */
+const responseOf = (r: ReturnType<typeof readResponse>): StoredResponse => ({ status: r.statusCode!, headers: r.headers ?? {}, body: r.body ?? "" });
 
 export class IdempotencyStore {
   constructor(private readonly db: Db) {}
@@ -40,32 +47,30 @@ export class IdempotencyStore {
       if ((await this.db.run("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at <= ?", scope, key, nowIso)).changes === 1 && (await insert()).changes === 1) {
         return { kind: "claimed", holder, reclaimed: false };
       }
-      const row = await this.db.get<{ request_hash: string; state: string; status_code: number | null; headers: string | null; body: string | null; lease_holder: string | null; lease_expires_at: string | null; created_at: string }>(
-        "SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?",
-        scope, key,
-      );
-      if (!row) return { kind: "in_progress" }; // removed meanwhile (its holder released it): the retry may go again
-      if (row.request_hash !== requestHash) return { kind: "mismatch" };
+      const raw = await this.db.get("SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?", scope, key);
+      if (!raw) return { kind: "in_progress" }; // removed meanwhile (its holder released it): the retry may go again
+      const row = readKey(raw);
+      if (row.requestHash !== requestHash) return { kind: "mismatch" };
       if (row.state === "in_progress") {
-        if (!(await leaseLapsed(this.db, { endsAt: row.lease_expires_at ?? row.created_at, holder: row.lease_holder }, now))) return { kind: "in_progress" };
+        if (!(await leaseLapsed(this.db, { endsAt: row.leaseExpiresAt ?? row.createdAt, holder: row.leaseHolder }, now))) return { kind: "in_progress" };
         // its request died (its lease ran out, or its process stopped heartbeating): take the claim over, fenced on the dead holder
         const taken = await this.db.run(
           "UPDATE idempotency_keys SET lease_holder = ?, lease_expires_at = ? WHERE scope = ? AND key = ? AND state = 'in_progress' AND lease_holder IS NOT DISTINCT FROM ?",
-          holder, leaseUntil(now), scope, key, row.lease_holder,
+          holder, leaseUntil(now), scope, key, row.leaseHolder,
         );
         return taken.changes === 1 ? { kind: "claimed", holder, reclaimed: true } : { kind: "in_progress" };
       }
-      return { kind: "replay", response: { status: row.status_code!, headers: JSON.parse(row.headers ?? "{}"), body: row.body ?? "" } };
+      return { kind: "replay", response: responseOf(row) };
     });
   }
 
   /** the stored response of a completed key with this request's body (a read: nothing is claimed) */
   async completed(scope: string, key: string, requestHash: string, now: Date): Promise<StoredResponse | undefined> {
-    const row = await this.db.get<{ status_code: number; headers: string | null; body: string | null }>(
+    const row = await this.db.get(
       "SELECT status_code, headers, body FROM idempotency_keys WHERE scope = ? AND key = ? AND request_hash = ? AND state = 'completed' AND expires_at > ?",
       scope, key, requestHash, now.toISOString(),
     );
-    return row ? { status: row.status_code, headers: JSON.parse(row.headers ?? "{}") as Record<string, string>, body: row.body ?? "" } : undefined;
+    return row ? responseOf(readResponse(row)) : undefined;
   }
 
   /** the holder is alive: extend its lease (false: the lease was lost to a takeover) */

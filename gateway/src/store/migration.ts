@@ -1,4 +1,4 @@
-/** One versioned schema migration (SQLite's history: store/migrations.ts; PostgreSQL's: store/postgres-migrations.ts). */
+/** One versioned schema migration, as one dialect runs it (rendered from the one history: store/migrations.ts, store/schema/). */
 export interface Migration {
   version: number;
   name: string;

@@ -1,15 +1,16 @@
 /**
  * Opening the store: the backend a location names (store/sqlite-db.ts,
- * store/postgres-db.ts), migrated to its dialect's history
- * (store/migrations.ts, store/postgres-migrations.ts). The contract every
- * backend implements is store/db.ts.
+ * store/postgres-db.ts), migrated to its dialect's rendering of the one
+ * schema history (store/migrations.ts, from store/schema/). The contract
+ * every backend implements is store/db.ts.
  */
-import type { DatabaseLocation, Db, Dialect } from "./db";
+import type { DatabaseLocation, Db } from "./db";
 import type { Migration } from "./migration";
-import { MIGRATIONS } from "./migrations";
+import { MIGRATIONS, migrationsFor, POSTGRES_MIGRATIONS } from "./migrations";
 import { openPostgres } from "./postgres-db";
-import { POSTGRES_MIGRATIONS } from "./postgres-migrations";
 import { openSqlite } from "./sqlite-db";
+
+export { migrationsFor };
 
 export async function openDatabase(location: DatabaseLocation, migrations?: Migration[]): Promise<Db> {
   if ("url" in location) {
@@ -20,10 +21,6 @@ export async function openDatabase(location: DatabaseLocation, migrations?: Migr
   const db = openSqlite(location.file);
   await migrate(db, migrations ?? MIGRATIONS);
   return db;
-}
-
-export function migrationsFor(dialect: Dialect): Migration[] {
-  return dialect === "postgres" ? POSTGRES_MIGRATIONS : MIGRATIONS;
 }
 
 /** apply the migrations not yet applied, each in its own transaction; instances starting together apply each once */

@@ -7,6 +7,8 @@
  */
 import type { SecretBox } from "../lib/secrets";
 import type { Db } from "./db";
+import { rowReader } from "./schema/table";
+import { outbox } from "./schema/tables/treasury";
 
 export interface OutboxMessage {
   id: string;
@@ -19,27 +21,12 @@ export interface OutboxMessage {
   deliveredAt: string | null;
 }
 
-interface Row {
-  id: string;
-  kind: string;
-  recipient: string;
-  subject: string;
-  body: string | null;
-  related_id: string | null;
-  created_at: string;
-  delivered_at: string | null;
-}
-
-const fromRow = (r: Row, box: SecretBox): OutboxMessage => ({
-  id: r.id,
-  kind: r.kind,
-  recipient: r.recipient,
-  subject: r.subject,
-  body: r.body === null ? null : box.open(r.body),
-  relatedId: r.related_id,
-  createdAt: r.created_at,
-  deliveredAt: r.delivered_at,
-});
+const read = rowReader(outbox);
+/** the body is opened (it is stored sealed) */
+const fromRow = (raw: unknown, box: SecretBox): OutboxMessage => {
+  const m = read(raw);
+  return { ...m, body: m.body === null ? null : box.open(m.body) };
+};
 
 export class OutboxStore {
   constructor(
@@ -52,11 +39,11 @@ export class OutboxStore {
   }
 
   async pending(): Promise<OutboxMessage[]> {
-    return (await this.db.all("SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY created_at") as Row[]).map((r) => fromRow(r, this.box));
+    return (await this.db.all("SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY created_at")).map((r) => fromRow(r, this.box));
   }
 
   async forRelated(relatedId: string): Promise<OutboxMessage[]> {
-    return (await this.db.all("SELECT * FROM outbox WHERE related_id = ? ORDER BY created_at", relatedId) as Row[]).map((r) => fromRow(r, this.box));
+    return (await this.db.all("SELECT * FROM outbox WHERE related_id = ? ORDER BY created_at", relatedId)).map((r) => fromRow(r, this.box));
   }
 
   async markDelivered(id: string, at: string): Promise<boolean> {

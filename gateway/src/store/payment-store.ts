@@ -9,6 +9,8 @@
 import type { Db } from "./db";
 import { holderGone } from "./instance-store";
 import { leaseUntil } from "./lease";
+import { rowReader } from "./schema/table";
+import { x402Payments } from "./schema/tables/actions";
 
 export type PaymentLock =
   /** first sight of this proof, or a dead request's unsettled lock: settle it */
@@ -19,6 +21,9 @@ export type PaymentLock =
   | { kind: "busy" }
   /** settled and served already */
   | { kind: "used" };
+
+const readLock = rowReader(x402Payments, { pick: ["state", "outcome_status", "lease_holder", "lease_expires_at", "route", "transaction_hash", "treasury_id"] });
+const readPending = rowReader(x402Payments, { pick: ["pending_settlement", "treasury_id"] });
 
 export class PaymentStore {
   constructor(private readonly db: Db) {}
@@ -33,17 +38,18 @@ export class PaymentStore {
         payer, nonce, p.route, p.amountAtomic.toString(), p.treasuryId, at, p.holder, leaseUntil(p.now),
       );
       if (inserted.changes === 1) return { kind: "locked", takenOver: false };
-      const row = await this.db.get<{ state: string; outcome_status: number | null; lease_holder: string | null; lease_expires_at: string | null; route: string; transaction_hash: string | null; treasury_id: string | null }>(
+      const raw = await this.db.get(
         "SELECT state, outcome_status, lease_holder, lease_expires_at, route, transaction_hash, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ?",
         payer, nonce,
       );
-      if (!row || row.outcome_status !== null || row.route !== p.route) return { kind: "used" };
-      if (row.lease_expires_at === null) return { kind: row.state === "settled" ? "used" : "busy" };
+      const row = raw ? readLock(raw) : undefined;
+      if (!row || row.outcomeStatus !== null || row.route !== p.route) return { kind: "used" };
+      if (row.leaseExpiresAt === null) return { kind: row.state === "settled" ? "used" : "busy" };
       // held by a live request: its lease runs and its process heartbeats
-      if (row.lease_expires_at > at && !(await holderGone(this.db, row.lease_holder, p.now))) return { kind: "busy" };
-      const taken = await this.db.run("UPDATE x402_payments SET lease_holder = ?, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder IS NOT DISTINCT FROM ?", p.holder, leaseUntil(p.now), payer, nonce, row.lease_holder);
+      if (row.leaseExpiresAt > at && !(await holderGone(this.db, row.leaseHolder, p.now))) return { kind: "busy" };
+      const taken = await this.db.run("UPDATE x402_payments SET lease_holder = ?, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder IS NOT DISTINCT FROM ?", p.holder, leaseUntil(p.now), payer, nonce, row.leaseHolder);
       if (taken.changes !== 1) return { kind: "busy" };
-      return row.state === "settled" ? { kind: "settled_unserved", transactionHash: row.transaction_hash, treasuryId: row.treasury_id } : { kind: "locked", takenOver: true };
+      return row.state === "settled" ? { kind: "settled_unserved", transactionHash: row.transactionHash, treasuryId: row.treasuryId } : { kind: "locked", takenOver: true };
     });
   }
 
@@ -98,11 +104,12 @@ export class PaymentStore {
 
   /** what a payment whose settlement's outcome is unknown was sent with, or undefined (settled, or never pending) */
   async pendingSettlement(payer: string, nonce: string): Promise<{ settlement: string; treasuryId: string | null } | undefined> {
-    const row = await this.db.get<{ pending_settlement: string; treasury_id: string | null }>(
+    const raw = await this.db.get(
       "SELECT pending_settlement, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked' AND pending_settlement IS NOT NULL",
       payer.toLowerCase(), nonce.toLowerCase(),
     );
-    return row ? { settlement: row.pending_settlement, treasuryId: row.treasury_id } : undefined;
+    const row = raw ? readPending(raw) : undefined;
+    return row ? { settlement: row.pendingSettlement!, treasuryId: row.treasuryId } : undefined;
   }
 
   /** a pending settlement that the facilitator then refused: nothing was charged, nothing is to settle */

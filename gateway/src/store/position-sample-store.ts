@@ -7,6 +7,8 @@
  * samples go with the retention sweep.
  */
 import type { Db } from "./db";
+import { rowReader } from "./schema/table";
+import { positionSamples } from "./schema/tables/protection";
 
 export const SAMPLE_EVERY_MS = 60_000;
 export const SAMPLE_LTV_STEP = 0.5;
@@ -20,6 +22,8 @@ export interface PositionSample {
   collateralMicro: bigint;
   debtMicro: bigint;
 }
+
+const sampleOf: (raw: unknown) => PositionSample = rowReader(positionSamples, { pick: ["at", "ltv", "health_score", "collateral_micro", "debt_micro"] });
 
 export class PositionSampleStore {
   constructor(private readonly db: Db) {}
@@ -38,11 +42,11 @@ export class PositionSampleStore {
 
   /** the newest samples since `since` (oldest first), at most HISTORY_MAX_POINTS */
   async history(treasuryId: string, since: string): Promise<PositionSample[]> {
-    const rows = await this.db.all<{ at: string; ltv: number; health_score: number; collateral_micro: string; debt_micro: string }>(
+    const rows = await this.db.all(
       "SELECT at, ltv, health_score, collateral_micro, debt_micro FROM position_samples WHERE treasury_id = ? AND at >= ? ORDER BY at DESC LIMIT ?",
       treasuryId, since, HISTORY_MAX_POINTS,
     );
-    return rows.reverse().map((r) => ({ at: r.at, ltv: Number(r.ltv), healthScore: Number(r.health_score), collateralMicro: BigInt(r.collateral_micro), debtMicro: BigInt(r.debt_micro) }));
+    return rows.reverse().map(sampleOf);
   }
 
   async purgeOlderThan(before: string): Promise<number> {

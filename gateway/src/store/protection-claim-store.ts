@@ -11,6 +11,8 @@
 import type { Hex } from "viem";
 import type { Db } from "./db";
 import { leaseUntil } from "./lease";
+import { rowReader, type RowOf } from "./schema/table";
+import { protectionClaims } from "./schema/tables/protection";
 
 export interface SentTransaction {
   hash: Hex;
@@ -43,15 +45,6 @@ export type ClaimResult =
   /** the trigger was already acted on (disarmed until the position recovers) */
   | { kind: "disarmed" };
 
-interface Row {
-  treasury_id: string;
-  holder: string;
-  state: "deciding" | "broadcasting";
-  action_id: string;
-  repay_micro: string | null;
-  detail: string | null;
-}
-
 interface Detail {
   healthBefore: number | null;
   ltvBefore: number | null;
@@ -59,9 +52,12 @@ interface Detail {
   plan?: ProtectionClaim["plan"];
 }
 
-const fromRow = (r: Row): ProtectionClaim => {
-  const d = (r.detail ? JSON.parse(r.detail) : { healthBefore: null, ltvBefore: null, sent: [] }) as Detail;
-  return { treasuryId: r.treasury_id, holder: r.holder, actionId: r.action_id, state: r.state, repayMicro: r.repay_micro === null ? null : BigInt(r.repay_micro), healthBefore: d.healthBefore, ltvBefore: d.ltvBefore, sent: d.sent, ...(d.plan ? { plan: d.plan } : {}) };
+const read = rowReader(protectionClaims);
+
+/** the claim's own columns, and what its `detail` document holds */
+const fromRow = (r: RowOf<typeof protectionClaims>): ProtectionClaim => {
+  const d = (r.detail ?? { healthBefore: null, ltvBefore: null, sent: [] }) as Detail;
+  return { treasuryId: r.treasuryId, holder: r.holder, actionId: r.actionId, state: r.state, repayMicro: r.repayMicro, healthBefore: d.healthBefore, ltvBefore: d.ltvBefore, sent: d.sent, ...(d.plan ? { plan: d.plan } : {}) };
 };
 
 export class ProtectionClaimStore {
@@ -70,9 +66,10 @@ export class ProtectionClaimStore {
   /** claim the treasury's current trigger for `holder` (see ClaimResult) */
   async claim(treasuryId: string, holder: string, actionId: string, now: Date): Promise<ClaimResult> {
     return this.db.transaction(async () => {
-      const row = await this.db.get<Row & { expires_at: string }>("SELECT * FROM protection_claims WHERE treasury_id = ?", treasuryId);
+      const raw = await this.db.get("SELECT * FROM protection_claims WHERE treasury_id = ?", treasuryId);
+      const row = raw ? read(raw) : undefined;
       // its own claim (a pass that gave up waiting on a receipt) the same engine resumes at once
-      if (row && row.holder !== holder && row.expires_at > now.toISOString()) return { kind: "held" } as const;
+      if (row && row.holder !== holder && row.expiresAt > now.toISOString()) return { kind: "held" } as const;
       if (row) {
         await this.db.run("UPDATE protection_claims SET holder = ?, claimed_at = ?, expires_at = ? WHERE treasury_id = ? AND holder = ?", holder, now.toISOString(), leaseUntil(now), treasuryId, row.holder);
         return { kind: "taken_over", claim: { ...fromRow(row), holder } } as const;
@@ -113,7 +110,7 @@ export class ProtectionClaimStore {
   }
 
   async get(treasuryId: string): Promise<ProtectionClaim | undefined> {
-    const row = await this.db.get<Row>("SELECT * FROM protection_claims WHERE treasury_id = ?", treasuryId);
-    return row ? fromRow(row) : undefined;
+    const row = await this.db.get("SELECT * FROM protection_claims WHERE treasury_id = ?", treasuryId);
+    return row ? fromRow(read(row)) : undefined;
   }
 }

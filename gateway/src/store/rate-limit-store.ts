@@ -3,13 +3,17 @@
  * one atomic upsert, so every instance counts the same hits once.
  */
 import type { Db } from "./db";
+import { rowReader } from "./schema/table";
+import { rateLimitHits } from "./schema/tables/actions";
+
+const windowOf = rowReader(rateLimitHits, { pick: ["hits", "reset_at"] });
 
 export class RateLimitStore {
   constructor(private readonly db: Db) {}
 
   /** count `by` hits of `key` (default one); a window that ended starts again at `by` */
   async hit(key: string, windowMs: number, nowMs: number, by = 1): Promise<{ hits: number; resetAt: number }> {
-    const row = await this.db.get<{ hits: number; reset_at: number }>(
+    const row = await this.db.get(
       `INSERT INTO rate_limit_hits (key, hits, reset_at) VALUES (?, ?, ?)
        ON CONFLICT (key) DO UPDATE SET
          hits = CASE WHEN rate_limit_hits.reset_at <= ? THEN excluded.hits ELSE rate_limit_hits.hits + excluded.hits END,
@@ -17,7 +21,7 @@ export class RateLimitStore {
        RETURNING hits, reset_at`,
       key, by, nowMs + windowMs, nowMs, nowMs,
     );
-    return { hits: Number(row!.hits), resetAt: Number(row!.reset_at) };
+    return windowOf(row);
   }
 
   async purgeExpired(nowMs: number): Promise<number> {

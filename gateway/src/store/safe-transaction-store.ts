@@ -11,14 +11,16 @@
  * never signing a second execution; the Safe's own nonce makes a second
  * execution of the same Safe transaction impossible on chain as well.
  */
-import type { TreasuryAction } from "../actions";
+import type { TreasuryAction } from "@treasury/core/actions";
 import type { Address, Hex } from "viem";
 import type { SafeTx } from "../chain/safe-transaction";
-import type { TreasuryChain } from "../../../contracts-abi/chains";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import type { Db } from "./db";
 import { leaseUntil } from "./lease";
+import { rowReader, type RowOf } from "./schema/table";
+import { safeTransactions } from "./schema/tables/protection";
 
-export type SafeTxStatus = "awaiting_signatures" | "executing" | "executed" | "failed" | "expired";
+export type SafeTxStatus = RowOf<typeof safeTransactions>["status"];
 
 export interface SafeCall {
   kind: string;
@@ -64,57 +66,7 @@ export interface SafeTransactionRecord {
   updatedAt: string;
 }
 
-interface Row {
-  id: string;
-  treasury_id: string;
-  execution_id: string;
-  chain: TreasuryChain;
-  safe: Address;
-  action: SafeTransactionRecord["action"];
-  amount_micro: string;
-  fee_micro: string;
-  request: string;
-  safe_tx: string;
-  safe_tx_hash: Hex;
-  calls: string;
-  signatures: string;
-  status: SafeTxStatus;
-  holder: string | null;
-  lease_expires_at: string | null;
-  sent: string | null;
-  tx_hash: Hex | null;
-  failure: string | null;
-  gas_usd: number | null;
-  created_at: string;
-  expires_at: string;
-  updated_at: string;
-}
-
-const fromRow = (r: Row): SafeTransactionRecord => ({
-  id: r.id,
-  treasuryId: r.treasury_id,
-  executionId: r.execution_id,
-  chain: r.chain,
-  safe: r.safe,
-  action: r.action,
-  amountMicro: BigInt(r.amount_micro),
-  feeMicro: BigInt(r.fee_micro),
-  request: JSON.parse(r.request),
-  safeTx: JSON.parse(r.safe_tx),
-  safeTxHash: r.safe_tx_hash,
-  calls: JSON.parse(r.calls),
-  signatures: JSON.parse(r.signatures),
-  status: r.status,
-  holder: r.holder,
-  leaseExpiresAt: r.lease_expires_at,
-  sent: r.sent ? JSON.parse(r.sent) : null,
-  txHash: r.tx_hash,
-  failure: r.failure ? JSON.parse(r.failure) : null,
-  gasUsd: r.gas_usd === null || r.gas_usd === undefined ? null : Number(r.gas_usd),
-  createdAt: r.created_at,
-  expiresAt: r.expires_at,
-  updatedAt: r.updated_at,
-});
+const fromRow: (raw: unknown) => SafeTransactionRecord = rowReader(safeTransactions);
 
 export class SafeTransactionStore {
   constructor(private readonly db: Db) {}
@@ -128,13 +80,13 @@ export class SafeTransactionStore {
   }
 
   async get(id: string): Promise<SafeTransactionRecord | undefined> {
-    const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE id = ?", id);
+    const r = await this.db.get("SELECT * FROM safe_transactions WHERE id = ?", id);
     return r ? fromRow(r) : undefined;
   }
 
   /** a treasury's Safe transactions, newest first; `open` only those awaiting signatures or executing */
   async list(treasuryId: string, opts: { open?: boolean; limit?: number } = {}): Promise<SafeTransactionRecord[]> {
-    const rows = await this.db.all<Row>(
+    const rows = await this.db.all(
       `SELECT * FROM safe_transactions WHERE treasury_id = ? ${opts.open ? "AND status IN ('awaiting_signatures','executing')" : ""} ORDER BY created_at DESC, id DESC LIMIT ?`,
       treasuryId, opts.limit ?? 100,
     );
@@ -143,25 +95,25 @@ export class SafeTransactionStore {
 
   /** the treasury's open Safe transaction (one at a time: a new action waits for it), if any, not expired at `now` */
   async openFor(treasuryId: string, now: string): Promise<SafeTransactionRecord | undefined> {
-    const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE treasury_id = ? AND (status = 'executing' OR (status = 'awaiting_signatures' AND expires_at > ?)) ORDER BY created_at DESC LIMIT 1", treasuryId, now);
+    const r = await this.db.get("SELECT * FROM safe_transactions WHERE treasury_id = ? AND (status = 'executing' OR (status = 'awaiting_signatures' AND expires_at > ?)) ORDER BY created_at DESC LIMIT 1", treasuryId, now);
     return r ? fromRow(r) : undefined;
   }
 
   /** an owner's signature, added while the transaction awaits signatures (one per owner: a second one replaces nothing) */
   async addSignature(id: string, s: OwnerSignature, now: string): Promise<"added" | "already_signed" | "not_open"> {
     return this.db.transaction(async () => {
-      const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE id = ?", id);
-      if (!r || r.status !== "awaiting_signatures" || r.expires_at <= now) return "not_open";
-      const signatures = JSON.parse(r.signatures) as OwnerSignature[];
-      if (signatures.some((x) => x.owner.toLowerCase() === s.owner.toLowerCase())) return "already_signed";
-      await this.db.run("UPDATE safe_transactions SET signatures = ?, updated_at = ? WHERE id = ? AND status = 'awaiting_signatures'", JSON.stringify([...signatures, s]), now, id);
+      const row = await this.db.get("SELECT * FROM safe_transactions WHERE id = ?", id);
+      const t = row ? fromRow(row) : undefined;
+      if (!t || t.status !== "awaiting_signatures" || t.expiresAt <= now) return "not_open";
+      if (t.signatures.some((x) => x.owner.toLowerCase() === s.owner.toLowerCase())) return "already_signed";
+      await this.db.run("UPDATE safe_transactions SET signatures = ?, updated_at = ? WHERE id = ? AND status = 'awaiting_signatures'", JSON.stringify([...t.signatures, s]), now, id);
       return "added";
     });
   }
 
   /** awaiting signatures whose time passed, still marked open */
   async expiredOpen(now: string): Promise<SafeTransactionRecord[]> {
-    return (await this.db.all<Row>("SELECT * FROM safe_transactions WHERE status = 'awaiting_signatures' AND expires_at <= ? ORDER BY created_at LIMIT 50", now)).map(fromRow);
+    return (await this.db.all("SELECT * FROM safe_transactions WHERE status = 'awaiting_signatures' AND expires_at <= ? ORDER BY created_at LIMIT 50", now)).map(fromRow);
   }
 
   /** expired: the service will not execute it (in the caller's transaction, with its receipt) */
@@ -171,7 +123,7 @@ export class SafeTransactionStore {
 
   /** candidates for the executor: signed by at least `minSignatures` owners, or an executing claim whose lease lapsed */
   async executable(now: string): Promise<SafeTransactionRecord[]> {
-    const rows = await this.db.all<Row>(
+    const rows = await this.db.all(
       "SELECT * FROM safe_transactions WHERE (status = 'awaiting_signatures' AND signatures <> '[]' AND expires_at > ?) OR (status = 'executing' AND lease_expires_at <= ?) ORDER BY created_at LIMIT 50",
       now, now,
     );
@@ -185,14 +137,15 @@ export class SafeTransactionStore {
    */
   async claim(id: string, holder: string, now: Date): Promise<SafeTransactionRecord | null> {
     return this.db.transaction(async () => {
-      const r = await this.db.get<Row>("SELECT * FROM safe_transactions WHERE id = ?", id);
+      const row = await this.db.get("SELECT * FROM safe_transactions WHERE id = ?", id);
       const iso = now.toISOString();
-      if (!r) return null;
-      const open = r.status === "awaiting_signatures" && r.expires_at > iso;
-      const lapsed = r.status === "executing" && r.lease_expires_at !== null && r.lease_expires_at <= iso;
+      if (!row) return null;
+      const t = fromRow(row);
+      const open = t.status === "awaiting_signatures" && t.expiresAt > iso;
+      const lapsed = t.status === "executing" && t.leaseExpiresAt !== null && t.leaseExpiresAt <= iso;
       if (!open && !lapsed) return null;
-      await this.db.run("UPDATE safe_transactions SET status = 'executing', holder = ?, lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = ?", holder, leaseUntil(now), iso, id, r.status);
-      return fromRow({ ...r, status: "executing", holder, lease_expires_at: leaseUntil(now) });
+      await this.db.run("UPDATE safe_transactions SET status = 'executing', holder = ?, lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = ?", holder, leaseUntil(now), iso, id, t.status);
+      return { ...t, status: "executing", holder, leaseExpiresAt: leaseUntil(now) };
     });
   }
 

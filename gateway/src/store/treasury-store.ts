@@ -1,18 +1,22 @@
-import type { PresetName } from "../domain/presets";
-import type { Holdings } from "../domain/portfolio";
-import type { TreasuryChain } from "../../../contracts-abi/chains";
+import type { PresetName } from "@treasury/core/domain/presets";
+import type { Holdings } from "@treasury/core/domain/portfolio";
+import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import type { Db } from "./db";
+import { rowReader, type RowOf } from "./schema/table";
+import { treasuries } from "./schema/tables/treasury";
 
-export type ExecutionMode = "wallet" | "managed";
+type TreasuryRow = RowOf<typeof treasuries>;
+
+export type ExecutionMode = TreasuryRow["executionMode"];
 /** how the treasury came to exist */
-export type TreasuryOrigin = "registration" | "sandbox_key" | "x402_payer" | "operator";
+export type TreasuryOrigin = TreasuryRow["origin"];
 /**
  * What the service knows of who controls the wallet: `unproven` (a bare
  * registration: reachable only with its own API key, invisible to wallet
  * lookups), `proven` (a signed ownership statement), `paid` (created by the
  * wallet's own x402 payment, whose signature proves the wallet).
  */
-export type Ownership = "unproven" | "proven" | "paid";
+export type Ownership = TreasuryRow["ownership"];
 
 export interface TreasuryRecord {
   id: string;
@@ -28,41 +32,12 @@ export interface TreasuryRecord {
   updatedAt: string;
 }
 
-interface Row {
-  id: string;
-  wallet_address: string;
-  chain: TreasuryChain;
-  preset: PresetName;
-  execution_mode: ExecutionMode;
-  status: string;
-  origin: TreasuryOrigin;
-  ownership: Ownership;
-  btc_units: string;
-  eth_units: string;
-  usdc_micro: string;
-  debt_micro: string;
-  created_at: string;
-  updated_at: string;
-}
-
-const fromRow = (r: Row): TreasuryRecord => ({
-  id: r.id,
-  walletAddress: r.wallet_address as `0x${string}`,
-  chain: r.chain,
-  preset: r.preset,
-  executionMode: r.execution_mode,
-  status: r.status,
-  origin: r.origin,
-  ownership: r.ownership,
-  holdings: {
-    btcUnits: BigInt(r.btc_units),
-    ethUnits: BigInt(r.eth_units),
-    usdcMicro: BigInt(r.usdc_micro),
-    debtMicro: BigInt(r.debt_micro),
-  },
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
+const read = rowReader(treasuries, { omit: ["ownership_proof"] });
+/** the four balances are the record's holdings */
+const fromRow = (raw: unknown): TreasuryRecord => {
+  const { btcUnits, ethUnits, usdcMicro, debtMicro, createdAt, updatedAt, ...t } = read(raw);
+  return { ...t, holdings: { btcUnits, ethUnits, usdcMicro, debtMicro }, createdAt, updatedAt };
+};
 
 export class TreasuryStore {
   constructor(private readonly db: Db) {}
@@ -77,7 +52,7 @@ export class TreasuryStore {
   }
 
   async get(id: string): Promise<TreasuryRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM treasuries WHERE id = ?", id) as Row | undefined;
+    const row = await this.db.get("SELECT * FROM treasuries WHERE id = ?", id);
     return row ? fromRow(row) : undefined;
   }
 
@@ -90,7 +65,7 @@ export class TreasuryStore {
   async findOwnedByWallet(address: string, chain?: TreasuryChain): Promise<TreasuryRecord | undefined> {
     const row = (chain === undefined
       ? await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address)
-      : await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND chain = ? AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address, chain)) as Row | undefined;
+      : await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND chain = ? AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address, chain));
     return row ? fromRow(row) : undefined;
   }
 
@@ -100,7 +75,7 @@ export class TreasuryStore {
    * is never returned: its holder could queue actions for the owners to sign.
    */
   async managedForWallet(address: string): Promise<TreasuryRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND execution_mode = 'managed' AND ownership = 'proven' ORDER BY created_at DESC, rowid DESC LIMIT 1", address) as Row | undefined;
+    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND execution_mode = 'managed' AND ownership = 'proven' ORDER BY created_at DESC, rowid DESC LIMIT 1", address);
     return row ? fromRow(row) : undefined;
   }
 

@@ -7,7 +7,7 @@
  * shape of a facilitator's discovery list.
  */
 import type { ZodType } from "zod";
-import { z } from "../schemas/zod";
+import { z } from "@treasury/core/schemas/zod";
 
 export const BAZAAR = "bazaar";
 

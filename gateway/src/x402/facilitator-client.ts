@@ -4,14 +4,14 @@
  *   public the public Base Sepolia facilitator (https://x402.org/facilitator, or X402_FACILITATOR_URL)
  *   cdp    Coinbase's CDP facilitator through @coinbase/x402, keys CDP_API_KEY_ID / CDP_API_KEY_SECRET
  * All three speak the same x402 v1 HTTP API. The client is x402's `useFacilitator` made over Node's own
- * HTTP client with kept-alive connections (lib/keep-alive-post.ts): the same requests (POST /verify and /settle, the same JSON body
+ * HTTP client with kept-alive connections (packages/core/src/lib/keep-alive-post.ts): the same requests (POST /verify and /settle, the same JSON body
  * through x402's toJsonSafe, the same auth headers), the same answers and errors (VerifyError,
  * SettleError). x402's calls `fetch`, whose request and stream objects were a fifth of the gateway's CPU
  * on a paid request in the bench's profile (bench/README.md, item 25).
  */
 import { createFacilitatorConfig } from "@coinbase/x402";
 import { toJsonSafe } from "x402/shared";
-import { keepAlivePost } from "../lib/keep-alive-post";
+import { keepAlivePost } from "@treasury/core/lib/keep-alive-post";
 import { SettleError, VerifyError, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from "x402/types";
 
 export type FacilitatorMode = "local" | "public" | "cdp";

@@ -6,7 +6,7 @@
  * EIP-3009 authorization carries no route, so a distinct amount is what binds
  * a payment to the route and price it was made for.
  */
-import { formatDecimal } from "../domain/money";
+import { formatDecimal } from "@treasury/core/domain/money";
 import { X402_NETWORK_V2 } from "./payment-match";
 
 export interface RoutePrice {

@@ -1,11 +1,11 @@
 /**
  * The treasury actions as the command line takes them, derived from the
- * gateway's declarations (gateway/src/actions: DECLARED, each one's `cli.usage`,
+ * gateway's declarations (@treasury/core/actions: DECLARED, each one's `cli.usage`,
  * route summary and example), never restated here: what arguments and flags an
  * action takes, which are required, the values a flag accepts, the unit of its
  * amount, and an example command.
  */
-import { DECLARED, declarationOf, TREASURY_ACTIONS, type TreasuryAction } from "../../../gateway/src/actions";
+import { DECLARED, declarationOf, TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
 
 export interface ActionFlag {
   name: string;

@@ -5,7 +5,7 @@
  * typed, why it is not an amount, and what to write instead.
  */
 import { parseUnits } from "viem";
-import type { TreasuryAction } from "../../../gateway/src/actions";
+import type { TreasuryAction } from "@treasury/core/actions";
 import { actionUsage, isTreasuryAction } from "./actions";
 import { UsageError } from "./args";
 

@@ -29,7 +29,7 @@ export function overview(): string {
     "commands:",
     ...table(COMMANDS.map((c) => [c.name, c.about])),
     "",
-    "actions (signer-agent run <action> ...: the gateway's declarations, gateway/src/actions):",
+    "actions (signer-agent run <action> ...: the gateway's declarations, @treasury/core/actions):",
     ...actionLines("signer-agent run"),
     "",
     ...AMOUNTS,
@@ -59,7 +59,7 @@ export function commandHelp(c: CommandSpec): string {
     lines.push("", "arguments:", ...table(c.args.map((a) => [`<${a.name}>`, `${a.about}${a.optional ? " (optional)" : ""}`])));
   }
   if (c.name === "run" || c.name === "operator propose") {
-    lines.push("", "actions (the gateway's declarations, gateway/src/actions):", ...actionLines(`signer-agent ${c.name}`), "", ...AMOUNTS);
+    lines.push("", "actions (the gateway's declarations, @treasury/core/actions):", ...actionLines(`signer-agent ${c.name}`), "", ...AMOUNTS);
   } else if (c.args.some((a) => /amount|weth/.test(a.name)) || c.flags.some((f) => /usdc|amount/.test(f.value ?? ""))) {
     lines.push("", ...AMOUNTS);
   }

@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
-import { declarationOf } from "../../../gateway/src/actions";
+import { declarationOf } from "@treasury/core/actions";
 import { SignerAgent } from "../agent";
 import { agentConfig } from "../config";
 import { eth, pct, usdc, usdcNumber } from "../format";

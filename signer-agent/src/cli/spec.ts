@@ -4,7 +4,7 @@
  * a command line against it and help.ts renders it; the treasury actions come
  * from the gateway's declarations (actions.ts).
  */
-import { TREASURY_ACTIONS } from "../../../gateway/src/actions";
+import { TREASURY_ACTIONS } from "@treasury/core/actions";
 import { actionFlags } from "./actions";
 
 export interface ArgSpec {

@@ -2,7 +2,7 @@
 import { verifyTypedData as viemVerifyTypedData, type VerifyTypedDataParameters } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { withNativeEoaCheck } from "./local-facilitator";
+import { withNativeEoaCheck } from "./native-eoa-check";
 
 const typed = {
   domain: { name: "USDC", version: "2", chainId: 84532, verifyingContract: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as const },

@@ -31,14 +31,17 @@
  * failing. So a gateway that takes over a dead request's payment settles it
  * once and never charges twice.
  */
-import { BaseError, createPublicClient, createWalletClient, getAddress, hashTypedData, isAddressEqual, NonceTooLowError, parseSignature, publicActions, type Hex, type VerifyTypedDataParameters } from "viem";
-import { rpcHttp } from "../../chain/rpc-transport";
+import { createPublicClient, createWalletClient, getAddress, publicActions, type Hex } from "viem";
+import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { verify as x402Verify } from "x402/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
-import type { RequirementsV2 } from "../payment-match";
-import { recoverHashSigner } from "../../lib/recover-signer";
+import { nonceTaken, shortError, TOKEN_ABI, transferCall, type ExactEvmPayload } from "./authorization-call";
+import { withNativeEoaCheck } from "./native-eoa-check";
+import { asVersion1, NETWORK, NETWORK_V2, type AnyPayment, type AnyRequirements } from "./payment-versions";
+
+
 
 /** how long a payment found valid by verify is taken as verified by its settle (see the file's comment) */
 export const VERIFIED_REUSE_MS = 5_000;
@@ -48,128 +51,6 @@ const VERIFIED_KEPT = 10_000;
 /** how long what a token says of itself (its code, EIP-712 name and version) is taken as known */
 export const TOKEN_FACTS_TTL_MS = 60_000;
 
-/**
- * viem's `verifyTypedData` with an externally owned account's 65-byte signature checked by native recovery
- * first (lib/recover-signer.ts): viem's default asks the chain (an eth_call of the ERC-6492 validator),
- * then recovers in JavaScript when that call fails, as it does on a local chain; x402's verify made three
- * of each per paid request (verify, and settle's two). A signature that does not recover to the address
- * (a contract wallet's: ERC-1271, ERC-6492) is verified by viem as before.
- */
-export function withNativeEoaCheck<C extends { verifyTypedData: (args: VerifyTypedDataParameters) => Promise<boolean> }>(client: C): C {
-  const viemVerify = client.verifyTypedData.bind(client);
-  const verifyTypedData = async (args: VerifyTypedDataParameters): Promise<boolean> => {
-    const { address, signature, ...typed } = args as VerifyTypedDataParameters & { signature: unknown };
-    if (typeof signature === "string" && /^0x[0-9a-fA-F]{130}$/.test(signature)) {
-      try {
-        if (isAddressEqual(await recoverHashSigner(hashTypedData(typed as never), signature as Hex), address)) return true;
-      } catch {
-        // not a recoverable ECDSA signature: viem decides
-      }
-    }
-    return viemVerify(args);
-  };
-  return { ...client, verifyTypedData };
-}
-
-const NETWORK = "base-sepolia";
-const NETWORK_V2 = "eip155:84532";
-
-/** a version 2 payment (its requirements are payment-match's RequirementsV2) */
-interface PaymentV2 {
-  x402Version: 2;
-  accepted: RequirementsV2;
-  payload: Record<string, unknown>;
-  resource?: { url?: string };
-}
-export type AnyPayment = PaymentPayload | PaymentV2;
-export type AnyRequirements = PaymentRequirements | RequirementsV2;
-
-/**
- * A version 2 payment as the version 1 payment it is (same authorization and
- * signature), or why it cannot be: its `accepted` must be the requirements.
- */
-function asVersion1(payment: AnyPayment, requirements: AnyRequirements): { payment: PaymentPayload; requirements: PaymentRequirements; version: 1 | 2 } | { invalid: string } {
-  if (payment.x402Version !== 2) {
-    if (payment.x402Version !== 1) return { invalid: "invalid_x402_version" };
-    return { payment: payment as PaymentPayload, requirements: requirements as PaymentRequirements, version: 1 };
-  }
-  const p = payment as PaymentV2;
-  const r = requirements as RequirementsV2;
-  if (!p.accepted || typeof r.amount !== "string") return { invalid: "invalid_payload" };
-  if (p.accepted.network !== NETWORK_V2 || r.network !== NETWORK_V2) return { invalid: "invalid_network" };
-  const same = (a: unknown, b: unknown) => String(a).toLowerCase() === String(b).toLowerCase();
-  if (p.accepted.scheme !== r.scheme || p.accepted.amount !== r.amount || !same(p.accepted.payTo, r.payTo) || !same(p.accepted.asset, r.asset)) return { invalid: "invalid_payment_requirements" };
-  return {
-    version: 2,
-    payment: { x402Version: 1, scheme: p.accepted.scheme as "exact", network: NETWORK, payload: p.payload as never },
-    requirements: {
-      scheme: r.scheme as "exact",
-      network: NETWORK,
-      maxAmountRequired: r.amount,
-      resource: (p.resource?.url ?? "https://x402.invalid/") as `${string}://${string}`,
-      description: "",
-      mimeType: "application/json",
-      payTo: r.payTo as `0x${string}`,
-      maxTimeoutSeconds: r.maxTimeoutSeconds,
-      asset: r.asset as `0x${string}`,
-      extra: r.extra,
-    },
-  };
-}
-
-const TOKEN_ABI = [
-  { type: "function", name: "name", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
-  { type: "function", name: "version", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
-  { type: "function", name: "authorizationState", stateMutability: "view", inputs: [{ type: "address" }, { type: "bytes32" }], outputs: [{ type: "bool" }] },
-  { type: "event", name: "AuthorizationUsed", inputs: [{ name: "authorizer", type: "address", indexed: true }, { name: "nonce", type: "bytes32", indexed: true }] },
-  {
-    type: "function",
-    name: "transferWithAuthorization",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "from", type: "address" },
-      { name: "to", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "validAfter", type: "uint256" },
-      { name: "validBefore", type: "uint256" },
-      { name: "nonce", type: "bytes32" },
-      { name: "v", type: "uint8" },
-      { name: "r", type: "bytes32" },
-      { name: "s", type: "bytes32" },
-    ],
-    outputs: [],
-  },
-] as const;
-
-export interface ExactEvmPayload {
-  signature: Hex;
-  authorization: { from: `0x${string}`; to: `0x${string}`; value: string; validAfter: string; validBefore: string; nonce: Hex };
-}
-
-/** the token call that settles an authorization (v, r, s from its 65-byte signature): simulated, then sent */
-function transferCall(asset: `0x${string}`, p: ExactEvmPayload) {
-  const sig = parseSignature(p.signature);
-  return {
-    address: asset,
-    abi: TOKEN_ABI,
-    functionName: "transferWithAuthorization",
-    args: [
-      p.authorization.from,
-      p.authorization.to,
-      BigInt(p.authorization.value),
-      BigInt(p.authorization.validAfter),
-      BigInt(p.authorization.validBefore),
-      p.authorization.nonce,
-      sig.v !== undefined ? Number(sig.v) : 27 + sig.yParity,
-      sig.r,
-      sig.s,
-    ],
-  } as const;
-}
-
-/** a node's refusal of a nonce another transaction of the account took (viem's error for it, or the node's words) */
-const nonceTaken = (err: unknown): boolean =>
-  (err instanceof BaseError && err.walk((e) => e instanceof NonceTooLowError) !== null) || /nonce too low|already known|replacement transaction underpriced/i.test(String((err as Error)?.message));
 
 export class LocalFacilitator {
   private readonly publicClient;
@@ -419,9 +300,4 @@ export class LocalFacilitator {
     }
     return next;
   }
-}
-
-function shortError(err: unknown): string {
-  const e = err as { shortMessage?: string; message?: string };
-  return (e.shortMessage ?? e.message ?? String(err)).split("\n")[0]!.slice(0, 200);
 }

@@ -1,7 +1,8 @@
 /** HTTP face of the local facilitator: POST /verify, POST /settle, GET /supported (x402 wire format, versions 1 and 2). */
 import express, { type Express } from "express";
 import { z } from "zod";
-import type { AnyPayment, AnyRequirements, LocalFacilitator } from "./local-facilitator";
+import type { LocalFacilitator } from "./local-facilitator";
+import type { AnyPayment, AnyRequirements } from "./payment-versions";
 
 const BodyV1 = z.object({
   x402Version: z.literal(1),

@@ -1,0 +1,327 @@
+/**
+ * An envelope's life (spec 2.5, 2.6, 3.2), in one place:
+ *
+ *   create     the planned action's calls as ordered steps, `awaiting_signature` until ENVELOPE_TTL_MS
+ *   expire     past its expiry, a relay of it is refused (envelope_expired) and it becomes `expired`
+ *   claim      a step becomes `broadcasting` with its transaction's hash, signer and nonce, in the one
+ *              store statement that re-checks it: a second signature of the step is refused here, never sent
+ *   broadcast  the signed bytes to the node; refused by the node (never reached it): unclaimed
+ *   settle     wait for the receipt: mined -> record; reverted -> unclaimed; none in time -> `broadcasting`
+ *   reconcile  a `broadcasting` step against the chain: mined -> settle; pending -> unchanged; dropped
+ *              (its nonce used by another transaction) -> unclaimed; unknown -> the same bytes sent again
+ *   record     the step `relayed` with its receipt and, at the last step, the action's execution and fee
+ *              audit (services/execution-recorder.ts) with the envelope's own fee, as signed, in one
+ *              transaction. A chain-backed treasury's figures are read back from the chain; a simulated
+ *              treasury's step is checked and recorded at once, the action applied to its sandbox ledger.
+ *
+ * The relay (relay-service.ts) decides whether a signed transaction may enter this life (exact call,
+ * right signer, next nonce, earlier steps relayed); the sandbox's own part (steps prepared or provided
+ * without a signature, swap output taken back) is envelopes/sandbox-steps.ts.
+ */
+import { planSteps } from "@treasury/core/chain/envelope-plan";
+import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
+import { declarationOf } from "@treasury/core/actions";
+import { feeFor, type Fee } from "@treasury/core/domain/fees";
+import { positionOf } from "@treasury/core/domain/portfolio";
+import { ltvPct } from "@treasury/core/domain/position";
+import { usdcToNumber } from "@treasury/core/domain/money";
+import type { ActionParams } from "@treasury/core/domain/sandbox-ledger";
+import { TreasuryError } from "@treasury/core/lib/errors";
+import { newId } from "@treasury/core/lib/ids";
+import { chainHealthScore, type ChainGateway, type ChainPosition } from "../../chain/chain-gateway";
+import type { VerifiedTransaction } from "../../chain/signed-transaction";
+import type { EnvelopeRecord, StepRecord } from "../../store/envelope-store";
+import type { TreasuryRecord } from "../../store/treasury-store";
+import type { Links, ServiceContext } from "../context";
+import type { TreasuryBacking } from "../execution/backing";
+import type { Plan, Planner } from "../execution/planner";
+import type { ExecutionRecorder } from "../execution-recorder";
+import type { SandboxSteps } from "./sandbox-steps";
+
+export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
+
+/** what relaying a step came to; the route answers 200 for `relayed` and `replayed`, 202 for `broadcasting` */
+export type RelayOutcome =
+  /** the step is recorded (with the action's execution when it was the last) */
+  | { kind: "relayed"; result: Record<string, unknown> }
+  /** the same signed transaction relayed again (a retry after a lost answer): the step's receipt */
+  | { kind: "replayed"; result: Record<string, unknown> }
+  /** sent, not mined in time: the step stays claimed, reconciled later */
+  | { kind: "broadcasting"; result: Record<string, unknown> };
+
+type Ctx = ServiceContext<"envelopes" | "treasuries">;
+
+export class EnvelopeLifecycle {
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly parts: { backing: TreasuryBacking; planner: Planner; recorder: ExecutionRecorder; sandboxSteps: SandboxSteps; chain: ChainGateway },
+  ) {}
+
+  /** create: the planned action's steps, stored awaiting the wallet's signatures; `nonce` the hint of the wallet's next nonce */
+  async create(treasury: TreasuryRecord, plan: Plan, now: Date, nonce: { nonce: number | null }): Promise<{ envelope: EnvelopeRecord; steps: StepRecord[] }> {
+    const { request, fee } = plan;
+    const planned = planSteps({ action: request.action, chain: treasury.chain, wallet: treasury.walletAddress, amountMicro: request.amountMicro, feeMicro: fee.feeMicro, feeRecipient: this.ctx.config.feeRecipient, params: request.params });
+    const stepIds = planned.map(() => newId("tx"));
+    // the envelope's own id: relaying the one unsigned_transaction under it is the one-signature path (relay-service.ts)
+    const envelopeTxId = newId("tx");
+    const params = { ...(request.params as Record<string, unknown>), ...(nonce.nonce !== null ? { nonce_base: nonce.nonce } : {}), ltv_before: plan.ltvBefore };
+    const envelope: EnvelopeRecord = {
+      txId: envelopeTxId, treasuryId: treasury.id, action: request.action, amountMicro: request.amountMicro,
+      // the fee as it is signed: its amount, rate and basis
+      feeMicro: fee.feeMicro, feeBps: Number(fee.feeBps), feeBasis: fee.basis,
+      params, chain: treasury.chain, chainId: AAVE_MARKETS[treasury.chain].chainId, status: "awaiting_signature",
+      createdAt: now.toISOString(), expiresAt: new Date(now.getTime() + ENVELOPE_TTL_MS).toISOString(), completedAt: null,
+    };
+    const steps: StepRecord[] = planned.map((p, i) => ({
+      txId: stepIds[i]!, envelopeTxId, seq: i, kind: p.kind, to: p.to, data: p.data, value: p.value, summary: p.summary as unknown as Record<string, unknown>,
+      status: "awaiting_signature", txHash: null, signedTransaction: null, receipt: null, relayedAt: null, signer: null, txNonce: null, broadcastAt: null, failedAttempts: [],
+    }));
+    await this.ctx.stores.envelopes.insert(envelope, steps);
+    return { envelope, steps };
+  }
+
+  /** expire: an envelope past its expiry is refused (and marked so) */
+  async refuseExpired(envelope: EnvelopeRecord): Promise<void> {
+    const now = this.ctx.clock.now();
+    if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
+      if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
+      throw new TreasuryError("envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
+    }
+  }
+
+  /** claim: the step becomes `broadcasting` with the transaction's hash and nonce; anything else holding it is refused */
+  async claim(txId: string, verified: VerifiedTransaction, signed: `0x${string}`, txNonce: number): Promise<void> {
+    const claimed = await this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
+    if (claimed) return;
+    const fresh = (await this.ctx.stores.envelopes.step(txId))!;
+    throw fresh.status === "relayed" ? this.alreadyRelayed(fresh) : fresh.status === "broadcasting" ? this.inFlight(fresh) : new TreasuryError("step_out_of_order", "an earlier step of this envelope is not relayed yet");
+  }
+
+  /** broadcast: a transaction the node refused without ever knowing it leaves the step awaiting a new signature */
+  async broadcast(treasury: TreasuryRecord, txId: string, signed: `0x${string}`, hash: `0x${string}`): Promise<void> {
+    try {
+      await this.parts.chain.send(treasury.chain, signed);
+    } catch (err) {
+      if (!(await this.parts.chain.known(treasury.chain, hash).catch(() => true))) {
+        await this.ctx.stores.envelopes.unclaimStep(txId, hash, `refused by the node: ${err instanceof TreasuryError ? err.shortMessage : String(err)}`, this.ctx.clock.now().toISOString());
+        throw err;
+      }
+    }
+  }
+
+  /** settle: wait up to `timeoutMs` for a claimed step's receipt and record the outcome */
+  async settle(txId: string, hash: `0x${string}`, timeoutMs: number): Promise<RelayOutcome> {
+    const step = (await this.ctx.stores.envelopes.step(txId))!;
+    const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
+    const treasury = await this.parts.backing.treasury(envelope.treasuryId);
+    const chain = treasury.chain;
+    const mined = await this.parts.chain.receipt(chain, hash, timeoutMs);
+    if (!mined) return { kind: "broadcasting", result: broadcastingReceipt(this.ctx.links, envelope, txId, hash) };
+    if (mined.status !== "success") {
+      await this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
+      throw new TreasuryError("transaction_reverted", `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`, { tx_hash: hash });
+    }
+    if (envelope.params.one_signature === true && step.kind === "pool_call") await this.parts.sandboxSteps.provideTrailing(envelope, step, treasury);
+    const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
+    const last = steps.every((s) => s.txId === txId || s.status === "relayed");
+    const chainAfter = last ? await this.parts.chain.position(chain, treasury.walletAddress) : null;
+    let won = false;
+    const receipt = await this.ctx.tx.transaction(async () => {
+      won = false;
+      const fresh = (await this.ctx.stores.envelopes.step(txId))!;
+      if (fresh.status === "relayed") {
+        // settled meanwhile by a concurrent reconciliation of the same transaction: the same receipt
+        if (fresh.txHash === hash && fresh.receipt) return fresh.receipt;
+        throw this.alreadyRelayed(fresh);
+      }
+      const at = this.ctx.clock.now();
+      const current = await this.parts.backing.treasury(envelope.treasuryId);
+      const execution = last && chainAfter ? await this.recordMined(current, envelope, chainAfter, at) : undefined;
+      const answer = relayReceipt(envelope, step, {
+        oneSignature: envelope.params.one_signature === true,
+        provided: steps.filter((s) => s.txId !== txId && s.txHash === null && s.receipt),
+        txHash: hash,
+        simulated: false,
+        block: { number: Number(mined.blockNumber), gasUsed: Number(mined.gasUsed) },
+        resultingLtv: chainAfter ? ltvPct(chainAfter) : ltvPct(positionOf(current.holdings)),
+        last,
+        remaining: steps.filter((s) => s.status !== "relayed" && s.txId !== txId).length,
+        execution,
+        signer: fresh.signer!,
+        at,
+      });
+      if (!(await this.ctx.stores.envelopes.finishStep(txId, hash, answer, at.toISOString()))) throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
+      if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+      won = true;
+      return answer;
+    });
+    // the wallet swapped for real: the output the sandbox delivered ahead goes back to the pool (by the one settlement that recorded the step)
+    if (won && step.kind === "swap") await this.parts.sandboxSteps.takeBack(chain, envelope, step);
+    return { kind: "relayed", result: receipt };
+  }
+
+  /** reconcile: a `broadcasting` step against the chain (called by a relay or a read of the step, and by reads of its treasury) */
+  async reconcile(step: StepRecord): Promise<void> {
+    if (step.status !== "broadcasting" || !step.txHash || !step.signedTransaction) return;
+    const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
+    const treasury = await this.parts.backing.treasury(envelope.treasuryId);
+    if (!this.parts.backing.chainBacked(treasury)) return;
+    const chain = treasury.chain;
+    const hash = step.txHash as `0x${string}`;
+    if (await this.parts.chain.receipt(chain, hash, 0)) {
+      await this.settle(step.txId, hash, 0).catch(() => undefined);
+      return;
+    }
+    if (await this.parts.chain.known(chain, hash)) return; // pending
+    const used = await this.parts.chain.minedNonce(chain, step.signer as `0x${string}`);
+    if (step.txNonce !== null && used > step.txNonce) {
+      await this.ctx.stores.envelopes.unclaimStep(step.txId, hash, `dropped: nonce ${step.txNonce} was used by another transaction`, this.ctx.clock.now().toISOString());
+      return;
+    }
+    await this.parts.chain.send(chain, step.signedTransaction as `0x${string}`).catch(() => undefined);
+  }
+
+  /**
+   * record, for a simulated treasury (no chain behind it): the step checked and
+   * recorded in one transaction, the action applied to the sandbox ledger at the
+   * last step; `one`: the other steps provided in simulation with the main call.
+   */
+  async recordSimulated(txId: string, signed: `0x${string}`, verified: VerifiedTransaction, one?: { provide: StepRecord[] }): Promise<Record<string, unknown>> {
+    return await this.ctx.tx.transaction(async () => {
+      const step = (await this.ctx.stores.envelopes.step(txId))!;
+      if (step.status === "relayed") throw this.alreadyRelayed(step);
+      const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
+      const at = this.ctx.clock.now();
+      for (const s of one?.provide ?? []) {
+        const provided = { object: "provided_step", provided_by: "sandbox", method: "simulation", effect: `${s.kind} applied with the action to the sandbox ledger`, tx_id: s.txId, seq: s.seq, kind: s.kind };
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, provided, at.toISOString()))) throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} was relayed meanwhile; retry`);
+      }
+      const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
+      const last = steps.every((s) => s.txId === txId || s.status === "relayed");
+      const current = await this.parts.backing.treasury(envelope.treasuryId);
+      let resultLtv = ltvPct(positionOf(current.holdings));
+      let execution: Record<string, unknown> | undefined;
+      if (last) {
+        // the fee as signed in the envelope, not today's tier
+        const plan = await this.parts.planner.plan(current, { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as never }, null, envelopeFee(envelope));
+        execution = await this.parts.recorder.recordAction(current, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: false }, at);
+        resultLtv = plan.ltvAfter;
+      }
+      const receipt = relayReceipt(envelope, step, {
+        oneSignature: one !== undefined,
+        provided: steps.filter((s) => s.txId !== txId && s.txHash === null && s.receipt),
+        txHash: verified.hash,
+        simulated: true,
+        resultingLtv: resultLtv,
+        last,
+        remaining: steps.filter((s) => s.status !== "relayed" && s.txId !== txId).length,
+        execution,
+        signer: verified.signer,
+        at,
+      });
+      if (!(await this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString()))) throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
+      if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+      return receipt;
+    });
+  }
+
+  /**
+   * record, for an envelope whose transactions were broadcast and mined: the
+   * chain already holds the result, so no rail and no sandbox ledger, only the
+   * execution and the fee audit with the envelope's own fee and the figures
+   * read back from the chain.
+   */
+  private recordMined(treasury: TreasuryRecord, envelope: EnvelopeRecord, after: ChainPosition, now: Date): Promise<Record<string, unknown>> {
+    const plan: Plan = {
+      request: { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as ActionParams },
+      fee: envelopeFee(envelope),
+      ledger: null,
+      ltvBefore: typeof envelope.params.ltv_before === "number" ? envelope.params.ltv_before : 0,
+      ltvAfter: ltvPct(after),
+      healthAfter: chainHealthScore(after),
+      debtAfterMicro: after.debtMicro,
+    };
+    return this.parts.recorder.recordAction(treasury, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: true }, now);
+  }
+
+  alreadyRelayed(step: StepRecord): TreasuryError {
+    return new TreasuryError("already_relayed", `${step.txId} was already relayed as ${step.txHash}`, { tx_hash: step.txHash, receipt: step.receipt });
+  }
+
+  inFlight(step: StepRecord): TreasuryError {
+    return new TreasuryError("step_in_flight", `${step.txId} is being broadcast as ${step.txHash}; no other signature of it is sent. Poll GET /api/v1/relay/${step.txId}`, {
+      tx_hash: step.txHash,
+      status_url: this.ctx.links.url(`/api/v1/relay/${step.txId}`),
+    });
+  }
+}
+
+/** the fee of an envelope, exactly as it was planned and signed */
+export function envelopeFee(envelope: EnvelopeRecord): Fee {
+  if (envelope.feeBps !== null && envelope.feeBasis !== null) return { feeMicro: envelope.feeMicro, feeBps: BigInt(envelope.feeBps), basis: envelope.feeBasis };
+  // envelopes from before the fee was kept with them: the amount is theirs, the basis of their action
+  const f = feeFor(declarationOf(envelope.action).fee, envelope.amountMicro, 0);
+  return { ...f, feeMicro: envelope.feeMicro };
+}
+
+/** the figures of one relayed step that its receipt reports */
+interface RelayedStep {
+  oneSignature: boolean;
+  provided: StepRecord[];
+  txHash: string;
+  simulated: boolean;
+  block?: { number: number; gasUsed: number };
+  resultingLtv: number;
+  last: boolean;
+  remaining: number;
+  execution?: Record<string, unknown>;
+  signer: string;
+  at: Date;
+}
+
+/** spec 2.6: the relay receipt of one step, with the action's receipt when it was the last */
+function relayReceipt(envelope: EnvelopeRecord, step: StepRecord, r: RelayedStep): Record<string, unknown> {
+  return {
+    sandbox: true,
+    object: "relay_receipt",
+    // the one-signature path answers under the envelope's tx_id, the steps path under the step's
+    tx_id: r.oneSignature ? envelope.txId : step.txId,
+    tx_hash: r.txHash,
+    simulated: r.simulated,
+    ...(r.block ? { block_number: r.block.number, gas_used: r.block.gasUsed } : {}),
+    chain: envelope.chain,
+    chain_id: envelope.chainId,
+    status: "confirmed",
+    result: {
+      action: envelope.action,
+      amount_usdc: usdcToNumber(envelope.amountMicro),
+      resulting_ltv: r.resultingLtv,
+      step: step.kind,
+      sequence_complete: r.last,
+      remaining_steps: r.remaining,
+      ...(r.execution ? { receipt: r.execution } : {}),
+    },
+    ...(r.provided.length > 0 ? { provided_steps: r.provided.map((s) => s.receipt) } : {}),
+    ...(r.oneSignature ? { step_tx_id: step.txId } : {}),
+    envelope_tx_id: envelope.txId,
+    signer: r.signer,
+    relayed_at: r.at.toISOString(),
+  };
+}
+
+/** a step sent and not mined in time: it stays claimed, reconciled later */
+function broadcastingReceipt(links: Links, envelope: EnvelopeRecord, txId: string, hash: string): Record<string, unknown> {
+  return {
+    sandbox: true,
+    object: "relay_receipt",
+    tx_id: txId,
+    tx_hash: hash,
+    simulated: false,
+    chain: envelope.chain,
+    chain_id: envelope.chainId,
+    status: "broadcasting",
+    status_url: links.url(`/api/v1/relay/${txId}`),
+    message: "the transaction was sent and is not mined yet; its step stays claimed (no other signature of it will be sent). Poll status_url or relay the same step again.",
+    envelope_tx_id: envelope.txId,
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * The plan of an action (spec 2.2, 2.3): its fee, the safety rail and the
+ * balance checks, without writing anything. A chain-backed treasury is
+ * checked against its position as Aave reports it and its wallet's USDC
+ * (an action that swaps bounded under the pool's quote now); a sandbox
+ * treasury against its simulated ledger (a swap filled at the sandbox's
+ * price), whose next holdings the plan carries.
+ *
+ * Every execution mode plans the same way (services/execution/modes.ts), and
+ * so do the relay of a simulated envelope (with the fee it was signed with)
+ * and the Safe executor (the rail again at execution).
+ */
+import { declarationOf, type TreasuryAction } from "@treasury/core/actions";
+import { PlanRefusal, type ActionDeclaration, type PriceOf } from "@treasury/core/actions/declaration";
+import { ASSETS, sandboxUnitsFor, sandboxValueMicro, type AssetSymbol } from "@treasury/core/domain/assets";
+import type { Fee } from "@treasury/core/domain/fees";
+import { formatDecimal, usdcToNumber, type Micro } from "@treasury/core/domain/money";
+import { positionOf } from "@treasury/core/domain/portfolio";
+import { healthScore, ltvPct, PositionError, simulate, type Simulation } from "@treasury/core/domain/position";
+import { PRESETS, type Preset } from "@treasury/core/domain/presets";
+import { LedgerError, type ActionParams, type LedgerResult } from "@treasury/core/domain/sandbox-ledger";
+import { TreasuryError } from "@treasury/core/lib/errors";
+import { chainAsPosition, type ChainGateway, type ChainPosition } from "../../chain/chain-gateway";
+import type { TreasuryRecord } from "../../store/treasury-store";
+import type { ServiceContext } from "../context";
+import { safetyRailError } from "../preview-service";
+
+export interface ActionRequest {
+  action: TreasuryAction;
+  amountMicro: Micro;
+  params: ActionParams;
+}
+
+export interface Plan {
+  request: ActionRequest;
+  fee: Fee;
+  /** the sandbox ledger after the action; null for a chain-backed treasury (the chain is the ledger) */
+  ledger: LedgerResult | null;
+  ltvBefore: number;
+  ltvAfter: number;
+  healthAfter: number;
+  debtAfterMicro: Micro;
+}
+
+/**
+ * The safety rail's refusal (spec 2.2); for an amount in a token (withdraw of ETH, say) `safe_amount` is in the
+ * request's own unit, so retrying with it passes, and never more than is supplied.
+ */
+function railError(d: ActionDeclaration<TreasuryAction>, sim: Simulation, preset: Preset, request: ActionRequest, price: PriceOf | null): TreasuryError {
+  const err = safetyRailError(sim, preset);
+  if (!d.safeUnits || !price) return err;
+  const safe = d.safeUnits(request.params, sim.breach!.safeAmountMicro, price);
+  return new TreasuryError(
+    err.code,
+    `this ${request.action} would take LTV from ${sim.ltvBefore}% to ${sim.ltvAfter}%, above the ${preset.ceiling}% ceiling; the most that stays within it is ${safe.amount} ${safe.asset}`,
+    { ...err.fields, safe_amount: Number(safe.amount), safe_amount_usdc: usdcToNumber(sim.breach!.safeAmountMicro), asset: safe.asset },
+  );
+}
+
+/** what `units` of one asset buy of another at the sandbox's prices */
+function sandboxSwap(from: AssetSymbol, to: AssetSymbol, units: bigint): bigint {
+  const value = from === "USDC" ? units : sandboxValueMicro(from, units);
+  return to === "USDC" ? value : sandboxUnitsFor(to, value);
+}
+
+/** a simulation whose action cannot apply to the position (more collateral out than there is) is a typed refusal (its own code) */
+function simulated(run: () => Simulation): Simulation {
+  try {
+    return run();
+  } catch (err) {
+    if (err instanceof PositionError) throw new TreasuryError(err.code, err.message);
+    throw err;
+  }
+}
+
+export class Planner {
+  constructor(
+    private readonly ctx: ServiceContext<"fees">,
+    private readonly chain: ChainGateway,
+  ) {}
+
+  /** `signedFee`: a relayed envelope applies the fee it was signed with, not today's tier */
+  async plan(treasury: TreasuryRecord, given: ActionRequest, chain: ChainPosition | null = null, signedFee?: Fee): Promise<Plan> {
+    const preset = PRESETS[treasury.preset];
+    const tier = (await this.ctx.stores.fees.ratchet()).tierIndex;
+    const d = declarationOf(given.action);
+    // an action planned on the chain's own figures (exit) first: its params from the wallet's market and the pool's quotes
+    const planned = d.planOnChain && chain ? await this.planOnChain(treasury, d, given) : given;
+    // an amount in a token (withdraw of ETH, say) is valued at the chain's oracle, or on a ledger at the sandbox's price
+    const price: PriceOf | null = d.valueMicro ? await this.priceOf(treasury, chain) : null;
+    const request = d.valueMicro && price ? { ...planned, amountMicro: d.valueMicro(planned.params, price) } : { ...planned };
+    if (chain) {
+      const position = chainAsPosition(chain)!;
+      const needs = d.walletNeeds(request.amountMicro, chain, request.params);
+      if (needs.refusal) throw new TreasuryError(needs.refusal.code, needs.refusal.message);
+      const sim = simulated(() => simulate(position, d, request.amountMicro, preset, tier));
+      if (sim.breach) throw railError(d, sim, preset, request, price);
+      // Aave's own rule after a downward leg: a health factor under 1 reverts (the rail's ceilings are under every liquidation threshold, so it holds)
+      if (d.direction === "down" && sim.after.debtMicro > 0n && sim.healthAfter < 1) {
+        throw new TreasuryError("transaction_would_revert", `Aave refuses this ${request.action}: the health factor would fall to ${sim.healthAfter}, under 1`);
+      }
+      const usdcNeeded = needs.usdcMicro;
+      if (chain.holdings.walletUsdc < usdcNeeded) {
+        throw new TreasuryError("insufficient_balance", `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`);
+      }
+      // an action that swaps is bounded under the pool's quote now (QuoterV2)
+      return { request: await this.quoted(treasury, d, request, sim.fee.feeMicro), fee: sim.fee, ledger: null, ltvBefore: sim.ltvBefore, ltvAfter: sim.ltvAfter, healthAfter: sim.healthAfter, debtAfterMicro: sim.after.debtMicro };
+    }
+    const before = positionOf(treasury.holdings);
+    const sim = simulated(() => simulate(before, d, request.amountMicro, preset, tier));
+    if (sim.breach) throw railError(d, sim, preset, request, price);
+    // on a ledger an action that swaps fills at the sandbox's price
+    const q = d.quote?.(request.params, request.amountMicro, sim.fee.feeMicro);
+    if (q) request.params = { ...request.params, quoted: sandboxSwap(q.from, q.to, q.units).toString() };
+    const fee = signedFee ?? sim.fee;
+    let ledger: LedgerResult;
+    try {
+      ledger = declarationOf(request.action).ledger(treasury.holdings, request.amountMicro, fee.feeMicro, request.params);
+    } catch (err) {
+      if (err instanceof LedgerError) throw new TreasuryError(err.code, err.message);
+      throw err;
+    }
+    const after = positionOf(ledger.holdings);
+    return { request, fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
+  }
+
+  /** the request of an action planned on the chain's figures (exit), its params made from the wallet's market now */
+  private async planOnChain(treasury: TreasuryRecord, d: ActionDeclaration<TreasuryAction>, request: ActionRequest): Promise<ActionRequest> {
+    const snapshot = await this.chain.marketSnapshot(treasury.chain, treasury.walletAddress);
+    try {
+      return { ...request, params: await d.planOnChain!(request.params, snapshot, (from, units) => this.chain.quote(treasury.chain, from, "USDC", units)) };
+    } catch (err) {
+      if (err instanceof PlanRefusal) throw new TreasuryError("insufficient_balance", err.message);
+      throw err;
+    }
+  }
+
+  /** on a chain, the request with the pool's quote of what it swaps (params.quoted), for an action that swaps */
+  private async quoted(treasury: TreasuryRecord, d: ActionDeclaration<TreasuryAction>, request: ActionRequest, feeMicro: Micro): Promise<ActionRequest> {
+    const q = d.quote?.(request.params, request.amountMicro, feeMicro);
+    if (!q || q.units <= 0n) return request;
+    return { ...request, params: { ...request.params, quoted: (await this.chain.quote(treasury.chain, q.from, q.to, q.units)).toString() } };
+  }
+
+  /** the prices an amount in a token is valued at: the chain's Aave oracle for a chain-backed treasury, else the sandbox's */
+  private async priceOf(treasury: TreasuryRecord, chain: ChainPosition | null): Promise<PriceOf> {
+    if (!chain) return (symbol) => ASSETS[symbol].sandboxPriceMicro;
+    const prices = await this.chain.pricesMicro(treasury.chain);
+    return (symbol) => prices[symbol];
+  }
+}

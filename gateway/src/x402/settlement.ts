@@ -1,0 +1,61 @@
+/**
+ * Settling a payment with the facilitator, judged: settled (with its transaction), failed (the facilitator
+ * answered that it did not and will not happen: nothing was charged), or unknown (no answer, a timeout, a
+ * facilitator error: the transfer may have been sent, so nothing may be undone). An unknown settlement is
+ * kept pending and settled again later, at most once (the facilitator settles an authorization at most
+ * once, and EIP-3009's nonce makes a second transfer impossible).
+ */
+import { TreasuryError } from "@treasury/core/lib/errors";
+import { SettleError, type PaymentPayload, type PaymentRequirements } from "x402/types";
+import type { FacilitatorClient } from "./facilitator-client";
+import type { PaymentGateContext } from "./gate-context";
+import type { KnownPayers } from "./known-payers";
+
+/** a settlement whose outcome is not known: the retry with the same proof (or the same Idempotency-Key) is served once, charged at most once */
+export const settlementUnknown = (payer: string) =>
+  new TreasuryError(
+    "payment_settlement_unknown",
+    "the facilitator did not answer the settlement of this payment: it may still be mined. Retry with the same proof (or the same Idempotency-Key): the request is served once and the payment is charged at most once",
+    { payer, retry_after_seconds: 2 },
+    { "Retry-After": "2" },
+  );
+
+/** the code of a facilitator's reason (`invalid_transaction_state: <the node's words>` -> `invalid_transaction_state`): no parser or node text reaches the client */
+export const reasonCode = (reason: string | undefined): string | undefined => reason?.match(/^[a-z0-9_]+/)?.[0];
+
+export type Settlement = { kind: "settled"; transaction: string } | { kind: "failed"; reason: string } | { kind: "unknown" };
+
+/** one settlement call, judged */
+export async function settleOnce(facilitator: FacilitatorClient, payment: PaymentPayload, requirements: PaymentRequirements): Promise<Settlement> {
+  try {
+    const settled = await facilitator.settle(payment, requirements);
+    return settled.success ? { kind: "settled", transaction: settled.transaction } : { kind: "failed", reason: reasonCode(settled.errorReason) ?? "settlement_refused" };
+  } catch (err) {
+    if (err instanceof SettleError && err.statusCode < 500) return { kind: "failed", reason: reasonCode(err.errorReason) ?? "settlement_refused" };
+    return { kind: "unknown" };
+  }
+}
+
+/**
+ * A payment whose settlement's outcome was unknown (pending), settled now: `settled` (also when it was not
+ * pending), `failed` (it cannot be collected; the record says so), or `unknown` again.
+ */
+export async function settlePending(
+  ctx: Pick<PaymentGateContext, "clock" | "stores">,
+  facilitator: FacilitatorClient,
+  knownPayers: KnownPayers,
+  payment: { payer: string; nonce: string },
+): Promise<"settled" | "failed" | "unknown"> {
+  const pending = await ctx.stores.payments.pendingSettlement(payment.payer, payment.nonce);
+  if (!pending) return "settled";
+  const { payment: payload, requirements } = JSON.parse(pending.settlement) as { payment: PaymentPayload; requirements: PaymentRequirements };
+  const outcome = await settleOnce(facilitator, payload, requirements);
+  if (outcome.kind === "unknown") return "unknown";
+  if (outcome.kind === "failed") {
+    await ctx.stores.payments.settlementFailed(payment.payer, payment.nonce);
+    return "failed";
+  }
+  await ctx.stores.payments.settled(payment.payer, payment.nonce, outcome.transaction, pending.treasuryId ?? "", ctx.clock.now().toISOString());
+  knownPayers.add(payment.payer);
+  return "settled";
+}
