@@ -60,7 +60,11 @@ function send(agent: http.Agent, t: Target, i: number): Promise<{ status: number
  * Load `t` with `connections` closed loops: for `seconds` (after `warmupSeconds` not counted), or, with
  * `count`, until `count` requests were sent (request i gets index i: its own body or proof).
  */
-export async function load(name: string, t: Target, opts: { connections: number; seconds?: number; warmupSeconds?: number; count?: number; keep?: number[] }): Promise<LoadFigures> {
+export async function load(
+  name: string,
+  t: Target,
+  opts: { connections: number; seconds?: number; warmupSeconds?: number; count?: number; keep?: number[] },
+): Promise<LoadFigures> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
   let next = 0;
   const run = async (until: () => boolean, record: boolean, latencies: number[], failures: { n: number }) => {

@@ -22,7 +22,6 @@ import { load } from "./http-load";
 import { startFacilitatorProcess, startGatewayProcess, startProcess, urlOf, type ServerProcess } from "./processes";
 import { devAccount, startBaseSepolia } from "../fixtures/base-sepolia";
 
-
 export interface InstanceFigures {
   instances: number;
   paid: { count: number; concurrency: number; rps: number; p50: number; p90: number; p99: number; failures: number };
@@ -34,7 +33,14 @@ export async function benchInstances(counts = [1, 3]): Promise<InstanceFigures[]
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-instances-"));
   const chain = await startBaseSepolia();
   try {
-    const pgProcess = await startProcess(["--import", "tsx", "scripts/embedded-postgres-process.ts", path.join(dir, "pg"), String(await freePort())], {}, /"url"/, path.join(dir, "pg.log"), [], { stdin: "pipe" });
+    const pgProcess = await startProcess(
+      ["--import", "tsx", "scripts/embedded-postgres-process.ts", path.join(dir, "pg"), String(await freePort())],
+      {},
+      /"url"/,
+      path.join(dir, "pg.log"),
+      [],
+      { stdin: "pipe" },
+    );
     servers.push(pgProcess);
     const adminUrl = urlOf(pgProcess.line);
     const facilitator = await startFacilitatorProcess(dir, chain.rpcUrl, await freePort());
@@ -50,7 +56,10 @@ export async function benchInstances(counts = [1, 3]): Promise<InstanceFigures[]
       const url = new URL(adminUrl);
       url.pathname = `/bench_${n}`;
       const layout: (ServerProcess & { url: string })[] = [];
-      for (let i = 0; i < n; i++) layout.push(await startGatewayProcess(dir, { DATABASE_URL: url.toString(), X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address }));
+      for (let i = 0; i < n; i++)
+        layout.push(
+          await startGatewayProcess(dir, { DATABASE_URL: url.toString(), X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address }),
+        );
       servers.push(...layout);
       const gateways = layout.map((g) => g.url);
       figures.push({ instances: n, paid: await paid(chain, gateways), bearer: await bearer(gateways) });
@@ -76,7 +85,11 @@ async function paid(chain: Awaited<ReturnType<typeof startBaseSepolia>>, gateway
   await fetch(`${gateways[0]}/api/v1/health`, { headers: { "x-payment": await sign() } }).then((r) => r.arrayBuffer());
   const headers = await Promise.all(Array.from({ length: count }, sign));
   // round-robin over the instances
-  const r = await load("paid round-robin", { url: `${gateways[0]}/api/v1/health`, urlOf: (i) => `${gateways[i % gateways.length]}/api/v1/health`, headersOf: (i) => ({ "x-payment": headers[i]! }) }, { connections: concurrency, count });
+  const r = await load(
+    "paid round-robin",
+    { url: `${gateways[0]}/api/v1/health`, urlOf: (i) => `${gateways[i % gateways.length]}/api/v1/health`, headersOf: (i) => ({ "x-payment": headers[i]! }) },
+    { connections: concurrency, count },
+  );
   return { count, concurrency, rps: r.rps, p50: r.p50_us / 1000, p90: r.p90_us / 1000, p99: r.p99_us / 1000, failures: r.failures };
 }
 
@@ -84,9 +97,21 @@ async function paid(chain: Awaited<ReturnType<typeof startBaseSepolia>>, gateway
 async function bearer(gateways: string[]): Promise<InstanceFigures["bearer"]> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
-  const created = (await (await fetch(`${gateways[0]}/api/v1/treasuries`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ wallet_address: privateKeyToAccount(generatePrivateKey()).address }) })).json()) as { api_key: string };
+  const created = (await (
+    await fetch(`${gateways[0]}/api/v1/treasuries`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ wallet_address: privateKeyToAccount(generatePrivateKey()).address }),
+    })
+  ).json()) as { api_key: string };
   const results = await Promise.all(
-    gateways.map((g) => load(`bearer ${g}`, { url: `${g}/api/v1/treasury`, headers: { authorization: `Bearer ${created.api_key}` } }, { seconds, connections: Math.max(1, Math.round(connections / gateways.length)), warmupSeconds: 1 })),
+    gateways.map((g) =>
+      load(
+        `bearer ${g}`,
+        { url: `${g}/api/v1/treasury`, headers: { authorization: `Bearer ${created.api_key}` } },
+        { seconds, connections: Math.max(1, Math.round(connections / gateways.length)), warmupSeconds: 1 },
+      ),
+    ),
   );
   return {
     rps: results.reduce((a, r) => a + r.rps, 0),

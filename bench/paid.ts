@@ -26,8 +26,17 @@ async function paid() {
     let facilitator = keep(await startFacilitatorProcess(dir, chain.rpcUrl, facilitatorPort));
     const payTo = devAccount(2).address;
     const gw = keep(await startGatewayProcess(dir, { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }));
-    const price = ((await json(`${gw.url}/x402/prices.json`)).prices as { method: string; path: string; amount_atomic: string }[]).find((p) => p.path === "/api/v1/health")!.amount_atomic;
-    const stock = keep(await startProcess(benchServer("stock-x402.ts"), { STOCK_FACILITATOR_URL: facilitator.url, STOCK_PAY_TO: payTo, STOCK_PRICE_ATOMIC: price }, /"url"/, path.join(dir, "stock.log")));
+    const price = ((await json(`${gw.url}/x402/prices.json`)).prices as { method: string; path: string; amount_atomic: string }[]).find(
+      (p) => p.path === "/api/v1/health",
+    )!.amount_atomic;
+    const stock = keep(
+      await startProcess(
+        benchServer("stock-x402.ts"),
+        { STOCK_FACILITATOR_URL: facilitator.url, STOCK_PAY_TO: payTo, STOCK_PRICE_ATOMIC: price },
+        /"url"/,
+        path.join(dir, "stock.log"),
+      ),
+    );
     const stockUrl = urlOf(stock.line);
 
     const account = privateKeyToAccount(generatePrivateKey());
@@ -43,13 +52,21 @@ async function paid() {
     registerExactEvmScheme(v2, { signer: account });
     const requiredV2 = JSON.parse(Buffer.from(gwChallenge.v2!, "base64").toString());
     // the payer's first paid call creates its treasury: once, before the load
-    await fetch(`${gw.url}/api/v1/health`, { headers: { "x-payment": await createPaymentHeader(wallet as never, 1, gwChallenge.v1) } }).then((r) => r.arrayBuffer());
+    await fetch(`${gw.url}/api/v1/health`, { headers: { "x-payment": await createPaymentHeader(wallet as never, 1, gwChallenge.v1) } }).then((r) =>
+      r.arrayBuffer(),
+    );
 
-    const rows: (LoadFigures & { server: string; version: string; cpu_ms_per_request?: Record<string, number>; machine_busy_pct?: number; turns?: number })[] = [];
+    const rows: (LoadFigures & { server: string; version: string; cpu_ms_per_request?: Record<string, number>; machine_busy_pct?: number; turns?: number })[] =
+      [];
     /** the processes of a row, read when it is measured (the chain and the facilitator are new at each number of clients) */
-    const pids = (server: ServerProcess) => () => ({ server: server.proc.pid, facilitator: facilitator.proc.pid, anvil: (chain as unknown as { process?: { pid?: number } }).process?.pid });
+    const pids = (server: ServerProcess) => () => ({
+      server: server.proc.pid,
+      facilitator: facilitator.proc.pid,
+      anvil: (chain as unknown as { process?: { pid?: number } }).process?.pid,
+    });
     type Paid = { server: string; version: string; url: string; pids: ReturnType<typeof pids>; proofs: (n: number) => Promise<Record<string, string>[]> };
-    const v1For = (challenge: typeof gwChallenge.v1) => async (n: number) => (await Promise.all(Array.from({ length: n }, () => createPaymentHeader(wallet as never, 1, challenge)))).map((p) => ({ "x-payment": p }));
+    const v1For = (challenge: typeof gwChallenge.v1) => async (n: number) =>
+      (await Promise.all(Array.from({ length: n }, () => createPaymentHeader(wallet as never, 1, challenge)))).map((p) => ({ "x-payment": p }));
     const paidServers: Paid[] = [
       { server: "x402-express (stock)", version: "v1", url: `${stockUrl}/api/v1/health`, pids: pids(stock), proofs: v1For(stockChallenge.v1) },
       { server: "gateway", version: "v1", url: `${gw.url}/api/v1/health`, pids: pids(gw), proofs: v1For(gwChallenge.v1) },
@@ -58,7 +75,12 @@ async function paid() {
         version: "v2",
         url: `${gw.url}/api/v1/health`,
         pids: pids(gw),
-        proofs: async (n) => Promise.all(Array.from({ length: n }, async () => ({ "payment-signature": Buffer.from(JSON.stringify(await v2.createPaymentPayload(requiredV2))).toString("base64") }))),
+        proofs: async (n) =>
+          Promise.all(
+            Array.from({ length: n }, async () => ({
+              "payment-signature": Buffer.from(JSON.stringify(await v2.createPaymentPayload(requiredV2))).toString("base64"),
+            })),
+          ),
       },
     ];
     for (const [level, c] of PAID_CONCURRENCY.entries()) {
@@ -85,7 +107,9 @@ async function paid() {
           const s = paidServers[at]!;
           const p = pooled[at]!;
           const proofs = await s.proofs(perTurn); // signed before the slice's load
-          const r = await cpuPerRequest(s.pids(), () => load(`${s.server} ${s.version} c=${c}`, { url: s.url, headersOf: (i) => proofs[i]! }, { connections: c, count: perTurn, keep: p.latencies }));
+          const r = await cpuPerRequest(s.pids(), () =>
+            load(`${s.server} ${s.version} c=${c}`, { url: s.url, headersOf: (i) => proofs[i]! }, { connections: c, count: perTurn, keep: p.latencies }),
+          );
           p.seconds += r.seconds;
           p.failures += r.failures;
           p.requests += r.requests;
@@ -114,7 +138,13 @@ async function paid() {
             {
               url: `${gw.url}/api/mcp`,
               headers: { accept: "application/json, text/event-stream" },
-              body: (i) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_health", arguments: {}, _meta: { "x402/payment": mcpPayments[i] } } }),
+              body: (i) =>
+                JSON.stringify({
+                  jsonrpc: "2.0",
+                  id: 1,
+                  method: "tools/call",
+                  params: { name: "get_health", arguments: {}, _meta: { "x402/payment": mcpPayments[i] } },
+                }),
               ok: (s, b) => s === 200 && b.includes("x402/payment-response") && !b.includes('"isError":true'),
             },
             { connections: c, count },

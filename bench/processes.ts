@@ -27,10 +27,21 @@ export interface ServerProcess {
  * Start `node <args>` with its output in `logFile`; ready when a line of the log matches `ready`.
  * `nodeFlags` go before the script (e.g. --cpu-prof).
  */
-export async function startProcess(args: string[], env: Record<string, string>, ready: RegExp, logFile: string, nodeFlags: string[] = [], opts: { stdin?: "pipe" } = {}): Promise<ServerProcess> {
+export async function startProcess(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  logFile: string,
+  nodeFlags: string[] = [],
+  opts: { stdin?: "pipe" } = {},
+): Promise<ServerProcess> {
   const fd = fs.openSync(logFile, "w");
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, [...nodeFlags, ...args], { cwd: ROOT, env: { ...process.env, NODE_ENV: "production", ...env }, stdio: [opts.stdin ?? "ignore", fd, fd] });
+  const proc = spawn(process.execPath, [...nodeFlags, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: "production", ...env },
+    stdio: [opts.stdin ?? "ignore", fd, fd],
+  });
   fs.closeSync(fd);
   let exited: number | null | undefined;
   const gone = new Promise<void>((resolve) => proc.once("exit", (code) => ((exited = code), resolve())));
@@ -77,7 +88,15 @@ export async function startGatewayProcess(dir: string, env: Record<string, strin
   const dataDir = fs.mkdtempSync(path.join(dir, "gateway-"));
   const p = await startProcess(
     await entry("gateway"),
-    { PORT: "0", DATA_DIR: dataDir, SECRETS_KEY: "22".repeat(32), RATE_LIMIT_READ_PER_MIN: "100000000", RATE_LIMIT_WRITE_PER_MIN: "100000000", CREDENTIALS_PER_HOUR: "100000000", ...env },
+    {
+      PORT: "0",
+      DATA_DIR: dataDir,
+      SECRETS_KEY: "22".repeat(32),
+      RATE_LIMIT_READ_PER_MIN: "100000000",
+      RATE_LIMIT_WRITE_PER_MIN: "100000000",
+      CREDENTIALS_PER_HOUR: "100000000",
+      ...env,
+    },
     /"msg":"gateway listening"/,
     path.join(dir, `gateway-${path.basename(dataDir)}.log`),
     nodeFlags,
@@ -88,7 +107,12 @@ export async function startGatewayProcess(dir: string, env: Record<string, strin
 export async function startFacilitatorProcess(dir: string, rpcUrl: string, port: number, nodeFlags: string[] = []): Promise<ServerProcess & { url: string }> {
   const p = await startProcess(
     await entry("facilitator"),
-    { FACILITATOR_RUN_MAIN: "1", FACILITATOR_RPC_URL: rpcUrl, FACILITATOR_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d", FACILITATOR_PORT: String(port) },
+    {
+      FACILITATOR_RUN_MAIN: "1",
+      FACILITATOR_RPC_URL: rpcUrl,
+      FACILITATOR_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+      FACILITATOR_PORT: String(port),
+    },
     /facilitator listening/,
     path.join(dir, "facilitator.log"),
     nodeFlags,
@@ -109,14 +133,19 @@ export function cpuSeconds(pid: number | undefined): number {
 }
 
 /** CPU milliseconds per request each process spent while `run` made `requests` requests, and how busy the machine was */
-export async function cpuPerRequest<T extends { requests: number; seconds: number }>(pids: Record<string, number | undefined>, run: () => Promise<T>): Promise<T & { cpu_ms_per_request: Record<string, number>; machine_busy_pct: number }> {
+export async function cpuPerRequest<T extends { requests: number; seconds: number }>(
+  pids: Record<string, number | undefined>,
+  run: () => Promise<T>,
+): Promise<T & { cpu_ms_per_request: Record<string, number>; machine_busy_pct: number }> {
   const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
   const self = process.cpuUsage();
   const r = await run();
   const used: Record<string, number> = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid) - before[k]!]));
   const own = process.cpuUsage(self);
   used["load generator"] = (own.user + own.system) / 1e6;
-  const total = Object.values(used).filter(Number.isFinite).reduce((a, b) => a + b, 0);
+  const total = Object.values(used)
+    .filter(Number.isFinite)
+    .reduce((a, b) => a + b, 0);
   return {
     ...r,
     cpu_ms_per_request: Object.fromEntries(Object.entries(used).map(([k, s]) => [k, Number(((1000 * s) / Math.max(1, r.requests)).toFixed(2))])),

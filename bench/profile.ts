@@ -38,7 +38,12 @@ function moduleOf(url: string, line: number): string {
   if (!file.includes("/.cache/treasury-stack/")) {
     const short = shortUrl(url);
     // a package outside the bundle (a native binding's wrapper, a lazily loaded page): summed as the package
-    return file.includes("node_modules/") ? short.split("/").slice(0, short.startsWith("@") ? 2 : 1).join("/") : short;
+    return file.includes("node_modules/")
+      ? short
+          .split("/")
+          .slice(0, short.startsWith("@") ? 2 : 1)
+          .join("/")
+      : short;
   }
   let marks = bundleModules.get(file);
   if (!marks) {
@@ -56,11 +61,20 @@ function moduleOf(url: string, line: number): string {
     found = m.module;
   }
   // a package's files are summed as the package; the gateway's own, file by file
-  return found.startsWith("gateway/") || found.startsWith("signer-agent/") ? found : found.split("/").slice(0, found.startsWith("@") ? 2 : 1).join("/");
+  return found.startsWith("gateway/") || found.startsWith("signer-agent/")
+    ? found
+    : found
+        .split("/")
+        .slice(0, found.startsWith("@") ? 2 : 1)
+        .join("/");
 }
 
 /** the top self-time functions, counting only the samples taken `skipMs` after the process started (its start-up left out) */
-export function hotSpots(file: string, skipMs = 0, top = 12): { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[]; modules: { module: string; self_pct: number }[] } {
+export function hotSpots(
+  file: string,
+  skipMs = 0,
+  top = 12,
+): { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[]; modules: { module: string; self_pct: number }[] } {
   const profile = JSON.parse(fs.readFileSync(file, "utf8")) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
   const hits = new Map<number, number>();
   let at = 0;

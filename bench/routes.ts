@@ -60,7 +60,9 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
       goal: "rps >= 0.5x",
       target: async (u) => {
         // one managed sandbox treasury per connection: the treasury's conflict slot is the business rule, not the load
-        const keys = await Promise.all(Array.from({ length: CONNECTIONS }, async () => (await json(`${u}/api/v1/sandbox/keys`, { method: "POST" })).key as string));
+        const keys = await Promise.all(
+          Array.from({ length: CONNECTIONS }, async () => (await json(`${u}/api/v1/sandbox/keys`, { method: "POST" })).key as string),
+        );
         let n = 0;
         const run = Date.now();
         return {
@@ -73,7 +75,10 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
     {
       name: "POST /api/v1/treasuries",
       goal: "rps >= 0.5x",
-      target: async (u) => ({ url: `${u}/api/v1/treasuries`, body: () => JSON.stringify({ wallet_address: `0x${(++wallet).toString(16).padStart(40, "0")}` }) }),
+      target: async (u) => ({
+        url: `${u}/api/v1/treasuries`,
+        body: () => JSON.stringify({ wallet_address: `0x${(++wallet).toString(16).padStart(40, "0")}` }),
+      }),
     },
     { name: "GET /api/v1/health unpaid (402 challenge)", goal: "", target: async (u) => ({ url: `${u}/api/v1/health`, ok: (s) => s === 402 }) },
   ];
@@ -96,7 +101,10 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
       const file = fs.readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"));
       if (file) {
         r.profile = hotSpots(path.join(profDir, file), skipMs);
-        fs.writeFileSync(path.join(RESULTS, "profiles", `${t.name.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_|_$/g, "")}.json`), JSON.stringify(r.profile, null, 2));
+        fs.writeFileSync(
+          path.join(RESULTS, "profiles", `${t.name.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_|_$/g, "")}.json`),
+          JSON.stringify(r.profile, null, 2),
+        );
       }
       rows.push(r);
     }
@@ -113,7 +121,11 @@ async function routes(): Promise<{ baseline: LoadFigures; rows: Row[]; rss_kb?: 
   // the baseline's row: all its slices pooled (each route's ratios are against its own slices' baseline)
   const pooled = { ...bases[0]!, requests: bases.reduce((a, b) => a + b.requests, 0), seconds: bases.reduce((a, b) => a + b.seconds, 0) };
   pooled.rps = pooled.requests / pooled.seconds;
-  const base: LoadFigures = { ...pooled, p50_us: Math.round(bases.reduce((a, b) => a + b.p50_us, 0) / bases.length), p90_us: Math.round(bases.reduce((a, b) => a + b.p90_us, 0) / bases.length), p99_us: Math.round(bases.reduce((a, b) => a + b.p99_us, 0) / bases.length) };
+  const base: LoadFigures = {
+    ...pooled,
+    p50_us: Math.round(bases.reduce((a, b) => a + b.p50_us, 0) / bases.length),
+    p90_us: Math.round(bases.reduce((a, b) => a + b.p90_us, 0) / bases.length),
+    p99_us: Math.round(bases.reduce((a, b) => a + b.p99_us, 0) / bases.length),
+  };
   return { baseline: base, rows: [against(base, base), ...rows], rss_kb: rss };
 }
-

@@ -46,7 +46,9 @@ async function main(): Promise<void> {
   const started = new Date();
   const result: Record<string, unknown> = {
     started_at: started.toISOString(),
-    mode: [QUICK ? "quick" : "full", PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : LOOP_ONLY ? "wallet-loop" : PAID_ONLY ? "paid" : ""].filter(Boolean).join(" "),
+    mode: [QUICK ? "quick" : "full", PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : LOOP_ONLY ? "wallet-loop" : PAID_ONLY ? "paid" : ""]
+      .filter(Boolean)
+      .join(" "),
     node: process.version,
     cores: os.cpus().length,
     seconds_per_route: SECONDS,

@@ -17,9 +17,21 @@ async function soak(seconds: number) {
   const loads = await Promise.all([
     load("soak gateway-status", { url: `${gw.url}/api/v1/public/gateway-status` }, opts),
     load("soak preview", { url: `${gw.url}/api/v1/public/preview`, body: () => JSON.stringify({ action: "deposit", amount: 1000 }) }, opts),
-    load("soak treasuries", { url: `${gw.url}/api/v1/treasuries`, body: () => JSON.stringify({ wallet_address: `0x${(0xb0000000 + n++).toString(16).padStart(40, "0")}` }) }, opts),
+    load(
+      "soak treasuries",
+      { url: `${gw.url}/api/v1/treasuries`, body: () => JSON.stringify({ wallet_address: `0x${(0xb0000000 + n++).toString(16).padStart(40, "0")}` }) },
+      opts,
+    ),
     // one treasury's actions are serialized by its conflict slot: one connection
-    load("soak deposits", { url: `${gw.url}/api/v1/deposits`, body: () => JSON.stringify({ amount_usdc: 100 }), headersOf: (i) => ({ authorization: `Bearer ${keys[0]}`, "idempotency-key": `soak-${i}-${n++}` }) }, { ...opts, connections: 1 }),
+    load(
+      "soak deposits",
+      {
+        url: `${gw.url}/api/v1/deposits`,
+        body: () => JSON.stringify({ amount_usdc: 100 }),
+        headersOf: (i) => ({ authorization: `Bearer ${keys[0]}`, "idempotency-key": `soak-${i}-${n++}` }),
+      },
+      { ...opts, connections: 1 },
+    ),
   ]);
   clearInterval(timer);
   samples.push({ at_s: Math.round((performance.now() - t0) / 1000), rss_mb: rss() });

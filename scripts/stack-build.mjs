@@ -47,7 +47,11 @@ function files(root, rel) {
 /** @param {string} root */
 function sourceHash(root) {
   const h = createHash("sha256");
-  for (const f of SOURCES.flatMap((s) => files(root, s))) h.update(f).update("\0").update(fs.readFileSync(path.join(root, f))).update("\0");
+  for (const f of SOURCES.flatMap((s) => files(root, s)))
+    h.update(f)
+      .update("\0")
+      .update(fs.readFileSync(path.join(root, f)))
+      .update("\0");
   return h.digest("hex").slice(0, 16);
 }
 
@@ -59,7 +63,10 @@ function sourceHash(root) {
  */
 export async function stackEntries(root, env) {
   /** @param {string} why */
-  const viaTsx = (why) => ({ args: /** @type {Record<Entry, string[]>} */ (Object.fromEntries(Object.entries(ENTRIES).map(([k, v]) => [k, ["--import", "tsx", path.join(root, v)]]))), how: why });
+  const viaTsx = (why) => ({
+    args: /** @type {Record<Entry, string[]>} */ (Object.fromEntries(Object.entries(ENTRIES).map(([k, v]) => [k, ["--import", "tsx", path.join(root, v)]]))),
+    how: why,
+  });
   if (env.STACK_BUNDLE === "0") return viaTsx("tsx (STACK_BUNDLE=0)");
   const cache = path.join(root, "node_modules", ".cache", "treasury-stack");
   const hash = sourceHash(root);
@@ -99,7 +106,8 @@ export async function stackEntries(root, env) {
     });
     fs.writeFileSync(path.join(tmp, ".complete"), "");
     // builds of other sources are stale (never this hash's, which another start may be running from)
-    for (const old of fs.readdirSync(cache)) if (old !== hash && !old.startsWith(`${hash}.`) && !old.endsWith(".tmp")) fs.rmSync(path.join(cache, old), { recursive: true, force: true });
+    for (const old of fs.readdirSync(cache))
+      if (old !== hash && !old.startsWith(`${hash}.`) && !old.endsWith(".tmp")) fs.rmSync(path.join(cache, old), { recursive: true, force: true });
     fs.renameSync(tmp, dir);
     return { args, how: "bundles (built now)" };
   } catch (err) {

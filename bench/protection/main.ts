@@ -47,6 +47,13 @@ for (const run of plan(quick)) {
 fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });
 const picture = results.find((r) => r.scenario === "fast-drop" && r.start_ltv_pct === 60 && r.engines.startsWith("1 in"));
 // the block-by-block series only for the pictured run (the rest would make the file large)
-fs.writeFileSync(path.join(ROOT, "bench/results/scenarios-latest.json"), `${JSON.stringify(results.map((r) => (r === picture ? r : { ...r, series: [] })), null, 1)}\n`);
+fs.writeFileSync(
+  path.join(ROOT, "bench/results/scenarios-latest.json"),
+  `${JSON.stringify(
+    results.map((r) => (r === picture ? r : { ...r, series: [] })),
+    null,
+    1,
+  )}\n`,
+);
 if (picture) fs.writeFileSync(path.join(ROOT, "docs/images/protection-fast-drop.svg"), healthPicture(picture));
 process.exit(0);

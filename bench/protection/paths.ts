@@ -29,7 +29,8 @@ function path(name: string, description: string, factors: number[]): PricePath {
 export const slide = (): PricePath => path("slide", "-50% over an hour, steadily", linear(1, 0.5, 3_600 / BLOCK_SECONDS));
 
 /** -40% in five minutes (150 blocks), then flat for a minute */
-export const fastDrop = (): PricePath => path("fast-drop", "-40% in five minutes, then flat for a minute", [...linear(1, 0.6, 300 / BLOCK_SECONDS), ...linear(0.6, 0.6, 60 / BLOCK_SECONDS)]);
+export const fastDrop = (): PricePath =>
+  path("fast-drop", "-40% in five minutes, then flat for a minute", [...linear(1, 0.6, 300 / BLOCK_SECONDS), ...linear(0.6, 0.6, 60 / BLOCK_SECONDS)]);
 
 /** -35% in one minute and back in the next (a wick) */
 export const wick = (): PricePath => path("wick", "-35% in one minute and back within the next", [...linear(1, 0.65, 30), ...linear(0.65, 1, 30)]);
@@ -68,7 +69,6 @@ export function randomWithJumps(seed: number, blocks = 300): PricePath {
   }
   return { name: `random-${seed}`, description: `seeded random walk with jumps (seed ${seed}), ten minutes`, eth: e, btc: b };
 }
-
 
 /** a path by its name: slide, fast-drop, wick, random-<seed> */
 export function pathNamed(name: string): PricePath {

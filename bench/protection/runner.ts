@@ -37,7 +37,9 @@ import { pathNamed } from "./paths";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const m = AAVE_MARKETS.base;
-const LIQUIDATION_ABI = parseAbi(["function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)"]);
+const LIQUIDATION_ABI = parseAbi([
+  "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
+]);
 const WAD = 10n ** 18n;
 const COLLATERAL_WETH = 10n * WAD;
 
@@ -103,7 +105,11 @@ const health = (hf: bigint) => (hf > 100n * WAD ? 100 : Number(hf) / 1e18);
  */
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "scenario-result-")), "result.json");
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/protection/child.ts"], { cwd: ROOT, env: { ...process.env, SCENARIO: JSON.stringify(o), SCENARIO_OUT: out }, stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/protection/child.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, SCENARIO: JSON.stringify(o), SCENARIO_OUT: out },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
   if (code !== 0 || !fs.existsSync(out)) throw new Error(`scenario ${o.path} at ${o.startLtvPct}% exited with ${code}`);
   return JSON.parse(fs.readFileSync(out, "utf8")) as ScenarioResult;
@@ -121,11 +127,25 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
   const children: ChildProcess[] = [];
   try {
     await fork.fund(automation.address);
-    const config = loadConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address, RATE_LIMIT_READ_PER_MIN: "1000000", RATE_LIMIT_WRITE_PER_MIN: "1000000", CREDENTIALS_PER_HOUR: "100000" });
+    const config = loadConfig({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      BASE_RPC_URL: fork.rpcUrl,
+      AUTOMATION_ADDRESS: automation.address,
+      RATE_LIMIT_READ_PER_MIN: "1000000",
+      RATE_LIMIT_WRITE_PER_MIN: "1000000",
+      CREDENTIALS_PER_HOUR: "100000",
+    });
     const database: DatabaseLocation = o.database ?? { file: path.join(dataDir, "gateway.sqlite") };
     gw = await startGateway({ config, logger: pino({ level: "silent" }), database });
     const url = `http://127.0.0.1:${gw.port}`;
-    const client = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+    const client = createWalletClient({
+      account: privateKeyToAccount(generatePrivateKey()),
+      chain: base,
+      transport: http(fork.rpcUrl),
+      pollingInterval: 20,
+    }).extend(publicActions);
     const anvil = createTestClient({ mode: "anvil", chain: base, transport: http(fork.rpcUrl) });
 
     const debt = (BigInt(o.startLtvPct) * 30_000n * 10n ** 6n) / 100n;
@@ -136,11 +156,21 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     let apiKey: string | undefined;
     let module: `0x${string}` | undefined;
     if (engines > 0 || o.crash) {
-      const registered = await post(url, "/api/v1/treasuries", { wallet_address: protectedSafe.safe, execution_mode: "managed", ownership_proof: await protectedSafe.operator.ownershipProof(url, "managed") });
+      const registered = await post(url, "/api/v1/treasuries", {
+        wallet_address: protectedSafe.safe,
+        execution_mode: "managed",
+        ownership_proof: await protectedSafe.operator.ownershipProof(url, "managed"),
+      });
       treasuryId = registered.treasury_id;
       apiKey = registered.api_key;
       module = await protectedSafe.operator.deployModule(automation.address, 2500);
-      const safe_proof = await protectedSafe.operator.delegationProof({ service: url, treasuryId: treasuryId!, module, protectBelowHealth: trigger, parkTargetBps: 2500 });
+      const safe_proof = await protectedSafe.operator.delegationProof({
+        service: url,
+        treasuryId: treasuryId!,
+        module,
+        protectBelowHealth: trigger,
+        parkTargetBps: 2500,
+      });
       await post(url, "/api/v1/delegation", { module, safe_proof }, apiKey);
       await protectedSafe.operator.approveDelegation(module);
     }
@@ -150,7 +180,15 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     const startEngineProcess = async () => {
       const child = spawn(process.execPath, ["--import", "tsx", "gateway/src/protection/main.ts"], {
         cwd: ROOT,
-        env: { ...process.env, ...("url" in database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir }), BASE_RPC_URL: fork.rpcUrl, AUTOMATION_PRIVATE_KEY: automationKey, PROTECTION_INTERVAL_MS: "50", LEASE_MS: "1500", LOG_LEVEL: "info" },
+        env: {
+          ...process.env,
+          ...("url" in database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir }),
+          BASE_RPC_URL: fork.rpcUrl,
+          AUTOMATION_PRIVATE_KEY: automationKey,
+          PROTECTION_INTERVAL_MS: "50",
+          LEASE_MS: "1500",
+          LOG_LEVEL: "info",
+        },
         stdio: ["ignore", "pipe", "inherit"],
       });
       children.push(child);
@@ -170,12 +208,24 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     let crash: ScenarioResult["crash"];
 
     // the liquidator: Aave's liquidationCall on any position under 1, with plenty of USDC
-    const liquidator = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+    const liquidator = createWalletClient({
+      account: privateKeyToAccount(generatePrivateKey()),
+      chain: base,
+      transport: http(fork.rpcUrl),
+      pollingInterval: 20,
+    }).extend(publicActions);
     await fork.fund(liquidator.account.address, 10_000_000n * 10n ** 6n);
-    await liquidator.waitForTransactionReceipt({ hash: await liquidator.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 2n ** 255n] }) });
+    await liquidator.waitForTransactionReceipt({
+      hash: await liquidator.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 2n ** 255n] }),
+    });
 
     const account = async (who: `0x${string}`) => {
-      const [collateral, debtBase, , , , hf] = await client.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [who] });
+      const [collateral, debtBase, , , , hf] = await client.readContract({
+        address: m.pool,
+        abi: AAVE_POOL_ABI,
+        functionName: "getUserAccountData",
+        args: [who],
+      });
       return { collateral, debt: debtBase, hf };
     };
     const outcome = () => ({ lowest: Number.POSITIVE_INFINITY, liquidations: 0, bonusLost: 0n });
@@ -184,7 +234,13 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     const liquidate = async (who: `0x${string}`, into: ReturnType<typeof outcome>) => {
       const before = await account(who);
       if (before.debt === 0n || before.hf >= WAD) return;
-      const hash = await liquidator.writeContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [m.weth, m.usdc, who, 2n ** 255n, false], gas: 2_000_000n });
+      const hash = await liquidator.writeContract({
+        address: m.pool,
+        abi: LIQUIDATION_ABI,
+        functionName: "liquidationCall",
+        args: [m.weth, m.usdc, who, 2n ** 255n, false],
+        gas: 2_000_000n,
+      });
       const receipt = await liquidator.waitForTransactionReceipt({ hash });
       if (receipt.status !== "success") return;
       const after = await account(who);
@@ -239,7 +295,11 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
           }
           engineProcess.kill("SIGKILL");
           killed = true;
-          crash = { killed_at_block: i, signed_transactions_on_the_claim: claim?.sent.length ?? 0, pending_when_killed: (await client.getBlock({ blockTag: "pending" })).transactions.length };
+          crash = {
+            killed_at_block: i,
+            signed_transactions_on_the_claim: claim?.sent.length ?? 0,
+            pending_when_killed: (await client.getBlock({ blockTag: "pending" })).transactions.length,
+          };
           engineProcess = await startEngineProcess();
           await anvil.setAutomine(true);
           await anvil.mine({ blocks: 1 });
@@ -266,11 +326,15 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     }
     if (module) {
       const to = await client.getBlockNumber();
-      if (to >= fromBlock) for (const log of await client.getLogs({ address: module, fromBlock, toBlock: to })) sales.push({ block: pricePath.eth.length - 1, eth: pricePath.eth.at(-1)!, log });
+      if (to >= fromBlock)
+        for (const log of await client.getLogs({ address: module, fromBlock, toBlock: to }))
+          sales.push({ block: pricePath.eth.length - 1, eth: pricePath.eth.at(-1)!, log });
     }
 
     // the books: each sale against the oracle at its block, its gas, the store's record of the acts
-    const events = sales.flatMap((s) => parseEventLogs({ abi: PROTECTION_MODULE_ABI, logs: [s.log as never], eventName: "Deleveraged" }).map((e) => ({ ...s, e })));
+    const events = sales.flatMap((s) =>
+      parseEventLogs({ abi: PROTECTION_MODULE_ABI, logs: [s.log as never], eventName: "Deleveraged" }).map((e) => ({ ...s, e })),
+    );
     if (events.length > 0) firstAct = events[0]!.block;
     let gasWei = 0n;
     for (const hash of new Set(events.map((x) => x.log.transactionHash!))) {
@@ -284,7 +348,9 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
     const finalEth = pricePath.eth.at(-1)!;
     const equity = async (who: `0x${string}`) => {
       const a = await account(who);
-      const [idleUsdc, idleWeth] = await Promise.all([m.usdc, m.weth].map((t) => client.readContract({ address: t, abi: ERC20_ABI, functionName: "balanceOf", args: [who] })));
+      const [idleUsdc, idleWeth] = await Promise.all(
+        [m.usdc, m.weth].map((t) => client.readContract({ address: t, abi: ERC20_ABI, functionName: "balanceOf", args: [who] })),
+      );
       return usd(a.collateral) - usd(a.debt) + Number(idleUsdc!) / 1e6 + (Number(idleWeth!) / 1e18) * finalEth;
     };
     const [pe, be, pa] = await Promise.all([equity(protectedSafe.safe), equity(twin.safe), account(protectedSafe.safe)]);
@@ -310,7 +376,12 @@ export async function runScenarioHere(o: ScenarioOptions): Promise<ScenarioResul
         flash_premium_usd: round(premium, 2),
         ltv_end_pct: pa.collateral === 0n ? 0 : round((Number(pa.debt) / Number(pa.collateral)) * 100, 2),
       },
-      baseline: { lowest_health: floor4(b.lowest), liquidations: b.liquidations, liquidation_bonus_lost_usd: round(usd(b.bonusLost), 2), equity_end_usd: round(be, 2) },
+      baseline: {
+        lowest_health: floor4(b.lowest),
+        liquidations: b.liquidations,
+        liquidation_bonus_lost_usd: round(usd(b.bonusLost), 2),
+        equity_end_usd: round(be, 2),
+      },
       equity_kept_vs_baseline_usd: round(pe - be, 2),
       ...(inline.length > 0 ? { engine_answers_under_trigger: answers } : {}),
       ...(crash ? { crash } : {}),
@@ -335,12 +406,18 @@ async function borrower(fork: BaseForkNode, debt: bigint) {
   const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
   await operator.fundWeth(COLLATERAL_WETH);
   await operator.supplyAndBorrow(COLLATERAL_WETH, debt);
-  await operator.execSafe([{ to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: ["0x000000000000000000000000000000000000dEaD", debt] }) }]);
+  await operator.execSafe([
+    { to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: ["0x000000000000000000000000000000000000dEaD", debt] }) },
+  ]);
   return { operator, safe };
 }
 
 async function post(url: string, route: string, body: unknown, key?: string) {
-  const res = await fetch(`${url}${route}`, { method: "POST", headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as Record<string, any>;
   if (!res.ok) throw new Error(`${route}: ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -350,4 +427,3 @@ async function get(url: string, route: string, key: string) {
   const res = await fetch(`${url}${route}`, { headers: { authorization: `Bearer ${key}` } });
   return (await res.json()) as Record<string, any>;
 }
-

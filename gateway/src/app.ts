@@ -67,7 +67,12 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       TREASURY_CHAINS.map(async (chain): Promise<ChainExecution> => {
         if (!services.actions.chain.connected(chain)) return { chain, execution: "simulated", network: "none", sandbox_funding: false };
         const sandbox = await services.actions.sandbox.active(chain);
-        return { chain, execution: "broadcast", network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network", sandbox_funding: sandbox };
+        return {
+          chain,
+          execution: "broadcast",
+          network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network",
+          sandbox_funding: sandbox,
+        };
       }),
     );
   const status = gatewayStatusWriter({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one"), chains }, startedAt, SERVICE_VERSION);
@@ -94,9 +99,20 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       },
     }),
   );
-  app.use(credentialCreationLimit({ perHour: ctx.config.credentialsPerHour, paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"], counters: ctx.stores.rateLimits, addressOf: clientAddress }));
-  app.use(jsonBody({ limitBytes: ctx.config.bodyLimitBytes, fallback: express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }) }));
-
+  app.use(
+    credentialCreationLimit({
+      perHour: ctx.config.credentialsPerHour,
+      paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"],
+      counters: ctx.stores.rateLimits,
+      addressOf: clientAddress,
+    }),
+  );
+  app.use(
+    jsonBody({
+      limitBytes: ctx.config.bodyLimitBytes,
+      fallback: express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }),
+    }),
+  );
 
   const registry = new OpenAPIRegistry();
   const table = new RouteTable();
@@ -130,7 +146,13 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   // the MCP tools: derived from the routes that declare one, once every route is registered
   let tools: ToolDefinition[] | undefined;
   const toolList = () => (tools ??= toolsOf(table.toolRoutes(), (method, path) => table.routeOf(method, path)));
-  mcpRoutes(kit, scope(ctx), { tools: toolList, payments: services.payments, walletSignature: services.walletSignature, version: SERVICE_VERSION, log: (err) => logger.error({ err }, "mcp tool failed") });
+  mcpRoutes(kit, scope(ctx), {
+    tools: toolList,
+    payments: services.payments,
+    walletSignature: services.walletSignature,
+    version: SERVICE_VERSION,
+    log: (err) => logger.error({ err }, "mcp tool failed"),
+  });
 
   const admin = new RouteDispatcher();
   adminRoutes(createKit(admin, registry, table), services.access);

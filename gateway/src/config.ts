@@ -40,7 +40,12 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v && v.trim() !== "" ? v.trim() : undefined))
-    .pipe(z.string().regex(/^postgres(ql)?:\/\//, "DATABASE_URL must be a postgres:// URL").optional()),
+    .pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, "DATABASE_URL must be a postgres:// URL")
+        .optional(),
+    ),
   PUBLIC_BASE_URL: optionalUrl,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional().default("info"),
   LOG_BUFFER_BYTES: z.coerce.number().int().min(0).max(1_048_576).optional().default(4096),
@@ -57,18 +62,36 @@ const envSchema = z.object({
   MCP_ALLOWED_HOSTS: z
     .string()
     .optional()
-    .transform((v) => (v ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "")),
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((h) => h.trim().toLowerCase())
+        .filter((h) => h !== ""),
+    ),
   MCP_ALLOWED_ORIGINS: z
     .string()
     .optional()
-    .transform((v) => (v ?? "").split(",").map((o) => o.trim().toLowerCase().replace(/\/+$/, "")).filter((o) => o !== ""))
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((o) => o.trim().toLowerCase().replace(/\/+$/, ""))
+        .filter((o) => o !== ""),
+    )
     .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, "MCP_ALLOWED_ORIGINS: each origin is scheme://host[:port]"))),
   CREDENTIALS_PER_HOUR: positiveInt(10),
-  SECRETS_KEY: z.string().optional().transform((v) => (v && v !== "" ? v : undefined)),
+  SECRETS_KEY: z
+    .string()
+    .optional()
+    .transform((v) => (v && v !== "" ? v : undefined)),
   LIVE_CHAINS: z
     .string()
     .optional()
-    .transform((v) => (v ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""))
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((c) => c.trim())
+        .filter((c) => c !== ""),
+    )
     .pipe(z.array(z.enum(TREASURY_CHAINS))),
   RELAY_RECEIPT_TIMEOUT_MS: positiveInt(30_000),
   SANDBOX_CHAIN_TOOLS: z.enum(["auto", "off"]).default("auto"),
@@ -87,7 +110,12 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v && v !== "" ? v : undefined))
-    .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address").optional()),
+    .pipe(
+      z
+        .string()
+        .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
+        .optional(),
+    ),
   X402_MAX_TIMEOUT_SECONDS: positiveInt(120),
   X402_FACILITATOR_TIMEOUT_MS: positiveInt(30_000),
   CDP_API_KEY_ID: z.string().optional(),
@@ -96,7 +124,12 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v && v !== "" ? v : undefined))
-    .pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address").optional()),
+    .pipe(
+      z
+        .string()
+        .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
+        .optional(),
+    ),
   FEE_RECIPIENT: z
     .string()
     .optional()

@@ -21,7 +21,10 @@ async function main(): Promise<void> {
   // second and on shutdown; 0 writes each line synchronously (a synchronous write per request was the
   // largest single cost of a request: bench/README.md)
   const buffered = config.logBufferBytes > 0;
-  const logger = pino({ level: config.logLevel, base: { service: "treasury-gateway" } }, pino.destination({ dest: 1, sync: !buffered, minLength: config.logBufferBytes }));
+  const logger = pino(
+    { level: config.logLevel, base: { service: "treasury-gateway" } },
+    pino.destination({ dest: 1, sync: !buffered, minLength: config.logBufferBytes }),
+  );
   const flushing = buffered ? setInterval(() => logger.flush(), 1000) : undefined;
   flushing?.unref();
   const exit = (code: number) => {

@@ -51,7 +51,10 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
 
   // this process's heartbeat in the store: its claims are taken over at once if it dies (store/instance-store.ts)
   await ctx.stores.instances.beat(INSTANCE_ID, clock.now());
-  const heartbeat = setInterval(() => void ctx.stores.instances.beat(INSTANCE_ID, clock.now()).catch((err: unknown) => opts.logger.warn({ err }, "heartbeat failed")), HEARTBEAT_MS);
+  const heartbeat = setInterval(
+    () => void ctx.stores.instances.beat(INSTANCE_ID, clock.now()).catch((err: unknown) => opts.logger.warn({ err }, "heartbeat failed")),
+    HEARTBEAT_MS,
+  );
   heartbeat.unref();
 
   let closed = false;

@@ -100,14 +100,21 @@ export class SignerAgent {
   static bodyOf(action: AgentAction, amount: number | string, extra: Record<string, unknown> = {}): ActionBody {
     // the command line's flags (target, asset) through the declaration; a library caller's allocation or purpose as given
     const { allocation, purpose } = extra as ActionBody;
-    return { ...(allocation ? { allocation } : {}), ...(purpose ? { purpose } : {}), ...declarationOf(action).cli.body(jsonAmount(amountMicro(amount)), extra as Record<string, string>) };
+    return {
+      ...(allocation ? { allocation } : {}),
+      ...(purpose ? { purpose } : {}),
+      ...declarationOf(action).cli.body(jsonAmount(amountMicro(amount)), extra as Record<string, string>),
+    };
   }
 
   /** ask the gateway for an action (returns the envelope, or throws with its typed error); `amount` in USDC, or in the asset's units for a token amount (withdraw of ETH) */
   async request(action: AgentAction, amount: number | string, extra: Record<string, unknown> = {}): Promise<Envelope> {
     const { method, path } = await this.access.routeOf(`prepare_${action}`);
     // a downward leg without a key is opened by the wallet's own signature (x402 sign-in-with-x), never paid for
-    const f = !this.opts.bearer && declarationOf(action).direction === "down" ? this.access.signedInFetch(() => this.access.authedFetch(method, path)) : await this.access.authedFetch(method, path);
+    const f =
+      !this.opts.bearer && declarationOf(action).direction === "down"
+        ? this.access.signedInFetch(() => this.access.authedFetch(method, path))
+        : await this.access.authedFetch(method, path);
     // one Idempotency-Key for the request and its retries: a retry is answered once and charged at most once
     // (a payment whose settlement's outcome was unknown is the key's credit, settled before anything else)
     const key = `agent-${randomUUID()}`;
@@ -124,7 +131,8 @@ export class SignerAgent {
       if (res.status === 200) throw new ExecutedByService(action, body);
       const retryAfter = Number(res.headers.get("retry-after") ?? 1) * 1_000;
       const waiting = IN_PROGRESS.has(body.error ?? "") || body.error === "payment_settlement_unknown";
-      if (!waiting || Date.now() + retryAfter > deadline) throw new RefusedError("gateway", `${res.status} ${body.error ?? ""}: ${body.message ?? JSON.stringify(body)}`, body);
+      if (!waiting || Date.now() + retryAfter > deadline)
+        throw new RefusedError("gateway", `${res.status} ${body.error ?? ""}: ${body.message ?? JSON.stringify(body)}`, body);
       this.log(`      ${res.status} ${body.error}; asking again with the same Idempotency-Key in ${retryAfter} ms`);
       await sleep(retryAfter);
     }
@@ -222,7 +230,12 @@ export class SignerAgent {
       const waiting = status >= 500 || status === 202 || status === 429 || IN_PROGRESS.has(body.error);
       if (!waiting) throw new RefusedError("relay", `${status} ${body.error}: ${body.message}`, body);
       const wait = status === 429 ? Math.max(retryAfter, 1_000) : Math.min(Math.max(backoff, retryAfter), 4_000);
-      if (Date.now() + wait > deadline) throw new RefusedError("relay", `still ${status === 202 ? "broadcasting" : body.error ?? status} after ${this.opts.relayRetryMs ?? 120_000} ms: ${body.message ?? ""}`, body);
+      if (Date.now() + wait > deadline)
+        throw new RefusedError(
+          "relay",
+          `still ${status === 202 ? "broadcasting" : (body.error ?? status)} after ${this.opts.relayRetryMs ?? 120_000} ms: ${body.message ?? ""}`,
+          body,
+        );
       if (status === 202) key = `relay-${randomUUID()}`;
       this.log(`      relay ${status === 202 ? "sent, not mined yet" : `${status} ${body.error ?? ""}`}; asking again in ${wait} ms`);
       await sleep(wait);
@@ -232,7 +245,9 @@ export class SignerAgent {
   /** the whole loop: ask the gateway, then check, sign and relay its envelope (execute) */
   async run(action: AgentAction, amount: number | string, extra: Record<string, unknown> = {}) {
     const params = declarationOf(action).params(SignerAgent.bodyOf(action, amount, extra));
-    this.log(`requesting ${action}${action === "exit" ? "" : ` of ${formatUnits(amountMicro(amount), 6)} ${params.asset ?? "USDC"}`} from ${this.opts.gatewayUrl}`);
+    this.log(
+      `requesting ${action}${action === "exit" ? "" : ` of ${formatUnits(amountMicro(amount), 6)} ${params.asset ?? "USDC"}`} from ${this.opts.gatewayUrl}`,
+    );
     const envelope = await this.request(action, amount, extra);
     return this.execute(envelope, { action, amount, extra });
   }
@@ -250,7 +265,8 @@ export class SignerAgent {
       throw new EnvelopeError("intent_missing", `the ${action} envelope ${envelope.tx_id} does not state ${what}`);
     };
     if (action === "convert" && !stated.target) missing("what it buys: pass --target btc|eth, as asked of the gateway");
-    if (action === "sell" && (!stated.asset || !stated.amount)) missing("the asset and units sold: pass --asset eth|btc --amount <units>, as asked of the gateway");
+    if (action === "sell" && (!stated.asset || !stated.amount))
+      missing("the asset and units sold: pass --asset eth|btc --amount <units>, as asked of the gateway");
     const tokenAmount = (stated.asset ?? "usdc").toLowerCase() !== "usdc";
     if (action === "withdraw" && tokenAmount && !stated.amount) missing(`the ${stated.asset} units withdrawn: pass --amount <units>, as asked of the gateway`);
     if (action === "withdraw" && !tokenAmount) {
@@ -258,7 +274,11 @@ export class SignerAgent {
       const usdc = Object.values(AAVE_MARKETS).some((m) => withdrawn && getAddress(m.usdc) === withdrawn.token);
       if (withdrawn && !usdc) missing("what it withdraws (not USDC): pass --asset eth|btc --amount <units>, as asked of the gateway");
     }
-    const extra = { ...(stated.target ? { target: stated.target } : {}), ...(stated.asset ? { asset: stated.asset } : {}), ...(stated.sell ? { sell: true } : {}) };
+    const extra = {
+      ...(stated.target ? { target: stated.target } : {}),
+      ...(stated.asset ? { asset: stated.asset } : {}),
+      ...(stated.sell ? { sell: true } : {}),
+    };
     const amount = action === "exit" ? 0 : (stated.amount ?? envelope.amount_usdc);
     // a step relayed already (this file relayed before, or in part) is not signed again: its receipt stands
     return this.execute(envelope, { action, amount, extra }, { skipRelayed: true });
@@ -320,16 +340,17 @@ export class SignerAgent {
       receipts.push(receipt);
     }
     const feeMicro = calls.filter((c) => c.role === "fee").reduce((sum, c) => sum + c.amount, 0n);
-    if (relayedNow > 0) this.opts.audit.append({
-      event: "executed",
-      tx_id: envelope.tx_id,
-      treasury_id: envelope.treasury_id,
-      action,
-      amount_micro: parseUsdc(envelope.amount_usdc).toString(),
-      ...(params.asset && params.units !== undefined ? { asset: params.asset, units: String(params.units) } : {}),
-      fee_micro: feeMicro.toString(),
-      tx_hash: receipts.at(-1)?.tx_hash,
-    });
+    if (relayedNow > 0)
+      this.opts.audit.append({
+        event: "executed",
+        tx_id: envelope.tx_id,
+        treasury_id: envelope.treasury_id,
+        action,
+        amount_micro: parseUsdc(envelope.amount_usdc).toString(),
+        ...(params.asset && params.units !== undefined ? { asset: params.asset, units: String(params.units) } : {}),
+        fee_micro: feeMicro.toString(),
+        tx_hash: receipts.at(-1)?.tx_hash,
+      });
     const onChain = await this.position();
     return { envelope, receipts, onChain, feeMicro };
   }

@@ -23,7 +23,9 @@ export class SpendingCaps {
   reserveSigning(moved: bigint, capMicro: bigint): () => void {
     const today = this.audit.todayMicro("signed") + this.reserved;
     if (today + moved > capMicro) {
-      throw new CapExceeded(`${formatDecimal(moved, 6)} USDC would exceed the daily cap of ${formatDecimal(capMicro, 6)} (signed or being signed today: ${formatDecimal(today, 6)})`);
+      throw new CapExceeded(
+        `${formatDecimal(moved, 6)} USDC would exceed the daily cap of ${formatDecimal(capMicro, 6)} (signed or being signed today: ${formatDecimal(today, 6)})`,
+      );
     }
     this.reserved += moved;
     let released = false;
@@ -38,7 +40,8 @@ export class SpendingCaps {
   x402Refusal(price: bigint, maxPriceMicro: bigint, dailyBudgetMicro: bigint): string | null {
     if (price > maxPriceMicro) return `x402 price ${formatDecimal(price, 6)} USDC is above the policy cap of ${formatDecimal(maxPriceMicro, 6)}`;
     const spent = this.audit.todayMicro("x402_payment");
-    if (spent + price > dailyBudgetMicro) return `paying ${formatDecimal(price, 6)} USDC would exceed today's x402 budget of ${formatDecimal(dailyBudgetMicro, 6)} (spent ${formatDecimal(spent, 6)})`;
+    if (spent + price > dailyBudgetMicro)
+      return `paying ${formatDecimal(price, 6)} USDC would exceed today's x402 budget of ${formatDecimal(dailyBudgetMicro, 6)} (spent ${formatDecimal(spent, 6)})`;
     return null;
   }
 }

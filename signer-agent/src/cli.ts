@@ -63,12 +63,16 @@ export async function main(argv: string[]): Promise<number> {
       out(commandHelp(command));
       return 0;
     }
-    if (command.subcommands) throw new UsageError(command.name, `missing <subcommand>: one of ${command.subcommands.map((s) => s.name.split(" ")[1]).join(", ")}`);
+    if (command.subcommands)
+      throw new UsageError(command.name, `missing <subcommand>: one of ${command.subcommands.map((s) => s.name.split(" ")[1]).join(", ")}`);
     checkArguments(command, positional);
     checkUsage(command.name, positional, flags);
     const log = progress();
-    if (command.name.startsWith("operator ")) return await (await import("./cli/operator-commands")).operatorCommand(command.name.split(" ")[1]!, positional, flags, log);
-    return await (await COMMANDS[command.name]!())({ cfg: agentConfig(flags), positional, flags, log });
+    if (command.name.startsWith("operator "))
+      return await (await import("./cli/operator-commands")).operatorCommand(command.name.split(" ")[1]!, positional, flags, log);
+    return await (
+      await COMMANDS[command.name]!()
+    )({ cfg: agentConfig(flags), positional, flags, log });
   } catch (err) {
     return fail(err, about);
   }
@@ -94,7 +98,13 @@ function fail(err: unknown, about: string): number {
     say(`${where}: refused at ${err.stage}: ${err.message}`);
     return 3;
   }
-  if (err instanceof KeystoreError || err instanceof GatewayError || err instanceof GatewayUnreachable || err instanceof AlreadyRegisteredError || err instanceof StatementMismatch) {
+  if (
+    err instanceof KeystoreError ||
+    err instanceof GatewayError ||
+    err instanceof GatewayUnreachable ||
+    err instanceof AlreadyRegisteredError ||
+    err instanceof StatementMismatch
+  ) {
     say(`${where}: ${err.message}`);
     return 1;
   }
@@ -102,7 +112,9 @@ function fail(err: unknown, about: string): number {
   // a chain that does not answer, in plain words (viem's text names the RPC URL)
   if (/HTTP request failed|fetch failed|ECONNREFUSED/.test(message)) {
     const url = /URL: (\S+)/.exec(message)?.[1];
-    say(`${where}: ${url ? `${url} does not answer` : `a service did not answer (${message.split("\n")[0]})`}: is the local stack running (npm start)? Else point --rpc / --gateway at it`);
+    say(
+      `${where}: ${url ? `${url} does not answer` : `a service did not answer (${message.split("\n")[0]})`}: is the local stack running (npm start)? Else point --rpc / --gateway at it`,
+    );
     return 1;
   }
   say(`${where}: ${message.split("\n")[0]}`);

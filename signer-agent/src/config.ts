@@ -19,7 +19,11 @@ export interface AgentConfig {
   serveToken: string | undefined;
 }
 
-export function agentConfig(flags: Record<string, string | boolean>, env: Record<string, string | undefined> = process.env, stack: StackFile | null = readStackFile(env)): AgentConfig {
+export function agentConfig(
+  flags: Record<string, string | boolean>,
+  env: Record<string, string | undefined> = process.env,
+  stack: StackFile | null = readStackFile(env),
+): AgentConfig {
   const dir = (flags["dir"] as string) ?? env.SIGNER_DIR ?? stack?.agent.dir ?? "./.data/agent";
   const pick = (flag: string, envName: string, fallback: string) => (flags[flag] as string) ?? env[envName] ?? fallback;
   return {
@@ -31,7 +35,9 @@ export function agentConfig(flags: Record<string, string | boolean>, env: Record
     x402RpcUrl: pick("x402-rpc", "SIGNER_X402_RPC_URL", stack?.x402_rpc_url ?? "http://127.0.0.1:8546"),
     passphrase: env.SIGNER_PASSPHRASE,
     bearer: (flags["bearer"] as string) ?? env.SIGNER_BEARER_KEY,
-    devRawKey: flags["dev-raw-key"] ? ((env.SIGNER_DEV_PRIVATE_KEY ?? (flags["dev-raw-key"] === true ? undefined : flags["dev-raw-key"])) as `0x${string}` | undefined) : undefined,
+    devRawKey: flags["dev-raw-key"]
+      ? ((env.SIGNER_DEV_PRIVATE_KEY ?? (flags["dev-raw-key"] === true ? undefined : flags["dev-raw-key"])) as `0x${string}` | undefined)
+      : undefined,
     serveToken: env.SIGNER_SERVE_TOKEN,
   };
 }

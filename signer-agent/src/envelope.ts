@@ -67,21 +67,35 @@ export function readEnvelope(text: string, source: string, now = new Date()): En
   if (typeof body.error === "string") return not(`the gateway's error answer ${body.error}${typeof body.message === "string" ? ` ("${body.message}")` : ""}`);
   if (body.object === "relay_receipt") return not("a relay receipt (the step was relayed already)");
   if (typeof body.tx_id !== "string" || !/^tx_/.test(body.tx_id)) {
-    if (typeof body.status === "string" && typeof body.action === "string") return not(`a managed treasury's receipt (${body.action}, status ${body.status}): the service executes it, the wallet signs nothing`);
+    if (typeof body.status === "string" && typeof body.action === "string")
+      return not(`a managed treasury's receipt (${body.action}, status ${body.status}): the service executes it, the wallet signs nothing`);
     return not("JSON without a tx_id");
   }
-  if (!TREASURY_ACTIONS.includes(body.action as TreasuryAction)) return not(`an answer for "${String(body.action)}", which is not one of the gateway's actions (${TREASURY_ACTIONS.join(", ")})`);
-  if (!Array.isArray(body.steps) || body.steps.length === 0) return not("an envelope without its steps (relay needs the whole answer as the gateway returned it)");
+  if (!TREASURY_ACTIONS.includes(body.action as TreasuryAction))
+    return not(`an answer for "${String(body.action)}", which is not one of the gateway's actions (${TREASURY_ACTIONS.join(", ")})`);
+  if (!Array.isArray(body.steps) || body.steps.length === 0)
+    return not("an envelope without its steps (relay needs the whole answer as the gateway returned it)");
   for (const [i, s] of (body.steps as unknown[]).entries()) {
     const u = isObject(s) ? s.unsigned_transaction : undefined;
-    if (!isObject(s) || typeof s.tx_id !== "string" || !isObject(u) || typeof u.chain_id !== "number" || typeof u.to !== "string" || typeof u.data !== "string" || typeof u.value !== "string") {
+    if (
+      !isObject(s) ||
+      typeof s.tx_id !== "string" ||
+      !isObject(u) ||
+      typeof u.chain_id !== "number" ||
+      typeof u.to !== "string" ||
+      typeof u.data !== "string" ||
+      typeof u.value !== "string"
+    ) {
       return not(`an envelope whose step ${i + 1} is incomplete (tx_id, unsigned_transaction {chain_id, to, data, value})`);
     }
   }
   const envelope = body as unknown as Envelope;
   if (typeof envelope.amount_usdc !== "number") return not("an envelope without amount_usdc");
   if (typeof envelope.expires_at === "string" && Date.parse(envelope.expires_at) <= now.getTime()) {
-    throw new EnvelopeError("expired", `envelope ${envelope.tx_id} (${envelope.action}) expired at ${envelope.expires_at}: ask the gateway for the ${envelope.action} again and relay the new answer`);
+    throw new EnvelopeError(
+      "expired",
+      `envelope ${envelope.tx_id} (${envelope.action}) expired at ${envelope.expires_at}: ask the gateway for the ${envelope.action} again and relay the new answer`,
+    );
   }
   return envelope;
 }

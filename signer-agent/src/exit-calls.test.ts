@@ -28,16 +28,20 @@ const snapshot = (over: Partial<ExitSnapshot> = {}): ExitSnapshot => ({
   ...over,
 });
 /** the oracle's value less 0.5%: a pool a little under the oracle */
-const quote = async (symbol: "ETH" | "BTC", units: bigint) => (units * (symbol === "ETH" ? 3_000_000_000n : 60_000_000_000n) * 995n) / (1000n * (symbol === "ETH" ? ETH : 10n ** 8n));
+const quote = async (symbol: "ETH" | "BTC", units: bigint) =>
+  (units * (symbol === "ETH" ? 3_000_000_000n : 60_000_000_000n) * 995n) / (1000n * (symbol === "ETH" ? ETH : 10n ** 8n));
 
 /** the planned calls as the signer decodes them from their calldata (signer-agent's own decoder) */
-const decoded = (steps: ReturnType<typeof exitSteps>): DecodedCall[] => steps.map((s) => checkStep(policy, { chain_id: m.chainId, to: s.to, data: s.data, value: "0" }, wallet));
+const decoded = (steps: ReturnType<typeof exitSteps>): DecodedCall[] =>
+  steps.map((s) => checkStep(policy, { chain_id: m.chainId, to: s.to, data: s.data, value: "0" }, wallet));
 const router = swapRouter02(m.chainId);
 const rule = (cs: DecodedCall[], intent: Partial<SignerIntent> = {}, floors: SwapFloor[] = floorsOf(cs)) =>
   exit.signer.check(cs, { amountMicro: 0n, ...intent }, signerRuleContext("exit", cs, { ...m, router }, 0n, 0n, 200, floors));
 /** the signer's own floors, here exactly each swap's bound */
 const floorsOf = (cs: DecodedCall[]): SwapFloor[] =>
-  cs.filter((c) => c.role === "swap").map((c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: (c.args[0] as { amountOutMinimum: bigint }).amountOutMinimum }));
+  cs
+    .filter((c) => c.role === "swap")
+    .map((c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: (c.args[0] as { amountOutMinimum: bigint }).amountOutMinimum }));
 const pos = (debt: bigint, supplied: Partial<Record<`0x${string}`, bigint>> = {}) => ({ debt, supplied: supplied as Record<`0x${string}`, bigint> });
 
 describe("exit: its calls in order", () => {
@@ -51,7 +55,13 @@ describe("exit: its calls in order", () => {
     for (const [n, r] of plan.rounds.entries()) {
       expect([cs[i]!.functionName, cs[i]!.token, cs[i]!.amount]).toEqual(["withdraw", m.weth, r.all ? maxUint256 : BigInt(r.units)]);
       expect([cs[i + 1]!.functionName, cs[i + 1]!.token, cs[i + 1]!.counterparty, cs[i + 1]!.amount]).toEqual(["approve", m.weth, router, BigInt(r.units)]);
-      expect([cs[i + 2]!.role, cs[i + 2]!.to, cs[i + 2]!.counterparty, cs[i + 2]!.amount, (cs[i + 2]!.args[0] as { amountOutMinimum: bigint }).amountOutMinimum]).toEqual(["swap", router, m.usdc, BigInt(r.units), BigInt(r.minOut)]);
+      expect([
+        cs[i + 2]!.role,
+        cs[i + 2]!.to,
+        cs[i + 2]!.counterparty,
+        cs[i + 2]!.amount,
+        (cs[i + 2]!.args[0] as { amountOutMinimum: bigint }).amountOutMinimum,
+      ]).toEqual(["swap", router, m.usdc, BigInt(r.units), BigInt(r.minOut)]);
       expect(steps[i + 2]!.summary.description).toContain("1% below the pool's quote");
       i += 3;
       if (n < plan.rounds.length - 1 && BigInt(r.repay) > 0n) {
@@ -62,7 +72,9 @@ describe("exit: its calls in order", () => {
     }
     expect([cs[i]!.functionName, cs[i]!.token, cs[i]!.counterparty, cs[i]!.amount]).toEqual(["approve", m.usdc, m.pool, BigInt(plan.approval)]);
     expect([cs[i + 1]!.functionName, cs[i + 1]!.amount]).toEqual(["repay", maxUint256]);
-    expect(cs.slice(i + 2).map((c) => [c.functionName, c.token, c.amount])).toEqual(plan.withdrawAll.map((a) => ["withdraw", a === "ETH" ? m.weth : a === "BTC" ? m.btc : m.usdc, maxUint256]));
+    expect(cs.slice(i + 2).map((c) => [c.functionName, c.token, c.amount])).toEqual(
+      plan.withdrawAll.map((a) => ["withdraw", a === "ETH" ? m.weth : a === "BTC" ? m.btc : m.usdc, maxUint256]),
+    );
   });
 
   it("with a sale: after everything is withdrawn, each volatile asset left is approved and swapped for at least its bound; without debt nothing is repaid", async () => {
@@ -73,7 +85,15 @@ describe("exit: its calls in order", () => {
       { symbol: "BTC", units: String(10n ** 8n), minOut: String(minOutOf(await quote("BTC", 10n ** 8n))) },
     ]);
     const cs = decoded(exitSteps(stepContext("base", wallet), plan));
-    expect(cs.map((c) => `${c.functionName}:${c.token}`)).toEqual([`withdraw:${m.usdc}`, `withdraw:${m.weth}`, `withdraw:${m.btc}`, `approve:${m.weth}`, `exactInputSingle:${m.weth}`, `approve:${m.btc}`, `exactInputSingle:${m.btc}`]);
+    expect(cs.map((c) => `${c.functionName}:${c.token}`)).toEqual([
+      `withdraw:${m.usdc}`,
+      `withdraw:${m.weth}`,
+      `withdraw:${m.btc}`,
+      `approve:${m.weth}`,
+      `exactInputSingle:${m.weth}`,
+      `approve:${m.btc}`,
+      `exactInputSingle:${m.btc}`,
+    ]);
     expect(rule(cs, { sell: true, position: pos(0n) })).toBe(7);
     // the same plan, no sale asked: the swaps after the last repayment are refused
     expect(refusalOf(() => rule(cs, { position: pos(0n) }))).toBe("the exit sells collateral after its last repayment, and no sale was asked");
@@ -96,12 +116,16 @@ describe("exit: the signer's rule over the decoded calls", () => {
     expect(rule(fromCollateral)).toBe(fromCollateral.length);
     const fromWallet = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote)));
     expect(rule(fromWallet, { position: pos(18_000_000_000n) })).toBe(3);
-    const fromSupply = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false, quote)));
+    const fromSupply = decoded(
+      exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false, quote)),
+    );
     expect(rule(fromSupply, { position: pos(18_000_000_000n, { [m.usdc]: 20_000_000_000n }) })).toBe(3);
   });
 
   it("repayWithATokens max closes the debt only when the supplied USDC the signer reads covers it with room for interest", async () => {
-    const cs = decoded(exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false, quote)));
+    const cs = decoded(
+      exitSteps(stepContext("base", wallet), await withQuotes(snapshot({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false, quote)),
+    );
     const debt = 18_000_000_000n;
     const buffer = debt / 1_000n + 1n;
     expect(rule(cs, { position: pos(debt, { [m.usdc]: debt + buffer }) })).toBe(3);
@@ -116,15 +140,23 @@ describe("exit: the signer's rule over the decoded calls", () => {
   it("must close the debt: its last repay is all of it (max); without one, with debt, refused; without debt, withdrawals alone pass", async () => {
     const plan = await withQuotes(snapshot({ walletUsdc: 20_000_000_000n }), false, quote);
     const cs = decoded(exitSteps(stepContext("base", wallet), plan));
-    const bounded = decoded(exitSteps(stepContext("base", wallet), plan).map((s, i) => (i === 1 ? repayCall(stepContext("base", wallet), 18_000_000_000n, true) : s)));
-    expect(refusalOf(() => rule(bounded, { position: pos(18_000_000_000n) }))).toBe("the last repayment of an exit must be all of the debt (type(uint256).max)");
+    const bounded = decoded(
+      exitSteps(stepContext("base", wallet), plan).map((s, i) => (i === 1 ? repayCall(stepContext("base", wallet), 18_000_000_000n, true) : s)),
+    );
+    expect(refusalOf(() => rule(bounded, { position: pos(18_000_000_000n) }))).toBe(
+      "the last repayment of an exit must be all of the debt (type(uint256).max)",
+    );
     const withdrawOnly = cs.filter((c) => c.role === "withdraw");
-    expect(refusalOf(() => rule(withdrawOnly, { position: pos(1n, { [m.weth]: 10n * ETH }) }))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
+    expect(refusalOf(() => rule(withdrawOnly, { position: pos(1n, { [m.weth]: 10n * ETH }) }))).toBe(
+      "the exit does not repay all of the debt (no type(uint256).max repayment)",
+    );
     expect(refusalOf(() => rule(withdrawOnly))).toBe("the exit does not repay all of the debt (no type(uint256).max repayment)");
     expect(rule(withdrawOnly, { position: pos(0n) })).toBe(1);
     // a repayment after the closing one
     const closing = cs.findIndex((c) => c.functionName === "repay");
-    expect(refusalOf(() => rule([...cs, { ...cs[closing]!, functionName: "repayWithATokens" }], { position: pos(1n) }))).toBe("a repayment after the exit's last one");
+    expect(refusalOf(() => rule([...cs, { ...cs[closing]!, functionName: "repayWithATokens" }], { position: pos(1n) }))).toBe(
+      "a repayment after the exit's last one",
+    );
   });
 
   it("refuses what an exit never does: a supply, a borrow, a fee, a repay of another asset", async () => {
@@ -135,7 +167,14 @@ describe("exit: the signer's rule over the decoded calls", () => {
     expect(extra({ ...cs[0]!, functionName: "supply", role: "supply" })).toBe("an exit has no supply");
     expect(extra({ ...cs[0]!, functionName: "borrow", role: "borrow" })).toBe("an exit has no borrow");
     expect(extra({ ...cs[0]!, functionName: "transfer", role: "fee" })).toBe("an exit has no fee");
-    expect(refusalOf(() => rule(cs.map((x) => (x.role === "repay" ? { ...x, token: m.weth } : x)), { position: pos(1n) }))).toBe("an exit repays USDC only");
+    expect(
+      refusalOf(() =>
+        rule(
+          cs.map((x) => (x.role === "repay" ? { ...x, token: m.weth } : x)),
+          { position: pos(1n) },
+        ),
+      ),
+    ).toBe("an exit repays USDC only");
   });
 
   it("before the closing repayment, every withdrawal is sold at once for its units and every swap sells a withdrawal", async () => {
@@ -148,7 +187,15 @@ describe("exit: the signer's rule over the decoded calls", () => {
     const fewer = cs.map((c, i) => (i === firstSwap ? { ...c, amount: c.amount - 1n } : c));
     expect(refusalOf(() => rule(fewer, { position }, floorsOf(fewer)))).toBe(sold);
     // another token sold after the withdrawal
-    expect(refusalOf(() => rule(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)), { position }, floorsOf(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)))))).toBe(sold);
+    expect(
+      refusalOf(() =>
+        rule(
+          cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c)),
+          { position },
+          floorsOf(cs.map((c, i) => (i === firstSwap ? { ...c, token: m.btc } : c))),
+        ),
+      ),
+    ).toBe(sold);
     // a withdrawal followed by another withdrawal, not by its sale
     const withoutSwap = cs.filter((_, i) => i !== firstSwap);
     expect(refusalOf(() => rule(withoutSwap, { position }))).toBe(sold);
@@ -159,7 +206,11 @@ describe("exit: the signer's rule over the decoded calls", () => {
 
   it("a max withdrawal before the closing repayment passes only when its sale is about all of the supply the signer reads", async () => {
     // 0.05 BTC supplied but not collateral: the first round takes all of it (max)
-    const plan = await withQuotes(snapshot({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 5_000_000n }, lt: { USDC: 7_800n, ETH: 8_250n, BTC: 0n }, debt: 5_000_000_000n }), false, quote);
+    const plan = await withQuotes(
+      snapshot({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 5_000_000n }, lt: { USDC: 7_800n, ETH: 8_250n, BTC: 0n }, debt: 5_000_000_000n }),
+      false,
+      quote,
+    );
     expect(plan.rounds[0]).toMatchObject({ symbol: "BTC", all: true });
     const cs = decoded(exitSteps(stepContext("base", wallet), plan));
     expect([cs[0]!.functionName, cs[0]!.token, cs[0]!.amount]).toEqual(["withdraw", m.btc, maxUint256]);
@@ -186,23 +237,56 @@ describe("exit: the signer's rule over the decoded calls", () => {
     const position = pos(18_000_000_000n, { [m.weth]: 10n * ETH });
     const floors = floorsOf(cs);
     const higher = floors.map((f, i) => (i === 0 ? { ...f, floor: f.floor + 1n } : f));
-    expect(refusalOf(() => rule(cs, { position }, higher))).toMatch(/^the exit's swap accepts as little as [\d.]+ USDC, under the [\d.]+ USDC the policy's maximum slippage allows$/);
+    expect(refusalOf(() => rule(cs, { position }, higher))).toMatch(
+      /^the exit's swap accepts as little as [\d.]+ USDC, under the [\d.]+ USDC the policy's maximum slippage allows$/,
+    );
     expect(refusalOf(() => rule(cs, { position }, floors.slice(1)))).toBe("no quote of its own for the exit's swap: not signed");
     const swap = cs.findIndex((c) => c.role === "swap");
     const forWeth = cs.map((c, i) => (i === swap ? { ...c, counterparty: m.btc } : c));
     expect(refusalOf(() => rule(forWeth, { position }, floorsOf(forWeth)))).toBe("an exit's swaps sell for USDC only");
     const approval = cs.findIndex((c) => c.role === "approve");
-    expect(refusalOf(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: wallet } : c)), { position }))).toBe("an exit approves the Pool and the router only");
-    expect(refusalOf(() => rule(cs.map((c, i) => (i === approval ? { ...c, counterparty: m.pool } : c)), { position }))).toBe("an exit approves only USDC to the Pool (its repayments)");
+    expect(
+      refusalOf(() =>
+        rule(
+          cs.map((c, i) => (i === approval ? { ...c, counterparty: wallet } : c)),
+          { position },
+        ),
+      ),
+    ).toBe("an exit approves the Pool and the router only");
+    expect(
+      refusalOf(() =>
+        rule(
+          cs.map((c, i) => (i === approval ? { ...c, counterparty: m.pool } : c)),
+          { position },
+        ),
+      ),
+    ).toBe("an exit approves only USDC to the Pool (its repayments)");
   });
 });
 
 describe("exit: the edges of its plan and of its rule", () => {
   it("the last round's USDC goes to the last repayment: a plan whose last round names a repayment repays it only through the max repay", () => {
-    const plan: ExitPlan = { debt: "100", repayWithATokens: "0", approval: "110", rounds: [{ symbol: "ETH", units: "5", all: false, minOut: "60", repay: "50" }], withdrawAll: ["ETH"], sales: [] };
+    const plan: ExitPlan = {
+      debt: "100",
+      repayWithATokens: "0",
+      approval: "110",
+      rounds: [{ symbol: "ETH", units: "5", all: false, minOut: "60", repay: "50" }],
+      withdrawAll: ["ETH"],
+      sales: [],
+    };
     const fns = decoded(exitSteps(stepContext("base", wallet), plan)).map((c) => c.functionName);
     expect(fns).toEqual(["withdraw", "approve", "exactInputSingle", "approve", "repay", "withdraw"]);
     const two: ExitPlan = { ...plan, rounds: [{ ...plan.rounds[0]!, repay: "0" }, plan.rounds[0]!] };
-    expect(decoded(exitSteps(stepContext("base", wallet), two)).map((c) => c.functionName)).toEqual(["withdraw", "approve", "exactInputSingle", "withdraw", "approve", "exactInputSingle", "approve", "repay", "withdraw"]);
+    expect(decoded(exitSteps(stepContext("base", wallet), two)).map((c) => c.functionName)).toEqual([
+      "withdraw",
+      "approve",
+      "exactInputSingle",
+      "withdraw",
+      "approve",
+      "exactInputSingle",
+      "approve",
+      "repay",
+      "withdraw",
+    ]);
   });
 });

@@ -70,15 +70,33 @@ export class GatewayAccess {
     return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       const first = await fetch(input, init);
       if (first.status !== 402 && first.status !== 401) return first;
-      const ext = ((await first.clone().json().catch(() => ({}))) as { extensions?: Record<string, { info: Record<string, unknown> }> }).extensions?.["sign-in-with-x"];
+      const ext = (
+        (await first
+          .clone()
+          .json()
+          .catch(() => ({}))) as { extensions?: Record<string, { info: Record<string, unknown> }> }
+      ).extensions?.["sign-in-with-x"];
       if (!ext) return first;
       const chainId = await this.opts.chainId();
-      const payload = await createSIWxPayload({ ...(ext.info as unknown as Parameters<typeof createSIWxPayload>[0]), chainId: `eip155:${chainId}`, type: "eip191" }, this.opts.account, String(input));
+      const payload = await createSIWxPayload(
+        { ...(ext.info as unknown as Parameters<typeof createSIWxPayload>[0]), chainId: `eip155:${chainId}`, type: "eip191" },
+        this.opts.account,
+        String(input),
+      );
       this.opts.log("signing in with the wallet (sign-in-with-x): a downward leg is free");
       const signedIn = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "SIGN-IN-WITH-X": encodeSIWxHeader(payload) } });
       if (signedIn.status !== 401) return signedIn;
       // no treasury stands behind this wallet yet (a signature creates none): pay, within the policy's x402 caps
-      this.opts.log(`      sign-in refused (${((await signedIn.clone().json().catch(() => ({}))) as { message?: string }).message ?? "401"}); paying with x402 instead`);
+      this.opts.log(
+        `      sign-in refused (${
+          (
+            (await signedIn
+              .clone()
+              .json()
+              .catch(() => ({}))) as { message?: string }
+          ).message ?? "401"
+        }); paying with x402 instead`,
+      );
       return (await paid())(input, init);
     }) as typeof fetch;
   }
@@ -104,8 +122,14 @@ export class GatewayAccess {
     const remembering = (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       const res = await fetch(input, init);
       if (res.status === 402) {
-        const body = (await res.clone().json().catch(() => undefined)) as { x402Version?: number; accepts?: unknown[] } | undefined;
-        const accepts = body?.accepts?.map((a) => PaymentRequirementsSchema.safeParse(a)).filter((r) => r.success).map((r) => r.data);
+        const body = (await res
+          .clone()
+          .json()
+          .catch(() => undefined)) as { x402Version?: number; accepts?: unknown[] } | undefined;
+        const accepts = body?.accepts
+          ?.map((a) => PaymentRequirementsSchema.safeParse(a))
+          .filter((r) => r.success)
+          .map((r) => r.data);
         if (body?.x402Version && accepts?.length) this.challenges.set(route, { x402Version: body.x402Version, accepts });
       }
       return res;
@@ -122,7 +146,10 @@ export class GatewayAccess {
       const selected = known && selectPaymentRequirements(known.accepts, ChainIdToNetwork[baseSepolia.id], "exact");
       if (known && selected && BigInt(selected.maxAmountRequired) <= amount) {
         const header = await createPaymentHeader(wallet as never, known.x402Version, selected);
-        const res = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), "X-PAYMENT": header, "Access-Control-Expose-Headers": "X-PAYMENT-RESPONSE" } });
+        const res = await fetch(input, {
+          ...init,
+          headers: { ...(init?.headers as Record<string, string>), "X-PAYMENT": header, "Access-Control-Expose-Headers": "X-PAYMENT-RESPONSE" },
+        });
         if (res.status !== 402) return res;
         this.challenges.delete(route);
       }
@@ -133,7 +160,13 @@ export class GatewayAccess {
       const header = res.headers.get("x-payment-response");
       if (header) {
         const settled = decodeXPaymentResponse(header);
-        this.opts.audit.append({ event: "x402_payment", amount_micro: amount.toString(), amount_usdc: Number(shown), tx_hash: settled.transaction, route: `${method} ${path}` });
+        this.opts.audit.append({
+          event: "x402_payment",
+          amount_micro: amount.toString(),
+          amount_usdc: Number(shown),
+          tx_hash: settled.transaction,
+          route: `${method} ${path}`,
+        });
         this.opts.log(`paid ${shown} USDC with x402 (settlement ${settled.transaction.slice(0, 12)}...)`);
       }
       return res;

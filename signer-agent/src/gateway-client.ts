@@ -39,7 +39,9 @@ export async function gatewayJson(base: string, method: string, path: string, o:
     } catch (err) {
       const wait = err instanceof GatewayError && err.status === 429 ? Number(err.body?.retry_after_seconds ?? 1) : NaN;
       if (!(wait <= RATE_LIMIT_WAIT_MAX_S) || attempt >= 2) throw err;
-      (o.log ?? ((line: string) => process.stderr.write(`${line}\n`)))(`the gateway rate-limits ${method} ${path}: waiting ${wait} s as it asks, then asking again`);
+      (o.log ?? ((line: string) => process.stderr.write(`${line}\n`)))(
+        `the gateway rate-limits ${method} ${path}: waiting ${wait} s as it asks, then asking again`,
+      );
       await new Promise((done) => setTimeout(done, (wait + 0.5) * 1000));
     }
   }
@@ -59,7 +61,9 @@ async function gatewayJsonOnce(base: string, method: string, path: string, o: Ga
     });
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    throw new GatewayUnreachable(`the gateway at ${base} does not answer (${cause}): is the local stack running (npm start)? Else point --gateway or SIGNER_GATEWAY_URL at it`);
+    throw new GatewayUnreachable(
+      `the gateway at ${base} does not answer (${cause}): is the local stack running (npm start)? Else point --gateway or SIGNER_GATEWAY_URL at it`,
+    );
   }
   const text = await res.text();
   let json: Record<string, any>;
@@ -70,7 +74,12 @@ async function gatewayJsonOnce(base: string, method: string, path: string, o: Ga
   }
   if (!res.ok) {
     const reason = typeof json.reason === "string" ? ` (${json.reason})` : "";
-    throw new GatewayError(res.status, String(json.error ?? res.status), `${method} ${path}: ${res.status} ${json.error ?? ""}: ${json.message ?? text}${reason}`, json);
+    throw new GatewayError(
+      res.status,
+      String(json.error ?? res.status),
+      `${method} ${path}: ${res.status} ${json.error ?? ""}: ${json.message ?? text}${reason}`,
+      json,
+    );
   }
   return json;
 }

@@ -22,7 +22,10 @@ export async function createKeystore(file: string, passphrase: string, privateKe
 }
 
 const missing = (file: string | undefined) =>
-  new KeystoreError("no_keystore", `no keystore at ${file ?? "(none given)"}: create one with \`signer-agent init\` (or point SIGNER_DIR / SIGNER_KEYSTORE at yours)`);
+  new KeystoreError(
+    "no_keystore",
+    `no keystore at ${file ?? "(none given)"}: create one with \`signer-agent init\` (or point SIGNER_DIR / SIGNER_KEYSTORE at yours)`,
+  );
 
 export function keystoreAddress(file: string): `0x${string}` {
   if (!fs.existsSync(file)) throw missing(file);

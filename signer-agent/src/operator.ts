@@ -9,7 +9,18 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Safe from "@safe-global/protocol-kit";
-import { createPublicClient, createWalletClient, decodeFunctionData, encodeFunctionData, getAddress, hexToBigInt, parseAbi, publicActions, sliceHex, type Hex } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  decodeFunctionData,
+  encodeFunctionData,
+  getAddress,
+  hexToBigInt,
+  parseAbi,
+  publicActions,
+  sliceHex,
+  type Hex,
+} from "viem";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
@@ -39,7 +50,18 @@ export interface QueuedSafeTransaction {
   id: string;
   safe: `0x${string}`;
   safe_tx_hash: Hex;
-  safe_tx: { to: `0x${string}`; value: string; data: Hex; operation: 0 | 1; safeTxGas: string; baseGas: string; gasPrice: string; gasToken: `0x${string}`; refundReceiver: `0x${string}`; nonce: string };
+  safe_tx: {
+    to: `0x${string}`;
+    value: string;
+    data: Hex;
+    operation: 0 | 1;
+    safeTxGas: string;
+    baseGas: string;
+    gasPrice: string;
+    gasToken: `0x${string}`;
+    refundReceiver: `0x${string}`;
+    nonce: string;
+  };
   calls: { to: `0x${string}`; value: string; data: Hex }[];
 }
 
@@ -51,7 +73,7 @@ export function decodeBatch(t: QueuedSafeTransaction["safe_tx"]): { to: `0x${str
   const packed = args[0];
   const calls: { to: `0x${string}`; value: bigint; data: Hex }[] = [];
   // each: operation (1 byte), to (20), value (32), data length (32), data
-  for (let at = 0; at < (packed.length - 2) / 2; ) {
+  for (let at = 0; at < (packed.length - 2) / 2;) {
     const operation = Number(hexToBigInt(sliceHex(packed, at, at + 1)));
     if (operation !== 0) throw new Error("a delegatecall inside the batch");
     const to = getAddress(sliceHex(packed, at + 1, at + 21));
@@ -77,9 +99,7 @@ export class Operator {
   /** a line per step of a long operation (the command line prints them on stderr) */
   private readonly step: (line: string) => void;
 
-  constructor(
-    private readonly opts: { privateKey: Hex; rpcUrl: string; progress?: (line: string) => void },
-  ) {
+  constructor(private readonly opts: { privateKey: Hex; rpcUrl: string; progress?: (line: string) => void }) {
     this.step = opts.progress ?? (() => undefined);
     this.account = privateKeyToAccount(opts.privateKey);
     this.wallet = createWalletClient({ account: this.account, chain: base, transport: rpcHttp(opts.rpcUrl), pollingInterval: 50 }).extend(publicActions);
@@ -96,7 +116,12 @@ export class Operator {
     const address = (await predicted.getAddress()) as `0x${string}`;
     this.step(`deploying the Safe at ${address} (one transaction from ${this.account.address})`);
     const deployment = await predicted.createSafeDeploymentTransaction();
-    const hash = await this.wallet.sendTransaction({ to: deployment.to as `0x${string}`, data: deployment.data as Hex, value: BigInt(deployment.value), chain: base });
+    const hash = await this.wallet.sendTransaction({
+      to: deployment.to as `0x${string}`,
+      data: deployment.data as Hex,
+      value: BigInt(deployment.value),
+      chain: base,
+    });
     this.step(`waiting for the deployment's receipt (${hash})`);
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error("Safe deployment reverted");
@@ -151,7 +176,9 @@ export class Operator {
     ]);
     if (borrowUsdcMicro > 0n) {
       this.step("borrowing the USDC through the Safe (one Safe transaction)");
-      await this.execSafe([{ to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [m.usdc, borrowUsdcMicro, 2n, 0, safe] }) }]);
+      await this.execSafe([
+        { to: m.pool, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [m.usdc, borrowUsdcMicro, 2n, 0, safe] }) },
+      ]);
     }
   }
 
@@ -159,7 +186,12 @@ export class Operator {
   async deployModule(automation: `0x${string}`, parkTargetBps: number): Promise<`0x${string}`> {
     this.step(`deploying the ProtectionModule for the Safe (automation ${automation})`);
     const { config, tokens } = protectionModuleConfig("base", this.safeAddress!, automation, parkTargetBps);
-    const hash = await this.wallet.deployContract({ abi: PROTECTION_MODULE_ABI, bytecode: protectionModuleArtifact().bytecode.object, args: [config, tokens], chain: base });
+    const hash = await this.wallet.deployContract({
+      abi: PROTECTION_MODULE_ABI,
+      bytecode: protectionModuleArtifact().bytecode.object,
+      args: [config, tokens],
+      chain: base,
+    });
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
     return receipt.contractAddress!;
   }
@@ -179,13 +211,32 @@ export class Operator {
    * enableModule(`module`) and disableModule of the module it replaces, both calls to this Safe, no refund.
    * Signed and sent by the owner (threshold 1).
    */
-  async executeUpgrade(p: { safe: `0x${string}`; module: `0x${string}`; replaces?: `0x${string}`; safe_tx_hash: Hex; safe_tx: QueuedSafeTransaction["safe_tx"] }, module: `0x${string}`): Promise<Hex> {
+  async executeUpgrade(
+    p: { safe: `0x${string}`; module: `0x${string}`; replaces?: `0x${string}`; safe_tx_hash: Hex; safe_tx: QueuedSafeTransaction["safe_tx"] },
+    module: `0x${string}`,
+  ): Promise<Hex> {
     const safe = this.safeAddress!;
     const t = p.safe_tx;
     if (getAddress(p.safe) !== getAddress(safe)) throw new Error(`the upgrade is for ${p.safe}, not this operator's Safe ${safe}`);
-    const fields = [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver] as const;
-    const onChain = await this.publicClient.readContract({ address: safe, abi: SAFE_ABI, functionName: "getTransactionHash", args: [...fields, BigInt(t.nonce)] });
-    if (onChain.toLowerCase() !== p.safe_tx_hash.toLowerCase()) throw new Error(`the listed hash ${p.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
+    const fields = [
+      t.to,
+      BigInt(t.value),
+      t.data,
+      t.operation,
+      BigInt(t.safeTxGas),
+      BigInt(t.baseGas),
+      BigInt(t.gasPrice),
+      t.gasToken,
+      t.refundReceiver,
+    ] as const;
+    const onChain = await this.publicClient.readContract({
+      address: safe,
+      abi: SAFE_ABI,
+      functionName: "getTransactionHash",
+      args: [...fields, BigInt(t.nonce)],
+    });
+    if (onChain.toLowerCase() !== p.safe_tx_hash.toLowerCase())
+      throw new Error(`the listed hash ${p.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
     if (BigInt(t.gasPrice) !== 0n || BigInt(t.baseGas) !== 0n) throw new Error("the Safe transaction would refund gas from the Safe");
     const calls = decodeBatch(t);
     const decoded = calls.map((c) => {
@@ -193,8 +244,13 @@ export class Operator {
       return decodeFunctionData({ abi: SAFE_ABI, data: c.data });
     });
     const [enable, disable] = decoded;
-    if (enable?.functionName !== "enableModule" || getAddress(enable.args[0] as string) !== getAddress(module)) throw new Error(`the upgrade does not enable ${module}`);
-    if (decoded.length > 2 || (disable && (disable.functionName !== "disableModule" || !p.replaces || getAddress(disable.args[1] as string) !== getAddress(p.replaces)))) throw new Error("the upgrade does more than enable the new module and disable the one it replaces");
+    if (enable?.functionName !== "enableModule" || getAddress(enable.args[0] as string) !== getAddress(module))
+      throw new Error(`the upgrade does not enable ${module}`);
+    if (
+      decoded.length > 2 ||
+      (disable && (disable.functionName !== "disableModule" || !p.replaces || getAddress(disable.args[1] as string) !== getAddress(p.replaces)))
+    )
+      throw new Error("the upgrade does more than enable the new module and disable the one it replaces");
     const signature = await this.account.sign({ hash: p.safe_tx_hash });
     const hash = await this.wallet.writeContract({ address: safe, abi: SAFE_ABI, functionName: "execTransaction", args: [...fields, signature], chain: base });
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
@@ -225,12 +281,21 @@ export class Operator {
   async ownershipProof(service: string, executionMode: "wallet" | "managed") {
     const nonce = `op_${randomBytes(16).toString("hex")}`;
     const issued_at = new Date().toISOString();
-    const signature = await this.signAsSafe(registrationStatement({ service, wallet: this.safeAddress!, chain: "base", executionMode, nonce, issuedAt: issued_at }));
+    const signature = await this.signAsSafe(
+      registrationStatement({ service, wallet: this.safeAddress!, chain: "base", executionMode, nonce, issuedAt: issued_at }),
+    );
     return { signature, nonce, issued_at };
   }
 
   /** a fresh proof that the Safe attaches `module` to `treasuryId` with these thresholds (POST /api/v1/delegation safe_proof) */
-  async delegationProof(o: { service: string; treasuryId: string; module: `0x${string}`; protectBelowHealth: number; parkTargetBps: number; maxSlippageBps?: number }) {
+  async delegationProof(o: {
+    service: string;
+    treasuryId: string;
+    module: `0x${string}`;
+    protectBelowHealth: number;
+    parkTargetBps: number;
+    maxSlippageBps?: number;
+  }) {
     const nonce = `op_${randomBytes(16).toString("hex")}`;
     const issued_at = new Date().toISOString();
     const signature = await this.signAsSafe(
@@ -267,11 +332,29 @@ export class Operator {
       address: safe,
       abi: SAFE_ABI,
       functionName: "getTransactionHash",
-      args: [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver, BigInt(t.nonce)],
+      args: [
+        t.to,
+        BigInt(t.value),
+        t.data,
+        t.operation,
+        BigInt(t.safeTxGas),
+        BigInt(t.baseGas),
+        BigInt(t.gasPrice),
+        t.gasToken,
+        t.refundReceiver,
+        BigInt(t.nonce),
+      ],
     });
-    if (onChain.toLowerCase() !== q.safe_tx_hash.toLowerCase()) throw new Error(`the listed hash ${q.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
+    if (onChain.toLowerCase() !== q.safe_tx_hash.toLowerCase())
+      throw new Error(`the listed hash ${q.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
     const decoded = decodeBatch(t);
-    if (decoded.length !== q.calls.length || decoded.some((c, i) => getAddress(c.to) !== getAddress(q.calls[i]!.to) || c.data.toLowerCase() !== q.calls[i]!.data.toLowerCase() || c.value !== BigInt(q.calls[i]!.value))) {
+    if (
+      decoded.length !== q.calls.length ||
+      decoded.some(
+        (c, i) =>
+          getAddress(c.to) !== getAddress(q.calls[i]!.to) || c.data.toLowerCase() !== q.calls[i]!.data.toLowerCase() || c.value !== BigInt(q.calls[i]!.value),
+      )
+    ) {
       throw new Error("the Safe transaction's batch is not the calls it lists");
     }
     const m = AAVE_MARKETS.base;

@@ -14,27 +14,32 @@ import { declarationOf, DECLARED, type TreasuryAction } from "@treasury/core/act
 import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent } from "@treasury/core/actions/signer-rule";
 import { formatDecimal, isExactUsdc, parseUsdc } from "@treasury/core/domain/money";
 
-const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/).transform((a) => getAddress(a));
+const Address = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/)
+  .transform((a) => getAddress(a));
 
-export const PolicySchema = z.object({
-  allowed_chains: z.array(z.number().int()).min(1),
-  allowed_targets: z.record(z.string(), z.string()),
-  allowed_functions: z.array(z.string()).min(1),
-  approve_spenders: z.array(Address),
-  transfer_recipients: z.array(Address),
-  per_transaction_cap_usdc: z.number().positive(),
-  daily_cap_usdc: z.number().positive(),
-  x402_max_price_usdc: z.number().positive(),
-  x402_daily_budget_usdc: z.number().positive(),
-  /** the most the service fee may be, basis points of the amount (the published rate: 2%) */
-  max_fee_bps: z.number().int().min(0).max(1000).optional(),
-  /** the most a swap may give up under the signer's own quote (the pool's, asked with its own RPC), basis points */
-  max_slippage_bps: z.number().int().min(0).max(1000).optional(),
-}).superRefine((p, ctx) => {
-  for (const k of ["per_transaction_cap_usdc", "daily_cap_usdc", "x402_max_price_usdc", "x402_daily_budget_usdc"] as const) {
-    if (!isExactUsdc(p[k])) ctx.addIssue({ code: "custom", path: [k], message: "at most 6 decimals (exact micro-USDC)" });
-  }
-});
+export const PolicySchema = z
+  .object({
+    allowed_chains: z.array(z.number().int()).min(1),
+    allowed_targets: z.record(z.string(), z.string()),
+    allowed_functions: z.array(z.string()).min(1),
+    approve_spenders: z.array(Address),
+    transfer_recipients: z.array(Address),
+    per_transaction_cap_usdc: z.number().positive(),
+    daily_cap_usdc: z.number().positive(),
+    x402_max_price_usdc: z.number().positive(),
+    x402_daily_budget_usdc: z.number().positive(),
+    /** the most the service fee may be, basis points of the amount (the published rate: 2%) */
+    max_fee_bps: z.number().int().min(0).max(1000).optional(),
+    /** the most a swap may give up under the signer's own quote (the pool's, asked with its own RPC), basis points */
+    max_slippage_bps: z.number().int().min(0).max(1000).optional(),
+  })
+  .superRefine((p, ctx) => {
+    for (const k of ["per_transaction_cap_usdc", "daily_cap_usdc", "x402_max_price_usdc", "x402_daily_budget_usdc"] as const) {
+      if (!isExactUsdc(p[k])) ctx.addIssue({ code: "custom", path: [k], message: "at most 6 decimals (exact micro-USDC)" });
+    }
+  });
 export type Policy = z.infer<typeof PolicySchema>;
 
 export { PolicyRefusal } from "@treasury/core/actions/signer-rule";
@@ -121,7 +126,15 @@ export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): Deco
     case "supply":
       if (getAddress(a[2] as string) !== me) refuse(`supply on behalf of ${a[2]}, not this wallet`);
       if (!targets[getAddress(a[0] as string)]) refuse(`asset ${a[0]} is not allowed`);
-      call = { functionName: fn, role: "supply", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: isUsdc(a[0]) ? (a[1] as bigint) : 0n };
+      call = {
+        functionName: fn,
+        role: "supply",
+        args: a,
+        to,
+        token: getAddress(a[0] as string),
+        amount: a[1] as bigint,
+        usdcMoved: isUsdc(a[0]) ? (a[1] as bigint) : 0n,
+      };
       break;
     case "borrow":
       if (getAddress(a[4] as string) !== me) refuse(`borrow on behalf of ${a[4]}, not this wallet`);
@@ -131,7 +144,15 @@ export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): Deco
     case "repay":
       if (getAddress(a[3] as string) !== me) refuse(`repay on behalf of ${a[3]}, not this wallet`);
       // all of the debt (type(uint256).max): bounded by its approval, which moves nothing; a repayment only lowers the wallet's own debt
-      call = { functionName: fn, role: "repay", args: a, to, token: getAddress(a[0] as string), amount: a[1] as bigint, usdcMoved: isUsdc(a[0]) && (a[1] as bigint) !== maxUint256 ? (a[1] as bigint) : 0n };
+      call = {
+        functionName: fn,
+        role: "repay",
+        args: a,
+        to,
+        token: getAddress(a[0] as string),
+        amount: a[1] as bigint,
+        usdcMoved: isUsdc(a[0]) && (a[1] as bigint) !== maxUint256 ? (a[1] as bigint) : 0n,
+      };
       break;
     case "repayWithATokens":
       // the wallet's own supplied USDC pays the wallet's own debt (Aave repays for msg.sender only)
@@ -145,7 +166,16 @@ export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): Deco
     case "transfer":
       if (!policy.transfer_recipients.includes(getAddress(a[0] as string))) refuse(`transfer to ${a[0]} is not allowed`);
       if (!isUsdc(to)) refuse("only USDC may be transferred (the service fee)");
-      call = { functionName: fn, role: "fee", args: a, to, token: to, amount: a[1] as bigint, counterparty: getAddress(a[0] as string), usdcMoved: a[1] as bigint };
+      call = {
+        functionName: fn,
+        role: "fee",
+        args: a,
+        to,
+        token: to,
+        amount: a[1] as bigint,
+        counterparty: getAddress(a[0] as string),
+        usdcMoved: a[1] as bigint,
+      };
       break;
     case "withdraw":
       // out of Aave, only ever to this wallet; what comes back to the wallet is not counted against its caps
@@ -157,13 +187,23 @@ export function checkStep(policy: Policy, tx: StepTx, self: `0x${string}`): Deco
       const p = a[0] as { tokenIn: string; tokenOut: string; recipient: string; amountIn: bigint; amountOutMinimum: bigint };
       if (getAddress(p.recipient) !== me) refuse(`swap proceeds go to ${p.recipient}, not this wallet`);
       if (!targets[getAddress(p.tokenIn)] || !targets[getAddress(p.tokenOut)]) refuse("swap tokens are not allowed");
-      call = { functionName: fn, role: "swap", args: a, to, token: getAddress(p.tokenIn), amount: p.amountIn, counterparty: getAddress(p.tokenOut), usdcMoved: isUsdc(p.tokenIn) ? p.amountIn : 0n };
+      call = {
+        functionName: fn,
+        role: "swap",
+        args: a,
+        to,
+        token: getAddress(p.tokenIn),
+        amount: p.amountIn,
+        counterparty: getAddress(p.tokenOut),
+        usdcMoved: isUsdc(p.tokenIn) ? p.amountIn : 0n,
+      };
       break;
     }
     default:
       return refuse(`function ${fn} is not allowed`);
   }
-  if (call.usdcMoved > policyMicro(policy.per_transaction_cap_usdc)) refuse(`${formatDecimal(call.usdcMoved, 6)} USDC is above the per-transaction cap of ${policy.per_transaction_cap_usdc}`);
+  if (call.usdcMoved > policyMicro(policy.per_transaction_cap_usdc))
+    refuse(`${formatDecimal(call.usdcMoved, 6)} USDC is above the per-transaction cap of ${policy.per_transaction_cap_usdc}`);
   return call;
 }
 
@@ -201,12 +241,28 @@ export function checkIntent(
   const tokens = new Set([market.usdc, market.weth, market.btc].map((t) => getAddress(t)));
   for (const c of calls) {
     const where = c.role === "swap" ? router : c.role === "approve" || c.role === "fee" ? undefined : pool;
-    if (where !== undefined && c.to !== where) refuse(`a ${c.functionName} sent to ${c.to}, not to ${c.role === "swap" ? "the market's router" : "the market's Pool"} ${where}`);
+    if (where !== undefined && c.to !== where)
+      refuse(`a ${c.functionName} sent to ${c.to}, not to ${c.role === "swap" ? "the market's router" : "the market's Pool"} ${where}`);
     if (where === undefined && !tokens.has(c.to)) refuse(`a ${c.functionName} on ${c.to}, not on a token of the market`);
   }
   const d = declarationOf(intent.action);
   const maxFeeBps = policy.max_fee_bps ?? DEFAULT_MAX_FEE_BPS;
-  const ctx = signerRuleContext(intent.action, calls, { ...market, pool: getAddress(market.pool), usdc: getAddress(market.usdc), btc: getAddress(market.btc), weth: getAddress(market.weth), router: getAddress(swapRouter02(market.chainId)) }, intent.amountMicro, maxFeeFor(intent.amountMicro, BigInt(maxFeeBps)), maxFeeBps, intent.swapFloors);
+  const ctx = signerRuleContext(
+    intent.action,
+    calls,
+    {
+      ...market,
+      pool: getAddress(market.pool),
+      usdc: getAddress(market.usdc),
+      btc: getAddress(market.btc),
+      weth: getAddress(market.weth),
+      router: getAddress(swapRouter02(market.chainId)),
+    },
+    intent.amountMicro,
+    maxFeeFor(intent.amountMicro, BigInt(maxFeeBps)),
+    maxFeeBps,
+    intent.swapFloors,
+  );
   // a downward leg is free: a fee on one is refused, whatever its rule says
   if (d.direction === "down" && ctx.count("fee") > 0) refuse(`a ${intent.action} is free (a downward leg); the envelope pays a fee`);
   const expected = d.signer.check(calls, intent, ctx);

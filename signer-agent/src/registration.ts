@@ -56,10 +56,19 @@ export class TreasuryRecord {
 }
 
 /** the treasury the wallet already stands behind, as far as the agent knows: its own record, its audit log, then the gateway's public view */
-export async function existingTreasury(o: { gatewayUrl: string; wallet: `0x${string}`; record: TreasuryRecord; audit: AuditLog }): Promise<{ treasuryId?: string; how: string } | null> {
+export async function existingTreasury(o: {
+  gatewayUrl: string;
+  wallet: `0x${string}`;
+  record: TreasuryRecord;
+  audit: AuditLog;
+}): Promise<{ treasuryId?: string; how: string } | null> {
   const registered = o.record.newest();
-  if (registered) return { treasuryId: registered.treasury_id, how: `${registered.execution_mode} mode, registered by this agent at ${registered.registered_at}` };
-  const used = o.audit.entries().filter((e) => e.event === "executed" && typeof e.treasury_id === "string").at(-1);
+  if (registered)
+    return { treasuryId: registered.treasury_id, how: `${registered.execution_mode} mode, registered by this agent at ${registered.registered_at}` };
+  const used = o.audit
+    .entries()
+    .filter((e) => e.event === "executed" && typeof e.treasury_id === "string")
+    .at(-1);
   if (used) return { treasuryId: used.treasury_id as string, how: `used by this agent's ${String(used.action)} at ${used.at}` };
   try {
     await gatewayJson(o.gatewayUrl, "GET", `/api/v1/public/portfolio-state?address=${o.wallet}`);
@@ -84,13 +93,21 @@ export function assertServiceIsGateway(service: unknown, gatewayUrl: string, exp
     }
   };
   if (typeof service !== "string" || origin(service) !== origin(expected ?? gatewayUrl)) {
-    throw new StatementMismatch(`the statement names the service ${String(service)}, but this agent talks to ${expected ?? gatewayUrl}: not signed (set SIGNER_SERVICE_URL to the gateway's public URL if that is what it is)`);
+    throw new StatementMismatch(
+      `the statement names the service ${String(service)}, but this agent talks to ${expected ?? gatewayUrl}: not signed (set SIGNER_SERVICE_URL to the gateway's public URL if that is what it is)`,
+    );
   }
   return service;
 }
 
 /** sign the gateway's ownership statement for this wallet and register; returns the gateway's answer (treasury_id, api_key, ...) */
-export async function registerTreasury(o: { account: PrivateKeyAccount; gatewayUrl: string; mode: ExecutionMode; chain?: TreasuryChain; log?: (line: string) => void }): Promise<Record<string, any>> {
+export async function registerTreasury(o: {
+  account: PrivateKeyAccount;
+  gatewayUrl: string;
+  mode: ExecutionMode;
+  chain?: TreasuryChain;
+  log?: (line: string) => void;
+}): Promise<Record<string, any>> {
   const chain = o.chain ?? "base";
   const log = o.log ?? (() => undefined);
   const wallet = o.account.address;
@@ -102,9 +119,21 @@ export async function registerTreasury(o: { account: PrivateKeyAccount; gatewayU
     throw new StatementMismatch("the gateway's ownership statement has no service, nonce or issued_at: not signed");
   }
   // signed as rebuilt here: a registration of this wallet, in this mode, on this chain, for this gateway, and nothing else
-  const typed = registrationStatement({ service: assertServiceIsGateway(message.service, o.gatewayUrl), wallet, chain, executionMode: o.mode, nonce: statement.nonce, issuedAt: statement.issued_at });
+  const typed = registrationStatement({
+    service: assertServiceIsGateway(message.service, o.gatewayUrl),
+    wallet,
+    chain,
+    executionMode: o.mode,
+    nonce: statement.nonce,
+    issuedAt: statement.issued_at,
+  });
   const asked = statement.typed_data as { primaryType?: string; message?: Record<string, unknown>; domain?: Record<string, unknown> };
-  const same = asked.primaryType === typed.primaryType && typeof asked.message?.wallet === "string" && getAddress(asked.message.wallet) === wallet && asked.message?.executionMode === o.mode && Number(asked.domain?.chainId) === typed.domain.chainId;
+  const same =
+    asked.primaryType === typed.primaryType &&
+    typeof asked.message?.wallet === "string" &&
+    getAddress(asked.message.wallet) === wallet &&
+    asked.message?.executionMode === o.mode &&
+    Number(asked.domain?.chainId) === typed.domain.chainId;
   if (!same) throw new StatementMismatch(`the gateway asked to sign a statement that is not a ${o.mode} registration of ${wallet} on ${chain}: not signed`);
   log(`signing the statement with the agent's key (EIP-712, service ${message.service})`);
   const signature: Hex = await o.account.signTypedData(typed);

@@ -18,7 +18,8 @@ export function serveAgent(agent: SignerAgent, opts: { port: number; token: stri
       res.end(JSON.stringify(body, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
     };
     const auth = req.headers.authorization ?? "";
-    if (!auth.startsWith("Bearer ") || !same(auth.slice(7), opts.token)) return reply(401, { error: "unauthorized", message: "signer token missing or invalid" });
+    if (!auth.startsWith("Bearer ") || !same(auth.slice(7), opts.token))
+      return reply(401, { error: "unauthorized", message: "signer token missing or invalid" });
     if (req.method !== "POST") return reply(405, { error: "method_not_allowed", message: "POST only" });
     let raw = "";
     req.on("data", (d) => {

@@ -45,11 +45,20 @@ export interface Summary {
 const RECENT = 10;
 const why = (err: unknown) => (err instanceof Error ? err.message.split("\n")[0]! : String(err));
 
-export async function buildSummary(o: { wallet: `0x${string}`; gatewayUrl: string; rpcUrl: string; audit: AuditLog; registration?: TreasuryRecordEntry; bearer?: string }): Promise<Summary> {
+export async function buildSummary(o: {
+  wallet: `0x${string}`;
+  gatewayUrl: string;
+  rpcUrl: string;
+  audit: AuditLog;
+  registration?: TreasuryRecordEntry;
+  bearer?: string;
+}): Promise<Summary> {
   const log = o.audit.entries();
   const executed = log.filter((e) => e.event === "executed");
   // the treasury: the one a given key (--bearer) is bound to, else the agent's newest registration, else the one it last acted on
-  const bound = o.bearer ? ((await gatewayJson(o.gatewayUrl, "GET", "/api/v1/treasury", { bearer: o.bearer }).catch(() => null))?.treasury_id as string | undefined) : undefined;
+  const bound = o.bearer
+    ? ((await gatewayJson(o.gatewayUrl, "GET", "/api/v1/treasury", { bearer: o.bearer }).catch(() => null))?.treasury_id as string | undefined)
+    : undefined;
   const treasuryId = bound ?? o.registration?.treasury_id ?? (executed.at(-1)?.treasury_id as string | undefined);
   // the key for that treasury: --bearer, or the one its registration answered
   const key = o.bearer ?? (o.registration?.treasury_id === treasuryId ? o.registration?.api_key : undefined);
@@ -60,7 +69,9 @@ export async function buildSummary(o: { wallet: `0x${string}`; gatewayUrl: strin
   ]);
   // service fees: the fee transfers this agent signed whose step was relayed; x402: what it paid for requests
   const relayed = new Set(log.filter((e) => e.event === "relayed").map((e) => e.tx_id));
-  const serviceMicro = log.filter((e) => e.event === "signed" && e.function === "transfer" && relayed.has(e.tx_id)).reduce((s, e) => s + BigInt(e.amount_micro ?? "0"), 0n);
+  const serviceMicro = log
+    .filter((e) => e.event === "signed" && e.function === "transfer" && relayed.has(e.tx_id))
+    .reduce((s, e) => s + BigInt(e.amount_micro ?? "0"), 0n);
   const x402Micro = log.filter((e) => e.event === "x402_payment").reduce((s, e) => s + BigInt(e.amount_micro ?? "0"), 0n);
   return {
     wallet: o.wallet,
@@ -72,7 +83,15 @@ export async function buildSummary(o: { wallet: `0x${string}`; gatewayUrl: strin
     executions: executed
       .slice(-RECENT)
       .reverse()
-      .map((e) => ({ at: e.at, action: String(e.action), amount_micro: BigInt(e.amount_micro ?? "0"), fee_micro: BigInt((e.fee_micro as string | undefined) ?? "0"), treasury_id: e.treasury_id as string | undefined, tx_hash: e.tx_hash, ...(typeof e.asset === "string" && e.asset !== "USDC" && typeof e.units === "string" ? { asset: e.asset, units: BigInt(e.units) } : {}) })),
+      .map((e) => ({
+        at: e.at,
+        action: String(e.action),
+        amount_micro: BigInt(e.amount_micro ?? "0"),
+        fee_micro: BigInt((e.fee_micro as string | undefined) ?? "0"),
+        treasury_id: e.treasury_id as string | undefined,
+        tx_hash: e.tx_hash,
+        ...(typeof e.asset === "string" && e.asset !== "USDC" && typeof e.units === "string" ? { asset: e.asset, units: BigInt(e.units) } : {}),
+      })),
     fees: { service_micro: serviceMicro, x402_micro: x402Micro },
     gateway_audit: audit.status === "fulfilled" ? audit.value : null,
     ...(audit.status === "rejected" ? { gateway_audit_error: why(audit.reason) } : {}),
@@ -102,9 +121,23 @@ export function summaryDocument(s: Summary) {
     ...(s.treasury_error ? { treasury_error: s.treasury_error } : {}),
     position: s.position ? positionDocument(s.position) : null,
     ...(s.position_error ? { position_error: s.position_error } : {}),
-    executions: s.executions.map((e) => ({ at: e.at, action: e.action, amount_usdc: exact(e.amount_micro, 6), ...(e.asset && e.units !== undefined ? { asset: e.asset, amount: exact(e.units, ASSETS[e.asset as AssetSymbol]?.decimals ?? 18) } : {}), fee_usdc: exact(e.fee_micro, 6), treasury_id: e.treasury_id ?? null, tx_hash: e.tx_hash ?? null })),
-    fees: { service_fees_usdc: exact(s.fees.service_micro, 6), x402_usdc: exact(s.fees.x402_micro, 6), total_usdc: exact(s.fees.service_micro + s.fees.x402_micro, 6) },
-    gateway_audit: s.gateway_audit ? { executions: s.gateway_audit.entries.length, fees_usdc: exact(s.gateway_audit.fee_micro, 6), recent: s.gateway_audit.entries.slice(-RECENT).reverse() } : null,
+    executions: s.executions.map((e) => ({
+      at: e.at,
+      action: e.action,
+      amount_usdc: exact(e.amount_micro, 6),
+      ...(e.asset && e.units !== undefined ? { asset: e.asset, amount: exact(e.units, ASSETS[e.asset as AssetSymbol]?.decimals ?? 18) } : {}),
+      fee_usdc: exact(e.fee_micro, 6),
+      treasury_id: e.treasury_id ?? null,
+      tx_hash: e.tx_hash ?? null,
+    })),
+    fees: {
+      service_fees_usdc: exact(s.fees.service_micro, 6),
+      x402_usdc: exact(s.fees.x402_micro, 6),
+      total_usdc: exact(s.fees.service_micro + s.fees.x402_micro, 6),
+    },
+    gateway_audit: s.gateway_audit
+      ? { executions: s.gateway_audit.entries.length, fees_usdc: exact(s.gateway_audit.fee_micro, 6), recent: s.gateway_audit.entries.slice(-RECENT).reverse() }
+      : null,
     ...(s.gateway_audit_error ? { gateway_audit_error: s.gateway_audit_error } : {}),
   };
 }
@@ -126,12 +159,16 @@ export function summaryText(s: Summary): string[] {
   if (s.position) lines.push(`position on ${s.position.chain} (read on the chain):`, ...positionLines(s.position).map((l) => `  ${l}`));
   else lines.push(`position  ${s.position_error ?? "the chain has no treasury market"}`);
   lines.push(s.executions.length ? "recent executions (this agent's audit log, newest first):" : "recent executions: none in this agent's audit log");
-  for (const e of s.executions) lines.push(`  ${e.at.slice(0, 19).replace("T", " ")}  ${e.action} ${amountOf(e)}, fee ${usdc(e.fee_micro)}${e.tx_hash ? `, tx ${e.tx_hash}` : ""}`);
-  lines.push(`fees paid ${usdc(s.fees.service_micro + s.fees.x402_micro)}: ${usdc(s.fees.service_micro)} service fees (signed and relayed), ${usdc(s.fees.x402_micro)} x402 for requests`);
+  for (const e of s.executions)
+    lines.push(`  ${e.at.slice(0, 19).replace("T", " ")}  ${e.action} ${amountOf(e)}, fee ${usdc(e.fee_micro)}${e.tx_hash ? `, tx ${e.tx_hash}` : ""}`);
+  lines.push(
+    `fees paid ${usdc(s.fees.service_micro + s.fees.x402_micro)}: ${usdc(s.fees.service_micro)} service fees (signed and relayed), ${usdc(s.fees.x402_micro)} x402 for requests`,
+  );
   if (s.gateway_audit) {
     const g = s.gateway_audit;
     lines.push(`gateway's audit trail: ${g.entries.length} execution${g.entries.length === 1 ? "" : "s"}, ${usdc(g.fee_micro)} in fees`);
-    for (const e of g.entries.slice(-RECENT).reverse()) lines.push(`  ${e.created_at.slice(0, 19).replace("T", " ")}  ${e.action} ${usdcNumber(e.amount_usdc)}, fee ${usdcNumber(e.fee_usdc)}`);
+    for (const e of g.entries.slice(-RECENT).reverse())
+      lines.push(`  ${e.created_at.slice(0, 19).replace("T", " ")}  ${e.action} ${usdcNumber(e.amount_usdc)}, fee ${usdcNumber(e.fee_usdc)}`);
   } else if (s.gateway_audit_error) lines.push(`gateway's audit trail: not read (${s.gateway_audit_error})`);
   return lines;
 }

@@ -17,7 +17,15 @@ describe.skipIf(TEST_STORE === "postgres")("the ProtectionModule's Foundry tests
     expect(Number(summary![1])).toBeGreaterThanOrEqual(18);
     expect(Number(summary![2])).toBe(0);
     // each escape the module must refuse has its test
-    for (const name of ["swapToAnotherRecipient", "approvalToAnotherSpender", "repaySomeoneElsesDebt", "reentrantToken", "flashCallbackFromOutside", "testFuzz_worsePriceThanOracleReverts", "testFuzz_deleverageKeepsItsBounds"]) {
+    for (const name of [
+      "swapToAnotherRecipient",
+      "approvalToAnotherSpender",
+      "repaySomeoneElsesDebt",
+      "reentrantToken",
+      "flashCallbackFromOutside",
+      "testFuzz_worsePriceThanOracleReverts",
+      "testFuzz_deleverageKeepsItsBounds",
+    ]) {
       expect(output).toMatch(new RegExp(`\\[PASS\\] \\w*${name}`));
     }
   }, 180_000);

@@ -46,7 +46,13 @@ describe("repaymentToPark", () => {
       fc.assert(
         fc.property(scenario, (raw) => {
           const s = setup(raw);
-          const repay = repaymentToPark({ collateralBase: s.collateralBase, debtBase: s.debtBase, usdcPriceBase: s.usdcPriceBase, parkTargetBps: s.parkTargetBps, fromCollateral });
+          const repay = repaymentToPark({
+            collateralBase: s.collateralBase,
+            debtBase: s.debtBase,
+            usdcPriceBase: s.usdcPriceBase,
+            parkTargetBps: s.parkTargetBps,
+            fromCollateral,
+          });
           // nothing to do where the module's own LTV is not above the target
           if (moduleLtvBps(s.collateralBase, s.debtBase) <= s.parkTargetBps) {
             expect(repay).toBe(0n);
@@ -67,13 +73,17 @@ describe("repaymentToPark", () => {
   }
 
   it("is 0 at or under the target", () => {
-    expect(repaymentToPark({ collateralBase: 10n ** 12n, debtBase: 25n * 10n ** 10n, usdcPriceBase: 10n ** 8n, parkTargetBps: 2_500n, fromCollateral: false })).toBe(0n);
-    expect(repaymentToPark({ collateralBase: 10n ** 12n, debtBase: 10n ** 10n, usdcPriceBase: 10n ** 8n, parkTargetBps: 2_500n, fromCollateral: true })).toBe(0n);
+    expect(
+      repaymentToPark({ collateralBase: 10n ** 12n, debtBase: 25n * 10n ** 10n, usdcPriceBase: 10n ** 8n, parkTargetBps: 2_500n, fromCollateral: false }),
+    ).toBe(0n);
+    expect(repaymentToPark({ collateralBase: 10n ** 12n, debtBase: 10n ** 10n, usdcPriceBase: 10n ** 8n, parkTargetBps: 2_500n, fromCollateral: true })).toBe(
+      0n,
+    );
   });
 
   it("the property bites: the former rounding (micro-USD, exactly at the target) is refused by the module", () => {
     // the engine's former formula: values truncated to micro-USD, repay = D - p x C exactly, USDC taken at $1
-    const naive = (collateralBase: bigint, debtBase: bigint, park: bigint) => (((debtBase / 100n) * 10_000n - park * (collateralBase / 100n)) / 10_000n);
+    const naive = (collateralBase: bigint, debtBase: bigint, park: bigint) => ((debtBase / 100n) * 10_000n - park * (collateralBase / 100n)) / 10_000n;
     const found = fc.sample(scenario, { numRuns: 500, seed: 7 }).some((raw) => {
       const s = setup(raw);
       if (s.debtShareBps <= s.parkTargetBps) return false;

@@ -25,12 +25,15 @@ const preset = fc.constantFrom(...PRESET_NAMES).map((n) => PRESETS[n]);
 describe("LTV and health (Aave definitions)", () => {
   it("health score is liquidation threshold / LTV", () => {
     fc.assert(
-      fc.property(position.filter((p) => p.debtMicro > 0n), (p) => {
-        const exact = (Number(p.collateralMicro) * p.liquidationThresholdBps) / 10000 / Number(p.debtMicro);
-        const hs = healthScore(p);
-        expect(hs).toBeLessThanOrEqual(Math.min(HEALTH_SCORE_CAP, exact) + 1e-9);
-        if (exact < HEALTH_SCORE_CAP) expect(hs).toBeGreaterThan(exact - 0.0100001);
-      }),
+      fc.property(
+        position.filter((p) => p.debtMicro > 0n),
+        (p) => {
+          const exact = (Number(p.collateralMicro) * p.liquidationThresholdBps) / 10000 / Number(p.debtMicro);
+          const hs = healthScore(p);
+          expect(hs).toBeLessThanOrEqual(Math.min(HEALTH_SCORE_CAP, exact) + 1e-9);
+          if (exact < HEALTH_SCORE_CAP) expect(hs).toBeGreaterThan(exact - 0.0100001);
+        },
+      ),
     );
   });
 

@@ -97,7 +97,12 @@ async function injectWallet(page: Page, key: Hex): Promise<void> {
 describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; enable with: ${ENABLE})`}`, () => {
   it("reviewer: takes a request into review and closes it approved; the operator's outbox receives the live key", async () => {
     const applied = await call(gw.url, "POST", "/api/v1/agents/apply", {
-      body: { operator_name: "Ada Operator", operator_email: "ada@example.com", use_case: "Weekly BTC accumulation with a small USDC credit line, human approval for borrows.", agent_name: "treasurer-1" },
+      body: {
+        operator_name: "Ada Operator",
+        operator_email: "ada@example.com",
+        use_case: "Weekly BTC accumulation with a small USDC credit line, human approval for borrows.",
+        agent_name: "treasurer-1",
+      },
     });
     const id = applied.body.id as string;
     const { page, foreign, errors } = await openPage();
@@ -136,7 +141,11 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     const operator = new Operator({ privateKey: ownerKey, rpcUrl: fork.rpcUrl });
     await fork.fund(operator.account.address);
     const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
-    const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
+    const tenant = await registerTreasury(gw.url, {
+      wallet_address: safe,
+      execution_mode: "managed",
+      ownership_proof: await operator.ownershipProof(gw.url, "managed"),
+    });
     const api = authed(gw.url, tenant.key);
     await operator.fundWeth(10n * 10n ** 18n);
     await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
@@ -198,7 +207,9 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     expect(Number(await page.getAttribute("[data-testid=chart]", "data-points"))).toBeGreaterThanOrEqual(history.length);
     const gas = (await api.get("/api/v1/delegation")).body.gas;
     expect(gas.spent_this_month_usd).toBeGreaterThan(0);
-    await expect.poll(() => page.textContent("[data-testid=gas-month]")).toBe(`${money(gas.spent_this_month_usd)} USD of ${money(gas.per_month_usd)} USD this month; at most ${money(gas.per_action_usd)} USD an action.`);
+    await expect
+      .poll(() => page.textContent("[data-testid=gas-month]"))
+      .toBe(`${money(gas.spent_this_month_usd)} USD of ${money(gas.per_month_usd)} USD this month; at most ${money(gas.per_action_usd)} USD an action.`);
     // what a person reads: no float noise anywhere on the page, times in the reader's zone (the ISO time on hover)
     const text = (await page.textContent("body")) ?? "";
     expect(textArtefacts(text)).toEqual([]);
@@ -217,7 +228,13 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     // an upgrade: a newer module attached with the Safe's proof waits while the one in force protects; the console
     // offers it, and the wallet signs and sends the one Safe transaction that enables it and disables the old one
     const next = await operator.deployModule(automation.address, 2500);
-    const nextProof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module: next, protectBelowHealth: 1.3, parkTargetBps: 2500 });
+    const nextProof = await operator.delegationProof({
+      service: gw.url,
+      treasuryId: tenant.treasuryId,
+      module: next,
+      protectBelowHealth: 1.3,
+      parkTargetBps: 2500,
+    });
     const staged = await api.post("/api/v1/delegation", { module: next, safe_proof: nextProof }, null);
     expect(staged.body.pending_upgrade.module.toLowerCase()).toBe(next.toLowerCase());
     await page.waitForSelector("[data-testid=pending-upgrade]", { timeout: 10_000 });

@@ -51,7 +51,14 @@ async function walletWithPosition(mode: "wallet" | "managed" = "wallet") {
   await fork.fund(account.address, 10_000_000_000n);
   const t = await registerProven(gw.url, account, { execution_mode: mode });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "withdraw-"));
-  const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, bearer: t.key, policy: defaultPolicy([FEE_RECIPIENT]), audit: new AuditLog(path.join(dir, "audit.jsonl")) });
+  const agent = new SignerAgent({
+    privateKey,
+    gatewayUrl: gw.url,
+    rpcUrl: fork.rpcUrl,
+    bearer: t.key,
+    policy: defaultPolicy([FEE_RECIPIENT]),
+    audit: new AuditLog(path.join(dir, "audit.jsonl")),
+  });
   if (mode === "wallet") {
     await agent.run("convert", 6_000, { target: "eth" });
     await agent.run("borrow", 2_000);
@@ -121,9 +128,20 @@ describe("withdraw", () => {
     // an envelope whose withdraw pays another address is refused on its decoded calldata, before any signature
     const e = (await api.post("/api/v1/withdraw", { asset: "ETH", amount: 0.1 })).body;
     const stranger = "0x000000000000000000000000000000000000dEaD";
-    const tampered = { ...e, steps: e.steps.map((s: any) => ({ ...s, unsigned_transaction: { ...s.unsigned_transaction, data: s.unsigned_transaction.data.replace(account.address.slice(2).toLowerCase(), stranger.slice(2).toLowerCase()) } })) };
+    const tampered = {
+      ...e,
+      steps: e.steps.map((s: any) => ({
+        ...s,
+        unsigned_transaction: {
+          ...s.unsigned_transaction,
+          data: s.unsigned_transaction.data.replace(account.address.slice(2).toLowerCase(), stranger.slice(2).toLowerCase()),
+        },
+      })),
+    };
     const { checkIntent } = await import("../../signer-agent/src/policy");
-    expect(() => checkIntent({ action: "withdraw", amountMicro: 0n, asset: "ETH", units: 10n ** 17n }, tampered, account.address, defaultPolicy([FEE_RECIPIENT]))).toThrow(`withdrawal to ${stranger}, not this wallet`);
+    expect(() =>
+      checkIntent({ action: "withdraw", amountMicro: 0n, asset: "ETH", units: 10n ** 17n }, tampered, account.address, defaultPolicy([FEE_RECIPIENT])),
+    ).toThrow(`withdrawal to ${stranger}, not this wallet`);
   });
 
   it("a managed sandbox wallet withdraws on the fork (impersonated), and a sandbox key's ledger gives the units back", async () => {
@@ -160,7 +178,17 @@ async function movePoolDown(weth: bigint) {
       address: swapRouter02(8453),
       abi: SWAP_ROUTER_02_ABI,
       functionName: "exactInputSingle",
-      args: [{ tokenIn: A.WETH.UNDERLYING, tokenOut: A.USDC.UNDERLYING, fee: CONVERT_POOL_FEE, recipient: whale.address, amountIn: weth, amountOutMinimum: 0n, sqrtPriceLimitX96: 0n }],
+      args: [
+        {
+          tokenIn: A.WETH.UNDERLYING,
+          tokenOut: A.USDC.UNDERLYING,
+          fee: CONVERT_POOL_FEE,
+          recipient: whale.address,
+          amountIn: weth,
+          amountOutMinimum: 0n,
+          sqrtPriceLimitX96: 0n,
+        },
+      ],
     }),
   );
 }
@@ -197,17 +225,40 @@ describe("sell", () => {
     const policy = defaultPolicy([FEE_RECIPIENT]);
     const minOut = BigInt(swap.summary.args.amountOutMinimum);
     const intent = { action: "sell" as const, amountMicro: 0n, asset: "ETH" as const, units: 2n * 10n ** 17n };
-    const floorAt = (floor: bigint) => ({ swapFloors: [{ token: getAddress(A.WETH.UNDERLYING), tokenOut: getAddress(A.USDC.UNDERLYING), amountIn: 2n * 10n ** 17n, floor }] });
+    const floorAt = (floor: bigint) => ({
+      swapFloors: [{ token: getAddress(A.WETH.UNDERLYING), tokenOut: getAddress(A.USDC.UNDERLYING), amountIn: 2n * 10n ** 17n, floor }],
+    });
     // the signer's floor at the same quote (1.5% under it) accepts the gateway's 1% bound ...
     expect(checkIntent({ ...intent, ...floorAt((minOut * 9_850n) / 9_900n) }, e.body, account.address, policy)).toHaveLength(3);
     // ... and an envelope whose bound was lowered is refused on its decoded calldata
     const lowered = minOut / 2n;
     const hex = (n: bigint) => n.toString(16).padStart(64, "0");
-    const tampered = { ...e.body, steps: e.body.steps.map((s: any, i: number) => (i !== 2 ? s : { ...s, unsigned_transaction: { ...s.unsigned_transaction, data: s.unsigned_transaction.data.replace(hex(minOut), hex(lowered)) } })) };
-    expect(() => checkIntent({ ...intent, ...floorAt((minOut * 9_850n) / 9_900n) }, tampered, account.address, policy)).toThrow(/the sell's swap accepts as little as/);
+    const tampered = {
+      ...e.body,
+      steps: e.body.steps.map((s: any, i: number) =>
+        i !== 2 ? s : { ...s, unsigned_transaction: { ...s.unsigned_transaction, data: s.unsigned_transaction.data.replace(hex(minOut), hex(lowered)) } },
+      ),
+    };
+    expect(() => checkIntent({ ...intent, ...floorAt((minOut * 9_850n) / 9_900n) }, tampered, account.address, policy)).toThrow(
+      /the sell's swap accepts as little as/,
+    );
     // a sale with a fee step is refused whatever its rule
-    const withFee = { ...e.body, steps: [...e.body.steps, { unsigned_transaction: { ...e.body.steps[0].unsigned_transaction, to: A.USDC.UNDERLYING, data: `0xa9059cbb${FEE_RECIPIENT.slice(2).toLowerCase().padStart(64, "0")}${hex(1n)}` } }] };
-    expect(() => checkIntent({ ...intent, ...floorAt(0n) }, withFee, account.address, policy)).toThrow("a sell is free (a downward leg); the envelope pays a fee");
+    const withFee = {
+      ...e.body,
+      steps: [
+        ...e.body.steps,
+        {
+          unsigned_transaction: {
+            ...e.body.steps[0].unsigned_transaction,
+            to: A.USDC.UNDERLYING,
+            data: `0xa9059cbb${FEE_RECIPIENT.slice(2).toLowerCase().padStart(64, "0")}${hex(1n)}`,
+          },
+        },
+      ],
+    };
+    expect(() => checkIntent({ ...intent, ...floorAt(0n) }, withFee, account.address, policy)).toThrow(
+      "a sell is free (a downward leg); the envelope pays a fee",
+    );
   });
 
   it("over the ceiling is 403 with safe_amount in ETH; retried with it, each step signed with viem, the sale passes and the LTV stays under the ceiling", async () => {
@@ -224,7 +275,9 @@ describe("sell", () => {
     const usdc = await balanceOf(A.USDC.UNDERLYING, account.address);
     for (const step of e.body.steps) {
       const u = step.unsigned_transaction;
-      const signed: Hex = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), gas: 400_000n }));
+      const signed: Hex = await wallet.signTransaction(
+        await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), gas: 400_000n }),
+      );
       const r = await authed(gw.url, "").post("/api/v1/relay", { tx_id: step.tx_id, signed_transaction: signed });
       expect([r.status, r.body.status], r.text).toEqual([200, "confirmed"]);
     }
@@ -246,8 +299,15 @@ describe("sell", () => {
     v.check("POST", "/api/v1/exit", x.status, x.body);
     expect(x.status, x.text).toBe(200);
     expect(x.body).toMatchObject({ action: "exit", fee_usdc: 0, status: "completed", sold: true });
-    expect([await balanceOf(A.USDC.V_TOKEN, account.address), await balanceOf(A.USDC.A_TOKEN, account.address), await balanceOf(A.WETH.A_TOKEN, account.address)]).toEqual([0n, 0n, 0n]);
-    expect((await api.get("/api/v1/audit")).body.data.slice(-2).map((a: any) => [a.action, a.fee_usdc, a.trigger])).toEqual([["sell", 0, "api_request"], ["exit", 0, "api_request"]]);
+    expect([
+      await balanceOf(A.USDC.V_TOKEN, account.address),
+      await balanceOf(A.USDC.A_TOKEN, account.address),
+      await balanceOf(A.WETH.A_TOKEN, account.address),
+    ]).toEqual([0n, 0n, 0n]);
+    expect((await api.get("/api/v1/audit")).body.data.slice(-2).map((a: any) => [a.action, a.fee_usdc, a.trigger])).toEqual([
+      ["sell", 0, "api_request"],
+      ["exit", 0, "api_request"],
+    ]);
 
     const key = await sandboxTenant(gw.url);
     const ledger = authed(gw.url, key.key);

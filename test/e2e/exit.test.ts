@@ -36,7 +36,8 @@ let gw: TestGateway;
 let v: ResponseValidator;
 const pub = () => createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
 const balanceOf = (token: `0x${string}`, who: `0x${string}`) => pub().readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [who] });
-const healthFactor = async (who: `0x${string}`) => (await pub().readContract({ address: POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [who] }))[5];
+const healthFactor = async (who: `0x${string}`) =>
+  (await pub().readContract({ address: POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [who] }))[5];
 
 beforeAll(async () => {
   fork = await startBaseFork();
@@ -54,13 +55,25 @@ async function borrower(opts: { spent: boolean; borrow?: number }) {
   const account = privateKeyToAccount(privateKey);
   await fork.fund(account.address, 7_000_000_000n);
   const t = await registerProven(gw.url, account, { execution_mode: "wallet" });
-  const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, bearer: t.key, policy: defaultPolicy([FEE_RECIPIENT]), audit: new AuditLog(path.join(fs.mkdtempSync(path.join(os.tmpdir(), "exit-")), "audit.jsonl")) });
+  const agent = new SignerAgent({
+    privateKey,
+    gatewayUrl: gw.url,
+    rpcUrl: fork.rpcUrl,
+    bearer: t.key,
+    policy: defaultPolicy([FEE_RECIPIENT]),
+    audit: new AuditLog(path.join(fs.mkdtempSync(path.join(os.tmpdir(), "exit-")), "audit.jsonl")),
+  });
   await agent.run("convert", 6_000, { target: "eth" });
   await agent.run("borrow", opts.borrow ?? 3_000);
   if (opts.spent) {
     const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
     const all = await balanceOf(A.USDC.UNDERLYING, account.address);
-    const hash = await wallet.writeContract({ address: A.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "transfer", args: ["0x000000000000000000000000000000000000dEaD", all] });
+    const hash = await wallet.writeContract({
+      address: A.USDC.UNDERLYING,
+      abi: ERC20_ABI,
+      functionName: "transfer",
+      args: ["0x000000000000000000000000000000000000dEaD", all],
+    });
     await pub().waitForTransactionReceipt({ hash, pollingInterval: 50 });
   }
   return { account, agent, privateKey, api: authed(gw.url, t.key) };
@@ -107,7 +120,9 @@ describe("exit", () => {
     expect(await balanceOf(A.USDC.UNDERLYING, FEE_RECIPIENT)).toBe(fees);
     const audit = (await api.get("/api/v1/audit")).body.data.at(-1);
     expect(audit).toMatchObject({ action: "exit", fee_usdc: 0, trigger: "relayed_signature" });
-    console.log(`[exit] from collateral: ${e.body.steps.length} steps, lowest health factor after a step ${Number(lowest.reduce((a, b) => (a < b ? a : b)) / 10n ** 14n) / 10_000}`);
+    console.log(
+      `[exit] from collateral: ${e.body.steps.length} steps, lowest health factor after a step ${Number(lowest.reduce((a, b) => (a < b ? a : b)) / 10n ** 14n) / 10_000}`,
+    );
   });
 
   it("an exit signed an hour after its envelope (interest accrued) still ends with zero debt and zero aTokens", async () => {
@@ -136,7 +151,8 @@ describe("exit", () => {
     expect(challenge.status).toBe(402);
     const ext = challenge.body.extensions["sign-in-with-x"];
     expect(ext.info.resources).toEqual([`${gw.url}/api/v1/exit`, expect.stringMatching(/^urn:x402:request:[0-9a-f]{64}$/)]);
-    const signed = async () => encodeSIWxHeader(await createSIWxPayload({ ...ext.info, chainId: "eip155:8453", type: "eip191" }, account, `${gw.url}/api/v1/exit`));
+    const signed = async () =>
+      encodeSIWxHeader(await createSIWxPayload({ ...ext.info, chainId: "eip155:8453", type: "eip191" }, account, `${gw.url}/api/v1/exit`));
     const header = await signed();
     const e = await call(gw.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key, "sign-in-with-x": header } });
     v.check("POST", "/api/v1/exit", e.status, e.body);
@@ -151,7 +167,10 @@ describe("exit", () => {
     const foreign = encodeSIWxHeader(await createSIWxPayload({ ...ext.info, chainId: "eip155:8453", type: "eip191" }, stranger, `${gw.url}/api/v1/exit`));
     expect((await call(gw.url, "POST", "/api/v1/exit", { body: {}, headers: { "idempotency-key": key, "sign-in-with-x": foreign } })).status).toBe(401);
     // an upward leg never takes a signature for a credential: it asks for payment
-    const deposit = await call(gw.url, "POST", "/api/v1/deposits", { body: { amount_usdc: "10" }, headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": await signed() } });
+    const deposit = await call(gw.url, "POST", "/api/v1/deposits", {
+      body: { amount_usdc: "10" },
+      headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": await signed() },
+    });
     expect(deposit.status).toBe(402);
     expect(deposit.body.extensions?.["sign-in-with-x"]).toBeUndefined();
     expect(e.body.steps.map((x: any) => x.summary.function)).toEqual(["repayWithATokens", "withdraw", "withdraw"]);
@@ -173,7 +192,9 @@ describe("exit", () => {
     const other = await mcp.callTool({ name: "prepare_exit", arguments: { ...args, sell: true }, _meta: { "sign-in-with-x": header } });
     expect((other.structuredContent as any).error).toBe("unauthorized");
     const fresh = (await mcp.callTool({ name: "prepare_exit", arguments: args })).structuredContent as Record<string, any>;
-    const signed = encodeSIWxHeader(await createSIWxPayload({ ...fresh.extensions["sign-in-with-x"].info, chainId: "eip155:8453", type: "eip191" }, account, `${gw.url}/api/v1/exit`));
+    const signed = encodeSIWxHeader(
+      await createSIWxPayload({ ...fresh.extensions["sign-in-with-x"].info, chainId: "eip155:8453", type: "eip191" }, account, `${gw.url}/api/v1/exit`),
+    );
     const envelope = await mcp.callTool({ name: "prepare_exit", arguments: args, _meta: { "sign-in-with-x": signed } });
     const e = envelope.structuredContent as Record<string, any>;
     expect([envelope.isError ?? false, e.http_status, e.action, e.fee_usdc], JSON.stringify(e)).toEqual([false, 202, "exit", 0]);
@@ -231,9 +252,23 @@ async function busyPool() {
   const w = createWalletClient({ account: whale, chain: base, transport: http(fork.rpcUrl) });
   const wait = (hash: Hex) => pub().waitForTransactionReceipt({ hash, pollingInterval: 50 });
   const weth = 3_000n * 10n ** 18n;
-  await wait(await w.writeContract({ address: A.WETH.UNDERLYING, abi: [{ type: "function", name: "deposit", stateMutability: "payable", inputs: [], outputs: [] }], functionName: "deposit", value: weth }));
+  await wait(
+    await w.writeContract({
+      address: A.WETH.UNDERLYING,
+      abi: [{ type: "function", name: "deposit", stateMutability: "payable", inputs: [], outputs: [] }],
+      functionName: "deposit",
+      value: weth,
+    }),
+  );
   await wait(await w.writeContract({ address: A.WETH.UNDERLYING, abi: ERC20_ABI, functionName: "approve", args: [POOL, weth] }));
   await wait(await w.writeContract({ address: POOL, abi: AAVE_POOL_ABI, functionName: "supply", args: [A.WETH.UNDERLYING, weth, whale.address, 0] }));
   const liquidity = await balanceOf(A.USDC.UNDERLYING, A.USDC.A_TOKEN);
-  await wait(await w.writeContract({ address: POOL, abi: AAVE_POOL_ABI, functionName: "borrow", args: [A.USDC.UNDERLYING, (liquidity * 8n) / 10n, 2n, 0, whale.address] }));
+  await wait(
+    await w.writeContract({
+      address: POOL,
+      abi: AAVE_POOL_ABI,
+      functionName: "borrow",
+      args: [A.USDC.UNDERLYING, (liquidity * 8n) / 10n, 2n, 0, whale.address],
+    }),
+  );
 }

@@ -24,7 +24,14 @@ it("npm start boots the fork, Base Sepolia, the facilitator and the gateway, and
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "stack-"));
   const stack = spawn(process.execPath, ["scripts/start.mjs"], {
     cwd: ROOT,
-    env: { ...process.env, FORK_PORT: String(fork), BASE_SEPOLIA_PORT: String(sepolia), FACILITATOR_PORT: String(facilitator), PORT: String(gateway), DATA_DIR: dataDir },
+    env: {
+      ...process.env,
+      FORK_PORT: String(fork),
+      BASE_SEPOLIA_PORT: String(sepolia),
+      FACILITATOR_PORT: String(facilitator),
+      PORT: String(gateway),
+      DATA_DIR: dataDir,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -48,7 +55,10 @@ it("npm start boots the fork, Base Sepolia, the facilitator and the gateway, and
     let back = false;
     for (let i = 0; i < 100 && !back; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      back = (await fetch(`http://127.0.0.1:${facilitator}/supported`).then((r) => r.ok).catch(() => false)) && childPidOf(stack.pid!, "facilitator") !== killed;
+      back =
+        (await fetch(`http://127.0.0.1:${facilitator}/supported`)
+          .then((r) => r.ok)
+          .catch(() => false)) && childPidOf(stack.pid!, "facilitator") !== killed;
     }
     expect(back, out).toBe(true);
     expect(out).toContain("restarting facilitator");

@@ -24,7 +24,10 @@ import { specSandboxFlow } from "../helpers/spec-flow";
 const ROOT = path.resolve(__dirname, "../..");
 const read = (rel: string) => fs.readFileSync(path.join(ROOT, rel), "utf8");
 const README_MAX_LINES = 200;
-const DOCS = fs.readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`);
+const DOCS = fs
+  .readdirSync(path.join(ROOT, "docs"))
+  .filter((f) => f.endsWith(".md"))
+  .map((f) => `docs/${f}`);
 
 interface Block {
   file: string;
@@ -50,7 +53,8 @@ function blocksOf(file: string): Block[] {
 
 const RUNNABLE = new Set(["sh", "bash", "ts"]);
 /** every block the test runs: all of the README's runnable blocks, the docs' marked ones */
-const runnable = (): Block[] => [...blocksOf("README.md"), ...DOCS.flatMap(blocksOf)].filter((b) => RUNNABLE.has(b.lang) && (b.file === "README.md" || b.marked));
+const runnable = (): Block[] =>
+  [...blocksOf("README.md"), ...DOCS.flatMap(blocksOf)].filter((b) => RUNNABLE.has(b.lang) && (b.file === "README.md" || b.marked));
 
 /**
  * What each block prints, as the text around it says; run in this order (the operator's walk-through moves
@@ -58,13 +62,25 @@ const runnable = (): Block[] => [...blocksOf("README.md"), ...DOCS.flatMap(block
  */
 const EXPECTED: { file: string; has: string; prints: (string | RegExp)[] }[] = [
   { file: "README.md", has: "npx signer-agent run deposit 500", prints: ["done: deposit 500 USDC", "done: borrow 100 USDC", "confirmed on chain"] },
-  { file: "README.md", has: "/api/v1/public/gateway-status", prints: ['"status":"online"', '"error":"ltv_limit_exceeded"', '"safe_amount":6000', '"key":"sk_test_'] },
-  { file: "README.md", has: 'from "x402-fetch"', prints: [/^200 \{/m, "object: 'action_preview'", "service_fee_usdc: 20", "success: true", "network: 'base-sepolia'"] },
+  {
+    file: "README.md",
+    has: "/api/v1/public/gateway-status",
+    prints: ['"status":"online"', '"error":"ltv_limit_exceeded"', '"safe_amount":6000', '"key":"sk_test_'],
+  },
+  {
+    file: "README.md",
+    has: 'from "x402-fetch"',
+    prints: [/^200 \{/m, "object: 'action_preview'", "service_fee_usdc: 20", "success: true", "network: 'base-sepolia'"],
+  },
   { file: "README.md", has: 'from "@x402/fetch"', prints: [/^200 \{/m, "object: 'health_state'", "success: true", "network: 'eip155:84532'"] },
   // `signer-agent register` and `signer-agent relay` print the gateway's JSON answers
   { file: "README.md", has: "npx signer-agent register", prints: [/"status":\s*"confirmed"/, /"simulated":\s*false/, /"tx_hash":\s*"0x[0-9a-f]{64}"/] },
   { file: "docs/API.md", has: '"method":"tools/list"', prints: ['"tools":[', '"name":"prepare_deposit"'] },
-  { file: "docs/API.md", has: "@modelcontextprotocol/sdk/client", prints: [/^\d+ tools$/m, "object: 'health_state'", "ltv: 40", "isError: true {", "error: 'ltv_limit_exceeded'", "safe_amount: 12000", "http_status: 403"] },
+  {
+    file: "docs/API.md",
+    has: "@modelcontextprotocol/sdk/client",
+    prints: [/^\d+ tools$/m, "object: 'health_state'", "ltv: 40", "isError: true {", "error: 'ltv_limit_exceeded'", "safe_amount: 12000", "http_status: 403"],
+  },
   {
     file: "docs/OPERATOR.md",
     has: "npx signer-agent operator create-safe",
@@ -146,7 +162,11 @@ describe("the README and the docs, read", () => {
       const start = doc.indexOf("### Tools");
       expect(start).toBeGreaterThanOrEqual(0);
       const table = doc.slice(start, doc.indexOf("\n\n", doc.indexOf("| Tool |", start)));
-      const listed = table.split("\n").filter((l) => l.startsWith("| `")).map((l) => /^\| `([a-z_]+)`/.exec(l)![1]!).sort();
+      const listed = table
+        .split("\n")
+        .filter((l) => l.startsWith("| `"))
+        .map((l) => /^\| `([a-z_]+)`/.exec(l)![1]!)
+        .sort();
       expect(listed).toEqual(served);
     } finally {
       await gw.close();
@@ -175,11 +195,20 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's tour and th
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "readme-stack-"));
     const stackFile = path.join(dataDir, "stack.json");
     const gatewayUrl = `http://127.0.0.1:${gateway}`;
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SIGNER_|OPERATOR_|FORK_|PORT$|DATA_DIR$|DATABASE_URL$|GATEWAY_URL$)/.test(k)));
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !/^(SIGNER_|OPERATOR_|FORK_|PORT$|DATA_DIR$|DATABASE_URL$|GATEWAY_URL$)/.test(k)),
+    );
     const env = { ...clean, STACK_FILE: stackFile };
     const stack = spawn(process.execPath, ["scripts/start.mjs"], {
       cwd: ROOT,
-      env: { ...env, FORK_PORT: String(fork), BASE_SEPOLIA_PORT: String(sepolia), FACILITATOR_PORT: String(facilitator), PORT: String(gateway), DATA_DIR: dataDir },
+      env: {
+        ...env,
+        FORK_PORT: String(fork),
+        BASE_SEPOLIA_PORT: String(sepolia),
+        FACILITATOR_PORT: String(facilitator),
+        PORT: String(gateway),
+        DATA_DIR: dataDir,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -203,7 +232,10 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's tour and th
 
       // every printed "try" command and every block, each checked; a failure is reported with the others' outcomes
       const failures: string[] = [];
-      const tries = out.slice(out.indexOf("try, in a second terminal")).split("\n").filter((l) => /^ {2}SIGNER_PASSPHRASE=/.test(l));
+      const tries = out
+        .slice(out.indexOf("try, in a second terminal"))
+        .split("\n")
+        .filter((l) => /^ {2}SIGNER_PASSPHRASE=/.test(l));
       expect(tries.length).toBe(2);
       for (const line of tries) {
         const r = await sh(line.trim());
@@ -217,13 +249,21 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's tour and th
           r = await runCommand("npx", ["tsx", file], blockEnv);
         } else r = await sh(b.code);
         const missing = EXPECTED[i]!.prints.filter((p) => (typeof p === "string" ? !r.out.includes(p) : !p.test(r.out)));
-        if (r.code !== 0 || missing.length > 0) failures.push(`${b.file}:${b.line} (${b.lang}) exited ${r.code}${missing.length ? `, missing ${missing.map(String).join(", ")}` : ""}\n${r.out.slice(-3000)}`);
+        if (r.code !== 0 || missing.length > 0)
+          failures.push(
+            `${b.file}:${b.line} (${b.lang}) exited ${r.code}${missing.length ? `, missing ${missing.map(String).join(", ")}` : ""}\n${r.out.slice(-3000)}`,
+          );
       }
 
       // the spec's sandbox flow on this stack, for brand-new wallets, in both modes, with only the spec's requests
       const flow = { gatewayUrl, rpcUrl: `http://127.0.0.1:${fork}` };
       const managed = await specSandboxFlow(flow, "managed");
-      expect([managed.deposit.status, managed.convert.status, managed.borrow.status, managed.repay.status]).toEqual(["processing", "processing", "approved", "completed"]);
+      expect([managed.deposit.status, managed.convert.status, managed.borrow.status, managed.repay.status]).toEqual([
+        "processing",
+        "processing",
+        "approved",
+        "completed",
+      ]);
       const wallet = await specSandboxFlow(flow, "wallet");
       expect(wallet.repay).toMatchObject({ status: "confirmed", simulated: false, result: { action: "repay", sequence_complete: true } });
 

@@ -45,12 +45,24 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("npm start, stopped and s
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "restart-stack-"));
     const stackFile = path.join(dataDir, "stack.json");
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SIGNER_|OPERATOR_|FORK_|PORT$|DATA_DIR$|DATABASE_URL$|STACK_)/.test(k)));
-    const env = { ...clean, STACK_FILE: stackFile, FORK_PORT: String(fork), BASE_SEPOLIA_PORT: String(sepolia), FACILITATOR_PORT: String(facilitator), PORT: String(gateway), DATA_DIR: dataDir };
+    const env = {
+      ...clean,
+      STACK_FILE: stackFile,
+      FORK_PORT: String(fork),
+      BASE_SEPOLIA_PORT: String(sepolia),
+      FACILITATOR_PORT: String(facilitator),
+      PORT: String(gateway),
+      DATA_DIR: dataDir,
+    };
     const agent = devAccount(3).address;
     const m = forkManifest();
     const chain = createPublicClient({ transport: http(`http://127.0.0.1:${fork}`) });
     const balances = async () => {
-      const [aUsdc, usdc] = await Promise.all([m.reserves.USDC.a_token, m.tokens.USDC].map((token) => chain.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [agent] })));
+      const [aUsdc, usdc] = await Promise.all(
+        [m.reserves.USDC.a_token, m.tokens.USDC].map((token) =>
+          chain.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [agent] }),
+        ),
+      );
       return { aUsdc: aUsdc!, usdc: usdc! };
     };
     /** the store's side, read with the stack stopped: the agent's treasury and its fee-bearing actions */
@@ -84,7 +96,12 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("npm start, stopped and s
     // first start: new chains, the agent funded, then a deposit through the whole wallet loop
     let stack = await start();
     expect(stack.out()).toContain("chains        new");
-    const r = spawnSync("bash", ["-e", "-c", `SIGNER_PASSPHRASE=${PASSPHRASE} npx signer-agent run deposit 500`], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+    const r = spawnSync("bash", ["-e", "-c", `SIGNER_PASSPHRASE=${PASSPHRASE} npx signer-agent run deposit 500`], {
+      cwd: ROOT,
+      env,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
     const afterDeposit = await balances();
     // 500 USDC less the deposit fee
@@ -105,7 +122,12 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("npm start, stopped and s
     expect(await storeSays()).toEqual(recorded);
 
     // another store (or fork) than the chains were kept with is refused before anything starts
-    const other = spawnSync(process.execPath, ["scripts/start.mjs"], { cwd: ROOT, env: { ...env, DATABASE_URL: "postgres://someone@127.0.0.1:1/elsewhere" }, encoding: "utf8", timeout: 60_000 });
+    const other = spawnSync(process.execPath, ["scripts/start.mjs"], {
+      cwd: ROOT,
+      env: { ...env, DATABASE_URL: "postgres://someone@127.0.0.1:1/elsewhere" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect(other.status, `${other.stdout}${other.stderr}`).toBe(2);
     expect(other.stderr).toContain('were kept with the store "SQLite"');
     expect(other.stderr).toContain("npm start -- --fresh");

@@ -54,7 +54,8 @@ const client = (): FlowClient => ({
 });
 const spec = (method: string, path: string, opts: Parameters<typeof call>[3] = {}) => specRequest(client(), method, path, opts);
 const register = (mode: "wallet" | "managed") => registerNew(client(), mode);
-const signAndRelay = (account: PrivateKeyAccount, envelope: Parameters<typeof relayOne>[2], opts?: Parameters<typeof relayOne>[3]) => relayOne(client(), account, envelope, opts);
+const signAndRelay = (account: PrivateKeyAccount, envelope: Parameters<typeof relayOne>[2], opts?: Parameters<typeof relayOne>[3]) =>
+  relayOne(client(), account, envelope, opts);
 
 describe("gateway status", () => {
   it("says per chain what the running gateway does: Base broadcast to the sandbox's local chain, Arbitrum simulated", async () => {
@@ -79,10 +80,22 @@ describe("wallet mode, one signature per action", () => {
 
     const deposit = await act("/api/v1/deposits", { amount_usdc: 1000 });
     expect(deposit.status).toBe(202);
-    expect(deposit.body).toMatchObject({ sandbox: true, object: "unsigned_transaction", status: "awaiting_signature", unsigned_transaction: { chain: "base", to: AaveV3Base.POOL } });
+    expect(deposit.body).toMatchObject({
+      sandbox: true,
+      object: "unsigned_transaction",
+      status: "awaiting_signature",
+      unsigned_transaction: { chain: "base", to: AaveV3Base.POOL },
+    });
     const relayed = await signAndRelay(account, deposit.body);
     expect(relayed.status, JSON.stringify(relayed.body)).toBe(200);
-    expect(relayed.body).toMatchObject({ object: "relay_receipt", tx_id: deposit.body.tx_id, simulated: false, chain: "base", status: "confirmed", result: { action: "deposit", amount_usdc: 1000 } });
+    expect(relayed.body).toMatchObject({
+      object: "relay_receipt",
+      tx_id: deposit.body.tx_id,
+      simulated: false,
+      chain: "base",
+      status: "confirmed",
+      result: { action: "deposit", amount_usdc: 1000 },
+    });
     expect(relayed.body.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect((await pub().getTransactionReceipt({ hash: relayed.body.tx_hash })).status).toBe("success");
     // in effect on the fork: 980 USDC supplied, the 20 USDC fee at the fee recipient
@@ -90,7 +103,10 @@ describe("wallet mode, one signature per action", () => {
     expect((await balanceOf(AaveV3Base.ASSETS.USDC.UNDERLYING, FEE_RECIPIENT)) - feeBefore).toBe(20_000_000n);
     expect(relayed.body.provided_steps.map((s: { kind: string }) => s.kind)).toEqual(["fee_transfer", "approval"]);
     // relaying the same signed transaction again answers the same receipt
-    const again = await spec("POST", "/api/v1/relay", { body: { tx_id: deposit.body.tx_id, signed_transaction: relayed.signed }, headers: { "idempotency-key": key() } });
+    const again = await spec("POST", "/api/v1/relay", {
+      body: { tx_id: deposit.body.tx_id, signed_transaction: relayed.signed },
+      headers: { "idempotency-key": key() },
+    });
     expect([again.status, again.body.tx_hash]).toEqual([200, relayed.body.tx_hash]);
 
     const convert = await act("/api/v1/convert", { amount_usdc: 500, target: "eth" });
@@ -159,7 +175,16 @@ describe("managed mode", () => {
     const { account, act } = await register("managed");
     const deposit = await act("/api/v1/deposits", { amount_usdc: 100000 });
     expect(deposit.status, JSON.stringify(deposit.body)).toBe(200);
-    expect(deposit.body).toMatchObject({ sandbox: true, object: "action_receipt", action: "deposit", amount_usdc: 100000, fee_usdc: 2000, net_amount: 98000, status: "processing", chain_execution: { simulated: false } });
+    expect(deposit.body).toMatchObject({
+      sandbox: true,
+      object: "action_receipt",
+      action: "deposit",
+      amount_usdc: 100000,
+      fee_usdc: 2000,
+      net_amount: 98000,
+      status: "processing",
+      chain_execution: { simulated: false },
+    });
     expect(deposit.body.deposit_id).toMatch(/^dep_/);
     expect(await balanceOf(AaveV3Base.ASSETS.USDC.A_TOKEN, account.address)).toBeGreaterThanOrEqual(98_000_000_000n - 1n);
 
@@ -218,7 +243,8 @@ describe("a chain that is not the sandbox's", () => {
       expect(status.body.chains[0]).toEqual({ chain: "base", execution: "broadcast", network: "test_network", sandbox_funding: false });
       const account = privateKeyToAccount(generatePrivateKey());
       const reg = await call(other.url, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address } });
-      const act = (path: string, body: Record<string, unknown>) => call(other.url, "POST", path, { body, headers: { authorization: `Bearer ${reg.body.api_key}`, "idempotency-key": key() } });
+      const act = (path: string, body: Record<string, unknown>) =>
+        call(other.url, "POST", path, { body, headers: { authorization: `Bearer ${reg.body.api_key}`, "idempotency-key": key() } });
       const refused = await act("/api/v1/deposits", { amount_usdc: 500 });
       expect([refused.status, refused.body.error]).toEqual([400, "insufficient_balance"]);
       expect(await pub().getBalance({ address: account.address })).toBe(0n);
@@ -230,7 +256,10 @@ describe("a chain that is not the sandbox's", () => {
       const u = env.body.unsigned_transaction;
       // nothing is approved outside the sandbox: the client signs with an explicit gas limit
       const signed = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), gas: 400_000n }));
-      const r = await call(other.url, "POST", "/api/v1/relay", { body: { tx_id: env.body.tx_id, signed_transaction: signed }, headers: { "idempotency-key": key() } });
+      const r = await call(other.url, "POST", "/api/v1/relay", {
+        body: { tx_id: env.body.tx_id, signed_transaction: signed },
+        headers: { "idempotency-key": key() },
+      });
       expect(r.status).toBe(409);
       expect(r.body.error).toBe("prerequisite_steps_required");
       expect(r.body.prerequisite_steps.map((s: { kind: string; tx_id: string }) => [s.kind, s.tx_id])).toEqual([
@@ -249,7 +278,9 @@ describe("figures", () => {
   it("no answer of the flows above carries float noise (figures come from exact integers, divided once at the edge)", async () => {
     // the reads a person looks at after the flows, for every treasury they made
     const keys = new Set(answers.map((a) => (a.body as { api_key?: string } | null)?.api_key).filter((k): k is string => typeof k === "string"));
-    for (const k of keys) for (const route of ["/api/v1/treasury", "/api/v1/health", "/api/v1/policy-state", "/api/v1/audit"]) await spec("GET", route, { headers: { authorization: `Bearer ${k}` } });
+    for (const k of keys)
+      for (const route of ["/api/v1/treasury", "/api/v1/health", "/api/v1/policy-state", "/api/v1/audit"])
+        await spec("GET", route, { headers: { authorization: `Bearer ${k}` } });
     expect(answers.length).toBeGreaterThan(30);
     expect(answers.flatMap((a) => floatArtefacts(a.body, a.route))).toEqual([]);
   });

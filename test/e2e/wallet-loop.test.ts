@@ -67,7 +67,12 @@ async function newAgent(gatewayUrl = gw.url) {
 }
 
 const balanceOf = (token: `0x${string}`, who: `0x${string}`) =>
-  createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [who] });
+  createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({
+    address: token,
+    abi: ERC20_ABI,
+    functionName: "balanceOf",
+    args: [who],
+  });
 
 describe("the loop", () => {
   it("an agent with only a key pays with x402 for a deposit, signs and relays it, and its aUSDC rises by the amount less the 2% fee", async () => {
@@ -96,10 +101,16 @@ describe("the loop", () => {
       let body = "";
       req.on("data", (d) => (body += d));
       req.on("end", async () => {
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<string, string>;
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<
+          string,
+          string
+        >;
         const upstream = await fetch(`${gw.url}${req.url}`, { method: req.method, headers, body: req.method === "GET" ? undefined : body });
         if (req.url === "/api/v1/deposits") seen.push({ paid: "x-payment" in req.headers, status: upstream.status });
-        res.writeHead(upstream.status, Object.fromEntries([...upstream.headers.entries()].filter(([k]) => !["content-length", "content-encoding", "transfer-encoding"].includes(k))));
+        res.writeHead(
+          upstream.status,
+          Object.fromEntries([...upstream.headers.entries()].filter(([k]) => !["content-length", "content-encoding", "transfer-encoding"].includes(k))),
+        );
         res.end(await upstream.text());
       });
     });
@@ -108,7 +119,10 @@ describe("the loop", () => {
       const { agent, account } = await newAgent(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
       const usdcBefore = await sepolia.balanceOf(account.address);
       await agent.run("deposit", 100);
-      expect(seen).toEqual([{ paid: false, status: 402 }, { paid: true, status: 202 }]);
+      expect(seen).toEqual([
+        { paid: false, status: 402 },
+        { paid: true, status: 202 },
+      ]);
       seen.length = 0;
       await agent.run("deposit", 100);
       expect(seen).toEqual([{ paid: true, status: 202 }]);
@@ -118,7 +132,11 @@ describe("the loop", () => {
       for (const c of challenges.values()) for (const a of c.accepts) a.maxAmountRequired = "40000";
       seen.length = 0;
       await agent.run("deposit", 100);
-      expect(seen).toEqual([{ paid: true, status: 402 }, { paid: false, status: 402 }, { paid: true, status: 202 }]);
+      expect(seen).toEqual([
+        { paid: true, status: 402 },
+        { paid: false, status: 402 },
+        { paid: true, status: 202 },
+      ]);
       expect(await sepolia.balanceOf(account.address)).toBe(usdcBefore - 3n * 50_000n);
     } finally {
       proxy.close();
@@ -158,16 +176,25 @@ describe("the loop", () => {
       let body = "";
       req.on("data", (d) => (body += d));
       req.on("end", async () => {
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<string, string>;
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<
+          string,
+          string
+        >;
         const upstream = await fetch(`${gw.url}${req.url}`, { method: req.method, headers, body: req.method === "GET" ? undefined : body });
         let text = await upstream.text();
         if (req.url === "/api/v1/deposits" && upstream.status === 202) {
           const env = JSON.parse(text);
           const supply = env.steps.find((s: any) => s.kind === "pool_call");
-          supply.unsigned_transaction.data = supply.unsigned_transaction.data.replace(env.treasury_id ? supply.unsigned_transaction.data.slice(-104, -64) : "", thief.slice(2).toLowerCase());
+          supply.unsigned_transaction.data = supply.unsigned_transaction.data.replace(
+            env.treasury_id ? supply.unsigned_transaction.data.slice(-104, -64) : "",
+            thief.slice(2).toLowerCase(),
+          );
           text = JSON.stringify(env);
         }
-        res.writeHead(upstream.status, Object.fromEntries([...upstream.headers.entries()].filter(([k]) => !["content-length", "content-encoding", "transfer-encoding"].includes(k))));
+        res.writeHead(
+          upstream.status,
+          Object.fromEntries([...upstream.headers.entries()].filter(([k]) => !["content-length", "content-encoding", "transfer-encoding"].includes(k))),
+        );
         res.end(text);
       });
     });
@@ -190,7 +217,16 @@ describe("the loop", () => {
     const envelope = await agent.request("deposit", 150);
     const stranger = privateKeyToAccount(generatePrivateKey());
     const step = envelope.steps[0]!;
-    const signed = await stranger.signTransaction({ type: "eip1559", chainId: 8453, nonce: 0, to: step.unsigned_transaction.to, data: step.unsigned_transaction.data, gas: 100_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n });
+    const signed = await stranger.signTransaction({
+      type: "eip1559",
+      chainId: 8453,
+      nonce: 0,
+      to: step.unsigned_transaction.to,
+      data: step.unsigned_transaction.data,
+      gas: 100_000n,
+      maxFeePerGas: 10n ** 9n,
+      maxPriorityFeePerGas: 1n,
+    });
     const err = await agent.relay(step.tx_id, signed).catch((e) => e);
     expect(err.body).toMatchObject({ error: "signer_mismatch" });
     clock.advance(15 * 60 * 1000); // free the treasury for the next tests
@@ -261,7 +297,11 @@ describe("the CLI", () => {
     const run = await cli(["run", "deposit", "100"], { SIGNER_DEV_PRIVATE_KEY: undefined });
     expect(run.code, run.out).toBe(0);
     expect(run.out).toMatch(/confirmed on chain/);
-    const lines = fs.readFileSync(path.join(dir, "audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const lines = fs
+      .readFileSync(path.join(dir, "audit.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.filter((l) => l.event === "signed")).toHaveLength(3);
     expect(lines.some((l) => l.event === "x402_payment")).toBe(true);
     const wrongPass = await cli(["run", "deposit", "100"], { SIGNER_DEV_PRIVATE_KEY: undefined, SIGNER_PASSPHRASE: "wrong" });
@@ -282,7 +322,14 @@ describe("the relay on the fork refuses what would revert", () => {
     for (const step of deposit.steps.slice(0, 2)) await agent.relay(step.tx_id, await agent.signStep(step));
     const wallet = createWalletClient({ account, chain: base, transport: viemHttp(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
     const balance = await balanceOf(AaveV3Base.ASSETS.USDC.UNDERLYING, account.address);
-    await wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "transfer", args: [devAccount(5).address, balance] }) });
+    await wallet.waitForTransactionReceipt({
+      hash: await wallet.writeContract({
+        address: AaveV3Base.ASSETS.USDC.UNDERLYING,
+        abi: ERC20_ABI,
+        functionName: "transfer",
+        args: [devAccount(5).address, balance],
+      }),
+    });
     const supply = deposit.steps[2]!;
     const signed = await privateKeyToAccount(privateKey).signTransaction({
       type: "eip1559",
@@ -320,9 +367,17 @@ describe("signer-agent serve", () => {
       const ok = await fetch(`${url}/address`, { method: "POST", headers: { authorization: "Bearer a-long-local-signing-token" } });
       expect(((await ok.json()) as { address: string }).address).toBe(agent.address);
       clock.advance(15 * 60 * 1000);
-      const run = await fetch(`${url}/run`, { method: "POST", headers: { authorization: "Bearer a-long-local-signing-token" }, body: JSON.stringify({ action: "deposit", amount_usdc: 120 }) });
+      const run = await fetch(`${url}/run`, {
+        method: "POST",
+        headers: { authorization: "Bearer a-long-local-signing-token" },
+        body: JSON.stringify({ action: "deposit", amount_usdc: 120 }),
+      });
       expect(run.status).toBe(200);
-      const refused = await fetch(`${url}/run`, { method: "POST", headers: { authorization: "Bearer a-long-local-signing-token" }, body: JSON.stringify({ action: "borrow", amount_usdc: 99999 }) });
+      const refused = await fetch(`${url}/run`, {
+        method: "POST",
+        headers: { authorization: "Bearer a-long-local-signing-token" },
+        body: JSON.stringify({ action: "borrow", amount_usdc: 99999 }),
+      });
       expect(refused.status).toBe(403);
     } finally {
       server.close();

@@ -52,7 +52,12 @@ describe("Aave V3 at the real Base addresses", () => {
     const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
     expect(await pub.getChainId()).toBe(8453);
     for (const sym of ["USDC", "WETH", "cbBTC"] as const) {
-      const data = await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [AaveV3Base.ASSETS[sym].UNDERLYING] });
+      const data = await pub.readContract({
+        address: AaveV3Base.POOL,
+        abi: AAVE_POOL_ABI,
+        functionName: "getReserveData",
+        args: [AaveV3Base.ASSETS[sym].UNDERLYING],
+      });
       expect(data.aTokenAddress).toBe(AaveV3Base.ASSETS[sym].A_TOKEN);
       expect(data.variableDebtTokenAddress).toBe(AaveV3Base.ASSETS[sym].V_TOKEN);
     }
@@ -75,7 +80,12 @@ describe("Aave V3 at the real Base addresses", () => {
     await send(weth, ERC20_ABI, "approve", [AaveV3Base.POOL, 10n * 10n ** 18n]);
     await send(AaveV3Base.POOL, AAVE_POOL_ABI, "supply", [weth, 10n * 10n ** 18n, account.address, 0]);
     await send(AaveV3Base.POOL, AAVE_POOL_ABI, "borrow", [AaveV3Base.ASSETS.USDC.UNDERLYING, 15_000n * 10n ** 6n, 2n, 0, account.address]);
-    const [collateral, debt, , liquidationThreshold, ltv, healthFactor] = await wallet.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
+    const [collateral, debt, , liquidationThreshold, ltv, healthFactor] = await wallet.readContract({
+      address: AaveV3Base.POOL,
+      abi: AAVE_POOL_ABI,
+      functionName: "getUserAccountData",
+      args: [account.address],
+    });
     expect(collateral).toBe(30_000n * 10n ** 8n);
     expect(debt).toBe(15_000n * 10n ** 8n);
     expect(ltv).toBe(8000n);
@@ -83,7 +93,12 @@ describe("Aave V3 at the real Base addresses", () => {
     expect(Number(healthFactor) / 1e18).toBeCloseTo(1.65, 6);
     // Aave refuses it: error 36, COLLATERAL_CANNOT_COVER_NEW_BORROW
     await expect(
-      wallet.simulateContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "borrow", args: [AaveV3Base.ASSETS.USDC.UNDERLYING, 10_000n * 10n ** 6n, 2n, 0, account.address] }),
+      wallet.simulateContract({
+        address: AaveV3Base.POOL,
+        abi: AAVE_POOL_ABI,
+        functionName: "borrow",
+        args: [AaveV3Base.ASSETS.USDC.UNDERLYING, 10_000n * 10n ** 6n, 2n, 0, account.address],
+      }),
     ).rejects.toThrow(/reverted with the following reason:\s+36\b/);
     // a lower ETH price lowers the health factor
     await fork.setPrice("WETH", 2_000);
@@ -103,7 +118,12 @@ describe("the gateway's envelopes execute on the fork", () => {
   async function runEnvelope(pk: Hex, env: { steps: { unsigned_transaction: { to: `0x${string}`; data: Hex; value: string; chain_id: number } }[] }) {
     const { wallet } = clients(pk);
     for (const step of env.steps) {
-      const hash = await wallet.sendTransaction({ to: step.unsigned_transaction.to, data: step.unsigned_transaction.data, value: BigInt(step.unsigned_transaction.value), chain: base });
+      const hash = await wallet.sendTransaction({
+        to: step.unsigned_transaction.to,
+        data: step.unsigned_transaction.data,
+        value: BigInt(step.unsigned_transaction.value),
+        chain: base,
+      });
       const r = await wallet.waitForTransactionReceipt({ hash });
       expect(r.status, JSON.stringify(step)).toBe("success");
     }
@@ -124,7 +144,11 @@ describe("the gateway's envelopes execute on the fork", () => {
     expect(aUsdc).toBe(980n * 10n ** 6n);
     await gw.ctx.stores.envelopes.setStatus(deposit.body.tx_id, "relayed", null);
 
-    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000n * 10n ** 6n, debtMicro: 0n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(
+      t.treasuryId,
+      { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000n * 10n ** 6n, debtMicro: 0n },
+      new Date().toISOString(),
+    );
     const convert = await api.post("/api/v1/convert", { amount_usdc: 3000, target: "btc" });
     expect(convert.status).toBe(202);
     await runEnvelope(pk, convert.body);
@@ -171,23 +195,37 @@ describe("a position read from the fork", () => {
         const body = Buffer.concat(chunks);
         const parsed = JSON.parse(body.toString("utf8")) as unknown;
         seen.push(Array.isArray(parsed) ? parsed.length : 1);
-        for (const c of (Array.isArray(parsed) ? parsed : [parsed]) as { method: string; params?: unknown[] }[]) calls.push({ method: c.method, ...(c.method === "eth_call" ? { block: c.params?.[1] } : {}) });
-        const out = http2.request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json" } }, (r) => {
-          const answer: Buffer[] = [];
-          r.on("data", (c: Buffer) => answer.push(c));
-          r.on("end", () => {
-            let text = Buffer.concat(answer).toString("utf8");
-            const requests = (Array.isArray(parsed) ? parsed : [parsed]) as { id: number; method: string; params?: [{ data?: string }] }[];
-            const account = requests.find((q) => q.method === "eth_call" && q.params?.[0]?.data?.startsWith("0xbf92857c"));
-            if (underflowNext && account && Array.isArray(parsed)) {
-              underflowNext = false;
-              const panic = `0x4e487b71${(0x11).toString(16).padStart(64, "0")}`;
-              text = JSON.stringify((JSON.parse(text) as { id: number }[]).map((a) => (a.id === account.id ? { jsonrpc: "2.0", id: a.id, error: { code: 3, message: "execution reverted: panic: arithmetic underflow or overflow (0x11)", data: panic } } : a)));
-            }
-            res.writeHead(r.statusCode ?? 500, { "content-type": "application/json" });
-            res.end(text);
-          });
-        });
+        for (const c of (Array.isArray(parsed) ? parsed : [parsed]) as { method: string; params?: unknown[] }[])
+          calls.push({ method: c.method, ...(c.method === "eth_call" ? { block: c.params?.[1] } : {}) });
+        const out = http2.request(
+          { host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json" } },
+          (r) => {
+            const answer: Buffer[] = [];
+            r.on("data", (c: Buffer) => answer.push(c));
+            r.on("end", () => {
+              let text = Buffer.concat(answer).toString("utf8");
+              const requests = (Array.isArray(parsed) ? parsed : [parsed]) as { id: number; method: string; params?: [{ data?: string }] }[];
+              const account = requests.find((q) => q.method === "eth_call" && q.params?.[0]?.data?.startsWith("0xbf92857c"));
+              if (underflowNext && account && Array.isArray(parsed)) {
+                underflowNext = false;
+                const panic = `0x4e487b71${(0x11).toString(16).padStart(64, "0")}`;
+                text = JSON.stringify(
+                  (JSON.parse(text) as { id: number }[]).map((a) =>
+                    a.id === account.id
+                      ? {
+                          jsonrpc: "2.0",
+                          id: a.id,
+                          error: { code: 3, message: "execution reverted: panic: arithmetic underflow or overflow (0x11)", data: panic },
+                        }
+                      : a,
+                  ),
+                );
+              }
+              res.writeHead(r.statusCode ?? 500, { "content-type": "application/json" });
+              res.end(text);
+            });
+          },
+        );
         out.end(body);
       });
     });
@@ -219,11 +257,18 @@ describe("a position read from the fork", () => {
       expect(again.holdings).toEqual(first.holdings);
       // the same figures read one call at a time
       const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
-      const aUsdc = (await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [AaveV3Base.ASSETS.USDC.UNDERLYING] })).aTokenAddress;
+      const aUsdc = (
+        await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [AaveV3Base.ASSETS.USDC.UNDERLYING] })
+      ).aTokenAddress;
       expect(aUsdc).toBe(AaveV3Base.ASSETS.USDC.A_TOKEN);
       expect(again.holdings.walletUsdc).toBe(250_000_000n);
       expect(again.holdings.aUsdc).toBe(await wallet.readContract({ address: aUsdc, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address] }));
-      const [collateralBase, debtBase] = await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
+      const [collateralBase, debtBase] = await pub.readContract({
+        address: AaveV3Base.POOL,
+        abi: AAVE_POOL_ABI,
+        functionName: "getUserAccountData",
+        args: [account.address],
+      });
       expect([again.collateralBase, again.debtBase]).toEqual([collateralBase, debtBase]);
 
       // a relay's simulation is made at "pending" on Anvil: the block the transaction will run in

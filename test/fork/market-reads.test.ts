@@ -105,7 +105,13 @@ describe("QuoterV2 on the fork", () => {
       const oracle = (amount * price * E6) / (10n ** decimals * E8);
       rows.push({ sell: label, quote, oracle });
     }
-    console.log(rows.map((r) => `${r.sell}: quote ${r.quote} vs oracle ${r.oracle} USDC units (${((Number(r.oracle - r.quote) / Number(r.oracle)) * 100).toFixed(3)}% under)`).join("\n"));
+    console.log(
+      rows
+        .map(
+          (r) => `${r.sell}: quote ${r.quote} vs oracle ${r.oracle} USDC units (${((Number(r.oracle - r.quote) / Number(r.oracle)) * 100).toFixed(3)}% under)`,
+        )
+        .join("\n"),
+    );
     // the cbBTC pool holds 50 cbBTC against 3,000,000 USDC as the WETH pool 1,000 WETH: 0.5 cbBTC moves it as 10 WETH do
     expect(rows.map((r) => r.quote)).toEqual([2_995_505_991n, 14_917_947_557n, 29_688_265_783n, 5_985_035_913n, 29_688_265_783n]);
     for (const r of rows) {
@@ -127,7 +133,15 @@ describe("QuoterV2 on the fork", () => {
     await send(market.weth, ERC20_ABI, "approve", [router, E18]);
     const quoted = await quoteExactIn(reader, q, market.weth, market.usdc, CONVERT_POOL_FEE, E18);
     // the minimum out is the quote itself: one unit less paid would revert "Too little received"
-    const params = { tokenIn: market.weth, tokenOut: market.usdc, fee: CONVERT_POOL_FEE, recipient: account.address, amountIn: E18, amountOutMinimum: quoted, sqrtPriceLimitX96: 0n };
+    const params = {
+      tokenIn: market.weth,
+      tokenOut: market.usdc,
+      fee: CONVERT_POOL_FEE,
+      recipient: account.address,
+      amountIn: E18,
+      amountOutMinimum: quoted,
+      sqrtPriceLimitX96: 0n,
+    };
     const { result: simulated } = await wallet.simulateContract({ address: router, abi: SWAP_ROUTER_02_ABI, functionName: "exactInputSingle", args: [params] });
     expect(simulated).toBe(quoted);
     await send(router, SWAP_ROUTER_02_ABI, "exactInputSingle", [params]);
@@ -196,7 +210,14 @@ describe("the market's Aave figures", () => {
         aToken,
       });
     }
-    expect([weth!.ltvBps, weth!.liquidationThresholdBps, usdc!.ltvBps, usdc!.liquidationThresholdBps, btc!.ltvBps, btc!.liquidationThresholdBps]).toEqual([8000n, 8250n, 7500n, 7800n, 7300n, 7800n]);
+    expect([weth!.ltvBps, weth!.liquidationThresholdBps, usdc!.ltvBps, usdc!.liquidationThresholdBps, btc!.ltvBps, btc!.liquidationThresholdBps]).toEqual([
+      8000n,
+      8250n,
+      7500n,
+      7800n,
+      7300n,
+      7800n,
+    ]);
     expect(usdc!.variableDebtToken).toBe(market.variableDebtUsdc);
     // a token that is not a reserve
     await expect(readReserves(reader, market.pool, ["0x000000000000000000000000000000000000dEaD"])).rejects.toThrow(/not a reserve/);
@@ -204,7 +225,16 @@ describe("the market's Aave figures", () => {
 
   it("decodes a configuration word bit by bit", () => {
     const word = 8000n | (8250n << 16n) | (10500n << 32n) | (18n << 48n) | (1n << 56n) | (1n << 58n) | (1n << 60n) | (0xffffn << 64n);
-    expect(decodeReserveConfiguration(word)).toEqual({ ltvBps: 8000n, liquidationThresholdBps: 8250n, liquidationBonusBps: 10500n, decimals: 18n, active: true, frozen: false, borrowingEnabled: true, paused: true });
+    expect(decodeReserveConfiguration(word)).toEqual({
+      ltvBps: 8000n,
+      liquidationThresholdBps: 8250n,
+      liquidationBonusBps: 10500n,
+      decimals: 18n,
+      active: true,
+      frozen: false,
+      borrowingEnabled: true,
+      paused: true,
+    });
     expect(decodeReserveConfiguration(1n << 57n)).toMatchObject({ frozen: true, active: false, ltvBps: 0n });
   });
 
@@ -238,7 +268,13 @@ describe("the market's Aave figures", () => {
     expect(at.reserves.weth).toMatchObject({ ltvBps: 8000n, liquidationThresholdBps: 8250n });
 
     // the same figures as Aave's account data: debt in base units is the USDC debt times its price, rounded up
-    const [collateralBase, debtBase] = await reader.readContract({ address: pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address], blockNumber: borrowed.blockNumber });
+    const [collateralBase, debtBase] = await reader.readContract({
+      address: pool,
+      abi: AAVE_POOL_ABI,
+      functionName: "getUserAccountData",
+      args: [account.address],
+      blockNumber: borrowed.blockNumber,
+    });
     expect(collateralBase).toBe((at.supplied.weth * at.prices.weth) / E18);
     expect(debtBase).toBe((at.debtUsdc * at.prices.usdc) / E6);
 
@@ -260,14 +296,19 @@ describe("the market's Aave figures", () => {
     // repay(max) takes exactly the debt read at "pending" (the block it runs in), more than the debt at "latest"
     await fork.fund(account.address, 1_000n * E6);
     await send(market.usdc, ERC20_ABI, "approve", [pool, 2n ** 256n - 1n]);
-    const [latest, pending] = await Promise.all([readMarket(reader, market, account.address), readMarket(reader, market, account.address, { blockTag: "pending" })]);
+    const [latest, pending] = await Promise.all([
+      readMarket(reader, market, account.address),
+      readMarket(reader, market, account.address, { blockTag: "pending" }),
+    ]);
     expect(pending.debtUsdc).toBeGreaterThan(latest.debtUsdc);
     const before = (await balancesOf(reader, [market.usdc], account.address))[0]!;
     await send(pool, AAVE_POOL_ABI, "repay", [market.usdc, 2n ** 256n - 1n, 2n, account.address]);
     const after = await readMarket(reader, market, account.address);
     expect(after.debtUsdc).toBe(0n);
     expect(before - after.wallet.usdc).toBe(pending.debtUsdc);
-    console.log(`debt: ${at.debtUsdc} at the borrow's block, ${later.debtUsdc} 100 blocks later, ${latest.debtUsdc} at latest and ${pending.debtUsdc} at pending at 80% utilization; repay(max) took ${before - after.wallet.usdc}`);
+    console.log(
+      `debt: ${at.debtUsdc} at the borrow's block, ${later.debtUsdc} 100 blocks later, ${latest.debtUsdc} at latest and ${pending.debtUsdc} at pending at 80% utilization; repay(max) took ${before - after.wallet.usdc}`,
+    );
   });
 
   it("refuses a market whose aToken or debt token is not the pool's", async () => {

@@ -43,7 +43,15 @@ describe("managed mode: immediate simulated execution with the receipts of 2.4",
 
     const deposit = await api.post("/api/v1/deposits", { amount_usdc: 1000, allocation: { btc: 25, eth: 75 } });
     expect(deposit.status).toBe(200);
-    expect(deposit.body).toMatchObject({ sandbox: true, object: "action_receipt", action: "deposit", amount_usdc: 1000, fee_usdc: 20, net_amount: 980, status: "processing" });
+    expect(deposit.body).toMatchObject({
+      sandbox: true,
+      object: "action_receipt",
+      action: "deposit",
+      amount_usdc: 1000,
+      fee_usdc: 20,
+      net_amount: 980,
+      status: "processing",
+    });
     expect(deposit.body.deposit_id).toMatch(/^dep_[0-9a-f]{32}$/);
     expect(deposit.body.bought).toEqual({ btc: 0.00408333, eth: 0.245 });
     expect(new Date(deposit.body.created_at).toISOString()).toBe(deposit.body.created_at);
@@ -84,7 +92,10 @@ describe("managed mode: immediate simulated execution with the receipts of 2.4",
     expect(audit.body).toMatchObject({ has_more: false, next_cursor: null });
 
     // each receipt can be read again by its id (extension), by its own treasury only
-    for (const [r, id] of [[deposit, deposit.body.deposit_id], [repay, repay.body.repayment_id]] as const) {
+    for (const [r, id] of [
+      [deposit, deposit.body.deposit_id],
+      [repay, repay.body.repayment_id],
+    ] as const) {
       const again = await api.get(`/api/v1/receipts/${id}`);
       expect(again.status).toBe(200);
       const { chain_execution: _how, ...recorded } = r.body;
@@ -169,7 +180,10 @@ describe("managed mode on the simulated ledger: one database transaction per act
     const api = authed(gw.url, t.key);
     const answers = await Promise.all(Array.from({ length: 8 }, () => api.post("/api/v1/convert", { amount_usdc: 100, target: "btc" })));
     // each applies whole or not at all: a 200, or a 409 to retry (PostgreSQL may give up a contended serializable transaction)
-    expect(answers.every((a) => a.status === 200 || (a.status === 409 && a.body.error === "conflicting_operation")), JSON.stringify(answers.map((a) => a.body))).toBe(true);
+    expect(
+      answers.every((a) => a.status === 200 || (a.status === 409 && a.body.error === "conflicting_operation")),
+      JSON.stringify(answers.map((a) => a.body)),
+    ).toBe(true);
     const applied = answers.filter((a) => a.status === 200).length;
     expect(applied).toBeGreaterThan(0);
     expect((await api.get("/api/v1/treasury")).body.usdc_balance).toBe(5000 - 100 * applied);
@@ -256,8 +270,14 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     const [fee, approve, supply] = env.steps;
     const usdc = AaveV3Base.ASSETS.USDC.UNDERLYING;
     expect(fee.unsigned_transaction.to).toBe(usdc);
-    expect(decodeFunctionData({ abi: ERC20_ABI, data: fee.unsigned_transaction.data })).toEqual({ functionName: "transfer", args: [getAddress("0x000000000000000000000000000000000000fee5"), 10_000_000n] });
-    expect(decodeFunctionData({ abi: ERC20_ABI, data: approve.unsigned_transaction.data })).toEqual({ functionName: "approve", args: [AaveV3Base.POOL, 490_000_000n] });
+    expect(decodeFunctionData({ abi: ERC20_ABI, data: fee.unsigned_transaction.data })).toEqual({
+      functionName: "transfer",
+      args: [getAddress("0x000000000000000000000000000000000000fee5"), 10_000_000n],
+    });
+    expect(decodeFunctionData({ abi: ERC20_ABI, data: approve.unsigned_transaction.data })).toEqual({
+      functionName: "approve",
+      args: [AaveV3Base.POOL, 490_000_000n],
+    });
     // the envelope has its own tx_id (the one-signature relay); each step its own
     expect(new Set([env.tx_id, fee.tx_id, approve.tx_id, supply.tx_id]).size).toBe(4);
     expect(decodeFunctionData({ abi: AAVE_POOL_ABI, data: supply.unsigned_transaction.data })).toEqual({
@@ -281,7 +301,11 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const t = await registerTreasury(gw.url, { wallet_address: account.address, chain: "arbitrum", preset: "aggressive" });
     // give the simulated treasury collateral and debt directly in its ledger
-    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 1_000_000_000n, debtMicro: 10_000_000_000n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(
+      t.treasuryId,
+      { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 1_000_000_000n, debtMicro: 10_000_000_000n },
+      new Date().toISOString(),
+    );
     const api = checked(t);
     const borrow = await api.post("/api/v1/borrow", { amount_usdc: 1000 });
     expect(borrow.status).toBe(202);
@@ -307,7 +331,11 @@ describe("wallet mode: real Aave V3 envelopes", () => {
   it("encodes convert as fee, approval, Uniswap V3 swap, approval and supply of the target", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const t = await registerTreasury(gw.url, { wallet_address: account.address });
-    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 0n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(
+      t.treasuryId,
+      { btcUnits: 0n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 0n },
+      new Date().toISOString(),
+    );
     const r = await checked(t).post("/api/v1/convert", { amount_usdc: 3000, target: "btc" });
     expect(r.status).toBe(202);
     expect(r.body.steps.map((s: any) => s.kind)).toEqual(["fee_transfer", "approval", "swap", "approval", "pool_call"]);
@@ -316,7 +344,13 @@ describe("wallet mode: real Aave V3 envelopes", () => {
     expect(swap.to).toBe(router);
     const decoded = decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data: swap.data });
     const cbBTC = AaveV3Base.ASSETS.cbBTC.UNDERLYING;
-    expect(decoded.args[0]).toMatchObject({ tokenIn: AaveV3Base.ASSETS.USDC.UNDERLYING, tokenOut: cbBTC, fee: 500, recipient: account.address, amountIn: 2_940_000_000n });
+    expect(decoded.args[0]).toMatchObject({
+      tokenIn: AaveV3Base.ASSETS.USDC.UNDERLYING,
+      tokenOut: cbBTC,
+      fee: 500,
+      recipient: account.address,
+      amountIn: 2_940_000_000n,
+    });
     // 2,940 USDC at 60,000 = 0.049 BTC = 4,900,000 sats, less 1% slippage
     expect(decoded.args[0].amountOutMinimum).toBe(4_851_000n);
     expect(decodeFunctionData({ abi: AAVE_POOL_ABI, data: r.body.unsigned_transaction.data })).toEqual({
@@ -342,7 +376,16 @@ describe("estimate and reads", () => {
     const api = checked(t);
     const dep = await api.post("/api/v1/estimate", { action: "deposit", amount_usdc: 1000 }, null);
     expect(dep.status).toBe(200);
-    expect(dep.body).toMatchObject({ object: "action_preview", approved: true, service_fee_usdc: 20, service_fee: 20, net_amount: 980, aave_rate: null, dex_spread: null, ltv_before: 40 });
+    expect(dep.body).toMatchObject({
+      object: "action_preview",
+      approved: true,
+      service_fee_usdc: 20,
+      service_fee: 20,
+      net_amount: 980,
+      aave_rate: null,
+      dex_spread: null,
+      ltv_before: 40,
+    });
     expect(dep.body.fee_basis).toMatch(/when funds enter the service/);
     const repay = await api.post("/api/v1/estimate", { action: "repay", amount_usdc: 1000 }, null);
     expect(repay.body.service_fee_usdc).toBe(0);
@@ -351,9 +394,17 @@ describe("estimate and reads", () => {
     expect(rail.body.safe_amount).toBe(12000);
     // the rule is declared once (schemas/actions.ts CONVERT_NEEDS_TARGET): the document's if/then and the check
     const noTarget = await api.post("/api/v1/estimate", { action: "convert", amount_usdc: 10 }, null);
-    expect([noTarget.status, noTarget.body.error, noTarget.body.message, noTarget.body.details]).toEqual([400, "invalid_request", "target (btc or eth) is required when action is convert", [{ location: "body", field: "target", message: "required for convert" }]]);
+    expect([noTarget.status, noTarget.body.error, noTarget.body.message, noTarget.body.details]).toEqual([
+      400,
+      "invalid_request",
+      "target (btc or eth) is required when action is convert",
+      [{ location: "body", field: "target", message: "required for convert" }],
+    ]);
     const doc = (await call(gw.url, "GET", "/openapi.json")).body as { components: { schemas: Record<string, Record<string, unknown>> } };
-    expect([doc.components.schemas.EstimateRequest!.if, doc.components.schemas.EstimateRequest!.then]).toEqual([{ properties: { action: { const: "convert" } }, required: ["action"] }, { required: ["target"] }]);
+    expect([doc.components.schemas.EstimateRequest!.if, doc.components.schemas.EstimateRequest!.then]).toEqual([
+      { properties: { action: { const: "convert" } }, required: ["action"] },
+      { required: ["target"] },
+    ]);
     expect((await api.post("/api/v1/estimate", { action: "convert", amount_usdc: 10, target: "eth" }, null)).status).toBe(200);
     // a downward leg is estimated free; an action no route performs is refused
     const withdrawal = await api.post("/api/v1/estimate", { action: "withdraw", amount_usdc: 10 }, null);
@@ -416,7 +467,11 @@ describe("the remaining statuses of the 4.5 table", () => {
   it("409 on convert, borrow and repay while an envelope is pending", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const t = await registerTreasury(gw.url, { wallet_address: account.address });
-    await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 1_000_000_000n }, new Date().toISOString());
+    await gw.ctx.stores.treasuries.updateHoldings(
+      t.treasuryId,
+      { btcUnits: 100_000_000n, ethUnits: 0n, usdcMicro: 5_000_000_000n, debtMicro: 1_000_000_000n },
+      new Date().toISOString(),
+    );
     const api = checked(t);
     expect((await api.post("/api/v1/deposits", { amount_usdc: 100 })).status).toBe(202);
     for (const [path, body] of [
@@ -459,7 +514,9 @@ describe("fees after the platform tier moves (spec 1, rules 1-3 and 6)", () => {
       const api = authed(tiered.url, t.key);
       const borrow = await api.post("/api/v1/borrow", { amount_usdc: 1000 });
       expect(borrow.body).toMatchObject({ fee_usdc: 17.5, net_amount: 982.5 });
-      expect(borrow.body.fee_basis).toBe("1.75% of the amount borrowed per execution (cycle fee, tier growth); the lending protocol's variable interest applies in addition");
+      expect(borrow.body.fee_basis).toBe(
+        "1.75% of the amount borrowed per execution (cycle fee, tier growth); the lending protocol's variable interest applies in addition",
+      );
       const deposit = await api.post("/api/v1/deposits", { amount_usdc: 1000 });
       expect(deposit.body).toMatchObject({ fee_usdc: 20, net_amount: 980, fee_basis: "2% of the amount when funds enter the service" });
       const convert = await api.post("/api/v1/convert", { amount_usdc: 1000, target: "eth" });

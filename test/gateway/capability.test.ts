@@ -46,8 +46,17 @@ describe("one declaration per capability", () => {
   it("makes the route's price, bazaar entry, OpenAPI operation and paid MCP tool", () => {
     const h = harness();
     h.kit.route(positions);
-    expect(h.prices.for("GET", "/api/v1/positions")).toEqual({ method: "GET", path: "/api/v1/positions", atomic: 1_400n, description: "Treasury positions", tool: "get_positions" });
-    expect(h.catalog.extension("GET", "/api/v1/positions")?.info).toEqual({ input: { type: "http", method: "GET", queryParams: {} }, output: { type: "json" } });
+    expect(h.prices.for("GET", "/api/v1/positions")).toEqual({
+      method: "GET",
+      path: "/api/v1/positions",
+      atomic: 1_400n,
+      description: "Treasury positions",
+      tool: "get_positions",
+    });
+    expect(h.catalog.extension("GET", "/api/v1/positions")?.info).toEqual({
+      input: { type: "http", method: "GET", queryParams: {} },
+      output: { type: "json" },
+    });
     const doc = buildOpenApiDocument(h.registry, "http://localhost") as any;
     const op = doc.paths["/api/v1/positions"].get;
     expect(op.operationId).toBe("getPositions");
@@ -70,7 +79,16 @@ describe("one declaration per capability", () => {
   it("a state-changing route's tool takes its body and an idempotency_key, and is not read-only", () => {
     const h = harness();
     const Body = z.object({ amount_usdc: z.number().positive() });
-    h.kit.route({ ...positions, method: "post", path: "/api/v1/rebalance", operationId: "rebalance", idempotencyKey: true, request: { body: Body }, price: { atomic: 7n, description: "x" }, tool: { name: "rebalance", title: "Rebalance", description: "Rebalance the treasury towards its preset." } } as RouteSpec<any, any, any>);
+    h.kit.route({
+      ...positions,
+      method: "post",
+      path: "/api/v1/rebalance",
+      operationId: "rebalance",
+      idempotencyKey: true,
+      request: { body: Body },
+      price: { atomic: 7n, description: "x" },
+      tool: { name: "rebalance", title: "Rebalance", description: "Rebalance the treasury towards its preset." },
+    } as RouteSpec<any, any, any>);
     const [tool] = h.tools();
     expect(Object.keys(tool!.inputSchema).sort()).toEqual(["amount_usdc", "idempotency_key"]);
     expect(tool!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: true });
@@ -86,7 +104,12 @@ describe("one declaration per capability", () => {
     expect(z.object(tool!.inputSchema).safeParse({ id: "pos_1" }).success).toBe(true);
     expect(z.object(tool!.inputSchema).safeParse({ id: "x" }).success).toBe(false);
     const clash = harness();
-    clash.kit.route({ ...positions, path: "/api/v1/positions/:min_usdc", price: { atomic: 2n, description: "c" }, request: { params: z.object({ min_usdc: z.string() }), query: PositionsQuery } } as RouteSpec<any, any, any>);
+    clash.kit.route({
+      ...positions,
+      path: "/api/v1/positions/:min_usdc",
+      price: { atomic: 2n, description: "c" },
+      request: { params: z.object({ min_usdc: z.string() }), query: PositionsQuery },
+    } as RouteSpec<any, any, any>);
     expect(() => clash.tools()).toThrow("the MCP tool's argument min_usdc is both a path parameter and a query field");
   });
 

@@ -58,7 +58,10 @@ describe("OpenAPI document", () => {
       const op = doc.paths[path]?.[method];
       expect(op, `${method.toUpperCase()} ${path}`).toMatchObject({ operationId: expect.any(String), responses: expect.any(Object) });
       // every operation documents at least one success status
-      expect(Object.keys(op.responses).some((s: string) => /^2\d\d$/.test(s)), `${method.toUpperCase()} ${path} documents a success`).toBe(true);
+      expect(
+        Object.keys(op.responses).some((s: string) => /^2\d\d$/.test(s)),
+        `${method.toUpperCase()} ${path} documents a success`,
+      ).toBe(true);
     }
   });
 

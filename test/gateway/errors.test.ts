@@ -19,7 +19,9 @@ const expectTyped = (r: { status: number; body: any; headers: Headers }, status:
 
 describe("typed errors", () => {
   it("the document's ErrorResponse.error is the closed set of codes", async () => {
-    const doc = (await call(gw.url, "GET", "/openapi.json")).body as { components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> } };
+    const doc = (await call(gw.url, "GET", "/openapi.json")).body as {
+      components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> };
+    };
     expect(doc.components.schemas.ErrorResponse!.properties.error!.enum).toEqual([...ERROR_CODES]);
   });
 
@@ -37,7 +39,11 @@ describe("typed errors", () => {
 
   it("oversized body: 413", async () => {
     const big = JSON.stringify({ action: "deposit", amount: 1, initiator: "x".repeat(5000) });
-    expectTyped(await call(gw.url, "POST", "/api/v1/public/preview", { rawBody: big, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
+    expectTyped(
+      await call(gw.url, "POST", "/api/v1/public/preview", { rawBody: big, headers: { "content-type": "application/json" } }),
+      413,
+      "payload_too_large",
+    );
   });
 
   it("wrong content type: 415", async () => {
@@ -58,7 +64,6 @@ describe("typed errors", () => {
   it("a body-less POST where a body is required: 400", async () => {
     expectTyped(await call(gw.url, "POST", "/api/v1/treasuries"), 400, "invalid_request");
   });
-
 });
 
 /** Every endpoint, with the shape of input it takes. */
@@ -97,11 +102,70 @@ const jsonValue = fc.jsonValue({ maxDepth: 3 });
 const fuzzBody = fc.oneof(
   jsonValue,
   fc.dictionary(
-    fc.constantFrom("action", "amount", "amount_usdc", "current_ltv", "target", "allocation", "purpose", "tx_id", "signed_transaction", "jsonrpc", "method", "params", "id", "asset", "address", "wallet_address", "chain", "preset", "execution_mode", "operator_name", "operator_email", "use_case", "expected_monthly_volume_usdc", "__proto__", "constructor"),
-    fc.oneof(jsonValue, fc.double(), fc.constantFrom("2.0", "tools/list", "tools/call", "initialize", { name: "preview_action", arguments: { action: "borrow", amount: 1 } }, { name: "nope" }, "deposit", "borrow", "eth", "btc", { btc: 50, eth: 50 }, { btc: 1e308 }, "tx_", "0x02", "base", "balanced", "wallet", "0x1111111111111111111111111111111111111111", "demo", 1e308, -0, 100, 100000, 5e-7)),
+    fc.constantFrom(
+      "action",
+      "amount",
+      "amount_usdc",
+      "current_ltv",
+      "target",
+      "allocation",
+      "purpose",
+      "tx_id",
+      "signed_transaction",
+      "jsonrpc",
+      "method",
+      "params",
+      "id",
+      "asset",
+      "address",
+      "wallet_address",
+      "chain",
+      "preset",
+      "execution_mode",
+      "operator_name",
+      "operator_email",
+      "use_case",
+      "expected_monthly_volume_usdc",
+      "__proto__",
+      "constructor",
+    ),
+    fc.oneof(
+      jsonValue,
+      fc.double(),
+      fc.constantFrom(
+        "2.0",
+        "tools/list",
+        "tools/call",
+        "initialize",
+        { name: "preview_action", arguments: { action: "borrow", amount: 1 } },
+        { name: "nope" },
+        "deposit",
+        "borrow",
+        "eth",
+        "btc",
+        { btc: 50, eth: 50 },
+        { btc: 1e308 },
+        "tx_",
+        "0x02",
+        "base",
+        "balanced",
+        "wallet",
+        "0x1111111111111111111111111111111111111111",
+        "demo",
+        1e308,
+        -0,
+        100,
+        100000,
+        5e-7,
+      ),
+    ),
   ),
 );
-const fuzzQueryValue = fc.oneof(fc.string(), fc.double().map(String), fc.constantFrom("", "demo", "NaN", "Infinity", "1e400", "0x00", "%00", "[]", "40", "75.0000001"));
+const fuzzQueryValue = fc.oneof(
+  fc.string(),
+  fc.double().map(String),
+  fc.constantFrom("", "demo", "NaN", "Infinity", "1e400", "0x00", "%00", "[]", "40", "75.0000001"),
+);
 const fuzzIdSegment = fc.oneof(fc.string(), fc.constantFrom("trs_", "agr_", `trs_${"0".repeat(32)}`, "..", "%2e%2e", "%ff"));
 
 describe("fuzz: malformed bodies and queries to every endpoint", () => {
@@ -111,8 +175,16 @@ describe("fuzz: malformed bodies and queries to every endpoint", () => {
       (await call(gw.url, "POST", "/api/v1/sandbox/keys")).body.key,
       (await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: "0x7777777777777777777777777777777777777777" } })).body.api_key,
     ];
-    const authHeader = fc.oneof(fc.constant(undefined), fc.constantFrom(...keys).map((k) => `Bearer ${k}`), fc.string().map((s) => `Bearer ${s}`));
-    const idemHeader = fc.oneof(fc.constant(undefined), fc.string({ minLength: 8, maxLength: 20 }).filter((s) => /^[\x21-\x7e]+$/.test(s)), fc.constant("x"));
+    const authHeader = fc.oneof(
+      fc.constant(undefined),
+      fc.constantFrom(...keys).map((k) => `Bearer ${k}`),
+      fc.string().map((s) => `Bearer ${s}`),
+    );
+    const idemHeader = fc.oneof(
+      fc.constant(undefined),
+      fc.string({ minLength: 8, maxLength: 20 }).filter((s) => /^[\x21-\x7e]+$/.test(s)),
+      fc.constant("x"),
+    );
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...ENDPOINTS),
@@ -131,7 +203,10 @@ describe("fuzz: malformed bodies and queries to every endpoint", () => {
           const r =
             endpoint.method === "POST"
               ? rawGarbage
-                ? await call(gw.url, "POST", path, { rawBody: JSON.stringify(body).slice(0, -1) + "\u0000", headers: { ...headers, "content-type": "application/json" } })
+                ? await call(gw.url, "POST", path, {
+                    rawBody: JSON.stringify(body).slice(0, -1) + "\u0000",
+                    headers: { ...headers, "content-type": "application/json" },
+                  })
                 : await call(gw.url, "POST", path, { body, headers })
               : await call(gw.url, "GET", path, { headers });
           seen.set(r.status, (seen.get(r.status) ?? 0) + 1);

@@ -79,7 +79,10 @@ describe("scripts/check-layers.ts", () => {
       "signer-agent/src/policy.ts:3 imports packages/core/src/contracts/chains.ts: the core package is imported by name (@treasury/core/...)",
     ]);
     const core = checkLayers(path.join(repo, "packages", "core", "src"), CORE_LAYERS, [], [], repo, CORE_NAME);
-    expect(core.climbs).toEqual(["actions/index.ts:1 imports chain/reads.ts: schemas+actions is below chain", "domain/money.ts:2 imports chain/reads.ts: domain is below chain"]);
+    expect(core.climbs).toEqual([
+      "actions/index.ts:1 imports chain/reads.ts: schemas+actions is below chain",
+      "domain/money.ts:2 imports chain/reads.ts: domain is below chain",
+    ]);
     expect(core.strays).toEqual(["domain/money.ts:1 imports gateway/src/lib/clock.ts, outside packages/core/src"]);
   });
 

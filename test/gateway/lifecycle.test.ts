@@ -32,7 +32,10 @@ describe("npm start entry (gateway/src/main.ts)", () => {
       const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
       child.kill("SIGTERM");
       expect(await exit).toBe(0);
-      const lines = out.trim().split("\n").map((l) => JSON.parse(l));
+      const lines = out
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(lines.some((l) => l.msg === "request completed" && typeof l.request_id === "string")).toBe(true);
       expect(lines.at(-1).msg).toBe("stopped");
     } finally {
@@ -61,7 +64,13 @@ describe("npm start entry (gateway/src/main.ts)", () => {
     const port = 40_000 + Math.floor(Math.random() * 10_000);
     const child = spawn(process.execPath, ["--import", "tsx", "gateway/src/main.ts"], {
       cwd: ROOT,
-      env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, ETHEREUM_RPC_URL: `http://127.0.0.1:${(rpc.address() as AddressInfo).port}`, RPC_TIMEOUT_MS: "20000" },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        DATA_DIR: dataDir,
+        ETHEREUM_RPC_URL: `http://127.0.0.1:${(rpc.address() as AddressInfo).port}`,
+        RPC_TIMEOUT_MS: "20000",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";

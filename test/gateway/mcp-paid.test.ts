@@ -72,8 +72,19 @@ describe("an agent with only a key pays for MCP tools", () => {
     const paid = await mcp.callTool({ name: "prepare_deposit", arguments: { amount_usdc: 500, idempotency_key: key }, _meta: { "x402/payment": payment } });
     expect(paid.isError ?? false, JSON.stringify(paid)).toBe(false);
     const envelope = structured(paid);
-    expect(envelope).toMatchObject({ object: "unsigned_transaction", status: "awaiting_signature", http_status: 202, idempotent_replayed: false, unsigned_transaction: { chain: "base" } });
-    expect(paid._meta?.["x402/payment-response"]).toMatchObject({ success: true, network: "eip155:84532", payer: account.address, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(envelope).toMatchObject({
+      object: "unsigned_transaction",
+      status: "awaiting_signature",
+      http_status: 202,
+      idempotent_replayed: false,
+      unsigned_transaction: { chain: "base" },
+    });
+    expect(paid._meta?.["x402/payment-response"]).toMatchObject({
+      success: true,
+      network: "eip155:84532",
+      payer: account.address,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
     expect(await stack.chain.balanceOf(account.address)).toBe(before.payer - 50_000n);
     expect(await stack.chain.balanceOf(stack.payTo)).toBe(before.payTo + 50_000n);
 
@@ -81,7 +92,11 @@ describe("an agent with only a key pays for MCP tools", () => {
     // with a fresh payment, the stored answer, and the fresh payment is not settled
     const spent = await mcp.callTool({ name: "prepare_deposit", arguments: { amount_usdc: 500, idempotency_key: key }, _meta: { "x402/payment": payment } });
     expect(structured(spent)).toMatchObject({ error: "payment_already_used" });
-    const again = await mcp.callTool({ name: "prepare_deposit", arguments: { amount_usdc: 500, idempotency_key: key }, _meta: { "x402/payment": await pay(account, required) } });
+    const again = await mcp.callTool({
+      name: "prepare_deposit",
+      arguments: { amount_usdc: 500, idempotency_key: key },
+      _meta: { "x402/payment": await pay(account, required) },
+    });
     expect(structured(again)).toMatchObject({ tx_id: envelope.tx_id, idempotent_replayed: true });
     expect(await stack.chain.balanceOf(account.address)).toBe(before.payer - 50_000n);
 
@@ -89,9 +104,18 @@ describe("an agent with only a key pays for MCP tools", () => {
     const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
     const u = envelope.unsigned_transaction;
     const signed = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value) }));
-    const relayed = await mcp.callTool({ name: "relay_signed_transaction", arguments: { tx_id: envelope.tx_id, signed_transaction: signed, idempotency_key: newIdempotencyKey() } });
+    const relayed = await mcp.callTool({
+      name: "relay_signed_transaction",
+      arguments: { tx_id: envelope.tx_id, signed_transaction: signed, idempotency_key: newIdempotencyKey() },
+    });
     expect(relayed.isError ?? false, JSON.stringify(relayed)).toBe(false);
-    expect(structured(relayed)).toMatchObject({ object: "relay_receipt", tx_id: envelope.tx_id, status: "confirmed", simulated: false, result: { action: "deposit", amount_usdc: 500 } });
+    expect(structured(relayed)).toMatchObject({
+      object: "relay_receipt",
+      tx_id: envelope.tx_id,
+      status: "confirmed",
+      simulated: false,
+      result: { action: "deposit", amount_usdc: 500 },
+    });
     await mcp.close();
   }, 60_000);
 
@@ -146,7 +170,10 @@ describe("a settlement that fails", () => {
     const { account } = await newPayer(stack.chain);
     const mcp = await connect(gw.url);
     const before = await stack.chain.balanceOf(account.address);
-    for (const [name, args] of [["get_health", {}], ["prepare_deposit", { amount_usdc: 150, idempotency_key: newIdempotencyKey() }]] as const) {
+    for (const [name, args] of [
+      ["get_health", {}],
+      ["prepare_deposit", { amount_usdc: 150, idempotency_key: newIdempotencyKey() }],
+    ] as const) {
       const required = structured(await mcp.callTool({ name, arguments: args }));
       const r = await mcp.callTool({ name, arguments: args, _meta: { "x402/payment": await pay(account, required) } });
       expect(r.isError, name).toBe(true);
@@ -176,7 +203,10 @@ describe("MCP and the write budget (5 per window here)", () => {
       const { account } = await newPayer(stack.chain, 0n);
       results.push(structured(await mcp.callTool({ name: "create_sandbox_treasury", arguments: { wallet_address: account.address } })));
     }
-    expect(results.slice(0, 5).map((r) => r.object ?? r.error), JSON.stringify(results)).toEqual(Array(5).fill("treasury"));
+    expect(
+      results.slice(0, 5).map((r) => r.object ?? r.error),
+      JSON.stringify(results),
+    ).toEqual(Array(5).fill("treasury"));
     expect(results[5]).toMatchObject({ error: "rate_limited", http_status: 429, retry_after_seconds: expect.any(Number) });
     // reads still pass
     expect((await mcp.callTool({ name: "get_fee_schedule", arguments: {} })).isError ?? false).toBe(false);

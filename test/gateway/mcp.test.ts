@@ -32,13 +32,31 @@ const callTool = async (client: Client, name: string, args: Record<string, unkno
  * Fields that differ between two calls of the same operation (times, request and execution ids). The
  * treasury's own id and wallet are kept: a tool that answered with another treasury's figures fails.
  */
-const VOLATILE = new Set(["request_id", "created_at", "estimated_at", "time", "uptime_seconds", "submitted_at", "updated_at", "status_url", "id", "api_key", "api_key_expires_at", "http_status", "idempotent_replayed"]);
+const VOLATILE = new Set([
+  "request_id",
+  "created_at",
+  "estimated_at",
+  "time",
+  "uptime_seconds",
+  "submitted_at",
+  "updated_at",
+  "status_url",
+  "id",
+  "api_key",
+  "api_key_expires_at",
+  "http_status",
+  "idempotent_replayed",
+]);
 const KEPT_IDS = new Set(["treasury_id"]);
 const stable = (o: any): any =>
   Array.isArray(o)
     ? o.map(stable)
     : o && typeof o === "object"
-      ? Object.fromEntries(Object.entries(o).filter(([k]) => !VOLATILE.has(k) && (KEPT_IDS.has(k) || !/_id$/.test(k))).map(([k, x]) => [k, stable(x)]))
+      ? Object.fromEntries(
+          Object.entries(o)
+            .filter(([k]) => !VOLATILE.has(k) && (KEPT_IDS.has(k) || !/_id$/.test(k)))
+            .map(([k, x]) => [k, stable(x)]),
+        )
       : o;
 
 beforeAll(async () => {
@@ -207,7 +225,11 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
         maxFeePerGas: 10n ** 9n,
         maxPriorityFeePerGas: 10n ** 6n,
       });
-      const relayed = await callTool(client, "relay_signed_transaction", { tx_id: step.tx_id, signed_transaction: signed, idempotency_key: newIdempotencyKey() });
+      const relayed = await callTool(client, "relay_signed_transaction", {
+        tx_id: step.tx_id,
+        signed_transaction: signed,
+        idempotency_key: newIdempotencyKey(),
+      });
       expect(relayed.isError, relayed.text).toBe(false);
       expect(relayed.body).toMatchObject({ object: "relay_receipt", status: "confirmed", tx_id: step.tx_id });
       v.check("POST", "/api/v1/relay", 200, relayed.body);
@@ -220,8 +242,21 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     // an envelope through MCP that signs the wrong data is refused like REST
     const borrowEnv = await callTool(client, "prepare_borrow", { amount_usdc: 50, idempotency_key: newIdempotencyKey() });
     expect(borrowEnv.body.http_status).toBe(202);
-    const wrong = await account.signTransaction({ type: "eip1559", chainId: 8453, nonce: 9, to: borrowEnv.body.steps[0].unsigned_transaction.to, data: "0x", gas: 1n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n });
-    const refused = await callTool(client, "relay_signed_transaction", { tx_id: borrowEnv.body.steps[0].tx_id, signed_transaction: wrong, idempotency_key: newIdempotencyKey() });
+    const wrong = await account.signTransaction({
+      type: "eip1559",
+      chainId: 8453,
+      nonce: 9,
+      to: borrowEnv.body.steps[0].unsigned_transaction.to,
+      data: "0x",
+      gas: 1n,
+      maxFeePerGas: 1n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const refused = await callTool(client, "relay_signed_transaction", {
+      tx_id: borrowEnv.body.steps[0].tx_id,
+      signed_transaction: wrong,
+      idempotency_key: newIdempotencyKey(),
+    });
     expect(refused.body).toMatchObject({ error: "data_mismatch", http_status: 400 });
     await client.close();
   });
@@ -237,7 +272,10 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(rail.body).toMatchObject({ error: "ltv_limit_exceeded", http_status: 403 });
     const noKey = await callTool(client, "prepare_repay", { amount_usdc: 100 });
     expect(noKey.isError).toBe(true);
-    expect(noKey.body).toMatchObject({ error: "invalid_request", message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool prepare_repay: .* at idempotency_key$/) });
+    expect(noKey.body).toMatchObject({
+      error: "invalid_request",
+      message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool prepare_repay: .* at idempotency_key$/),
+    });
 
     const application = { operator_name: "Mo", operator_email: "mo@example.com", use_case: "Quarterly ETH buys with a conservative credit line." };
     const applied = await callTool(client, "request_live_access", application);
@@ -246,7 +284,10 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(status.body.status).toBe("received");
     const tooShort = await callTool(client, "request_live_access", { ...application, use_case: "short" });
     expect(tooShort.isError).toBe(true);
-    expect(tooShort.body).toMatchObject({ error: "invalid_request", message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool request_live_access: .* at use_case$/) });
+    expect(tooShort.body).toMatchObject({
+      error: "invalid_request",
+      message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool request_live_access: .* at use_case$/),
+    });
     await client.close();
   });
 });
@@ -274,7 +315,11 @@ describe("plain JSON-RPC and discovery", () => {
   });
 
   it("a request missing jsonrpc or method gets 400 with the typed error body", async () => {
-    for (const body of [{ id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 1 }, { jsonrpc: "1.0", id: 1, method: "tools/list" }]) {
+    for (const body of [
+      { id: 1, method: "tools/list" },
+      { jsonrpc: "2.0", id: 1 },
+      { jsonrpc: "1.0", id: 1, method: "tools/list" },
+    ]) {
       const r = await call(gw.url, "POST", "/api/mcp", { body });
       expect(r.status).toBe(400);
       expect(r.body).toMatchObject({ error: "invalid_request" });
@@ -293,7 +338,12 @@ describe("plain JSON-RPC and discovery", () => {
     for (const t of r.body.tools) {
       const twin = listed.find((x: any) => x.name === t.name);
       expect(Object.keys(t.inputSchema.properties ?? {}).sort()).toEqual(Object.keys(twin.inputSchema.properties ?? {}).sort());
-      expect(t.annotations).toEqual({ readOnlyHint: twin.annotations.readOnlyHint, destructiveHint: twin.annotations.destructiveHint, idempotentHint: twin.annotations.idempotentHint, openWorldHint: twin.annotations.openWorldHint });
+      expect(t.annotations).toEqual({
+        readOnlyHint: twin.annotations.readOnlyHint,
+        destructiveHint: twin.annotations.destructiveHint,
+        idempotentHint: twin.annotations.idempotentHint,
+        openWorldHint: twin.annotations.openWorldHint,
+      });
     }
     const agents = await call(gw.url, "GET", "/agents.json");
     expect(agents.body.mcp_url).toBe(r.body.endpoint);
@@ -305,9 +355,20 @@ describe("the DNS-rebinding guard", () => {
   const initialize = (host: string, origin?: string) =>
     new Promise<{ status: number; body: any }>((resolve, reject) => {
       const url = new URL(`${gw.url}/api/mcp`);
-      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "rebinding-test", version: "1" } } });
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "rebinding-test", version: "1" } },
+      });
       const req = http.request(
-        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { host, ...(origin ? { origin } : {}), "content-type": "application/json", accept: "application/json, text/event-stream" } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { host, ...(origin ? { origin } : {}), "content-type": "application/json", accept: "application/json, text/event-stream" },
+        },
         (res) => {
           let text = "";
           res.on("data", (d) => (text += d));

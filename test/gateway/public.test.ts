@@ -77,7 +77,14 @@ describe("GET /api/v1/public/policy-state", () => {
     const r = await get("/api/v1/public/policy-state");
     expect(r.status).toBe(200);
     const b = r.body;
-    expect(b).toMatchObject({ object: "policy_state", environment: "public_demo", address: "demo", preset: "balanced", plan_version: "v3", protection_status: "active" });
+    expect(b).toMatchObject({
+      object: "policy_state",
+      environment: "public_demo",
+      address: "demo",
+      preset: "balanced",
+      plan_version: "v3",
+      protection_status: "active",
+    });
     expect(b.ltv_bands).toEqual({ safe: { min: 0, max: 35 }, live: { min: 35, max: 50 }, recommended_ceiling: 60, park_target: 25 });
     expect(b.dormancy_clock.window_months).toBe(6);
     expect(new Date(b.dormancy_clock.expires_at).getUTCMonth()).toBe((new Date(b.dormancy_clock.last_fee_bearing_activity_at).getUTCMonth() + 6) % 12);

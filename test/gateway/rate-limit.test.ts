@@ -86,7 +86,9 @@ describe("the shared counter takes a client's budget in blocks", () => {
     const { SharedCounter, blockSizeOf } = await import("../../gateway/src/http/rate-limit");
     const store = gw.ctx.stores.rateLimits;
     let writes = 0;
-    const counted = Object.assign(Object.create(Object.getPrototypeOf(store)), store, { hit: (...a: Parameters<typeof store.hit>) => (writes++, store.hit(...a)) });
+    const counted = Object.assign(Object.create(Object.getPrototypeOf(store)), store, {
+      hit: (...a: Parameters<typeof store.hit>) => (writes++, store.hit(...a)),
+    });
     const counter = new SharedCounter(counted, "blocks-one:", 100);
     counter.init({ windowMs: 60_000 } as never);
     expect(blockSizeOf(100)).toBe(10);

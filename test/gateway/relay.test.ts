@@ -50,7 +50,11 @@ async function walletTreasury(chain: "base" | "arbitrum" = "base") {
   const account = privateKeyToAccount(pk);
   const t = await registerTreasury(gw.url, { wallet_address: account.address, chain });
   // seed the simulated ledger with collateral, idle USDC and debt
-  await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 24_000_000_000n }, clock.now().toISOString());
+  await gw.ctx.stores.treasuries.updateHoldings(
+    t.treasuryId,
+    { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 24_000_000_000n },
+    clock.now().toISOString(),
+  );
   return { pk, account, t, api: authed(gw.url, t.key) };
 }
 
@@ -141,7 +145,13 @@ describe("the one-signature path on a simulated treasury", () => {
     const signed = await signViem(account, main, 0);
     const r = await relay(env.tx_id, signed);
     expect(r.status, r.text).toBe(200);
-    expect(r.body).toMatchObject({ object: "relay_receipt", tx_id: env.tx_id, simulated: true, status: "confirmed", result: { action: "borrow", sequence_complete: true, remaining_steps: 0 } });
+    expect(r.body).toMatchObject({
+      object: "relay_receipt",
+      tx_id: env.tx_id,
+      simulated: true,
+      status: "confirmed",
+      result: { action: "borrow", sequence_complete: true, remaining_steps: 0 },
+    });
     expect(r.body.provided_steps).toEqual([expect.objectContaining({ provided_by: "sandbox", method: "simulation", kind: "fee_transfer" })]);
     expect(r.body.result.receipt).toMatchObject({ action: "borrow", fee_usdc: 20 });
     // the same bytes again: the same receipt; the steps path afterwards: already relayed
@@ -204,7 +214,16 @@ describe("a signed transaction that is not what the envelope asked for", () => {
       ["invalid_signed_transaction", "0xdeadbeef"],
       [
         "invalid_signed_transaction",
-        serializeTransaction({ type: "eip1559", chainId: 8453, nonce: 0, to: step.unsigned_transaction.to, data: step.unsigned_transaction.data, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, gas: 1n }),
+        serializeTransaction({
+          type: "eip1559",
+          chainId: 8453,
+          nonce: 0,
+          to: step.unsigned_transaction.to,
+          data: step.unsigned_transaction.data,
+          maxFeePerGas: 1n,
+          maxPriorityFeePerGas: 1n,
+          gas: 1n,
+        }),
       ],
     ];
     for (const [code, signed] of cases) {

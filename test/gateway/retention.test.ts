@@ -34,7 +34,16 @@ describe("retention sweep", () => {
     await s.rateLimits.hit("sweep:ended", 60_000, t0.getTime());
     await s.rateLimits.hit("sweep:running", 60_000, at(IDEMPOTENCY_RETENTION_MS).getTime());
     // a settled payment, and a lock that never got an outcome
-    const lock = (nonce: string) => s.payments.lock({ payer: "0x00000000000000000000000000000000000000aa", nonce, route: "GET /api/v1/health", amountAtomic: 1000n, treasuryId: null, holder: "h", now: t0 });
+    const lock = (nonce: string) =>
+      s.payments.lock({
+        payer: "0x00000000000000000000000000000000000000aa",
+        nonce,
+        route: "GET /api/v1/health",
+        amountAtomic: 1000n,
+        treasuryId: null,
+        holder: "h",
+        now: t0,
+      });
     expect((await lock("0x01")).kind).toBe("locked");
     await s.payments.settled("0x00000000000000000000000000000000000000aa", "0x01", "0xabc", "trs_1", t0.toISOString());
     expect((await lock("0x02")).kind).toBe("locked");
@@ -59,7 +68,8 @@ describe("retention sweep", () => {
     const s = gw.ctx.stores;
     const { treasuryId } = await sandboxTenant(gw.url);
     const t0 = new Date("2026-11-01T00:00:00.000Z");
-    const sample = (at: Date, ltv: number) => s.positionSamples.sample(treasuryId, { at: at.toISOString(), ltv, healthScore: 2, collateralMicro: 1n, debtMicro: 1n });
+    const sample = (at: Date, ltv: number) =>
+      s.positionSamples.sample(treasuryId, { at: at.toISOString(), ltv, healthScore: 2, collateralMicro: 1n, debtMicro: 1n });
     expect(await sample(t0, 40)).toBe(true);
     // within a minute and the same LTV: not another row; a move of half a point is
     expect(await sample(new Date(t0.getTime() + 30_000), 40.2)).toBe(false);

@@ -116,7 +116,9 @@ describe("POST /api/v1/treasuries", () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.error).toBe("invalid_request");
       // every refusal says where and what
-      expect(r.body.details, JSON.stringify(body)).toEqual(expect.arrayContaining([expect.objectContaining({ location: "body", message: expect.any(String) })]));
+      expect(r.body.details, JSON.stringify(body)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ location: "body", message: expect.any(String) })]),
+      );
     }
   });
 });

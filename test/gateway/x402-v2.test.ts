@@ -17,7 +17,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../helpers/gateway";
 import type { ResponseValidator } from "../helpers/openapi";
 import { newIdempotencyKey } from "../helpers/treasury";
-import { envelopeCount, expireEnvelopes, newPayer, ONE_PROOF_LOSER, paymentRequiredFor, paymentSignature, startX402Suite, type X402Stack } from "../helpers/x402-stack";
+import {
+  envelopeCount,
+  expireEnvelopes,
+  newPayer,
+  ONE_PROOF_LOSER,
+  paymentRequiredFor,
+  paymentSignature,
+  startX402Suite,
+  type X402Stack,
+} from "../helpers/x402-stack";
 
 let stack: X402Stack;
 let base: string;
@@ -44,13 +53,23 @@ describe("one 402, both versions", () => {
         error: "payment_required",
         resource: { url: `${base}${p.path}`, description: p.description, mimeType: "application/json" },
         accepts: [
-          { scheme: "exact", network: "eip155:84532", amount: p.amount_atomic, asset: stack.chain.usdc, payTo: stack.payTo, maxTimeoutSeconds: 120, extra: { name: "USDC", version: "2" } },
+          {
+            scheme: "exact",
+            network: "eip155:84532",
+            amount: p.amount_atomic,
+            asset: stack.chain.usdc,
+            payTo: stack.payTo,
+            maxTimeoutSeconds: 120,
+            extra: { name: "USDC", version: "2" },
+          },
         ],
         extensions: {
           "payment-identifier": expect.objectContaining({ info: { required: false } }),
           bazaar: expect.objectContaining({ info: expect.any(Object) }),
           // a downward leg is never kept from by money: it offers the wallet's own signature too, free
-          ...(["/api/v1/repay", "/api/v1/withdraw", "/api/v1/sell", "/api/v1/exit"].includes(p.path) ? { "sign-in-with-x": expect.objectContaining({ info: expect.objectContaining({ uri: `${base}${p.path}` }) }) } : {}),
+          ...(["/api/v1/repay", "/api/v1/withdraw", "/api/v1/sell", "/api/v1/exit"].includes(p.path)
+            ? { "sign-in-with-x": expect.objectContaining({ info: expect.objectContaining({ uri: `${base}${p.path}` }) }) }
+            : {}),
         },
       });
     }
@@ -107,20 +126,29 @@ describe("the guarantees hold in version 2 and across versions", () => {
     const { account } = await newPayer(stack.chain);
     const required = await paymentRequiredFor(base, "POST", "/api/v1/deposits", { amount_usdc: 500 });
     const proof = await paymentSignature(account, required);
-    const first = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() } });
+    const first = await call(base, "POST", "/api/v1/deposits", {
+      body: { amount_usdc: 500 },
+      headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() },
+    });
     expect(first.status, first.text).toBe(202);
     const treasuryId = first.headers.get("x-treasury-id")!;
     const balance = await stack.chain.balanceOf(account.address);
     await expireEnvelopes(stack.gateway, treasuryId);
 
-    const again = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() } });
+    const again = await call(base, "POST", "/api/v1/deposits", {
+      body: { amount_usdc: 500 },
+      headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() },
+    });
     expect(again.status).toBe(402);
     expect(again.body.error).toBe("payment_already_used");
     expect(again.headers.get("payment-required")).toBeTruthy();
     // the v2 payload's authorization and signature, sent as a version 1 proof: the same payment, already spent
     const v2 = JSON.parse(Buffer.from(proof, "base64").toString());
     const asV1 = Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: v2.payload })).toString("base64");
-    const crossed = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "x-payment": asV1, "idempotency-key": newIdempotencyKey() } });
+    const crossed = await call(base, "POST", "/api/v1/deposits", {
+      body: { amount_usdc: 500 },
+      headers: { "x-payment": asV1, "idempotency-key": newIdempotencyKey() },
+    });
     expect(crossed.status).toBe(402);
     expect(crossed.body.error).toBe("payment_already_used");
     expect(await handlerRuns(treasuryId)).toBe(1);
@@ -133,7 +161,9 @@ describe("the guarantees hold in version 2 and across versions", () => {
     const proof = await paymentSignature(account, required);
     const before = await stack.chain.balanceOf(account.address);
     const both = await Promise.all(
-      [0, 1].map(() => call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() } })),
+      [0, 1].map(() =>
+        call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { "payment-signature": proof, "idempotency-key": newIdempotencyKey() } }),
+      ),
     );
     expect(both.filter((r) => r.status === 202)).toHaveLength(1);
     const loser = both.find((r) => r.status !== 202)!;
@@ -183,7 +213,11 @@ describe("the facilitator speaks version 2", () => {
     const required = await paymentRequiredFor(base, "GET", "/api/v1/audit");
     const paymentPayload = JSON.parse(Buffer.from(await paymentSignature(account, required), "base64").toString());
     const post = (path: string, paymentRequirements: unknown) =>
-      fetch(`${stack.facilitator.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ x402Version: 2, paymentPayload, paymentRequirements }) }).then((r) => r.json());
+      fetch(`${stack.facilitator.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ x402Version: 2, paymentPayload, paymentRequirements }),
+      }).then((r) => r.json());
     const reqs = required.accepts[0]!;
     expect(await post("/verify", reqs)).toMatchObject({ isValid: true, payer: account.address });
     expect(await post("/verify", { ...reqs, amount: "1" })).toMatchObject({ isValid: false, invalidReason: "invalid_payment_requirements" });
@@ -193,7 +227,8 @@ describe("the facilitator speaks version 2", () => {
 });
 
 describe("the payment-identifier extension", () => {
-  const withId = (id: string) => (p: { extensions?: Record<string, unknown> }) => void (p.extensions = { ...p.extensions, "payment-identifier": { info: { required: false, id } } });
+  const withId = (id: string) => (p: { extensions?: Record<string, unknown> }) =>
+    void (p.extensions = { ...p.extensions, "payment-identifier": { info: { required: false, id } } });
   const paid = (path: string, proof: string, key = newIdempotencyKey(), body: unknown = { amount_usdc: 500 }) =>
     call(base, "POST", path, { body, headers: { "payment-signature": proof, "idempotency-key": key } });
 
@@ -225,7 +260,10 @@ describe("the payment-identifier extension", () => {
     const before = await stack.chain.balanceOf(account.address);
     const proofs = await Promise.all([0, 1, 2].map(() => paymentSignature(account, required, withId(id))));
     const answers = await Promise.all(proofs.map((proof) => call(base, "GET", "/api/v1/treasury", { headers: { "payment-signature": proof } })));
-    expect(answers.map((a) => a.status).every((s) => s === 200 || s === 409), JSON.stringify(answers.map((a) => a.status))).toBe(true);
+    expect(
+      answers.map((a) => a.status).every((s) => s === 200 || s === 409),
+      JSON.stringify(answers.map((a) => a.status)),
+    ).toBe(true);
     expect(answers.filter((a) => a.status === 200 && a.headers.get("idempotent-replayed") !== "true")).toHaveLength(1);
     for (const a of answers.filter((a) => a.status === 409)) expect([a.body.error, a.headers.get("retry-after")]).toEqual(["payment_in_progress", "1"]);
     // afterwards the same id answers the stored 200, free

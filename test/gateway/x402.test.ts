@@ -83,7 +83,11 @@ describe("real clients pay end to end", () => {
     const { account, wallet } = await newPayer(stack.chain);
     const before = { payer: await stack.chain.balanceOf(account.address), payTo: await stack.chain.balanceOf(stack.payTo) };
     const pay = wrapV1(fetch, wallet as never);
-    const res = await pay(`${base}/api/v1/estimate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ action: "deposit", amount_usdc: 1000 }) });
+    const res = await pay(`${base}/api/v1/estimate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ action: "deposit", amount_usdc: 1000 }),
+    });
     const body = await res.json();
     expect(res.status).toBe(200);
     expect(body).toMatchObject({ object: "action_preview", service_fee_usdc: 20 });
@@ -199,10 +203,16 @@ describe("no handler runs twice on one payment, and no side effect stands on an 
     const header = await paymentFor(wallet, base, "POST", "/api/v1/borrow", { amount_usdc: 100 });
     const before = await stack.chain.balanceOf(account.address);
     // a fresh payer treasury has no collateral: the rail refuses the borrow
-    const refused = await call(base, "POST", "/api/v1/borrow", { body: { amount_usdc: 100 }, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
+    const refused = await call(base, "POST", "/api/v1/borrow", {
+      body: { amount_usdc: 100 },
+      headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() },
+    });
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({ error: "ltv_limit_exceeded", safe_amount: 0 });
-    const invalid = await call(base, "POST", "/api/v1/borrow", { body: { amount_usdc: -1 }, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
+    const invalid = await call(base, "POST", "/api/v1/borrow", {
+      body: { amount_usdc: -1 },
+      headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() },
+    });
     expect(invalid.status).toBe(400);
     expect(await stack.chain.balanceOf(account.address)).toBe(before);
     // nothing stands: the treasury created for this payer was removed with the refusal
@@ -305,13 +315,28 @@ describe("the local facilitator", () => {
     const header = await paymentHeader(wallet, requirements);
     const paymentPayload = JSON.parse(Buffer.from(header, "base64").toString());
     const verify = (reqs: unknown) =>
-      fetch(`${stack.facilitator.url}/verify`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: reqs }) }).then((r) => r.json());
+      fetch(`${stack.facilitator.url}/verify`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: reqs }),
+      }).then((r) => r.json());
     expect(await verify(requirements)).toMatchObject({ isValid: true });
-    expect(await verify({ ...requirements, extra: { name: "USD Coin", version: "2" } })).toMatchObject({ isValid: false, invalidReason: "invalid_payment_requirements" });
-    const settle = await fetch(`${stack.facilitator.url}/settle`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements }) }).then((r) => r.json());
+    expect(await verify({ ...requirements, extra: { name: "USD Coin", version: "2" } })).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_payment_requirements",
+    });
+    const settle = await fetch(`${stack.facilitator.url}/settle`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements }),
+    }).then((r) => r.json());
     expect(settle).toMatchObject({ success: true });
     expect(await verify(requirements)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_payload_authorization_nonce_used" });
-    const bad = await fetch(`${stack.facilitator.url}/verify`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ nope: 1 }) });
+    const bad = await fetch(`${stack.facilitator.url}/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ nope: 1 }),
+    });
     expect(bad.status).toBe(400);
   });
 });

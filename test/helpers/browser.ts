@@ -7,7 +7,9 @@
 import fs from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 
-const CANDIDATES = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter((p): p is string => Boolean(p));
+const CANDIDATES = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter((p): p is string =>
+  Boolean(p),
+);
 
 export const CHROMIUM = CANDIDATES.find((p) => fs.existsSync(p));
 export const ENABLE_BROWSER = "sudo apt-get install -y chromium (or set CHROMIUM_PATH to a Chromium or Chrome binary)";
@@ -23,6 +25,14 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     // without the background-networking flags Chromium's own connections are refused by the closed network
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }

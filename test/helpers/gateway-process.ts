@@ -19,7 +19,9 @@ export interface GatewayProcess {
 
 /** the environment that points a gateway or engine process at a store */
 export function storeEnv(location: DatabaseLocation): Record<string, string> {
-  return "url" in location ? { DATABASE_URL: location.url, DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "gw-proc-")) } : { DATA_DIR: path.dirname(location.file) };
+  return "url" in location
+    ? { DATABASE_URL: location.url, DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "gw-proc-")) }
+    : { DATA_DIR: path.dirname(location.file) };
 }
 
 /** start one and wait until it answers; `children` collects it for the caller's cleanup */
@@ -49,7 +51,12 @@ export async function gatewayProcess(location: DatabaseLocation, env: Record<str
   for (;;) {
     if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}: ${output}`);
     if (Date.now() > deadline) throw new Error(`gateway did not start: ${output}`);
-    const up = await fetch(`${url}/api/v1/public/gateway-status`).then((r) => { if (!r.ok) output += ` status ${r.status}`; return r.ok; }).catch(() => false);
+    const up = await fetch(`${url}/api/v1/public/gateway-status`)
+      .then((r) => {
+        if (!r.ok) output += ` status ${r.status}`;
+        return r.ok;
+      })
+      .catch(() => false);
     if (up) return { url, child };
     await new Promise((r) => setTimeout(r, 100));
   }

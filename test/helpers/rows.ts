@@ -26,7 +26,12 @@ export async function rowCount(db: Db, table: string, where: Where = {}): Promis
 }
 
 /** the rows of `table` that match `where`, as stored (raw columns, nothing decoded), in `orderBy` order when given */
-export async function rowsOf<T = Record<string, unknown>>(db: Db, table: string, where: Where = {}, opts: { columns?: string[]; orderBy?: string } = {}): Promise<T[]> {
+export async function rowsOf<T = Record<string, unknown>>(
+  db: Db,
+  table: string,
+  where: Where = {},
+  opts: { columns?: string[]; orderBy?: string } = {},
+): Promise<T[]> {
   const [sql, params] = clause(where);
   const columns = opts.columns?.map(name).join(", ") ?? "*";
   return db.all<T>(`SELECT ${columns} FROM ${name(table)}${sql}${opts.orderBy ? ` ORDER BY ${name(opts.orderBy)}` : ""}`, ...params);
@@ -35,7 +40,9 @@ export async function rowsOf<T = Record<string, unknown>>(db: Db, table: string,
 /** set columns of the rows that match `where` straight in the store: a state no request reaches */
 export async function setRow(db: Db, table: string, where: Where, values: Where): Promise<number> {
   const [sql, params] = clause(where);
-  const sets = Object.keys(values).map((c) => `${name(c)} = ?`).join(", ");
+  const sets = Object.keys(values)
+    .map((c) => `${name(c)} = ?`)
+    .join(", ");
   return (await db.run(`UPDATE ${name(table)} SET ${sets}${sql}`, ...Object.values(values), ...params)).changes;
 }
 

@@ -54,24 +54,37 @@ export async function registerNew(c: FlowClient, mode: "wallet" | "managed") {
   const q = new URLSearchParams({ wallet_address: account.address, chain: "base", execution_mode: mode });
   const statement = await specRequest(c, "GET", `/api/v1/treasuries/ownership-statement?${q}`);
   expect(statement.status).toBe(200);
-  const ownership_proof = { signature: await account.signTypedData(statement.body.typed_data), nonce: statement.body.nonce, issued_at: statement.body.issued_at };
+  const ownership_proof = {
+    signature: await account.signTypedData(statement.body.typed_data),
+    nonce: statement.body.nonce,
+    issued_at: statement.body.issued_at,
+  };
   const r = await specRequest(c, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address, execution_mode: mode, ownership_proof } });
   expect(r.status).toBe(200);
   expect(r.body).toMatchObject({ object: "treasury", execution_mode: mode, status: "active", ownership: "proven" });
   const apiKey = r.body.api_key as string;
-  const act = (path: string, body: Record<string, unknown>) => specRequest(c, "POST", path, { body, headers: { authorization: `Bearer ${apiKey}`, "idempotency-key": freshKey() } });
+  const act = (path: string, body: Record<string, unknown>) =>
+    specRequest(c, "POST", path, { body, headers: { authorization: `Bearer ${apiKey}`, "idempotency-key": freshKey() } });
   return { account, act, apiKey, treasuryId: r.body.treasury_id as string };
 }
 
 /** sign the envelope's unsigned_transaction as viem fills it and relay it under the envelope's tx_id */
-export async function signAndRelay(c: FlowClient, account: PrivateKeyAccount, envelope: { tx_id: string; unsigned_transaction: { to: Hex; data: Hex; value: string } }, opts: { thinkMs?: number } = {}) {
+export async function signAndRelay(
+  c: FlowClient,
+  account: PrivateKeyAccount,
+  envelope: { tx_id: string; unsigned_transaction: { to: Hex; data: Hex; value: string } },
+  opts: { thinkMs?: number } = {},
+) {
   const wallet = createWalletClient({ account, chain: base, transport: http(c.rpcUrl) });
   const u = envelope.unsigned_transaction;
   const request = await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value) });
   const signed = await wallet.signTransaction(request);
   // a signer that takes its time (a person, a hardware wallet): the estimate must still hold when it is mined
   if (opts.thinkMs) await new Promise((r) => setTimeout(r, opts.thinkMs));
-  const res = await specRequest(c, "POST", "/api/v1/relay", { body: { tx_id: envelope.tx_id, signed_transaction: signed }, headers: { "idempotency-key": freshKey() } });
+  const res = await specRequest(c, "POST", "/api/v1/relay", {
+    body: { tx_id: envelope.tx_id, signed_transaction: signed },
+    headers: { "idempotency-key": freshKey() },
+  });
   return Object.assign(res, { signed });
 }
 

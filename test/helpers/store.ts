@@ -34,7 +34,10 @@ export async function freshDatabase(dataDir: string): Promise<DatabaseLocation> 
  * `transaction(...)` counts one, and so does each `run(...)` outside one (an autocommitted write).
  * Reads (`get`, `all`) count nothing.
  */
-export async function countWriteTransactions(db: { transaction: (...a: any[]) => Promise<any>; run: (...a: any[]) => Promise<any> }, fn: () => Promise<void>): Promise<number> {
+export async function countWriteTransactions(
+  db: { transaction: (...a: any[]) => Promise<any>; run: (...a: any[]) => Promise<any> },
+  fn: () => Promise<void>,
+): Promise<number> {
   const { transaction, run } = db;
   let open = 0;
   let writes = 0;

@@ -42,7 +42,11 @@ export async function registerProven(
   account: { address: string; signTypedData: (t: any) => Promise<`0x${string}`> },
   body: Record<string, unknown> = {},
 ): Promise<Tenant & { body: any }> {
-  const q = new URLSearchParams({ wallet_address: account.address, chain: String(body.chain ?? "base"), execution_mode: String(body.execution_mode ?? "wallet") });
+  const q = new URLSearchParams({
+    wallet_address: account.address,
+    chain: String(body.chain ?? "base"),
+    execution_mode: String(body.execution_mode ?? "wallet"),
+  });
   const statement = (await call(base, "GET", `/api/v1/treasuries/ownership-statement?${q}`)).body;
   const signature = await account.signTypedData(statement.typed_data);
   const r = await call(base, "POST", "/api/v1/treasuries", {

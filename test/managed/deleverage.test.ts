@@ -29,7 +29,9 @@ let engine: ProtectionEngine;
 const automationKey = generatePrivateKey();
 const automation = privateKeyToAccount(automationKey);
 const m = AAVE_MARKETS.base;
-const LIQUIDATION_ABI = parseAbi(["function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)"]);
+const LIQUIDATION_ABI = parseAbi([
+  "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
+]);
 
 beforeAll(async () => {
   fork = await startBaseFork();
@@ -49,77 +51,100 @@ async function borrowerSafe() {
   const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
   await operator.fundWeth(10n * 10n ** 18n);
   await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
-  await operator.execSafe([{ to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: ["0x000000000000000000000000000000000000dEaD", 15_000n * 10n ** 6n] }) }]);
+  await operator.execSafe([
+    {
+      to: m.usdc,
+      data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: ["0x000000000000000000000000000000000000dEaD", 15_000n * 10n ** 6n] }),
+    },
+  ]);
   return { operator, safe };
 }
 
-const client = () => createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+const client = () =>
+  createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(
+    publicActions,
+  );
 const account = async (who: `0x${string}`) => {
   const [collateral, debt, , , , hf] = await client().readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [who] });
   return { collateral, debt, hf, ltvBps: collateral === 0n ? 0n : (debt * 10_000n) / collateral };
 };
 
 async function protectAndJudge(tenant: { treasuryId: string }, api: ReturnType<typeof authed>, safe: `0x${string}`, twinSafe: `0x${string}`) {
-    // the market falls to 1,855 USD per ETH (oracle and pool): HF = 10 x 1,855 x 0.825 / 15,000 = 1.020
-    await moveMarket(fork, "WETH", 1_855);
-    const before = await account(safe);
-    expect(Number(before.hf) / 1e18).toBeCloseTo(1.02, 2);
-    expect(await client().readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [safe] })).toBe(0n);
+  // the market falls to 1,855 USD per ETH (oracle and pool): HF = 10 x 1,855 x 0.825 / 15,000 = 1.020
+  await moveMarket(fork, "WETH", 1_855);
+  const before = await account(safe);
+  expect(Number(before.hf) / 1e18).toBeCloseTo(1.02, 2);
+  expect(await client().readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [safe] })).toBe(0n);
 
-    const [result] = (await engine.tick()).filter((r) => r.treasuryId === tenant.treasuryId);
-    expect(result!.outcome, result!.detail).toBe("executed");
-    expect(result!.detail).toMatch(/flash-borrowed/);
-    const after = await account(safe);
-    // LTV from 80.9% to the 25% park target (the module refuses under it), health far above the trigger
-    expect(after.ltvBps).toBeGreaterThanOrEqual(2500n);
-    expect(after.ltvBps).toBeLessThan(2600n);
-    expect(Number(after.hf) / 1e18).toBeGreaterThan(3);
+  const [result] = (await engine.tick()).filter((r) => r.treasuryId === tenant.treasuryId);
+  expect(result!.outcome, result!.detail).toBe("executed");
+  expect(result!.detail).toMatch(/flash-borrowed/);
+  const after = await account(safe);
+  // LTV from 80.9% to the 25% park target (the module refuses under it), health far above the trigger
+  expect(after.ltvBps).toBeGreaterThanOrEqual(2500n);
+  expect(after.ltvBps).toBeLessThan(2600n);
+  expect(Number(after.hf) / 1e18).toBeGreaterThan(3);
 
-    // one transaction: the module's Deleveraged event, its flash premium, no fee to the service
-    const delegation = (await api.get("/api/v1/delegation")).body;
-    const act = delegation.protection_actions.at(-1);
-    expect(act).toMatchObject({ status: "executed" });
-    expect(act.tx_hashes).toHaveLength(1);
-    const receipt = await client().getTransactionReceipt({ hash: act.tx_hashes[0] });
-    const [event] = parseEventLogs({ abi: PROTECTION_MODULE_ABI, logs: receipt.logs, eventName: "Deleveraged" });
-    expect(event!.args.flashAmount).toBeGreaterThan(0n);
-    // Aave's percentMul: 5 bps, rounded half up
-    expect(event!.args.flashPremium).toBe((event!.args.flashAmount * 5n + 5_000n) / 10_000n);
-    // sold at no worse than 1% under the oracle
-    const oracleValue = (event!.args.collateralSold * 1_855n * 10n ** 6n) / 10n ** 18n;
-    expect(event!.args.usdcReceived * 10_000n).toBeGreaterThanOrEqual(oracleValue * 9_900n);
-    const audit = (await api.get("/api/v1/audit")).body.data;
-    expect(audit.at(-1)).toMatchObject({ action: "auto_deleverage", trigger: "auto_deleverage", fee_usdc: 0, fee_bearing: false });
-    expect(audit.at(-1).amount_usdc).toBeCloseTo(Number(event!.args.usdcReceived - event!.args.flashPremium) / 1e6, 5);
-    // nothing idle left behind by the module: no allowance to the router or the Pool
-    expect(await client().readContract({ address: m.weth, abi: ERC20_ABI, functionName: "allowance", args: [safe, receipt.to!] })).toBe(0n);
+  // one transaction: the module's Deleveraged event, its flash premium, no fee to the service
+  const delegation = (await api.get("/api/v1/delegation")).body;
+  const act = delegation.protection_actions.at(-1);
+  expect(act).toMatchObject({ status: "executed" });
+  expect(act.tx_hashes).toHaveLength(1);
+  const receipt = await client().getTransactionReceipt({ hash: act.tx_hashes[0] });
+  const [event] = parseEventLogs({ abi: PROTECTION_MODULE_ABI, logs: receipt.logs, eventName: "Deleveraged" });
+  expect(event!.args.flashAmount).toBeGreaterThan(0n);
+  // Aave's percentMul: 5 bps, rounded half up
+  expect(event!.args.flashPremium).toBe((event!.args.flashAmount * 5n + 5_000n) / 10_000n);
+  // sold at no worse than 1% under the oracle
+  const oracleValue = (event!.args.collateralSold * 1_855n * 10n ** 6n) / 10n ** 18n;
+  expect(event!.args.usdcReceived * 10_000n).toBeGreaterThanOrEqual(oracleValue * 9_900n);
+  const audit = (await api.get("/api/v1/audit")).body.data;
+  expect(audit.at(-1)).toMatchObject({ action: "auto_deleverage", trigger: "auto_deleverage", fee_usdc: 0, fee_bearing: false });
+  expect(audit.at(-1).amount_usdc).toBeCloseTo(Number(event!.args.usdcReceived - event!.args.flashPremium) / 1e6, 5);
+  // nothing idle left behind by the module: no allowance to the router or the Pool
+  expect(await client().readContract({ address: m.weth, abi: ERC20_ABI, functionName: "allowance", args: [safe, receipt.to!] })).toBe(0n);
 
-    // the market falls further, to 1,500: the protected Safe stays healthy, the twin is under water
-    await moveMarket(fork, "WETH", 1_500);
-    expect(Number((await account(safe)).hf) / 1e18).toBeGreaterThan(2);
-    const twinBefore = await account(twinSafe);
-    expect(twinBefore.hf).toBeLessThan(10n ** 18n);
+  // the market falls further, to 1,500: the protected Safe stays healthy, the twin is under water
+  await moveMarket(fork, "WETH", 1_500);
+  expect(Number((await account(safe)).hf) / 1e18).toBeGreaterThan(2);
+  const twinBefore = await account(twinSafe);
+  expect(twinBefore.hf).toBeLessThan(10n ** 18n);
 
-    // a liquidator with Aave's own liquidationCall: the twin loses collateral with the bonus, the protected Safe cannot be touched
-    const liquidator = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
-    await fork.fund(liquidator.account.address, 20_000n * 10n ** 6n);
-    await liquidator.waitForTransactionReceipt({ hash: await liquidator.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 2n ** 255n] }) });
-    await expect(
-      liquidator.simulateContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [m.weth, m.usdc, safe, 2n ** 255n, false] }),
-    ).rejects.toThrow(/45|HEALTH_FACTOR_NOT_BELOW_THRESHOLD/);
-    const liquidated = await liquidator.writeContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [m.weth, m.usdc, twinSafe, 2n ** 255n, false] });
-    expect((await liquidator.waitForTransactionReceipt({ hash: liquidated })).status).toBe("success");
-    const twinAfter = await account(twinSafe);
-    // the twin paid the liquidation bonus: it lost more collateral than the debt it was relieved of
-    expect(twinBefore.collateral - twinAfter.collateral).toBeGreaterThan(twinBefore.debt - twinAfter.debt);
-    expect(twinBefore.debt - twinAfter.debt).toBeGreaterThan(0n);
-
+  // a liquidator with Aave's own liquidationCall: the twin loses collateral with the bonus, the protected Safe cannot be touched
+  const liquidator = createWalletClient({
+    account: privateKeyToAccount(generatePrivateKey()),
+    chain: base,
+    transport: http(fork.rpcUrl),
+    pollingInterval: 20,
+  }).extend(publicActions);
+  await fork.fund(liquidator.account.address, 20_000n * 10n ** 6n);
+  await liquidator.waitForTransactionReceipt({
+    hash: await liquidator.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 2n ** 255n] }),
+  });
+  await expect(
+    liquidator.simulateContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [m.weth, m.usdc, safe, 2n ** 255n, false] }),
+  ).rejects.toThrow(/45|HEALTH_FACTOR_NOT_BELOW_THRESHOLD/);
+  const liquidated = await liquidator.writeContract({
+    address: m.pool,
+    abi: LIQUIDATION_ABI,
+    functionName: "liquidationCall",
+    args: [m.weth, m.usdc, twinSafe, 2n ** 255n, false],
+  });
+  expect((await liquidator.waitForTransactionReceipt({ hash: liquidated })).status).toBe("success");
+  const twinAfter = await account(twinSafe);
+  // the twin paid the liquidation bonus: it lost more collateral than the debt it was relieved of
+  expect(twinBefore.collateral - twinAfter.collateral).toBeGreaterThan(twinBefore.debt - twinAfter.debt);
+  expect(twinBefore.debt - twinAfter.debt).toBeGreaterThan(0n);
 }
 
 describe("protection from collateral: one atomic deleverage, bounded on chain, judged by Aave", () => {
   it("at a health factor of 1.02 with no idle USDC: a flash-funded deleverage to the park target, recorded free; liquidationCall finds nothing; the unprotected twin is liquidated", async () => {
     const { operator, safe } = await borrowerSafe();
-    const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
+    const tenant = await registerTreasury(gw.url, {
+      wallet_address: safe,
+      execution_mode: "managed",
+      ownership_proof: await operator.ownershipProof(gw.url, "managed"),
+    });
     const api = authed(gw.url, tenant.key);
     const module = await operator.deployModule(automation.address, 2500);
     const safe_proof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
@@ -127,7 +152,9 @@ describe("protection from collateral: one atomic deleverage, bounded on chain, j
     await operator.approveDelegation(module);
     // what the service publishes is what the module enforces: its slippage bound, signed by the Safe at attachment
     const published = (await api.get("/api/v1/policy-state")).body.protection_authority;
-    expect(BigInt(published.max_swap_slippage_bps)).toBe(await client().readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "maxSlippageBps" }));
+    expect(BigInt(published.max_swap_slippage_bps)).toBe(
+      await client().readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "maxSlippageBps" }),
+    );
     expect(published.repayment_source).toBe("user collateral");
     expect((await api.get("/fees.json")).body.protection_costs).toMatchObject({ service_fee_pct: 0, max_swap_slippage_bps: published.max_swap_slippage_bps });
     const twin = await borrowerSafe(); // the same position, unprotected
@@ -140,7 +167,11 @@ describe("protection from collateral: one atomic deleverage, bounded on chain, j
 
   it("a pool that pays above the oracle (the feed fell, nobody traded the pool yet): the sale is sized so the repayment stops at the park target", async () => {
     const { operator, safe } = await borrowerSafe();
-    const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
+    const tenant = await registerTreasury(gw.url, {
+      wallet_address: safe,
+      execution_mode: "managed",
+      ownership_proof: await operator.ownershipProof(gw.url, "managed"),
+    });
     const module = await operator.deployModule(automation.address, 2500);
     const safe_proof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
     const api = authed(gw.url, tenant.key);
@@ -159,10 +190,21 @@ describe("protection from collateral: one atomic deleverage, bounded on chain, j
 
   it("an upgrade to a new module is the owners' Safe transaction: the module in force keeps protecting until they execute it, then the new one does", async () => {
     const { operator, safe } = await borrowerSafe();
-    const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
+    const tenant = await registerTreasury(gw.url, {
+      wallet_address: safe,
+      execution_mode: "managed",
+      ownership_proof: await operator.ownershipProof(gw.url, "managed"),
+    });
     const api = authed(gw.url, tenant.key);
     const attach = async (module: `0x${string}`) =>
-      api.post("/api/v1/delegation", { module, safe_proof: await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: 1.3, parkTargetBps: 2500 }) }, null);
+      api.post(
+        "/api/v1/delegation",
+        {
+          module,
+          safe_proof: await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: 1.3, parkTargetBps: 2500 }),
+        },
+        null,
+      );
     const first = getAddress(await operator.deployModule(automation.address, 2500));
     expect((await attach(first)).status).toBe(200);
     await operator.approveDelegation(first);
@@ -171,7 +213,11 @@ describe("protection from collateral: one atomic deleverage, bounded on chain, j
     const second = getAddress(await operator.deployModule(automation.address, 2500));
     const staged = await attach(second);
     expect(staged.status).toBe(200);
-    expect(staged.body).toMatchObject({ state: "active", module: first, pending_upgrade: { module: second, enable_with: "GET /api/v1/delegation/safe-transaction?change=upgrade" } });
+    expect(staged.body).toMatchObject({
+      state: "active",
+      module: first,
+      pending_upgrade: { module: second, enable_with: "GET /api/v1/delegation/safe-transaction?change=upgrade" },
+    });
     try {
       await moveMarket(fork, "WETH", 2_300);
       const [acted] = (await engine.tick()).filter((r) => r.treasuryId === tenant.treasuryId);

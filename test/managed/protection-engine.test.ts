@@ -31,14 +31,28 @@ async function operatorWithSafe() {
   await setEth(operator.account.address);
   const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
   // the Safe proves the registration (EIP-1271): only the Safe's own registration queues its transactions
-  const tenant = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
+  const tenant = await registerTreasury(gw.url, {
+    wallet_address: safe,
+    execution_mode: "managed",
+    ownership_proof: await operator.ownershipProof(gw.url, "managed"),
+  });
   return { operator, safe, tenant, api: authed(gw.url, tenant.key) };
 }
 
 /** POST /api/v1/delegation with the Safe's own signature over the treasury, module and threshold */
 async function attach(operator: Operator, tenant: { treasuryId: string; key: string }, module: `0x${string}`, protectBelow?: number) {
-  const safe_proof = await operator.delegationProof({ service: gw.url, treasuryId: tenant.treasuryId, module, protectBelowHealth: protectBelow ?? 1.3, parkTargetBps: 2500 });
-  return authed(gw.url, tenant.key).post("/api/v1/delegation", { module, ...(protectBelow ? { protect_below_health_score: protectBelow } : {}), safe_proof }, null);
+  const safe_proof = await operator.delegationProof({
+    service: gw.url,
+    treasuryId: tenant.treasuryId,
+    module,
+    protectBelowHealth: protectBelow ?? 1.3,
+    parkTargetBps: 2500,
+  });
+  return authed(gw.url, tenant.key).post(
+    "/api/v1/delegation",
+    { module, ...(protectBelow ? { protect_below_health_score: protectBelow } : {}), safe_proof },
+    null,
+  );
 }
 
 beforeAll(async () => {
@@ -69,7 +83,14 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect(rail.body).toMatchObject({ error: "ltv_limit_exceeded", current_ltv: 50, safe_amount: 3000 });
     const proposed = await api.post("/api/v1/borrow", { amount_usdc: 100 });
     expect(proposed.status).toBe(200);
-    expect(proposed.body).toMatchObject({ object: "action_receipt", action: "borrow", current_ltv: 50, status: "approved", fee_usdc: 2, safe_transaction: { status: "awaiting_signatures" } });
+    expect(proposed.body).toMatchObject({
+      object: "action_receipt",
+      action: "borrow",
+      current_ltv: 50,
+      status: "approved",
+      fee_usdc: 2,
+      safe_transaction: { status: "awaiting_signatures" },
+    });
     expect((await api.get("/api/v1/policy-state")).body.delegation.state).toBe("not_granted");
 
     const module = await operator.deployModule(automation.address, 2500);
@@ -111,7 +132,8 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect(delegation.protection_actions.at(-1).tx_hashes).toHaveLength(2);
     // its gas in USD from exact wei x the oracle's price, divided once: no float noise in any figure
     expect(delegation.protection_actions.at(-1).gas_usd).toBeGreaterThan(0);
-    for (const route of ["/api/v1/delegation", "/api/v1/treasury", "/api/v1/health", "/api/v1/audit"]) expect(floatArtefacts((await api.get(route)).body, route)).toEqual([]);
+    for (const route of ["/api/v1/delegation", "/api/v1/treasury", "/api/v1/health", "/api/v1/audit"])
+      expect(floatArtefacts((await api.get(route)).body, route)).toEqual([]);
 
     // never twice for one trigger: the next pass sees a restored position and does nothing
     expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("healthy");
@@ -129,7 +151,12 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     // a call outside the scope is refused on chain
     const client = createWalletClient({ account: automation, chain: base, transport: http(fork.rpcUrl) }).extend(publicActions);
     await expect(
-      client.simulateContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [AaveV3Base.POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [AaveV3Base.ASSETS.USDC.UNDERLYING, 1n, 2n, 0, safe] })] }),
+      client.simulateContract({
+        address: module,
+        abi: PROTECTION_MODULE_ABI,
+        functionName: "execute",
+        args: [AaveV3Base.POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [AaveV3Base.ASSETS.USDC.UNDERLYING, 1n, 2n, 0, safe] })],
+      }),
     ).rejects.toThrow(/CallNotAllowed/);
 
     // revocation: the engine can no longer act
@@ -165,7 +192,22 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
         address: module,
         abi: PROTECTION_MODULE_ABI,
         functionName: "execute",
-        args: [AaveV3Base.ASSETS.USDC.UNDERLYING, encodeFunctionData({ abi: [{ type: "function", name: "approve", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [{ type: "bool" }], stateMutability: "nonpayable" }], functionName: "approve", args: [AaveV3Base.POOL, 1n] })],
+        args: [
+          AaveV3Base.ASSETS.USDC.UNDERLYING,
+          encodeFunctionData({
+            abi: [
+              {
+                type: "function",
+                name: "approve",
+                inputs: [{ type: "address" }, { type: "uint256" }],
+                outputs: [{ type: "bool" }],
+                stateMutability: "nonpayable",
+              },
+            ],
+            functionName: "approve",
+            args: [AaveV3Base.POOL, 1n],
+          }),
+        ],
         gas: 500_000n,
       });
       expect((await api.get("/api/v1/delegation")).body.state).toBe("revoked_pending_settlement");

@@ -42,7 +42,8 @@ async function tryExecute(to: `0x${string}`, data: Hex, from = automation): Prom
   }
 }
 
-const repay = (amount: bigint, onBehalfOf: `0x${string}` = safe) => encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [USDC, amount, 2n, onBehalfOf] });
+const repay = (amount: bigint, onBehalfOf: `0x${string}` = safe) =>
+  encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [USDC, amount, 2n, onBehalfOf] });
 const approveUsdc = (spender: `0x${string}`, amount: bigint) => encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [spender, amount] });
 
 beforeAll(async () => {
@@ -90,7 +91,9 @@ describe("ProtectionModule", () => {
     expect(await tryExecute(other, approveUsdc(POOL, 1n))).toBe("CallNotAllowed");
     expect(await tryExecute(POOL, repay(1n, other))).toBe("NotForThisSafe");
     expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [WETH, 1n, other] }))).toBe("NotForThisSafe");
-    expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [AaveV3Base.ASSETS.GHO.UNDERLYING, 1n, 2n, safe] }))).toBe("TokenNotListed");
+    expect(
+      await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [AaveV3Base.ASSETS.GHO.UNDERLYING, 1n, 2n, safe] })),
+    ).toBe("TokenNotListed");
     // withdrawing collateral would raise LTV
     expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [WETH, 10n ** 18n, safe] }))).toBe("LtvIncreased");
   });
@@ -125,15 +128,21 @@ describe("ProtectionModule", () => {
     try {
       // no debt: withdrawing to the Safe keeps LTV at 0
       expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [USDC, 1_000n * 10n ** 6n, safe2] }))).toBe("ok");
-      await op2.execSafe([{ to: POOL, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [USDC, 10_000n * 10n ** 6n, 2n, 0, safe2] }) }]);
+      await op2.execSafe([
+        { to: POOL, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "borrow", args: [USDC, 10_000n * 10n ** 6n, 2n, 0, safe2] }) },
+      ]);
       // 19,000 collateral, 10,000 debt (52.6%): repaying X with aTokens gives (10,000 - X) / (19,000 - X) = 25% at X = 7,000
-      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 7_000n * 10n ** 6n, 2n] }))).toBe("ok");
+      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 7_000n * 10n ** 6n, 2n] }))).toBe(
+        "ok",
+      );
       const ltv = await service().readContract({ address: module2, abi: PROTECTION_MODULE_ABI, functionName: "ltvBps" });
       expect(ltv).toBe(2500n);
       // at the park target a further repayment with aTokens would end below it (repayWithATokens only ever repays the Safe's own debt):
       // 100 USDC more gives 2,900 / 11,900 = 24.4%. (One atomic unit would not move LTV's basis points at all once a block's
       // interest has accrued, and is refused as LtvDidNotDecrease instead.)
-      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 100n * 10n ** 6n, 2n] }))).toBe("OvershotParkTarget");
+      expect(await tryExecute(POOL, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [USDC, 100n * 10n ** 6n, 2n] }))).toBe(
+        "OvershotParkTarget",
+      );
     } finally {
       module = previous;
     }
@@ -147,16 +156,22 @@ describe("ProtectionModule", () => {
     await fork.setPrice("WETH", 2_000); // $20,000 collateral, 7,500 debt: 37.5%
     const client = service();
     try {
-    // automine off: the service's repayment is submitted, then the operator revokes, then a block is mined
-    await client.request({ method: "evm_setAutomine" as never, params: [false] as never });
-    const submitted = await client.writeContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: "execute", args: [POOL, repay(2_000n * 10n ** 6n)], gas: 1_000_000n });
-    const revokeHash = await operator.revokeDelegation(module);
-    await client.request({ method: "evm_mine" as never, params: [] as never });
-    await client.request({ method: "evm_setAutomine" as never, params: [true] as never });
-    expect((await client.waitForTransactionReceipt({ hash: submitted })).status).toBe("success");
-    expect((await client.waitForTransactionReceipt({ hash: revokeHash })).status).toBe("success");
-    expect(await operator.moduleEnabled(module)).toBe(false);
-    expect(await tryExecute(POOL, repay(1_000n * 10n ** 6n))).toBe("NotEnabled");
+      // automine off: the service's repayment is submitted, then the operator revokes, then a block is mined
+      await client.request({ method: "evm_setAutomine" as never, params: [false] as never });
+      const submitted = await client.writeContract({
+        address: module,
+        abi: PROTECTION_MODULE_ABI,
+        functionName: "execute",
+        args: [POOL, repay(2_000n * 10n ** 6n)],
+        gas: 1_000_000n,
+      });
+      const revokeHash = await operator.revokeDelegation(module);
+      await client.request({ method: "evm_mine" as never, params: [] as never });
+      await client.request({ method: "evm_setAutomine" as never, params: [true] as never });
+      expect((await client.waitForTransactionReceipt({ hash: submitted })).status).toBe("success");
+      expect((await client.waitForTransactionReceipt({ hash: revokeHash })).status).toBe("success");
+      expect(await operator.moduleEnabled(module)).toBe(false);
+      expect(await tryExecute(POOL, repay(1_000n * 10n ** 6n))).toBe("NotEnabled");
     } finally {
       await client.request({ method: "evm_setAutomine" as never, params: [true] as never });
       await fork.setPrice("WETH", 3_000);

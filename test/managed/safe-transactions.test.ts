@@ -78,12 +78,36 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect(queue.status).toBe(200);
     expect(queue.body.data).toHaveLength(1);
     const q = queue.body.data[0];
-    expect(q).toMatchObject({ id: stxId, receipt_id: deposit.body.deposit_id, action: "deposit", safe, status: "awaiting_signatures", signatures: [], chain_id: 8453 });
+    expect(q).toMatchObject({
+      id: stxId,
+      receipt_id: deposit.body.deposit_id,
+      action: "deposit",
+      safe,
+      status: "awaiting_signatures",
+      signatures: [],
+      chain_id: 8453,
+    });
     expect(q.calls.map((c: any) => c.kind)).toEqual(["fee_transfer", "approval", "pool_call"]);
     expect(q.safe_tx.operation).toBe(1); // the batch, through MultiSendCallOnly
     // the listed hash is the one the Safe itself computes for these fields
     const t = q.safe_tx;
-    const onChain = await client().readContract({ address: safe, abi: SAFE_ABI, functionName: "getTransactionHash", args: [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver, BigInt(t.nonce)] });
+    const onChain = await client().readContract({
+      address: safe,
+      abi: SAFE_ABI,
+      functionName: "getTransactionHash",
+      args: [
+        t.to,
+        BigInt(t.value),
+        t.data,
+        t.operation,
+        BigInt(t.safeTxGas),
+        BigInt(t.baseGas),
+        BigInt(t.gasPrice),
+        t.gasToken,
+        t.refundReceiver,
+        BigInt(t.nonce),
+      ],
+    });
     expect(q.safe_tx_hash).toBe(onChain);
     // and the typed data an owner's wallet signs gives that hash's signature
     const typedSignature = await operator.account.signTypedData(q.typed_data);
@@ -113,8 +137,14 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect(signed.body).toMatchObject({ signatures: [{ owner: operator.account.address }], confirmations_required: 1, signature: { outcome: "added" } });
     const [a, b] = await Promise.all([executor.tick(), rival.tick()]);
     const outcomes = [...mine(a, stxId), ...mine(b, stxId)];
-    expect(outcomes.filter((r) => r.outcome === "executed"), JSON.stringify(outcomes)).toHaveLength(1);
-    expect(outcomes.filter((r) => r.outcome !== "executed").every((r) => r.outcome === "in_progress"), JSON.stringify(outcomes)).toBe(true);
+    expect(
+      outcomes.filter((r) => r.outcome === "executed"),
+      JSON.stringify(outcomes),
+    ).toHaveLength(1);
+    expect(
+      outcomes.filter((r) => r.outcome !== "executed").every((r) => r.outcome === "in_progress"),
+      JSON.stringify(outcomes),
+    ).toBe(true);
     const txHash = outcomes.find((r) => r.outcome === "executed")!.txHash!;
     expect((await client().getTransactionReceipt({ hash: txHash })).status).toBe("success");
 
@@ -124,7 +154,12 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     const state = (await api.get("/api/v1/treasury")).body;
     expect(state.holdings?.usdc ?? state.usdc_balance).toBeDefined();
     const receipt = (await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body;
-    expect(receipt).toMatchObject({ status: "completed", tx_hash: txHash, deposit_id: deposit.body.deposit_id, safe_transaction: { id: stxId, status: "executed" } });
+    expect(receipt).toMatchObject({
+      status: "completed",
+      tx_hash: txHash,
+      deposit_id: deposit.body.deposit_id,
+      safe_transaction: { id: stxId, status: "executed" },
+    });
     const audit = (await api.get("/api/v1/audit")).body.data;
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ action: "deposit", fee_usdc: 10, fee_bearing: true });
@@ -208,7 +243,14 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     const admin = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl) }).extend(publicActions);
     const configurator = forkManifest().aave.pool_configurator;
     const setBorrowing = async (enabled: boolean) =>
-      admin.waitForTransactionReceipt({ hash: await admin.writeContract({ address: configurator, abi: parseAbi(["function setReserveBorrowing(address asset, bool enabled)"]), functionName: "setReserveBorrowing", args: [m.usdc, enabled] }) });
+      admin.waitForTransactionReceipt({
+        hash: await admin.writeContract({
+          address: configurator,
+          abi: parseAbi(["function setReserveBorrowing(address asset, bool enabled)"]),
+          functionName: "setReserveBorrowing",
+          args: [m.usdc, enabled],
+        }),
+      });
     await setBorrowing(false);
     try {
       const nonceBefore = await client().readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" });
@@ -241,7 +283,11 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     const claimed = await gw.ctx.stores.safeTransactions.get(stx.id);
     expect(claimed).toMatchObject({ status: "executing" });
     expect(claimed!.sent).not.toBeNull();
-    expect(await client().getTransaction({ hash: claimed!.sent!.hash }).catch(() => null)).toBeNull(); // never sent
+    expect(
+      await client()
+        .getTransaction({ hash: claimed!.sent!.hash })
+        .catch(() => null),
+    ).toBeNull(); // never sent
     // a live claim is left alone; once its lease lapsed, another executor sends the recorded bytes
     expect(mine(await executor.tick(), stx.id)).toEqual([]);
     await ageRow(gw.ctx.db, "safe_transactions", { id: stx.id }, "lease_expires_at");
@@ -276,7 +322,10 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     await ageRow(gw.ctx.db, "safe_transactions", { id: stxId });
     expect((await api.get(`/api/v1/safe-transactions/${stxId}`)).body.status).toBe("expired");
     expect(mine(await executor.tick(), stxId)).toMatchObject([{ outcome: "expired" }]);
-    expect((await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({ status: "failed", failure: { error: "safe_transaction_not_open" } });
+    expect((await api.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({
+      status: "failed",
+      failure: { error: "safe_transaction_not_open" },
+    });
     expect(await balance(m.usdc, safe)).toBe(200_000_000n);
     expect((await api.post("/api/v1/deposits", { amount_usdc: 100 })).status).toBe(200);
   }, 60_000);

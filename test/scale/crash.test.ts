@@ -35,8 +35,7 @@ let db: Db;
 const children: ChildProcess[] = [];
 
 /** a gateway as its own process on the test's store (PostgreSQL, or one SQLite file shared by the processes) */
-const gatewayOnStore = () =>
-  gatewayProcess(location, { X402_FACILITATOR: "local", X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }, children);
+const gatewayOnStore = () => gatewayProcess(location, { X402_FACILITATOR: "local", X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }, children);
 
 describe("kill -9 during an x402 settlement (2 s blocks)", () => {
   beforeAll(async () => {
@@ -110,7 +109,10 @@ describe("kill -9 during an x402 settlement (2 s blocks)", () => {
     // (an answer lost once more): the stored answer, free, the fresh proof unsettled; the spent proof under a new key: refused
     const spent = await send(second.url);
     expect([spent.status, spent.body.error]).toEqual([402, "payment_already_used"]);
-    const again = await call(second.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
+    const again = await call(second.url, "POST", "/api/v1/deposits", {
+      body,
+      headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key },
+    });
     expect([again.status, again.headers.get("idempotent-replayed"), again.body.tx_id]).toEqual([202, "true", answer.body.tx_id]);
     const other = await call(second.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
     expect([other.status, other.body.error]).toEqual([402, "payment_already_used"]);

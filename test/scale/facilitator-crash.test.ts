@@ -45,7 +45,15 @@ async function startFacilitatorProcess(): Promise<ChildProcess> {
 }
 
 const rpc = async (method: string, params: unknown[] = []) =>
-  ((await (await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result: any }).result;
+  (
+    (await (
+      await fetch(chain.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      })
+    ).json()) as { result: any }
+  ).result;
 
 /** the facilitator has sent a settlement that is waiting in the node's pool for its block */
 async function settlementSent(): Promise<void> {
@@ -91,7 +99,8 @@ async function killedMidSettlement(send: () => Promise<JsonResponse>): Promise<J
   return first;
 }
 
-const settledRows = (payer: string) => rowsOf(gateway.ctx.db, "x402_payments", { payer: payer.toLowerCase() }, { columns: ["state", "outcome_status"], orderBy: "created_at" });
+const settledRows = (payer: string) =>
+  rowsOf(gateway.ctx.db, "x402_payments", { payer: payer.toLowerCase() }, { columns: ["state", "outcome_status"], orderBy: "created_at" });
 
 describe("the facilitator dies between sending a settlement and its receipt", () => {
   it("a paid deposit: 503 payment_settlement_unknown, then the retry with the same proof and key is served once, charged once", async () => {
@@ -126,10 +135,15 @@ describe("the facilitator dies between sending a settlement and its receipt", ()
     const requirements = await challengeFor(gateway.url, "POST", "/api/v1/deposits", body);
     const key = newIdempotencyKey();
     const before = await chain.balanceOf(account.address);
-    const first = await killedMidSettlement(async () => call(gateway.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } }));
+    const first = await killedMidSettlement(async () =>
+      call(gateway.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } }),
+    );
     expect([first.status, first.body.error]).toEqual([503, "payment_settlement_unknown"]);
 
-    const retry = await call(gateway.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
+    const retry = await call(gateway.url, "POST", "/api/v1/deposits", {
+      body,
+      headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key },
+    });
     expect(retry.status, retry.text).toBe(202);
     await new Promise((r) => setTimeout(r, 2_500)); // a block: anything the retry sent would be mined now
     expect(await chain.balanceOf(account.address)).toBe(before - 50_000n);
@@ -155,7 +169,12 @@ describe("a public facilitator that times out on the settlement", () => {
   it("is treated the same way: 503 payment_settlement_unknown, the lock kept; the retry with the same proof is settled and served once", async () => {
     // a stand-in for a public facilitator (this machine reaches none): verifies, then hangs on the first settlement
     const scripted = await startScriptedServer();
-    const gw = await startTestGateway({ X402_FACILITATOR: "public", X402_FACILITATOR_URL: scripted.url, X402_FACILITATOR_TIMEOUT_MS: "500", X402_PAY_TO: devAccount(2).address });
+    const gw = await startTestGateway({
+      X402_FACILITATOR: "public",
+      X402_FACILITATOR_URL: scripted.url,
+      X402_FACILITATOR_TIMEOUT_MS: "500",
+      X402_PAY_TO: devAccount(2).address,
+    });
     try {
       const { account, wallet } = await newPayer(chain);
       const proof = await paymentHeader(wallet, await challengeFor(gw.url, "GET", "/api/v1/treasury"));
@@ -176,7 +195,12 @@ describe("a public facilitator that times out on the settlement", () => {
       const retry = await call(gw.url, "GET", "/api/v1/treasury", { headers: { "x-payment": proof } });
       expect(retry.status, retry.text).toBe(200);
       expect(settles).toBe(2); // the same authorization, settled again (a facilitator settles it at most once)
-      const rows = await rowsOf(gw.ctx.db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["state", "outcome_status", "transaction_hash"] });
+      const rows = await rowsOf(
+        gw.ctx.db,
+        "x402_payments",
+        { payer: account.address.toLowerCase() },
+        { columns: ["state", "outcome_status", "transaction_hash"] },
+      );
       expect(rows).toEqual([{ state: "settled", outcome_status: 200, transaction_hash: transaction }]);
     } finally {
       await gw.close();

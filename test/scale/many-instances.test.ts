@@ -66,10 +66,15 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
     const t = await sandboxTenant(at(0).url);
     const key = newIdempotencyKey();
     const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => call(at(i).url, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { authorization: `Bearer ${t.key}`, "idempotency-key": key } })),
+      Array.from({ length: 50 }, (_, i) =>
+        call(at(i).url, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { authorization: `Bearer ${t.key}`, "idempotency-key": key } }),
+      ),
     );
     const statuses = answers.map((a) => a.status);
-    expect(statuses.every((s) => s === 200 || s === 409), statuses.join(",")).toBe(true);
+    expect(
+      statuses.every((s) => s === 200 || s === 409),
+      statuses.join(","),
+    ).toBe(true);
     const served = answers.filter((a) => a.status === 200);
     expect(served.length).toBeGreaterThanOrEqual(1);
     // one execution, one fee row; every 200 is the same receipt (the first, or its replay)
@@ -77,7 +82,11 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
     expect(await stores().fees.forTreasury(t.treasuryId)).toHaveLength(1);
     expect(new Set(served.map((a) => a.text)).size).toBe(1);
     // and after the first finished, every instance replays it
-    const late = await Promise.all([0, 1, 2].map((i) => call(at(i).url, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { authorization: `Bearer ${t.key}`, "idempotency-key": key } })));
+    const late = await Promise.all(
+      [0, 1, 2].map((i) =>
+        call(at(i).url, "POST", "/api/v1/deposits", { body: { amount_usdc: 500 }, headers: { authorization: `Bearer ${t.key}`, "idempotency-key": key } }),
+      ),
+    );
     for (const r of late) expect([r.status, r.headers.get("idempotent-replayed"), r.text]).toEqual([200, "true", served[0]!.text]);
   });
 
@@ -90,12 +99,17 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
     const served = answers.filter((a) => a.status === 200);
     expect(served).toHaveLength(1);
     for (const a of answers.filter((x) => x.status !== 200)) {
-      expect([[409, "payment_in_progress"], [402, "payment_already_used"], [402, "invalid_exact_evm_payload_authorization_nonce_used"]]).toContainEqual([a.status, a.body.error]);
+      expect([
+        [409, "payment_in_progress"],
+        [402, "payment_already_used"],
+        [402, "invalid_exact_evm_payload_authorization_nonce_used"],
+      ]).toContainEqual([a.status, a.body.error]);
     }
     expect(await sepolia.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
     expect(await settledPaymentCount(instances[0]!, account.address)).toBe(1);
     // presented again later, to any instance: refused, never charged again
-    for (const i of [0, 1, 2]) expect((await call(at(i).url, "GET", "/api/v1/treasury", { headers: { "x-payment": header } })).body.error).toBe("payment_already_used");
+    for (const i of [0, 1, 2])
+      expect((await call(at(i).url, "GET", "/api/v1/treasury", { headers: { "x-payment": header } })).body.error).toBe("payment_already_used");
     expect(await sepolia.balanceOf(account.address)).toBe(before - BigInt(requirements.maxAmountRequired));
   });
 
@@ -107,12 +121,25 @@ describe.skipIf(TEST_STORE !== "postgres")("three instances, one PostgreSQL", ()
     const env = (await authed(at(1).url, t.key).post("/api/v1/deposits", { amount_usdc: 300 })).body;
     const step = env.steps[0] as { tx_id: string; unsigned_transaction: { to: Hex; data: Hex } };
     const sign = (maxPriorityFeePerGas: bigint) =>
-      account.signTransaction({ type: "eip1559", chainId: 8453, nonce: 0, to: step.unsigned_transaction.to, data: step.unsigned_transaction.data, value: 0n, gas: 400_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas });
+      account.signTransaction({
+        type: "eip1559",
+        chainId: 8453,
+        nonce: 0,
+        to: step.unsigned_transaction.to,
+        data: step.unsigned_transaction.data,
+        value: 0n,
+        gas: 400_000n,
+        maxFeePerGas: 2_000_000_000n,
+        maxPriorityFeePerGas,
+      });
     const [first, second] = [await sign(1_000_000n), await sign(2_000_000n)];
     // the same signed transaction to all three, and a second signature of the same step, all at once
     const relays = await Promise.all(
       [first, first, first, second].map((signed, i) =>
-        call(at(i).url, "POST", "/api/v1/relay", { body: { tx_id: step.tx_id, signed_transaction: signed }, headers: { "idempotency-key": newIdempotencyKey() } }),
+        call(at(i).url, "POST", "/api/v1/relay", {
+          body: { tx_id: step.tx_id, signed_transaction: signed },
+          headers: { "idempotency-key": newIdempotencyKey() },
+        }),
       ),
     );
     const ok = relays.filter((r) => r.status === 200 || r.status === 202);

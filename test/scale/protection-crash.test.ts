@@ -124,7 +124,12 @@ describe("kill -9 of the protection engine during a repayment (2 s blocks)", () 
     expect(actions.map((a) => a.status)).toEqual(["executed"]);
     expect(actions[0]!.txHashes).toContain(repayHash);
     // on chain: one repayment for this Safe, of exactly the recorded amount; the audit says the same, once
-    const repays = await createPublicClient({ chain: base, transport: http(fork.rpcUrl) }).getLogs({ address: AaveV3Base.POOL, event: REPAY_EVENT, args: { user: safe }, fromBlock: from });
+    const repays = await createPublicClient({ chain: base, transport: http(fork.rpcUrl) }).getLogs({
+      address: AaveV3Base.POOL,
+      event: REPAY_EVENT,
+      args: { user: safe },
+      fromBlock: from,
+    });
     expect(repays).toHaveLength(1);
     expect(repays[0]!.transactionHash).toBe(repayHash);
     expect(repays[0]!.args.amount).toBe(actions[0]!.repayMicro);

@@ -62,13 +62,22 @@ describe("kill -9 of a gateway during a relay broadcast (2 s blocks)", () => {
     const t = await registerTreasury(gw.url, { wallet_address: account.address });
     const port = Number(new URL(gw.url).port);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "relay-crash-agent-"));
-    const agent = new SignerAgent({ privateKey, gatewayUrl: gw.url, rpcUrl: fork.rpcUrl, bearer: t.key, policy: defaultPolicy([FEE_RECIPIENT]), audit: new AuditLog(path.join(dir, "audit.jsonl")), relayRetryMs: 60_000 });
+    const agent = new SignerAgent({
+      privateKey,
+      gatewayUrl: gw.url,
+      rpcUrl: fork.rpcUrl,
+      bearer: t.key,
+      policy: defaultPolicy([FEE_RECIPIENT]),
+      audit: new AuditLog(path.join(dir, "audit.jsonl")),
+      relayRetryMs: 60_000,
+    });
     const envelope = await agent.request("deposit", 300);
     expect(envelope.steps.map((s: { kind: string }) => s.kind)).toEqual(["fee_transfer", "approval", "pool_call"]);
 
     const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl), pollingInterval: 100 });
     const test = createTestClient({ mode: "anvil", chain: base, transport: http(fork.rpcUrl) });
-    const usdc = (who: `0x${string}`) => pub.readContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "balanceOf", args: [who] });
+    const usdc = (who: `0x${string}`) =>
+      pub.readContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "balanceOf", args: [who] });
     const feeBefore = await usdc(FEE_RECIPIENT);
     await test.setAutomine(false);
     await test.setIntervalMining({ interval: 2 });

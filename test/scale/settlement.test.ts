@@ -46,7 +46,7 @@ describe("settlement is not a single lane", () => {
       // the four are in the mempool, not mined: the facilitator process dies and another one starts
       const settler = (await import("viem/accounts")).privateKeyToAccount(FACILITATOR_KEY).address;
       const mined = await pub.getTransactionCount({ address: settler, blockTag: "latest" });
-      for (const deadline = Date.now() + 5_000; (await pub.getTransactionCount({ address: settler, blockTag: "pending" })) < mined + 4; ) {
+      for (const deadline = Date.now() + 5_000; (await pub.getTransactionCount({ address: settler, blockTag: "pending" })) < mined + 4;) {
         if (Date.now() > deadline) throw new Error("the settlements never reached the mempool");
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -57,7 +57,9 @@ describe("settlement is not a single lane", () => {
 
       for (const r of results) expect(r.success, r.errorReason).toBe(true);
       expect(new Set(results.map((r) => r.transaction)).size).toBe(8);
-      const blocks = new Set((await Promise.all(results.map((r) => pub.getTransactionReceipt({ hash: r.transaction as `0x${string}` })))).map((r) => r.blockNumber));
+      const blocks = new Set(
+        (await Promise.all(results.map((r) => pub.getTransactionReceipt({ hash: r.transaction as `0x${string}` })))).map((r) => r.blockNumber),
+      );
       expect(blocks.size).toBeLessThanOrEqual(3);
       // one lane needed a block (2 s) per settlement: 16 s for these 8
       expect(elapsed).toBeLessThan(8_000);
@@ -82,7 +84,11 @@ describe("settlement is not a single lane", () => {
     const started = Date.now();
     // with viem's nonce manager the failed one's nonce stayed taken: the settlements after it waited in the
     // mempool behind the gap until the receipt wait gave up (180 s)
-    const results = await Promise.all([twice[0]!, ...others.slice(0, 3).map((p) => p.payload), twice[1]!, ...others.slice(3).map((p) => p.payload)].map((p) => facilitator.settle(p, requirements)));
+    const results = await Promise.all(
+      [twice[0]!, ...others.slice(0, 3).map((p) => p.payload), twice[1]!, ...others.slice(3).map((p) => p.payload)].map((p) =>
+        facilitator.settle(p, requirements),
+      ),
+    );
     expect(Date.now() - started).toBeLessThan(20_000);
     const poorResults = [results[0]!, results[4]!];
     expect(poorResults.filter((r) => r.success)).toHaveLength(1);
@@ -121,7 +127,10 @@ describe("settlement is not a single lane", () => {
 
 describe("a settle right after its verify", () => {
   const settlerNonce = async () =>
-    createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) }).getTransactionCount({ address: (await import("viem/accounts")).privateKeyToAccount(FACILITATOR_KEY).address, blockTag: "pending" });
+    createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) }).getTransactionCount({
+      address: (await import("viem/accounts")).privateKeyToAccount(FACILITATOR_KEY).address,
+      blockTag: "pending",
+    });
   /** the facilitator's full verifications while `run` runs */
   async function verifications<T>(run: () => Promise<T>): Promise<{ result: T; count: number }> {
     const spy = vi.spyOn(LocalFacilitator.prototype as unknown as { verifyV1: (...args: unknown[]) => Promise<unknown> }, "verifyV1");

@@ -51,7 +51,10 @@ async function wallet(): Promise<{ key: Hex; operator: Operator }> {
   return { key, operator };
 }
 
-const owners = async (safe: `0x${string}`) => (await createPublicClient({ transport: http(fork.rpcUrl) }).readContract({ address: safe, abi: OWNER_MANAGER_ABI, functionName: "getOwners" })).map((o) => getAddress(o));
+const owners = async (safe: `0x${string}`) =>
+  (await createPublicClient({ transport: http(fork.rpcUrl) }).readContract({ address: safe, abi: OWNER_MANAGER_ABI, functionName: "getOwners" })).map((o) =>
+    getAddress(o),
+  );
 
 /** `by` (an owner, threshold 1) signs and executes the Safe transaction that removes `gone` */
 async function removeOwner(by: Operator, safe: `0x${string}`, gone: `0x${string}`): Promise<void> {
@@ -70,7 +73,9 @@ async function signIn(key: Hex, safe: `0x${string}`): Promise<string> {
   const statement = await call(gw.url, "GET", `/api/v1/console/sign-in?owner=${owner.address}&safe=${safe}`);
   expect(statement.status, statement.text).toBe(200);
   const signature = await owner.signMessage({ message: statement.body.message });
-  const session = await call(gw.url, "POST", "/api/v1/console/sessions", { body: { owner: owner.address, safe, nonce: statement.body.nonce, issued_at: statement.body.issued_at, signature } });
+  const session = await call(gw.url, "POST", "/api/v1/console/sessions", {
+    body: { owner: owner.address, safe, nonce: statement.body.nonce, issued_at: statement.body.issued_at, signature },
+  });
   expect(session.status, session.text).toBe(200);
   return session.body.session_key as string;
 }
@@ -105,10 +110,16 @@ describe("finding 7: a console session ends when its owner leaves the Safe", () 
     const [alice, bob, carol] = [await wallet(), await wallet(), await wallet()];
     const safe = await alice.operator.createSafe(String(Math.floor(Math.random() * 1e9)));
     for (const o of [bob, carol]) {
-      await alice.operator.execSafe([{ to: safe, data: encodeFunctionData({ abi: OWNER_MANAGER_ABI, functionName: "addOwnerWithThreshold", args: [o.operator.account.address, 1n] }) }]);
+      await alice.operator.execSafe([
+        { to: safe, data: encodeFunctionData({ abi: OWNER_MANAGER_ABI, functionName: "addOwnerWithThreshold", args: [o.operator.account.address, 1n] }) },
+      ]);
     }
     expect(await owners(safe)).toHaveLength(3);
-    await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await alice.operator.ownershipProof(gw.url, "managed") });
+    await registerTreasury(gw.url, {
+      wallet_address: safe,
+      execution_mode: "managed",
+      ownership_proof: await alice.operator.ownershipProof(gw.url, "managed"),
+    });
     await fork.fund(safe, 1_000_000_000n); // 1,000 USDC in the Safe
 
     const aliceApi = consoleApi(await signIn(alice.key, safe));
@@ -153,10 +164,23 @@ describe("finding 7: a console session ends when its owner leaves the Safe", () 
 
   it("a console key that cannot be checked is not taken: no owner recorded (401), the Safe's chain not answering (503, the key kept)", async () => {
     // a managed registration on a chain this gateway has no RPC for
-    const t = await registerTreasury(gw.url, { wallet_address: privateKeyToAccount(generatePrivateKey()).address, chain: "arbitrum", execution_mode: "managed" });
+    const t = await registerTreasury(gw.url, {
+      wallet_address: privateKeyToAccount(generatePrivateKey()).address,
+      chain: "arbitrum",
+      execution_mode: "managed",
+    });
     const owner = privateKeyToAccount(generatePrivateKey()).address;
-    const unreadable = await issueApiKey(gw.ctx.stores.apiKeys, { kind: "console", treasuryId: t.treasuryId, ownerAddress: owner, now: clock.now(), ttlMs: 60_000 });
-    for (const r of [await consoleApi(unreadable.key).get("/api/v1/treasury"), await consoleApi(unreadable.key).post("/api/v1/estimate", { action: "deposit", amount_usdc: 100 })]) {
+    const unreadable = await issueApiKey(gw.ctx.stores.apiKeys, {
+      kind: "console",
+      treasuryId: t.treasuryId,
+      ownerAddress: owner,
+      now: clock.now(),
+      ttlMs: 60_000,
+    });
+    for (const r of [
+      await consoleApi(unreadable.key).get("/api/v1/treasury"),
+      await consoleApi(unreadable.key).post("/api/v1/estimate", { action: "deposit", amount_usdc: 100 }),
+    ]) {
       expect(r.status, JSON.stringify(r.body)).toBe(503);
       expect(r.body.error).toBe("chain_unavailable");
     }

@@ -44,7 +44,11 @@ const relay = (txId: string, signed: string, key = newIdempotencyKey()) =>
 async function walletTreasury() {
   const account = privateKeyToAccount(generatePrivateKey());
   const t = await registerTreasury(gw.url, { wallet_address: account.address });
-  await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 0n }, new Date().toISOString());
+  await gw.ctx.stores.treasuries.updateHoldings(
+    t.treasuryId,
+    { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 0n },
+    new Date().toISOString(),
+  );
   return { account, t, api: authed(gw.url, t.key) };
 }
 
@@ -53,7 +57,11 @@ describe("finding 3: free simulated volume never moves real prices", () => {
     const before = (await call(gw.url, "GET", "/fees.json")).body;
     const tenants = await Promise.all([0, 1, 2, 3, 4].map(() => sandboxTenant(gw.url)));
     for (const t of tenants) {
-      await gw.ctx.stores.treasuries.updateHoldings(t.treasuryId, { btcUnits: 0n, ethUnits: 0n, usdcMicro: 10n ** 14n, debtMicro: 0n }, new Date().toISOString());
+      await gw.ctx.stores.treasuries.updateHoldings(
+        t.treasuryId,
+        { btcUnits: 0n, ethUnits: 0n, usdcMicro: 10n ** 14n, debtMicro: 0n },
+        new Date().toISOString(),
+      );
       const api = authed(gw.url, t.key);
       for (let i = 0; i < 20; i++) expect((await api.post("/api/v1/deposits", { amount_usdc: 100_000 })).status).toBe(200);
     }
@@ -69,11 +77,18 @@ describe("finding 3: free simulated volume never moves real prices", () => {
   it("only a live treasury's settled execution on a declared production chain counts", async () => {
     const live = await startTestGateway();
     try {
-      const admin = (method: string, p: string, body?: unknown) => call(live.url, method, p, { ...(body ? { body } : {}), headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const admin = (method: string, p: string, body?: unknown) =>
+        call(live.url, method, p, { ...(body ? { body } : {}), headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       const t = await registerTreasury(live.url, { wallet_address: privateKeyToAccount(generatePrivateKey()).address });
-      const created = (await call(live.url, "POST", "/api/v1/agents/apply", { body: { operator_name: "Ada", operator_email: "ada@example.com", use_case: "Weekly ETH accumulation with a small USDC credit line." } })).body;
+      const created = (
+        await call(live.url, "POST", "/api/v1/agents/apply", {
+          body: { operator_name: "Ada", operator_email: "ada@example.com", use_case: "Weekly ETH accumulation with a small USDC credit line." },
+        })
+      ).body;
       await admin("POST", `/admin/access-requests/${created.id}/review`, { reviewer: "Rita" });
-      expect((await admin("POST", `/admin/access-requests/${created.id}/close`, { reviewer: "Rita", outcome: "approved", treasury_id: t.treasuryId })).status).toBe(200);
+      expect(
+        (await admin("POST", `/admin/access-requests/${created.id}/close`, { reviewer: "Rita", outcome: "approved", treasury_id: t.treasuryId })).status,
+      ).toBe(200);
       const treasury = (await live.ctx.stores.treasuries.get(t.treasuryId))!;
       // the service's own configuration declares no production chain: even a live-key treasury is sandbox
       expect(await live.gateway.services.actions.recorder.environmentOf(treasury)).toBe("sandbox");
@@ -81,7 +96,18 @@ describe("finding 3: free simulated volume never moves real prices", () => {
       expect(await production.environmentOf(treasury)).toBe("live");
       const borrow = (settled: boolean) =>
         live.ctx.db.transaction(() =>
-          production.record({ treasury, action: "borrow", amountMicro: 10_000_000_000_000n, fee: feeOf("borrow", 10_000_000_000_000n), origin: "relay", envelopeTxId: null, trigger: "test", settled, receipt: () => ({}), at: new Date() }),
+          production.record({
+            treasury,
+            action: "borrow",
+            amountMicro: 10_000_000_000_000n,
+            fee: feeOf("borrow", 10_000_000_000_000n),
+            origin: "relay",
+            envelopeTxId: null,
+            trigger: "test",
+            settled,
+            receipt: () => ({}),
+            at: new Date(),
+          }),
         );
       await borrow(false);
       expect((await call(live.url, "GET", "/fees.json")).body.current_tier.tier).toBe("launch");
@@ -122,7 +148,11 @@ describe("relay Idempotency-Keys", () => {
     const signed = await sign(account, step, 0);
     for (const key of ["k".repeat(7), "k".repeat(121)]) {
       const r = await relay(step.tx_id, signed, key);
-      expect([r.status, r.body.error, r.body.details]).toEqual([400, "invalid_request", [{ location: "header", field: "Idempotency-Key", message: "must be 8 to 120 characters" }]]);
+      expect([r.status, r.body.error, r.body.details]).toEqual([
+        400,
+        "invalid_request",
+        [{ location: "header", field: "Idempotency-Key", message: "must be 8 to 120 characters" }],
+      ]);
     }
     const missing = await call(gw.url, "POST", "/api/v1/relay", { body: { tx_id: step.tx_id, signed_transaction: signed } });
     expect(missing.body.details).toEqual([{ location: "header", field: "Idempotency-Key", message: "required" }]);
@@ -162,7 +192,10 @@ describe("finding 9: secrets stay secret", () => {
     }
     await call(gw.url, "GET", `/admin/outbox?token=${ADMIN_TOKEN}`);
     await call(gw.url, "GET", "/nope", { headers: { "x-forward-secret": ADMIN_TOKEN } });
-    const text = gw.logLines().map((l) => JSON.stringify(l)).join("\n");
+    const text = gw
+      .logLines()
+      .map((l) => JSON.stringify(l))
+      .join("\n");
     expect(text.length).toBeGreaterThan(0);
     expect(text).not.toContain(t.key);
     expect(text).not.toContain(t.key.slice(8));
@@ -170,8 +203,13 @@ describe("finding 9: secrets stay secret", () => {
   });
 
   it("a live key waiting in the outbox is sealed at rest; the database files are readable by the service only", async () => {
-    const admin = (method: string, p: string, body?: unknown) => call(gw.url, method, p, { ...(body ? { body } : {}), headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    const created = (await call(gw.url, "POST", "/api/v1/agents/apply", { body: { operator_name: "Ada", operator_email: "ada@example.com", use_case: "Weekly ETH accumulation with a small USDC credit line." } })).body;
+    const admin = (method: string, p: string, body?: unknown) =>
+      call(gw.url, method, p, { ...(body ? { body } : {}), headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const created = (
+      await call(gw.url, "POST", "/api/v1/agents/apply", {
+        body: { operator_name: "Ada", operator_email: "ada@example.com", use_case: "Weekly ETH accumulation with a small USDC credit line." },
+      })
+    ).body;
     await admin("POST", `/admin/access-requests/${created.id}/review`, { reviewer: "Rita" });
     expect((await admin("POST", `/admin/access-requests/${created.id}/close`, { reviewer: "Rita", outcome: "approved" })).status).toBe(200);
     const raw = JSON.stringify(await rowsOf(gw.ctx.db, "outbox"));

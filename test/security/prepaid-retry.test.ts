@@ -27,7 +27,12 @@ let gw: TestGateway;
 beforeAll(async () => {
   [fork, sepolia] = await Promise.all([startBaseFork(), startBaseSepolia()]);
   facilitator = await startFacilitator({ rpcUrl: sepolia.rpcUrl, privateKey: FACILITATOR_KEY, port: 0 });
-  gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, X402_FACILITATOR: "local", X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: devAccount(2).address });
+  gw = await startTestGateway({
+    BASE_RPC_URL: fork.rpcUrl,
+    X402_FACILITATOR: "local",
+    X402_FACILITATOR_URL: facilitator.url,
+    X402_PAY_TO: devAccount(2).address,
+  });
 }, 60_000);
 afterAll(async () => {
   await gw?.close();
@@ -36,9 +41,11 @@ afterAll(async () => {
 });
 
 const rpc = (method: string, params: unknown[]) =>
-  fetch(sepolia.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then(
-    (r) => r.json() as Promise<{ result: string }>,
-  );
+  fetch(sepolia.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  }).then((r) => r.json() as Promise<{ result: string }>);
 const mining = (on: boolean) => rpc("evm_setAutomine", [on]);
 
 it("a deposit settled and then refused leaves a prepaid credit: its retry executes and is not charged again", async () => {
@@ -51,16 +58,27 @@ it("a deposit settled and then refused leaves a prepaid credit: its retry execut
 
   // the settlement is held in Base Sepolia's mempool while the wallet spends its USDC on the fork
   await mining(false);
-  const pending = call(gw.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
+  const pending = call(gw.url, "POST", "/api/v1/deposits", {
+    body,
+    headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key },
+  });
   // wait until the facilitator's settlement transaction waits in the mempool (the request is past every check)
   const settler = devAccount(1).address;
   for (let i = 0; i < 200; i++) {
-    const [pendingCount, minedCount] = await Promise.all([rpc("eth_getTransactionCount", [settler, "pending"]), rpc("eth_getTransactionCount", [settler, "latest"])]);
+    const [pendingCount, minedCount] = await Promise.all([
+      rpc("eth_getTransactionCount", [settler, "pending"]),
+      rpc("eth_getTransactionCount", [settler, "latest"]),
+    ]);
     if (BigInt(pendingCount.result) > BigInt(minedCount.result)) break;
     await new Promise((r) => setTimeout(r, 25));
   }
   const spender = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl) });
-  await spender.writeContract({ address: AaveV3Base.ASSETS.USDC.UNDERLYING, abi: ERC20_ABI, functionName: "transfer", args: [devAccount(7).address, 1_000_000_000n] });
+  await spender.writeContract({
+    address: AaveV3Base.ASSETS.USDC.UNDERLYING,
+    abi: ERC20_ABI,
+    functionName: "transfer",
+    args: [devAccount(7).address, 1_000_000_000n],
+  });
   await rpc("evm_mine", []);
   await mining(true);
   const refused = await pending;
@@ -71,12 +89,18 @@ it("a deposit settled and then refused leaves a prepaid credit: its retry execut
 
   // the wallet is funded again; the retry of the same request and key carries a fresh proof that is not settled
   await fork.fund(account.address, 1_000_000_000n);
-  const retry = await call(gw.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
+  const retry = await call(gw.url, "POST", "/api/v1/deposits", {
+    body,
+    headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key },
+  });
   expect(retry.status).toBe(202);
   expect(retry.headers.get("x-payment-response")).toBeNull();
   expect(await sepolia.balanceOf(account.address)).toBe(before - 50_000n);
   // the credit was used once: a third request with another key pays again
-  const other = await call(gw.url, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": newIdempotencyKey() } });
+  const other = await call(gw.url, "POST", "/api/v1/deposits", {
+    body,
+    headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": newIdempotencyKey() },
+  });
   expect(other.status).toBe(409); // the envelope of the retry awaits its signature
   expect(await sepolia.balanceOf(account.address)).toBe(before - 50_000n);
 }, 60_000);

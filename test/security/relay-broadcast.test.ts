@@ -59,7 +59,10 @@ const sign = (account: PrivateKeyAccount, step: Step, nonce: number) =>
   });
 /** relay one step; every answer must be a documented response of /openapi.json */
 const relay = async (g: TestGateway, txId: string, signed: string) => {
-  const r = await call(g.url, "POST", "/api/v1/relay", { body: { tx_id: txId, signed_transaction: signed }, headers: { "idempotency-key": newIdempotencyKey() } });
+  const r = await call(g.url, "POST", "/api/v1/relay", {
+    body: { tx_id: txId, signed_transaction: signed },
+    headers: { "idempotency-key": newIdempotencyKey() },
+  });
   v.check("POST", "/api/v1/relay", r.status, r.body);
   return r;
 };
@@ -147,7 +150,15 @@ describe("a receipt that does not come in time, and a crash after the claim", ()
     const signed = await sign(account, steps[0]!, 0);
     const { keccak256 } = await import("viem");
     // the claim landed (state broadcasting, hash recorded), then the process died: nothing reached the node
-    expect(await gw.ctx.stores.envelopes.claimStep(steps[0]!.tx_id, { txHash: keccak256(signed), signed, signer: account.address, nonce: 0, at: new Date().toISOString() })).toBe(true);
+    expect(
+      await gw.ctx.stores.envelopes.claimStep(steps[0]!.tx_id, {
+        txHash: keccak256(signed),
+        signed,
+        signer: account.address,
+        nonce: 0,
+        at: new Date().toISOString(),
+      }),
+    ).toBe(true);
     expect(await pub.getTransactionCount({ address: account.address, blockTag: "pending" })).toBe(0);
     // a later read sends the recorded bytes (same hash: it cannot execute twice), the next one records it
     await call(gw.url, "GET", `/api/v1/relay/${steps[0]!.tx_id}`);

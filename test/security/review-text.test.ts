@@ -149,7 +149,11 @@ describe("finding 6: control and bidirectional characters in text a person reads
     expect((await admin("POST", `/admin/access-requests/${id}/review`, { reviewer: "Rita Reviewer" })).status).toBe(200);
     const close = await admin("POST", `/admin/access-requests/${id}/close`, { reviewer: "Rita Reviewer", outcome: "declined", note: "no\u0000thanks" });
     expectRefused(close, "note", "NUL");
-    const closed = await admin("POST", `/admin/access-requests/${id}/close`, { reviewer: "Rita Reviewer", outcome: "declined", note: "Merci — not yet.\nCome back with a live agent." });
+    const closed = await admin("POST", `/admin/access-requests/${id}/close`, {
+      reviewer: "Rita Reviewer",
+      outcome: "declined",
+      note: "Merci — not yet.\nCome back with a live agent.",
+    });
     expect(closed.status, JSON.stringify(closed.body)).toBe(200);
   });
 

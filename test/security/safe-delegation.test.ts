@@ -39,7 +39,9 @@ async function victimSafe() {
   await operator.fundWeth(10n * 10n ** 18n);
   await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
   // the Safe proves it stands behind the registration (EIP-1271 through its owner)
-  const registered = await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") } });
+  const registered = await call(gw.url, "POST", "/api/v1/treasuries", {
+    body: { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") },
+  });
   expect(registered.status).toBe(200);
   expect(registered.body.ownership).toBe("proven");
   const tenant = { key: registered.body.api_key as string, treasuryId: registered.body.treasury_id as string };
@@ -64,20 +66,41 @@ describe("finding 2: delegation needs the Safe's own signature", () => {
     const bare = await attackerApi.post("/api/v1/delegation", { module: victim.module, protect_below_health_score: 3 }, null);
     expect(bare.status).toBe(400);
     const thief = privateKeyToAccount(generatePrivateKey());
-    const facts = { service: gw.url, chain: "base" as const, treasuryId: attacker.treasuryId, safe: victim.safe, module: victim.module, protectBelowHealthCentis: 300, parkTargetBps: 2500, maxSlippageBps: 100, nonce: `n_${Date.now()}_attack`, issuedAt: new Date().toISOString() };
+    const facts = {
+      service: gw.url,
+      chain: "base" as const,
+      treasuryId: attacker.treasuryId,
+      safe: victim.safe,
+      module: victim.module,
+      protectBelowHealthCentis: 300,
+      parkTargetBps: 2500,
+      maxSlippageBps: 100,
+      nonce: `n_${Date.now()}_attack`,
+      issuedAt: new Date().toISOString(),
+    };
     const forged = await attackerApi.post(
       "/api/v1/delegation",
       {
         module: victim.module,
         protect_below_health_score: 3,
-        safe_proof: { signature: await thief.signTypedData(safeMessageFor(victim.safe, 8453, statementHash(delegationStatement(facts)))), nonce: facts.nonce, issued_at: facts.issuedAt },
+        safe_proof: {
+          signature: await thief.signTypedData(safeMessageFor(victim.safe, 8453, statementHash(delegationStatement(facts)))),
+          nonce: facts.nonce,
+          issued_at: facts.issuedAt,
+        },
       },
       null,
     );
     expect(forged.status).toBe(400);
     expect(forged.body.error).toBe("invalid_safe_proof");
     // the victim's own signature, lifted from its delegation request, names the victim's treasury: it does not fit the attacker's
-    const lifted = await victim.operator.delegationProof({ service: gw.url, treasuryId: victim.tenant.treasuryId, module: victim.module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
+    const lifted = await victim.operator.delegationProof({
+      service: gw.url,
+      treasuryId: victim.tenant.treasuryId,
+      module: victim.module,
+      protectBelowHealth: 1.3,
+      parkTargetBps: 2500,
+    });
     expect((await attackerApi.post("/api/v1/delegation", { module: victim.module, safe_proof: lifted }, null)).body.error).toBe("invalid_safe_proof");
     expect((await attackerApi.get("/api/v1/delegation")).body).toMatchObject({ state: "not_granted", module: null, protection_actions: [] });
 
@@ -105,8 +128,16 @@ describe("finding 2: delegation needs the Safe's own signature", () => {
 
   it("one Safe has one delegation: the Safe's own proof moves it to another of its treasuries, and the owner sees every action", async () => {
     const victim = await victimSafe();
-    const second = await call(gw.url, "POST", "/api/v1/treasuries", { body: { wallet_address: victim.safe, execution_mode: "managed", ownership_proof: await victim.operator.ownershipProof(gw.url, "managed") } });
-    const proof = await victim.operator.delegationProof({ service: gw.url, treasuryId: second.body.treasury_id, module: victim.module, protectBelowHealth: 1.3, parkTargetBps: 2500 });
+    const second = await call(gw.url, "POST", "/api/v1/treasuries", {
+      body: { wallet_address: victim.safe, execution_mode: "managed", ownership_proof: await victim.operator.ownershipProof(gw.url, "managed") },
+    });
+    const proof = await victim.operator.delegationProof({
+      service: gw.url,
+      treasuryId: second.body.treasury_id,
+      module: victim.module,
+      protectBelowHealth: 1.3,
+      parkTargetBps: 2500,
+    });
     expect((await authed(gw.url, second.body.api_key).post("/api/v1/delegation", { module: victim.module, safe_proof: proof }, null)).status).toBe(200);
     const proven = (await gw.ctx.stores.delegations.allProven()).filter((d) => d.safe.toLowerCase() === victim.safe.toLowerCase());
     expect(proven.map((d) => d.treasuryId)).toEqual([second.body.treasury_id]);

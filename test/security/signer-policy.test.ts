@@ -39,18 +39,40 @@ function envelope(action: "deposit" | "borrow" | "repay" | "convert", usdc: numb
   const steps = planSteps({ action, chain: "base", wallet: self, amountMicro, feeMicro: feeOf(action, amountMicro).feeMicro, feeRecipient: FEE, target });
   return { action, steps: steps.map((s) => ({ kind: s.kind as string, unsigned_transaction: { chain_id: 8453, to: s.to, data: s.data, value: "0" } })) };
 }
-const transfer = (to: `0x${string}`, micro: bigint) => ({ kind: "fee_transfer", unsigned_transaction: { chain_id: 8453, to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: [to, micro] }), value: "0" } });
+const transfer = (to: `0x${string}`, micro: bigint) => ({
+  kind: "fee_transfer",
+  unsigned_transaction: { chain_id: 8453, to: m.usdc, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "transfer", args: [to, micro] }), value: "0" },
+});
 /** the signer's own floor for each swap of an envelope: here its bound exactly (the agent asks the pool: test/e2e) */
 const floorsOf = (e: { steps: { unsigned_transaction: { to: `0x${string}`; data: Hex } }[] }, over = 0n) =>
   e.steps
     .filter((s) => getAddress(s.unsigned_transaction.to) === getAddress(swapRouter02(8453)))
-    .map((s) => (decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data: s.unsigned_transaction.data }).args[0] as { tokenIn: `0x${string}`; tokenOut: `0x${string}`; amountIn: bigint; amountOutMinimum: bigint }))
+    .map(
+      (s) =>
+        decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data: s.unsigned_transaction.data }).args[0] as {
+          tokenIn: `0x${string}`;
+          tokenOut: `0x${string}`;
+          amountIn: bigint;
+          amountOutMinimum: bigint;
+        },
+    )
     .map((p) => ({ token: getAddress(p.tokenIn), tokenOut: getAddress(p.tokenOut), amountIn: p.amountIn, floor: p.amountOutMinimum + over }));
-const intent = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") => ({ action, amountMicro: parseUsdc(usdc), target, swapFloors: floorsOf(envelope(action, usdc, target)) });
+const intent = (action: "deposit" | "borrow" | "repay" | "convert", usdc: number, target?: "btc" | "eth") => ({
+  action,
+  amountMicro: parseUsdc(usdc),
+  target,
+  swapFloors: floorsOf(envelope(action, usdc, target)),
+});
 
 describe("the envelope is checked against the intent, from the calldata", () => {
   it("accepts every action as the gateway plans it, whatever the steps are labelled", () => {
-    for (const [action, usdc, target] of [["deposit", 500], ["borrow", 1000], ["repay", 250], ["convert", 3000, "eth"], ["convert", 3000, "btc"]] as const) {
+    for (const [action, usdc, target] of [
+      ["deposit", 500],
+      ["borrow", 1000],
+      ["repay", 250],
+      ["convert", 3000, "eth"],
+      ["convert", 3000, "btc"],
+    ] as const) {
       const e = envelope(action, usdc, target);
       expect(() => checkIntent(intent(action, usdc, target), e, self, policy)).not.toThrow();
       // relabelled or reordered steps are the same calls
@@ -79,7 +101,9 @@ describe("the envelope is checked against the intent, from the calldata", () => 
     expect(refusalOf(() => checkIntent(intent("borrow", 1000), six, self, policy))).toMatch(/exactly one USDC borrow/);
     const dep = envelope("deposit", 100);
     const supply = dep.steps.find((s) => s.kind === "pool_call")!;
-    expect(refusalOf(() => checkIntent(intent("deposit", 100), { ...dep, steps: [...dep.steps, { ...supply, kind: "approval" }] }, self, policy))).toMatch(/exactly one USDC supply/);
+    expect(refusalOf(() => checkIntent(intent("deposit", 100), { ...dep, steps: [...dep.steps, { ...supply, kind: "approval" }] }, self, policy))).toMatch(
+      /exactly one USDC supply/,
+    );
     // a deposit of 100 that supplies what a deposit of 1,000 would
     const big = envelope("deposit", 1000);
     expect(refusalOf(() => checkIntent(intent("deposit", 100), big, self, policy))).toMatch(/above the 2% rate|moves/);
@@ -101,7 +125,13 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
       ...e,
       steps: e.steps.map((s) => {
         if (getAddress(s.unsigned_transaction.to) !== getAddress(m.pool)) return s;
-        return { ...s, unsigned_transaction: { ...s.unsigned_transaction, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, 100_000_000n, 2n] }) } };
+        return {
+          ...s,
+          unsigned_transaction: {
+            ...s.unsigned_transaction,
+            data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, 100_000_000n, 2n] }),
+          },
+        };
       }),
     };
     expect(refusalOf(() => checkIntent(intent("repay", 100), swapped, self, policy))).toMatch(/exactly one USDC repayment to the Pool \(from the wallet\)/);
@@ -120,12 +150,30 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
   const exitEnvelope = async (s: ExitSnapshot, sell = false) => ({
     action: "exit",
     snapshot: s,
-    steps: exitSteps(stepContext("base", self), await withQuotes(s, sell, quote)).map((x) => ({ kind: x.kind as string, unsigned_transaction: { chain_id: 8453, to: x.to, data: x.data, value: "0" } })),
+    steps: exitSteps(stepContext("base", self), await withQuotes(s, sell, quote)).map((x) => ({
+      kind: x.kind as string,
+      unsigned_transaction: { chain_id: 8453, to: x.to, data: x.data, value: "0" },
+    })),
   });
   /** what the signer reads of the wallet on its own RPC: the snapshot's debt and supplies */
-  const positionOf = (s: ExitSnapshot) => ({ debt: s.debt, supplied: { [getAddress(m.usdc)]: s.supplied.USDC, [getAddress(m.weth)]: s.supplied.ETH, [getAddress(m.btc)]: s.supplied.BTC } as Record<`0x${string}`, bigint> });
-  const exitIntent = (e: Awaited<ReturnType<typeof exitEnvelope>>, over: object = {}) => ({ action: "exit" as const, amountMicro: 0n, swapFloors: floorsOf(e), position: positionOf(e.snapshot), ...over });
-  const retarget = (e: Awaited<ReturnType<typeof exitEnvelope>>, i: number, to: `0x${string}`) => ({ ...e, steps: e.steps.map((st, j) => (j !== i ? st : { ...st, unsigned_transaction: { ...st.unsigned_transaction, to } })) });
+  const positionOf = (s: ExitSnapshot) => ({
+    debt: s.debt,
+    supplied: { [getAddress(m.usdc)]: s.supplied.USDC, [getAddress(m.weth)]: s.supplied.ETH, [getAddress(m.btc)]: s.supplied.BTC } as Record<
+      `0x${string}`,
+      bigint
+    >,
+  });
+  const exitIntent = (e: Awaited<ReturnType<typeof exitEnvelope>>, over: object = {}) => ({
+    action: "exit" as const,
+    amountMicro: 0n,
+    swapFloors: floorsOf(e),
+    position: positionOf(e.snapshot),
+    ...over,
+  });
+  const retarget = (e: Awaited<ReturnType<typeof exitEnvelope>>, i: number, to: `0x${string}`) => ({
+    ...e,
+    steps: e.steps.map((st, j) => (j !== i ? st : { ...st, unsigned_transaction: { ...st.unsigned_transaction, to } })),
+  });
   const fnOf = (st: { unsigned_transaction: { data: Hex | string } }) => {
     try {
       return decodeFunctionData({ abi: [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI], data: st.unsigned_transaction.data as Hex });
@@ -135,7 +183,11 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
   };
 
   it("an exit as planned is signed: from collateral in rounds, from the supplied USDC alone, with a sale", async () => {
-    for (const [s, sell] of [[snap(), false], [snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false], [snap({ debt: 1_000_000_000n }), true]] as const) {
+    for (const [s, sell] of [
+      [snap(), false],
+      [snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }), false],
+      [snap({ debt: 1_000_000_000n }), true],
+    ] as const) {
       const e = await exitEnvelope(s, sell);
       expect(() => checkIntent(exitIntent(e, { sell }), e, self, policy)).not.toThrow();
     }
@@ -160,7 +212,13 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
       steps: e.steps.map((st, i) => {
         const f = fns[i]!;
         if (f.functionName !== "withdraw" || i < closing || f.args[1] !== ALL) return st;
-        return { ...st, unsigned_transaction: { ...st.unsigned_transaction, data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [f.args[0] as `0x${string}`, 1n, self] }) } };
+        return {
+          ...st,
+          unsigned_transaction: {
+            ...st.unsigned_transaction,
+            data: encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "withdraw", args: [f.args[0] as `0x${string}`, 1n, self] }),
+          },
+        };
       }),
     };
     expect(refusalOf(() => checkIntent(exitIntent(partial), partial, self, policy))).toMatch(/only withdrawals of everything/);
@@ -180,7 +238,10 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
     expect(refusalOf(() => checkIntent(exitIntent(e), retarget(e, closing, getAddress(m.weth)), self, policy))).toMatch(/not to the market's Pool/);
     // the supplied USDC covers the debt when planned; the signer reads less of it than the debt now: repayWithATokens max would leave debt
     const covered = await exitEnvelope(snap({ supplied: { USDC: 20_000_000_000n, ETH: ETH, BTC: 0n } }));
-    const short = { debt: 18_000_000_000n, supplied: { [getAddress(m.usdc)]: 17_000_000_000n, [getAddress(m.weth)]: ETH, [getAddress(m.btc)]: 0n } as Record<`0x${string}`, bigint> };
+    const short = {
+      debt: 18_000_000_000n,
+      supplied: { [getAddress(m.usdc)]: 17_000_000_000n, [getAddress(m.weth)]: ETH, [getAddress(m.btc)]: 0n } as Record<`0x${string}`, bigint>,
+    };
     expect(refusalOf(() => checkIntent(exitIntent(covered, { position: short }), covered, self, policy))).toMatch(/does not cover the debt/);
     // a first round that withdraws all of a small BTC supply (max) before the last repayment, and sells one unit of it
     const small = await exitEnvelope(snap({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 100_000n }, debt: 1_000_000_000n }));
@@ -188,13 +249,33 @@ describe("a swap bounded under the signer's own quote, and the way out, from the
     const w = sf.findIndex((f) => f.functionName === "withdraw");
     expect(sf[w]!.args[1]).toBe(ALL);
     const sw = sf.findIndex((f) => f.functionName === "exactInputSingle");
-    const p = sf[sw]!.args[0] as { tokenIn: `0x${string}`; tokenOut: `0x${string}`; fee: number; recipient: `0x${string}`; amountIn: bigint; amountOutMinimum: bigint; sqrtPriceLimitX96: bigint };
+    const p = sf[sw]!.args[0] as {
+      tokenIn: `0x${string}`;
+      tokenOut: `0x${string}`;
+      fee: number;
+      recipient: `0x${string}`;
+      amountIn: bigint;
+      amountOutMinimum: bigint;
+      sqrtPriceLimitX96: bigint;
+    };
     const wei = {
       ...small,
-      steps: small.steps.map((st, i) => (i !== sw ? st : { ...st, unsigned_transaction: { ...st.unsigned_transaction, data: encodeFunctionData({ abi: SWAP_ROUTER_02_ABI, functionName: "exactInputSingle", args: [{ ...p, amountIn: 1n, amountOutMinimum: 0n }] }) } })),
+      steps: small.steps.map((st, i) =>
+        i !== sw
+          ? st
+          : {
+              ...st,
+              unsigned_transaction: {
+                ...st.unsigned_transaction,
+                data: encodeFunctionData({ abi: SWAP_ROUTER_02_ABI, functionName: "exactInputSingle", args: [{ ...p, amountIn: 1n, amountOutMinimum: 0n }] }),
+              },
+            },
+      ),
     };
     expect(() => checkIntent(exitIntent(small), small, self, policy)).not.toThrow();
-    expect(refusalOf(() => checkIntent({ ...exitIntent(small), swapFloors: floorsOf(wei) }, wei, self, policy))).toMatch(/must be sold at once for the same units/);
+    expect(refusalOf(() => checkIntent({ ...exitIntent(small), swapFloors: floorsOf(wei) }, wei, self, policy))).toMatch(
+      /must be sold at once for the same units/,
+    );
   });
 });
 
@@ -214,7 +295,13 @@ describe("the daily cap counts what the calldata moves, reserved atomically", ()
     const p: Policy = { ...policy, daily_cap_usdc: capUsdc };
     return { agent: new SignerAgent({ privateKey, gatewayUrl: "http://127.0.0.1:9", rpcUrl: fork.rpcUrl, policy: p, audit }), audit };
   }
-  const step = (i: number, micro: bigint) => ({ tx_id: `tx_${i}`, seq: i, kind: "approval", summary: { description: "labelled an approval" }, unsigned_transaction: transfer(FEE, micro).unsigned_transaction as { chain_id: number; to: `0x${string}`; data: Hex; value: string } });
+  const step = (i: number, micro: bigint) => ({
+    tx_id: `tx_${i}`,
+    seq: i,
+    kind: "approval",
+    summary: { description: "labelled an approval" },
+    unsigned_transaction: transfer(FEE, micro).unsigned_transaction as { chain_id: number; to: `0x${string}`; data: Hex; value: string },
+  });
 
   it("three 100 USDC transfers labelled 'approval' pass a 150 cap only once", async () => {
     const { agent, audit } = await agentWithCap(150);

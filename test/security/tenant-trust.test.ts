@@ -37,7 +37,11 @@ const FEE_RECIPIENT = devAccount(5).address;
 const automationKey = generatePrivateKey();
 const automation = privateKeyToAccount(automationKey);
 const m = AAVE_MARKETS.base;
-const ERC20 = parseAbi(["function balanceOf(address) view returns (uint256)", "function allowance(address, address) view returns (uint256)", "function scaledBalanceOf(address) view returns (uint256)"]);
+const ERC20 = parseAbi([
+  "function balanceOf(address) view returns (uint256)",
+  "function allowance(address, address) view returns (uint256)",
+  "function scaledBalanceOf(address) view returns (uint256)",
+]);
 
 let fork: BaseForkNode;
 let gw: TestGateway;
@@ -57,12 +61,16 @@ afterAll(async () => {
 });
 
 const pub = () => createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
-const read = (token: `0x${string}`, fn: "balanceOf" | "scaledBalanceOf", who: `0x${string}`) => pub().readContract({ address: token, abi: ERC20, functionName: fn, args: [who] });
+const read = (token: `0x${string}`, fn: "balanceOf" | "scaledBalanceOf", who: `0x${string}`) =>
+  pub().readContract({ address: token, abi: ERC20, functionName: fn, args: [who] });
 
 /** a caller bound to a key whose every answer must be a documented response of /openapi.json */
 function api(key: string) {
   const checked = async (method: string, path: string, body?: unknown, idempotent = true): Promise<JsonResponse> => {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}`, ...(method === "POST" && idempotent ? { "idempotency-key": newIdempotencyKey() } : {}) };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${key}`,
+      ...(method === "POST" && idempotent ? { "idempotency-key": newIdempotencyKey() } : {}),
+    };
     const r = await call(gw.url, method, path, { ...(body === undefined ? {} : { body }), headers });
     doc.check(method, path, r.status, r.body);
     return r;
@@ -106,19 +114,25 @@ describe("finding 2: an unproven registration of someone else's wallet never dri
     const registered = (await attackerApi.get(`/api/v1/treasuries/${attacker.treasuryId}`)).body;
     expect(registered).toMatchObject({ ownership: "unproven", execution_mode: "managed" });
     // its state is its own ledger (empty), not the victim's position
-    expect.soft(registered.state, "an unproven registration's state is its own ledger").toMatchObject({ environment: "sandbox_simulation", usdc_balance: 0, debt_usdc: 0, ltv: 0 });
+    expect
+      .soft(registered.state, "an unproven registration's state is its own ledger")
+      .toMatchObject({ environment: "sandbox_simulation", usdc_balance: 0, debt_usdc: 0, ltv: 0 });
     const state = (await attackerApi.get("/api/v1/treasury")).body;
     expect.soft(state, "GET /api/v1/treasury of the unproven registration").toMatchObject({ environment: "sandbox_simulation", borrowed_usd: 0, ltv: 0 });
 
     const deposit = await attackerApi.post("/api/v1/deposits", { amount_usdc: 1000 });
     expect(deposit.status, JSON.stringify(deposit.body)).toBe(200);
-    expect.soft(deposit.body.chain_execution, "the attacker's deposit receipt says where it ran").toMatchObject({ simulated: true, ledger: "own_sandbox_ledger" });
+    expect
+      .soft(deposit.body.chain_execution, "the attacker's deposit receipt says where it ran")
+      .toMatchObject({ simulated: true, ledger: "own_sandbox_ledger" });
     // up to the ceiling of what it sees: on the old code the victim's position
     const over = await attackerApi.post("/api/v1/borrow", { amount_usdc: 100000 });
     expect(over.status).toBe(403);
     const borrow = await attackerApi.post("/api/v1/borrow", { amount_usdc: over.body.safe_amount });
     expect(borrow.status, JSON.stringify(borrow.body)).toBe(200);
-    expect.soft(borrow.body.chain_execution, "the attacker's borrow receipt says where it ran").toMatchObject({ simulated: true, ledger: "own_sandbox_ledger" });
+    expect
+      .soft(borrow.body.chain_execution, "the attacker's borrow receipt says where it ran")
+      .toMatchObject({ simulated: true, ledger: "own_sandbox_ledger" });
 
     // nothing of the victim's moved: balances, aToken and debt, allowance, nonce, Aave's account data
     const after = await chainFacts(victim.address);
@@ -169,7 +183,10 @@ describe("finding 2: an unproven registration of someone else's wallet never dri
     const wallet = createWalletClient({ account: victim, chain: base, transport: http(fork.rpcUrl) });
     const u = envelope.body.unsigned_transaction;
     const signed = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), gas: 400_000n }));
-    const relayed = await call(gw.url, "POST", "/api/v1/relay", { body: { tx_id: envelope.body.tx_id, signed_transaction: signed }, headers: { "idempotency-key": newIdempotencyKey() } });
+    const relayed = await call(gw.url, "POST", "/api/v1/relay", {
+      body: { tx_id: envelope.body.tx_id, signed_transaction: signed },
+      headers: { "idempotency-key": newIdempotencyKey() },
+    });
     doc.check("POST", "/api/v1/relay", relayed.status, relayed.body);
     expect.soft([relayed.status, relayed.body.error], "the one-signature relay of an unproven registration").toEqual([409, "prerequisite_steps_required"]);
     const relayedFacts = await chainFacts(victim.address);
@@ -189,7 +206,11 @@ describe("finding 3: only the Safe's proven registration queues, takes signature
     await fork.fund(operator.account.address);
     safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
     await fork.fund(safe, 1_000_000_000n); // 1,000 USDC in the Safe
-    const own = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed", ownership_proof: await operator.ownershipProof(gw.url, "managed") });
+    const own = await registerTreasury(gw.url, {
+      wallet_address: safe,
+      execution_mode: "managed",
+      ownership_proof: await operator.ownershipProof(gw.url, "managed"),
+    });
     operatorKey = own.key;
     attacker = await registerTreasury(gw.url, { wallet_address: safe, execution_mode: "managed" });
   }, 60_000);
@@ -233,9 +254,18 @@ describe("finding 3: only the Safe's proven registration queues, takes signature
     expect.soft((await gw.ctx.stores.safeTransactions.get(foreignId))!.signatures, "signatures stored on the attacker's item").toEqual([]);
 
     // even an attacker item that carries the owner's signature (accepted before the fix) is never executed
-    await gw.ctx.stores.safeTransactions.addSignature(foreignId, { owner: operator.account.address, signature, submitted_at: new Date().toISOString() }, new Date().toISOString());
+    await gw.ctx.stores.safeTransactions.addSignature(
+      foreignId,
+      { owner: operator.account.address, signature, submitted_at: new Date().toISOString() },
+      new Date().toISOString(),
+    );
     const first = (await executor.tick()).filter((x) => x.id === foreignId);
-    expect.soft(first.map((x) => x.outcome), "the executor on the attacker's item").toEqual(["failed"]);
+    expect
+      .soft(
+        first.map((x) => x.outcome),
+        "the executor on the attacker's item",
+      )
+      .toEqual(["failed"]);
     expect.soft(first[0]?.detail ?? "").toMatch(/^ownership_not_proven/);
     expect.soft(await safeNonce(), "the Safe's nonce after the attacker's item").toBe(nonceBefore);
     expect.soft((await attackerApi.get("/api/v1/audit")).body.data, "fees audited on the attacker's treasury").toEqual([]);
@@ -244,9 +274,15 @@ describe("finding 3: only the Safe's proven registration queues, takes signature
     const signed = await operatorApi.post(`/api/v1/safe-transactions/${stxId}/signatures`, { signature }, false);
     expect(signed.status, JSON.stringify(signed.body)).toBe(200);
     const ran = (await executor.tick()).filter((x) => x.id === stxId);
-    expect(ran.map((x) => x.outcome), JSON.stringify(ran)).toEqual(["executed"]);
+    expect(
+      ran.map((x) => x.outcome),
+      JSON.stringify(ran),
+    ).toEqual(["executed"]);
     expect(await safeNonce()).toBe(nonceBefore + 1n);
-    expect((await operatorApi.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({ status: "completed", safe_transaction: { id: stxId, status: "executed" } });
+    expect((await operatorApi.get(`/api/v1/receipts/${deposit.body.deposit_id}`)).body).toMatchObject({
+      status: "completed",
+      safe_transaction: { id: stxId, status: "executed" },
+    });
     expect((await operatorApi.get("/api/v1/audit")).body.data).toMatchObject([{ action: "deposit", fee_usdc: 10 }]);
     // and nothing of another registration holds the operator's treasury: its next action is queued at once
     const next = await operatorApi.post("/api/v1/deposits", { amount_usdc: 100 });

@@ -42,7 +42,8 @@ let lastClient = 0;
 const newClient = () => {
   const address = { "x-forwarded-for": `198.51.100.${++lastClient}` };
   return {
-    call: (method: string, path: string, opts: Parameters<typeof call>[3] = {}) => call(stack.gateway.url, method, path, { ...opts, headers: { ...opts.headers, ...address } }),
+    call: (method: string, path: string, opts: Parameters<typeof call>[3] = {}) =>
+      call(stack.gateway.url, method, path, { ...opts, headers: { ...opts.headers, ...address } }),
     fetch: (input: string, init: RequestInit = {}) => fetch(input, { ...init, headers: { ...(init.headers as Record<string, string>), ...address } }),
   };
 };
@@ -51,9 +52,15 @@ const throwaway = () => {
   const account = privateKeyToAccount(generatePrivateKey());
   return { account, wallet: createWalletClient({ account, chain: baseSepolia, transport: http(stack.chain.rpcUrl) }) };
 };
-const withId = (id: string) => (p: { extensions?: Record<string, unknown> }) => void (p.extensions = { ...p.extensions, "payment-identifier": { info: { required: false, id } } });
+const withId = (id: string) => (p: { extensions?: Record<string, unknown> }) =>
+  void (p.extensions = { ...p.extensions, "payment-identifier": { info: { required: false, id } } });
 const authorizationUsed = (from: `0x${string}`, nonce: `0x${string}`) =>
-  createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) }).readContract({ address: stack.chain.usdc, abi: TEST_USDC_ABI, functionName: "authorizationState", args: [from, nonce] });
+  createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) }).readContract({
+    address: stack.chain.usdc,
+    abi: TEST_USDC_ABI,
+    functionName: "authorizationState",
+    args: [from, nonce],
+  });
 
 describe("a proof signed by a throwaway key buys no budget of its own", () => {
   it("on a route that takes no payment: POST /agents/apply and GET gateway-status are counted by client address", async () => {
@@ -83,7 +90,8 @@ describe("a proof signed by a throwaway key buys no budget of its own", () => {
     try {
       const challenge = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
       const statuses: number[] = [];
-      for (let i = 0; i < 15; i++) statuses.push((await client.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(throwaway().wallet, challenge) } })).status);
+      for (let i = 0; i < 15; i++)
+        statuses.push((await client.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(throwaway().wallet, challenge) } })).status);
       // before: 15 x 402 (each a fresh bucket, each a verification)
       expect(statuses).toEqual([...Array(LIMITS.write).fill(402), ...Array(15 - LIMITS.write).fill(429)]);
       expect(verify).toHaveBeenCalledTimes(LIMITS.write);
@@ -98,7 +106,8 @@ describe("a proof signed by a throwaway key buys no budget of its own", () => {
     const challenge = await challengeFor(stack.gateway.url, "GET", "/api/v1/treasury");
     // its first payment is counted by address (it proves nothing yet); once settled, the payer is known
     expect((await client.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(wallet, challenge) } })).status).toBe(200);
-    for (let i = 0; i < LIMITS.write + 1; i++) await client.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(throwaway().wallet, challenge) } });
+    for (let i = 0; i < LIMITS.write + 1; i++)
+      await client.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(throwaway().wallet, challenge) } });
     expect((await client.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(throwaway().wallet, challenge) } })).status).toBe(429);
     const paid = await client.call("GET", "/api/v1/treasury", { headers: { "x-payment": await paymentHeader(wallet, challenge) } });
     expect(paid.status).toBe(200);
@@ -115,19 +124,34 @@ describe("a proof signed by a throwaway key buys no budget of its own", () => {
     const copied = await paymentHeader(wallet, challenge);
     const statuses: number[] = [];
     for (let i = 0; i < LIMITS.write + 2; i++) {
-      const r = await attacker.call("POST", "/api/v1/withdraw", { body: { asset: "USDC", amount_usdc: 1 }, headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": "bm90IGEgc2lnbi1pbg==", "x-payment": copied } });
+      const r = await attacker.call("POST", "/api/v1/withdraw", {
+        body: { asset: "USDC", amount_usdc: 1 },
+        headers: { "idempotency-key": newIdempotencyKey(), "sign-in-with-x": "bm90IGEgc2lnbi1pbg==", "x-payment": copied },
+      });
       statuses.push(r.status);
     }
     expect(statuses).toEqual([...Array(LIMITS.write).fill(401), 429, 429]);
     // the victim's writes are its own: not one of them was spent by the attacker
-    const own = await victim.call("POST", "/api/v1/withdraw", { body: { asset: "USDC", amount_usdc: 1 }, headers: { "idempotency-key": newIdempotencyKey(), "x-payment": await paymentHeader(wallet, await challengeFor(stack.gateway.url, "POST", "/api/v1/withdraw")) } });
+    const own = await victim.call("POST", "/api/v1/withdraw", {
+      body: { asset: "USDC", amount_usdc: 1 },
+      headers: {
+        "idempotency-key": newIdempotencyKey(),
+        "x-payment": await paymentHeader(wallet, await challengeFor(stack.gateway.url, "POST", "/api/v1/withdraw")),
+      },
+    });
     expect(own.status).not.toBe(429);
     expect(Number(own.headers.get("x-ratelimit-remaining"))).toBe(LIMITS.write - 1);
   });
 
   it("a flood of paid MCP tool calls with throwaway proofs costs at most the write limit in verifications", async () => {
     // MCP's protocol traffic is counted in the read window: a gateway whose reads are not the bound
-    const gw = await startTestGateway({ X402_FACILITATOR: "local", X402_FACILITATOR_URL: stack.facilitator.url, X402_PAY_TO: stack.payTo, RATE_LIMIT_READ_PER_MIN: "1000", RATE_LIMIT_WRITE_PER_MIN: String(LIMITS.write) });
+    const gw = await startTestGateway({
+      X402_FACILITATOR: "local",
+      X402_FACILITATOR_URL: stack.facilitator.url,
+      X402_PAY_TO: stack.payTo,
+      RATE_LIMIT_READ_PER_MIN: "1000",
+      RATE_LIMIT_WRITE_PER_MIN: String(LIMITS.write),
+    });
     const verify = vi.spyOn(stack.facilitator.facilitator, "verify");
     const mcp = new Client({ name: "flooder", version: "1.0.0" });
     try {
@@ -142,7 +166,9 @@ describe("a proof signed by a throwaway key buys no budget of its own", () => {
         answers.push(String((r.structuredContent as { error?: string } | undefined)?.error ?? "ok"));
       }
       const verifications = verify.mock.calls.length;
-      console.log(`[x402-identity] ${N} paid MCP calls from throwaway wallets: ${verifications} facilitator verifications; answers: ${JSON.stringify(Object.fromEntries([...new Set(answers)].map((a) => [a, answers.filter((x) => x === a).length])))}`);
+      console.log(
+        `[x402-identity] ${N} paid MCP calls from throwaway wallets: ${verifications} facilitator verifications; answers: ${JSON.stringify(Object.fromEntries([...new Set(answers)].map((a) => [a, answers.filter((x) => x === a).length])))}`,
+      );
       // before: 30 verifications (the tool's REST twin was not counted for a payer that did not verify)
       expect(verifications).toBe(LIMITS.write);
       expect(answers.slice(LIMITS.write).every((a) => a === "rate_limited")).toBe(true);
@@ -197,7 +223,10 @@ describe("a spent proof replays nobody's answer", () => {
     expect(copied.status).toBe(402);
     expect(copied.body.error).toBe("payment_already_used");
     expect(copied.text).not.toContain(first.body.tx_id);
-    const again = await client.call("POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
+    const again = await client.call("POST", "/api/v1/deposits", {
+      body,
+      headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key },
+    });
     expect([again.status, again.headers.get("idempotent-replayed"), again.body.tx_id]).toEqual([202, "true", first.body.tx_id]);
     expect(await stack.chain.balanceOf(account.address)).toBe(charged);
   });
@@ -213,7 +242,11 @@ describe("a malformed proof is the client's fault", () => {
     expect([r.status, r.body.error]).toEqual([402, "invalid_payment"]);
     v.check("GET", "/api/v1/treasury", 402, r.body);
     // a negative value in the authorization: refused without the parser's own words
-    const negative = await paymentSignature(account, required, (p) => void ((p.payload as { authorization: { validAfter: string } }).authorization.validAfter = "-5"));
+    const negative = await paymentSignature(
+      account,
+      required,
+      (p) => void ((p.payload as { authorization: { validAfter: string } }).authorization.validAfter = "-5"),
+    );
     const n = await client.call("GET", "/api/v1/treasury", { headers: { "payment-signature": negative } });
     expect(n.status).toBe(402);
     expect(n.text).not.toMatch(/safe 256-bit|Number "|BigInt|SyntaxError|viem/i);

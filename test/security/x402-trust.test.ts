@@ -62,7 +62,8 @@ describe("finding 1: a registration proves nothing unless it carries the wallet'
     expect(deposit.status).toBe(202);
     expect(deposit.body.treasury_id).toBe(payerTreasury);
     // nothing of the payer's shows on the attacker's treasuries
-    for (const t of [managed, blocker]) expect((await authed(base, t.key).get("/api/v1/audit")).body.data.filter((e: any) => e.trigger === "x402_payment")).toHaveLength(0);
+    for (const t of [managed, blocker])
+      expect((await authed(base, t.key).get("/api/v1/audit")).body.data.filter((e: any) => e.trigger === "x402_payment")).toHaveLength(0);
     expect(await envelopeCount(stack.gateway, managed.treasuryId)).toBe(0);
     // the public view by address is never the attacker's unproven registration: it is the payer's own
     const pub = await call(base, "GET", `/api/v1/public/policy-state?address=${account.address}`);
@@ -93,7 +94,10 @@ describe("finding 1: a registration proves nothing unless it carries the wallet'
     });
     const register = async (signer: typeof owner, facts: ReturnType<typeof fresh>) =>
       call(base, "POST", "/api/v1/treasuries", {
-        body: { wallet_address: owner.address, ownership_proof: { signature: await signer.signTypedData(registrationStatement(facts)), nonce: facts.nonce, issued_at: facts.issuedAt } },
+        body: {
+          wallet_address: owner.address,
+          ownership_proof: { signature: await signer.signTypedData(registrationStatement(facts)), nonce: facts.nonce, issued_at: facts.issuedAt },
+        },
       });
     const byThief = await register(thief, fresh());
     expect(byThief.status).toBe(400);
@@ -117,17 +121,26 @@ describe("finding 5: charged exactly once per executed action", () => {
     const body = { amount_usdc: 300 };
     const requirements = await challengeFor(base, "POST", "/api/v1/deposits", body);
     const [h1, h2, h3] = await Promise.all([paymentHeader(wallet, requirements), paymentHeader(wallet, requirements), paymentHeader(wallet, requirements)]);
-    const results = await Promise.all([h1, h2, h3].map((h) => call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": h!, "idempotency-key": key } })));
+    const results = await Promise.all(
+      [h1, h2, h3].map((h) => call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": h!, "idempotency-key": key } })),
+    );
     const statuses = results.map((r) => r.status).sort();
     // one executes; a retry that arrives after it finished replays its stored 202 (Idempotent-Replayed: true)
     expect(results.filter((r) => r.status === 202 && r.headers.get("idempotent-replayed") !== "true")).toHaveLength(1);
-    expect(statuses.every((s) => s === 202 || s === 409), JSON.stringify(statuses)).toBe(true);
+    expect(
+      statuses.every((s) => s === 202 || s === 409),
+      JSON.stringify(statuses),
+    ).toBe(true);
     // the others were refused as in progress (409) or replayed the stored 202: neither is charged
-    for (const r of results.filter((r) => r.status !== 202 || r.headers.get("idempotent-replayed") === "true")) expect(r.headers.get("x-payment-response")).toBeNull();
+    for (const r of results.filter((r) => r.status !== 202 || r.headers.get("idempotent-replayed") === "true"))
+      expect(r.headers.get("x-payment-response")).toBeNull();
     expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.deposit);
     expect(await settledPaymentCount(stack.gateway, account.address)).toBe(1);
     // a later retry with the same key and a fresh proof replays, and charges nothing
-    const replay = await call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key } });
+    const replay = await call(base, "POST", "/api/v1/deposits", {
+      body,
+      headers: { "x-payment": await paymentHeader(wallet, requirements), "idempotency-key": key },
+    });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.deposit);
   });
@@ -140,7 +153,9 @@ describe("finding 5: charged exactly once per executed action", () => {
     const body = { amount_usdc: 250 };
     const requirements = await challengeFor(base, "POST", "/api/v1/deposits", body);
     const headers = await Promise.all([0, 1, 2].map(() => paymentHeader(wallet, requirements)));
-    const results = await Promise.all(headers.map((h) => call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": h, "idempotency-key": newIdempotencyKey() } })));
+    const results = await Promise.all(
+      headers.map((h) => call(base, "POST", "/api/v1/deposits", { body, headers: { "x-payment": h, "idempotency-key": newIdempotencyKey() } })),
+    );
     const ok = results.filter((r) => r.status === 202);
     expect(ok).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 202)) {
@@ -179,17 +194,26 @@ describe("finding 8: reachable 500s, and proofs consumed by refused requests", (
   it("a JSON body nested 4,000 levels is a typed 400, with a bearer key and with x402; the proof stays usable", async () => {
     const deep = `${'{"a":'.repeat(4000)}1${"}".repeat(4000)}`;
     const tenant = await registerTreasury(base, { wallet_address: privateKeyToAccount(generatePrivateKey()).address });
-    const bearer = await call(base, "POST", "/api/v1/deposits", { rawBody: deep, headers: { "content-type": "application/json", authorization: `Bearer ${tenant.key}`, "idempotency-key": newIdempotencyKey() } });
+    const bearer = await call(base, "POST", "/api/v1/deposits", {
+      rawBody: deep,
+      headers: { "content-type": "application/json", authorization: `Bearer ${tenant.key}`, "idempotency-key": newIdempotencyKey() },
+    });
     expect(bearer.status).toBe(400);
     expect(bearer.body.error).toBe("invalid_request");
 
     const { account, wallet } = await newPayer(stack.chain);
     const before = await stack.chain.balanceOf(account.address);
     const header = await paymentFor(wallet, base, "POST", "/api/v1/deposits", { amount_usdc: 100 });
-    const nested = await call(base, "POST", "/api/v1/deposits", { rawBody: deep, headers: { "content-type": "application/json", "x-payment": header, "idempotency-key": newIdempotencyKey() } });
+    const nested = await call(base, "POST", "/api/v1/deposits", {
+      rawBody: deep,
+      headers: { "content-type": "application/json", "x-payment": header, "idempotency-key": newIdempotencyKey() },
+    });
     expect(nested.status).toBe(400);
     // the same proof then pays a valid request: it was not locked by the refused one
-    const ok = await call(base, "POST", "/api/v1/deposits", { body: { amount_usdc: 100 }, headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() } });
+    const ok = await call(base, "POST", "/api/v1/deposits", {
+      body: { amount_usdc: 100 },
+      headers: { "x-payment": header, "idempotency-key": newIdempotencyKey() },
+    });
     expect(ok.status).toBe(202);
     expect(await stack.chain.balanceOf(account.address)).toBe(before - PRICE.deposit);
   });
@@ -252,17 +276,32 @@ describe("finding 4: rate limits key on verified identities only", () => {
       expect((await call(url, "GET", "/api/v1/health", { headers: { "x-payment": await paymentFor(wallet, url, "GET", "/api/v1/health") } })).status).toBe(200);
       // forged, unsigned headers naming the victim as payer (and, rotating, anyone else)
       const forged = (from: string) =>
-        Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: { signature: "0x", authorization: { from, to: limited.payTo, value: "10000", validAfter: "0", validBefore: "9999999999", nonce: `0x${"11".repeat(32)}` } } })).toString("base64");
+        Buffer.from(
+          JSON.stringify({
+            x402Version: 1,
+            scheme: "exact",
+            network: "base-sepolia",
+            payload: {
+              signature: "0x",
+              authorization: { from, to: limited.payTo, value: "10000", validAfter: "0", validBefore: "9999999999", nonce: `0x${"11".repeat(32)}` },
+            },
+          }),
+        ).toString("base64");
       const statuses: number[] = [];
       for (let i = 0; i < 7; i++) {
         const from = i % 2 === 0 ? account.address : privateKeyToAccount(generatePrivateKey()).address;
-        statuses.push((await call(url, "POST", "/api/v1/estimate", { body: { action: "deposit", amount_usdc: 100 }, headers: { "x-payment": forged(from) } })).status);
+        statuses.push(
+          (await call(url, "POST", "/api/v1/estimate", { body: { action: "deposit", amount_usdc: 100 }, headers: { "x-payment": forged(from) } })).status,
+        );
       }
       // the forgeries share the client's address bucket: they run out
       // (the challenge and the victim's first payment above used two of the 5 writes)
       expect(statuses.slice(4)).toEqual([429, 429, 429]);
       // X-Forwarded-For is not trusted: it does not open new buckets
-      const spoofed = await call(url, "POST", "/api/v1/estimate", { body: { action: "deposit", amount_usdc: 100 }, headers: { "x-payment": forged(account.address), "x-forwarded-for": "203.0.113.9" } });
+      const spoofed = await call(url, "POST", "/api/v1/estimate", {
+        body: { action: "deposit", amount_usdc: 100 },
+        headers: { "x-payment": forged(account.address), "x-forwarded-for": "203.0.113.9" },
+      });
       expect(spoofed.status).toBe(429);
       // the victim's genuinely signed payment has its own bucket, untouched by the forgeries
       const real = await call(url, "POST", "/api/v1/estimate", { body: { action: "deposit", amount_usdc: 100 }, headers: { "x-payment": realHeader } });

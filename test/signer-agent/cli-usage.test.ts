@@ -28,7 +28,15 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) => {
     const c = spawn(process.execPath, [path.join(ROOT, "signer-agent/bin/signer-agent.mjs"), ...args], {
       cwd: ROOT,
-      env: { ...ENV, STACK_FILE: path.join(EMPTY, "no-stack.json"), SIGNER_DIR: path.join(EMPTY, "agent"), OPERATOR_DIR: path.join(EMPTY, "operator"), SIGNER_GATEWAY_URL: "http://127.0.0.1:9", SIGNER_RPC_URL: "http://127.0.0.1:9", ...env },
+      env: {
+        ...ENV,
+        STACK_FILE: path.join(EMPTY, "no-stack.json"),
+        SIGNER_DIR: path.join(EMPTY, "agent"),
+        OPERATOR_DIR: path.join(EMPTY, "operator"),
+        SIGNER_GATEWAY_URL: "http://127.0.0.1:9",
+        SIGNER_RPC_URL: "http://127.0.0.1:9",
+        ...env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -53,7 +61,8 @@ describe("help", () => {
     expect(bare!.stdout).toBe(long!.stdout);
     expect(word!.stdout).toBe(long!.stdout);
     const text = long!.stdout;
-    for (const c of ["init", "address", "balance", "run", "register", "relay", "summary", "serve", "where", "operator"]) expect(text).toMatch(new RegExp(`^  ${c} `, "m"));
+    for (const c of ["init", "address", "balance", "run", "register", "relay", "summary", "serve", "where", "operator"])
+      expect(text).toMatch(new RegExp(`^  ${c} `, "m"));
     // the actions are the declarations', with their own usage and summary, never restated
     for (const d of DECLARED) {
       expect(text).toContain(d.cli.usage);
@@ -86,7 +95,8 @@ describe("help", () => {
     expect(helpRun!.stdout).toContain("--target btc|eth");
     expect(helpRun!.stdout).toContain("e.g. signer-agent run withdraw 0.5 --asset eth");
     expect(helpRun!.stdout).toContain("exit codes: 0 done; 1 failed");
-    for (const sub of ["create-safe", "fund", "register", "approve", "revoke", "propose", "queue", "sign", "status"]) expect(op!.stdout).toContain(`operator ${sub}`);
+    for (const sub of ["create-safe", "fund", "register", "approve", "revoke", "propose", "queue", "sign", "status"])
+      expect(op!.stdout).toContain(`operator ${sub}`);
     expect(opApprove!.stdout).toBe(helpOpApprove!.stdout);
     expect(opApprove!.stdout).toContain("--protect-below <health>");
     expect(opApprove!.stdout).toContain("examples:\n  signer-agent operator approve");
@@ -139,9 +149,15 @@ describe("usage errors: the argument at fault, and why (exit 2)", () => {
     fs.writeFileSync(refusal, JSON.stringify({ error: "ltv_limit_exceeded", message: "the borrow would take LTV above the ceiling", safe_amount: 0 }));
     const text = path.join(dir, "notes.txt");
     fs.writeFileSync(text, "deposit 500 please");
-    const [a, b, c] = await all([["relay", refusal], ["relay", text], ["relay", path.join(dir, "missing.json")]]);
+    const [a, b, c] = await all([
+      ["relay", refusal],
+      ["relay", text],
+      ["relay", path.join(dir, "missing.json")],
+    ]);
     expect(a!.code).toBe(2);
-    expect(a!.stderr).toContain(`${refusal} is the gateway's error answer ltv_limit_exceeded ("the borrow would take LTV above the ceiling"), not an envelope: nothing to sign`);
+    expect(a!.stderr).toContain(
+      `${refusal} is the gateway's error answer ltv_limit_exceeded ("the borrow would take LTV above the ceiling"), not an envelope: nothing to sign`,
+    );
     expect(b!.code).toBe(2);
     expect(b!.stderr).toContain(`${text} is not JSON (it starts "deposit 500 please")`);
     expect(c!.code).toBe(2);
@@ -154,11 +170,14 @@ describe("the keystore, in plain words", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-keystore-"));
     const keystore = path.join(dir, "keystore.json");
     await createKeystore(keystore, "the-right-passphrase");
-    const [wrong, missing, address] = await all([
-      ["run", "deposit", "100", "--keystore", keystore],
-      ["run", "deposit", "100"],
-      ["address", "--keystore", keystore],
-    ], { SIGNER_PASSPHRASE: "not-the-passphrase" });
+    const [wrong, missing, address] = await all(
+      [
+        ["run", "deposit", "100", "--keystore", keystore],
+        ["run", "deposit", "100"],
+        ["address", "--keystore", keystore],
+      ],
+      { SIGNER_PASSPHRASE: "not-the-passphrase" },
+    );
     expect(wrong!.code).toBe(1);
     expect(wrong!.stderr.trim()).toBe(`signer-agent run: the passphrase does not open the keystore at ${keystore} (SIGNER_PASSPHRASE)`);
     expect(wrong!.stderr).not.toMatch(/INVALID_ARGUMENT|incorrect password/);

@@ -40,7 +40,14 @@ function operator(args: string[]): Promise<{ code: number | null; stdout: string
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SIGNER_|OPERATOR_)/.test(k)));
     const c = spawn(process.execPath, [path.join(ROOT, "signer-agent/bin/signer-agent.mjs"), "operator", ...args], {
       cwd: ROOT,
-      env: { ...clean, STACK_FILE: path.join(dir, "no-stack.json"), OPERATOR_DIR: dir, SIGNER_PASSPHRASE: PASSPHRASE, SIGNER_GATEWAY_URL: gw.url, SIGNER_RPC_URL: fork.rpcUrl },
+      env: {
+        ...clean,
+        STACK_FILE: path.join(dir, "no-stack.json"),
+        OPERATOR_DIR: dir,
+        SIGNER_PASSPHRASE: PASSPHRASE,
+        SIGNER_GATEWAY_URL: gw.url,
+        SIGNER_RPC_URL: fork.rpcUrl,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -68,7 +75,14 @@ describe("operator commands that take seconds say each step on stderr", () => {
     const fund = await operator(["fund", "0.5", "--borrow", "300"]);
     expect(fund.code, fund.stderr).toBe(0);
     expect(fund.stdout).toBe("supplied 0.5 WETH and borrowed 300 USDC through the Safe\n");
-    for (const s of ["connecting to the Safe", "wrapping the operator's ETH into WETH", "sending the WETH to the Safe", "supplying the WETH to Aave through the Safe", "borrowing the USDC through the Safe"]) expect(fund.stderr).toMatch(step(s));
+    for (const s of [
+      "connecting to the Safe",
+      "wrapping the operator's ETH into WETH",
+      "sending the WETH to the Safe",
+      "supplying the WETH to Aave through the Safe",
+      "borrowing the USDC through the Safe",
+    ])
+      expect(fund.stderr).toMatch(step(s));
 
     const register = await operator(["register"]);
     expect(register.code, register.stderr).toBe(0);
@@ -87,7 +101,11 @@ describe("operator status", () => {
     const json = await operator(["status", "--json"]);
     expect(json.code, json.stderr).toBe(0);
     const doc = JSON.parse(json.stdout);
-    expect(doc).toMatchObject({ object: "operator_status", delegation: { object: "delegation", state: "not_granted", module: null }, health: { object: "health_state", environment: "chain" } });
+    expect(doc).toMatchObject({
+      object: "operator_status",
+      delegation: { object: "delegation", state: "not_granted", module: null },
+      health: { object: "health_state", environment: "chain" },
+    });
     expect(doc.safe).toMatch(/^0x[0-9a-fA-F]{40}$/);
     expect(doc.treasury_id).toBe(doc.delegation.treasury_id);
   }, 60_000);

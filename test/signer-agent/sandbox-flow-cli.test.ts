@@ -62,7 +62,15 @@ function cli(args: string[], o: { stdin?: string; env?: Record<string, string> }
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SIGNER_|OPERATOR_)/.test(k)));
     const c = spawn(process.execPath, [path.join(ROOT, "signer-agent/bin/signer-agent.mjs"), ...args], {
       cwd: ROOT,
-      env: { ...clean, STACK_FILE: path.join(dir, "no-stack.json"), SIGNER_DIR: dir, SIGNER_PASSPHRASE: PASSPHRASE, SIGNER_GATEWAY_URL: gw.url, SIGNER_RPC_URL: fork.rpcUrl, ...o.env },
+      env: {
+        ...clean,
+        STACK_FILE: path.join(dir, "no-stack.json"),
+        SIGNER_DIR: dir,
+        SIGNER_PASSPHRASE: PASSPHRASE,
+        SIGNER_GATEWAY_URL: gw.url,
+        SIGNER_RPC_URL: fork.rpcUrl,
+        ...o.env,
+      },
     });
     let stdout = "";
     let stderr = "";
@@ -98,7 +106,14 @@ describe("register", () => {
     const r = await cli(["register"]);
     expect(r.code, r.stderr).toBe(0);
     const answer = JSON.parse(r.stdout);
-    expect(answer).toMatchObject({ object: "treasury", wallet_address: wallet, execution_mode: "wallet", ownership: "proven", status: "active", chain: "base" });
+    expect(answer).toMatchObject({
+      object: "treasury",
+      wallet_address: wallet,
+      execution_mode: "wallet",
+      ownership: "proven",
+      status: "active",
+      chain: "base",
+    });
     expect(answer.api_key).toMatch(/^sk_/);
     expect(r.stderr).toContain("signing the statement with the agent's key (EIP-712");
     expect(r.stderr).not.toContain("already stands behind");
@@ -154,13 +169,17 @@ describe("relay: an envelope asked for with curl", () => {
     fs.writeFileSync(tamperedFile, JSON.stringify(tampered));
     const refused = await cli(["relay", tamperedFile]);
     expect(refused.code).toBe(3);
-    expect(refused.stderr).toMatch(/^signer-agent relay: refused at policy: supply on behalf of 0x000000000000000000000000000000000000bEEF, not this wallet$/im);
+    expect(refused.stderr).toMatch(
+      /^signer-agent relay: refused at policy: supply on behalf of 0x000000000000000000000000000000000000bEEF, not this wallet$/im,
+    );
     expect(refused.stdout).toBe("");
     // the same envelope, untouched, after its 15 minutes: the gateway says it expired
     clock.advance(15 * 60 * 1000 + 1000);
     const expired = await cli(["relay", deposit.file]);
     expect(expired.code).toBe(3);
-    expect(expired.stderr).toContain(`signer-agent relay: refused: envelope ${deposit.body.tx_id} (deposit) has expired (the gateway says so): ask the gateway for the deposit again`);
+    expect(expired.stderr).toContain(
+      `signer-agent relay: refused: envelope ${deposit.body.tx_id} (deposit) has expired (the gateway says so): ask the gateway for the deposit again`,
+    );
     // an envelope whose expires_at has passed is refused before anything is signed
     const stale = path.join(dir, "stale.json");
     fs.writeFileSync(stale, JSON.stringify({ ...deposit.body, expires_at: new Date(Date.now() - 60_000).toISOString() }));
@@ -181,7 +200,9 @@ describe("run, balance and summary", () => {
     const r = await cli(["run", "borrow", "100", "--bearer", apiKey]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^done: borrow 100 USDC, resulting LTV [\d.]+%, tx 0x[0-9a-f]{64} \(confirmed on chain\)$/m);
-    expect(r.stdout).toMatch(/^on chain: collateral \d+\.\d{2} USD, debt 100\.\d{2} USD, LTV \d+\.\d{2}%, health \d+\.\d{2}; wallet [\d.]+ USDC, supplied [\d.]+ USDC$/m);
+    expect(r.stdout).toMatch(
+      /^on chain: collateral \d+\.\d{2} USD, debt 100\.\d{2} USD, LTV \d+\.\d{2}%, health \d+\.\d{2}; wallet [\d.]+ USDC, supplied [\d.]+ USDC$/m,
+    );
     const b = await cli(["balance"]);
     expect(b.code, b.stderr).toBe(0);
     expect(b.stdout).toMatch(/collateral +\d+\.\d{2} USD/);
@@ -202,7 +223,13 @@ describe("run, balance and summary", () => {
     const json = await cli(["summary", "--json"]);
     expect(json.code, json.stderr).toBe(0);
     const doc = JSON.parse(json.stdout);
-    expect(doc).toMatchObject({ object: "signer_agent_summary", wallet, treasury: { treasury_id: treasuryId, execution_mode: "wallet", chain: "base" }, fees: { service_fees_usdc: "22", x402_usdc: "0", total_usdc: "22" }, gateway_audit: { executions: 3, fees_usdc: "22" } });
+    expect(doc).toMatchObject({
+      object: "signer_agent_summary",
+      wallet,
+      treasury: { treasury_id: treasuryId, execution_mode: "wallet", chain: "base" },
+      fees: { service_fees_usdc: "22", x402_usdc: "0", total_usdc: "22" },
+      gateway_audit: { executions: 3, fees_usdc: "22" },
+    });
     expect(doc.executions.map((e: { action: string }) => e.action)).toEqual(["borrow", "convert", "deposit"]);
     expect(doc.position.debt_usd).toMatch(/^100(\.\d+)?$/);
   }, 60_000);

@@ -32,7 +32,9 @@ describe("the schema, declared once", () => {
 
   it("a version with nothing to do on a dialect is still recorded (SQLite's 7)", () => {
     expect(MIGRATIONS.find((m) => m.version === 7)!.sql).toBe("SELECT 1;");
-    expect(POSTGRES_MIGRATIONS.find((m) => m.version === 7)!.sql).toBe("CREATE INDEX fee_audit_treasury_order ON fee_audit (treasury_id, created_at, rowid);\n");
+    expect(POSTGRES_MIGRATIONS.find((m) => m.version === 7)!.sql).toBe(
+      "CREATE INDEX fee_audit_treasury_order ON fee_audit (treasury_id, created_at, rowid);\n",
+    );
   });
 });
 
@@ -51,13 +53,20 @@ describe("the dialect rules", () => {
   it("PostgreSQL refuses to change anything but a CHECK in place; SQLite refuses to rebuild a table with a trigger", () => {
     const retyped = steps(createTable(t, { was: { n: real() } }), changeColumn(t, "n"));
     expect(() => render(retyped, { ...POSTGRES, firstVersion: 1 })).toThrow(/only a column's CHECK/);
-    const guarded = steps(createTable(t, { was: { kind: text().notNull().oneOf(["a"]) } }), oneWay({ name: "g", table: "t", column: "n", message: "no" }), changeColumn(t, "kind"));
+    const guarded = steps(
+      createTable(t, { was: { kind: text().notNull().oneOf(["a"]) } }),
+      oneWay({ name: "g", table: "t", column: "n", message: "no" }),
+      changeColumn(t, "kind"),
+    );
     expect(() => render(guarded, SQLITE)).toThrow(/drop its triggers/);
   });
 
   it("every kind of column has its SQL type on each dialect", () => {
     const all = new Table("k", { a: text(), b: timestamp(), c: money(), d: json(), e: integer(), f: flag(), g: real(), h: epochMs() });
-    const sql = (d: typeof SQLITE) => render(steps(createTable(all)), { ...d, firstVersion: 1 }).migrations[0]!.sql.replace(/\s+/g, " ").trim();
+    const sql = (d: typeof SQLITE) =>
+      render(steps(createTable(all)), { ...d, firstVersion: 1 })
+        .migrations[0]!.sql.replace(/\s+/g, " ")
+        .trim();
     expect(sql(SQLITE)).toBe("CREATE TABLE k ( a TEXT, b TEXT, c TEXT, d TEXT, e INTEGER, f INTEGER, g REAL, h INTEGER );");
     expect(sql(POSTGRES)).toBe("CREATE TABLE k ( a TEXT, b TEXT, c TEXT, d TEXT, e INTEGER, f INTEGER, g DOUBLE PRECISION, h BIGINT );");
   });
@@ -79,10 +88,31 @@ describe("a row, read through its declaration", () => {
   it("reads each kind the same whichever driver's value it is given", () => {
     const want = { id: 7, amountMicro: 12345678901234567890n, doc: { a: 1 }, armed: true, ratio: 1.5, resetAt: 1_700_000_000_000, to: "0xabc", note: null };
     // better-sqlite3: numbers; node-postgres: int8 and float as the pool parses them, or as text
-    expect(read({ id: 7, amount_micro: "12345678901234567890", doc: '{"a":1}', armed: 1, ratio: 1.5, reset_at: 1_700_000_000_000, to_address: "0xabc", note: null })).toEqual(want);
-    expect(read({ id: "7", amount_micro: "12345678901234567890", doc: '{"a":1}', armed: 1, ratio: "1.5", reset_at: "1700000000000", to_address: "0xabc", note: null, rowid: 3 })).toEqual(want);
+    expect(
+      read({ id: 7, amount_micro: "12345678901234567890", doc: '{"a":1}', armed: 1, ratio: 1.5, reset_at: 1_700_000_000_000, to_address: "0xabc", note: null }),
+    ).toEqual(want);
+    expect(
+      read({
+        id: "7",
+        amount_micro: "12345678901234567890",
+        doc: '{"a":1}',
+        armed: 1,
+        ratio: "1.5",
+        reset_at: "1700000000000",
+        to_address: "0xabc",
+        note: null,
+        rowid: 3,
+      }),
+    ).toEqual(want);
     expect(read({ id: 1, amount_micro: "0", doc: null, armed: 0, ratio: null, reset_at: 0, to_address: "0x", note: "n" })).toEqual({
-      id: 1, amountMicro: 0n, doc: null, armed: false, ratio: null, resetAt: 0, to: "0x", note: "n",
+      id: 1,
+      amountMicro: 0n,
+      doc: null,
+      armed: false,
+      ratio: null,
+      resetAt: 0,
+      to: "0x",
+      note: "n",
     });
   });
 

@@ -24,13 +24,21 @@ async function dumpSqlite(db: Db): Promise<Record<string, unknown>> {
   );
   const tables: Record<string, unknown> = {};
   for (const t of objects.filter((o) => o.type === "table")) {
-    const indexes = await db.all<{ name: string; unique: number; origin: string; partial: number }>(`SELECT name, "unique", origin, partial FROM pragma_index_list('${t.name}') ORDER BY name`);
+    const indexes = await db.all<{ name: string; unique: number; origin: string; partial: number }>(
+      `SELECT name, "unique", origin, partial FROM pragma_index_list('${t.name}') ORDER BY name`,
+    );
     tables[t.name] = {
-      columns: (await db.all(`SELECT cid, name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo('${t.name}') ORDER BY cid`)).map((c) => Object.values(c).join(" | ")),
-      foreignKeys: (await db.all(`SELECT "from", "table", "to", on_update, on_delete FROM pragma_foreign_key_list('${t.name}') ORDER BY "from"`)).map((f) => Object.values(f).join(" | ")),
+      columns: (await db.all(`SELECT cid, name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo('${t.name}') ORDER BY cid`)).map((c) =>
+        Object.values(c).join(" | "),
+      ),
+      foreignKeys: (await db.all(`SELECT "from", "table", "to", on_update, on_delete FROM pragma_foreign_key_list('${t.name}') ORDER BY "from"`)).map((f) =>
+        Object.values(f).join(" | "),
+      ),
       indexes: await Promise.all(
         indexes.map(async (i) => {
-          const cols = await db.all<{ name: string | null; desc: number; key: number }>(`SELECT name, "desc", "key" FROM pragma_index_xinfo('${i.name}') ORDER BY seqno`);
+          const cols = await db.all<{ name: string | null; desc: number; key: number }>(
+            `SELECT name, "desc", "key" FROM pragma_index_xinfo('${i.name}') ORDER BY seqno`,
+          );
           return `${i.name} unique=${i.unique} origin=${i.origin} partial=${i.partial} (${cols.map((c) => `${c.name ?? "<expr>"}${c.desc ? " desc" : ""}${c.key ? "" : " aux"}`).join(", ")})`;
         }),
       ),
@@ -40,7 +48,12 @@ async function dumpSqlite(db: Db): Promise<Record<string, unknown>> {
 }
 
 async function dumpPostgres(db: Db): Promise<Record<string, unknown>> {
-  const lines = async (sql: string) => (await db.all<Record<string, unknown>>(sql)).map((r) => Object.values(r).map((v) => (typeof v === "string" ? normalizeSql(v) : String(v))).join(" | "));
+  const lines = async (sql: string) =>
+    (await db.all<Record<string, unknown>>(sql)).map((r) =>
+      Object.values(r)
+        .map((v) => (typeof v === "string" ? normalizeSql(v) : String(v)))
+        .join(" | "),
+    );
   return {
     columns: await lines(
       `SELECT table_name, ordinal_position, column_name, data_type, is_nullable, column_default, is_identity, identity_generation
@@ -51,8 +64,12 @@ async function dumpPostgres(db: Db): Promise<Record<string, unknown>> {
       `SELECT conrelid::regclass::text AS tbl, conname, contype, pg_get_constraintdef(oid) AS def
          FROM pg_constraint WHERE connamespace = 'public'::regnamespace ORDER BY tbl, conname`,
     ),
-    triggers: await lines("SELECT tgrelid::regclass::text AS tbl, tgname, pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE NOT tgisinternal ORDER BY tbl, tgname"),
+    triggers: await lines(
+      "SELECT tgrelid::regclass::text AS tbl, tgname, pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE NOT tgisinternal ORDER BY tbl, tgname",
+    ),
     functions: await lines("SELECT proname, pg_get_functiondef(oid) AS def FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY proname"),
-    sequences: await lines("SELECT sequencename, data_type, start_value, increment_by, cycle FROM pg_sequences WHERE schemaname = 'public' ORDER BY sequencename"),
+    sequences: await lines(
+      "SELECT sequencename, data_type, start_value, increment_by, cycle FROM pg_sequences WHERE schemaname = 'public' ORDER BY sequencename",
+    ),
   };
 }

@@ -29,7 +29,12 @@ async function schemaByVersion(db: Db): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
   let before: string[] = [];
   for (const m of history) {
-    expect(await migrate(db, history.filter((h) => h.version <= m.version))).toEqual([m.version]);
+    expect(
+      await migrate(
+        db,
+        history.filter((h) => h.version <= m.version),
+      ),
+    ).toEqual([m.version]);
     const after = lines(await dumpSchema(db));
     out[`v${m.version} ${m.name}`] = { removed: before.filter((l) => !after.includes(l)), added: after.filter((l) => !before.includes(l)) };
     before = after;

@@ -4,14 +4,7 @@
  * position as Aave reports it, token balances, simulation of a signed
  * transaction before broadcasting it, broadcast and receipt.
  */
-import {
-  BaseError,
-  ContractFunctionRevertedError,
-  createPublicClient,
-  decodeErrorResult,
-  type Hex,
-  type PublicClient,
-} from "viem";
+import { BaseError, ContractFunctionRevertedError, createPublicClient, decodeErrorResult, type Hex, type PublicClient } from "viem";
 import { AnvilReads } from "@treasury/core/chain/anvil-reads";
 import type { MarketSnapshot } from "@treasury/core/domain/market-snapshot";
 import { oraclePrices, quoteExactIn, readMarket, readReserves } from "@treasury/core/chain/market-reads";
@@ -69,7 +62,9 @@ export function describeRevert(err: unknown): string {
 /** the revert data an error carries (the innermost 0x string `data`), if any */
 export function revertDataOf(err: unknown): Hex | undefined {
   if (!(err instanceof BaseError)) return undefined;
-  const found = err.walk((e) => typeof (e as { data?: unknown }).data === "string" && String((e as { data: string }).data).startsWith("0x")) as { data?: Hex } | null;
+  const found = err.walk((e) => typeof (e as { data?: unknown }).data === "string" && String((e as { data: string }).data).startsWith("0x")) as {
+    data?: Hex;
+  } | null;
   return found?.data;
 }
 
@@ -168,16 +163,18 @@ export class ChainGateway {
       const aTokens = await this.aTokens(chain);
       const balanceOf = (token: `0x${string}`) => c.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [wallet] });
       // one round of calls: the account, the block, and the four balances (on Anvil, read again if they reverted: anvil-reads.ts)
-      const [account, blockNumber, aUsdc, aWeth, aBtc, walletUsdc] = await this.anvilReads.get(chain)!.consistent(() =>
-        Promise.all([
-          c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [wallet] }),
-          c.getBlockNumber(),
-          balanceOf(aTokens[0]),
-          balanceOf(aTokens[1]),
-          balanceOf(aTokens[2]),
-          balanceOf(m.usdc),
-        ]),
-      );
+      const [account, blockNumber, aUsdc, aWeth, aBtc, walletUsdc] = await this.anvilReads
+        .get(chain)!
+        .consistent(() =>
+          Promise.all([
+            c.readContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [wallet] }),
+            c.getBlockNumber(),
+            balanceOf(aTokens[0]),
+            balanceOf(aTokens[1]),
+            balanceOf(aTokens[2]),
+            balanceOf(m.usdc),
+          ]),
+        );
       const [collateralBase, debtBase, , liquidationThreshold, , healthFactor] = account;
       return {
         collateralMicro: collateralBase / 100n,
@@ -204,7 +201,21 @@ export class ChainGateway {
     const c = this.batched.get(chain) ?? this.client(chain);
     try {
       const [usdcR, wethR, btcR] = await readReserves(c, m.pool, [m.usdc, m.weth, m.btc]);
-      const read = await readMarket(c, { pool: m.pool, oracle: m.oracle, usdc: m.usdc, weth: m.weth, btc: m.btc, aUsdc: usdcR!.aToken, aWeth: wethR!.aToken, aBtc: btcR!.aToken, variableDebtUsdc: usdcR!.variableDebtToken }, wallet);
+      const read = await readMarket(
+        c,
+        {
+          pool: m.pool,
+          oracle: m.oracle,
+          usdc: m.usdc,
+          weth: m.weth,
+          btc: m.btc,
+          aUsdc: usdcR!.aToken,
+          aWeth: wethR!.aToken,
+          aBtc: btcR!.aToken,
+          variableDebtUsdc: usdcR!.variableDebtToken,
+        },
+        wallet,
+      );
       return {
         debt: read.debtUsdc,
         walletUsdc: read.wallet.usdc,
@@ -284,7 +295,9 @@ export class ChainGateway {
     try {
       await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value, ...at });
     } catch (err) {
-      throw new TreasuryError("transaction_would_revert", `the signed transaction would revert on ${chain}: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
+      throw new TreasuryError("transaction_would_revert", `the signed transaction would revert on ${chain}: ${describeRevert(err)}`, {
+        revert_reason: describeRevert(err),
+      });
     }
   }
 
@@ -297,7 +310,9 @@ export class ChainGateway {
     try {
       return await this.client(chain).sendRawTransaction({ serializedTransaction: signed });
     } catch (err) {
-      throw new TreasuryError("broadcast_rejected", `the ${chain} node refused the transaction: ${describeRevert(err)}`, { revert_reason: describeRevert(err) });
+      throw new TreasuryError("broadcast_rejected", `the ${chain} node refused the transaction: ${describeRevert(err)}`, {
+        revert_reason: describeRevert(err),
+      });
     }
   }
 

@@ -58,6 +58,13 @@ describe("landedReceipt", () => {
   it("gives up at the timeout when the nonce is unused and no receipt comes, and lets the caller stop it", async () => {
     const pending = { ...node(null).client, getTransactionCount: async () => 7 };
     await expect(landedReceipt(pending as never, from, sent, { timeoutMs: 300 })).rejects.toThrow(/not mined within 300 ms/);
-    await expect(landedReceipt(pending as never, from, sent, { timeoutMs: 10_000, whileWaiting: async () => { throw new Error("lost the claim"); } })).rejects.toThrow("lost the claim");
+    await expect(
+      landedReceipt(pending as never, from, sent, {
+        timeoutMs: 10_000,
+        whileWaiting: async () => {
+          throw new Error("lost the claim");
+        },
+      }),
+    ).rejects.toThrow("lost the claim");
   });
 });

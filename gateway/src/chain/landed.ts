@@ -36,7 +36,9 @@ export async function landedReceipt(
   await client.sendRawTransaction({ serializedTransaction: sent.raw }).catch(() => undefined);
   /** the receipt, "absent" only when the node says it has none (a timeout or a 429 says nothing) */
   const receiptOf = () =>
-    client.getTransactionReceipt({ hash: sent.hash }).catch((err: unknown) => (err instanceof TransactionReceiptNotFoundError ? ("absent" as const) : ("unknown" as const)));
+    client
+      .getTransactionReceipt({ hash: sent.hash })
+      .catch((err: unknown) => (err instanceof TransactionReceiptNotFoundError ? ("absent" as const) : ("unknown" as const)));
   /** the node does not know the transaction at all (mined or pending, it would) */
   const unknownToNode = () =>
     client.getTransaction({ hash: sent.hash }).then(
@@ -58,7 +60,8 @@ export async function landedReceipt(
         if (last === "absent" && (await unknownToNode())) return null;
       }
     } else if (receipt === "unknown") nonceUsedSince = null;
-    if (Date.now() > deadline) throw new Error(`transaction ${sent.hash} not mined within ${opts.timeoutMs} ms; it is on the claim and will be settled on a later pass`);
+    if (Date.now() > deadline)
+      throw new Error(`transaction ${sent.hash} not mined within ${opts.timeoutMs} ms; it is on the claim and will be settled on a later pass`);
     await opts.whileWaiting?.();
     await new Promise((done) => setTimeout(done, POLL_MS));
   }

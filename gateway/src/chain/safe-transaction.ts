@@ -40,8 +40,16 @@ export function safeTxFor(chainId: number, calls: Pick<PlannedStep, "to" | "data
     return { to: getAddress(c!.to), value: c!.value, data: c!.data, operation: 0, ...common };
   }
   // MultiSend's packed encoding: operation (uint8), to, value, data length, data; each a call (MultiSendCallOnly)
-  const packed = concat(calls.map((c) => encodePacked(["uint8", "address", "uint256", "uint256", "bytes"], [0, getAddress(c.to), BigInt(c.value), BigInt(size(c.data)), c.data])));
-  return { to: multiSendCallOnly(chainId), value: "0", data: encodeFunctionData({ abi: MULTI_SEND_ABI, functionName: "multiSend", args: [packed] }), operation: 1, ...common };
+  const packed = concat(
+    calls.map((c) => encodePacked(["uint8", "address", "uint256", "uint256", "bytes"], [0, getAddress(c.to), BigInt(c.value), BigInt(size(c.data)), c.data])),
+  );
+  return {
+    to: multiSendCallOnly(chainId),
+    value: "0",
+    data: encodeFunctionData({ abi: MULTI_SEND_ABI, functionName: "multiSend", args: [packed] }),
+    operation: 1,
+    ...common,
+  };
 }
 
 /** the EIP-712 typed data of a Safe transaction (what an owner's wallet signs with eth_signTypedData_v4) */
@@ -83,7 +91,13 @@ export function safeTxTypedDataJson(chainId: number, safe: Address, tx: SafeTx) 
   const typed = safeTxTypedData(chainId, safe, tx);
   return {
     domain: typed.domain,
-    types: { EIP712Domain: [{ name: "chainId", type: "uint256" }, { name: "verifyingContract", type: "address" }], ...typed.types },
+    types: {
+      EIP712Domain: [
+        { name: "chainId", type: "uint256" },
+        { name: "verifyingContract", type: "address" },
+      ],
+      ...typed.types,
+    },
     primaryType: typed.primaryType,
     message: tx,
   };

@@ -13,7 +13,10 @@ beforeAll(async () => {
 });
 afterAll(() => node.close());
 
-const clientVersion = (version: string) => (body: { id: number; method: string }) => ({ status: 200, body: JSON.stringify({ jsonrpc: "2.0", id: body.id, result: body.method === "web3_clientVersion" ? version : null }) });
+const clientVersion = (version: string) => (body: { id: number; method: string }) => ({
+  status: 200,
+  body: JSON.stringify({ jsonrpc: "2.0", id: body.id, result: body.method === "web3_clientVersion" ? version : null }),
+});
 const versionAsks = () => node.seen.filter((r) => r.body?.method === "web3_clientVersion").length;
 
 describe("SandboxChain.active", () => {

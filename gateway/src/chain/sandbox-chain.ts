@@ -116,7 +116,12 @@ export class SandboxChain {
    * Carry out a step without the wallet's signature: an ERC-20 transfer or
    * approval, or a SwapRouter02 exactInputSingle (at the quoted minimum out).
    */
-  async provide(chain: TreasuryChain, wallet: `0x${string}`, step: { to: `0x${string}`; data: Hex }, opts: { outputDelivered?: boolean } = {}): Promise<ProvidedStep> {
+  async provide(
+    chain: TreasuryChain,
+    wallet: `0x${string}`,
+    step: { to: `0x${string}`; data: Hex },
+    opts: { outputDelivered?: boolean } = {},
+  ): Promise<ProvidedStep> {
     const provided = (effect: string): ProvidedStep => ({ object: "provided_step", provided_by: "sandbox", method: "anvil_setStorageAt", effect });
     try {
       const call = decodeFunctionData({ abi: ERC20_ABI, data: step.data });
@@ -136,7 +141,9 @@ export class SandboxChain {
     const { p, pool } = await this.swapOf(chain, step.data);
     await this.move(chain, p.tokenIn, wallet, pool, p.amountIn);
     if (!opts.outputDelivered) await this.move(chain, p.tokenOut, pool, p.recipient, p.amountOutMinimum);
-    return provided(`swapped ${p.amountIn} units of ${p.tokenIn} for ${p.amountOutMinimum} units of ${p.tokenOut} against the pool ${pool}'s balances, at the quoted minimum`);
+    return provided(
+      `swapped ${p.amountIn} units of ${p.tokenIn} for ${p.amountOutMinimum} units of ${p.tokenOut} against the pool ${pool}'s balances, at the quoted minimum`,
+    );
   }
 
   /**
@@ -147,7 +154,11 @@ export class SandboxChain {
    * the pool (its input follows at the relay; `takeBack` undoes the delivery
    * when the wallet swaps for real instead).
    */
-  async prepare(chain: TreasuryChain, wallet: `0x${string}`, step: { kind: string; to: `0x${string}`; data: Hex }): Promise<"approval_set" | "output_delivered" | null> {
+  async prepare(
+    chain: TreasuryChain,
+    wallet: `0x${string}`,
+    step: { kind: string; to: `0x${string}`; data: Hex },
+  ): Promise<"approval_set" | "output_delivered" | null> {
     if (step.kind === "approval") {
       await this.provide(chain, wallet, step);
       return "approval_set";
@@ -171,12 +182,18 @@ export class SandboxChain {
     const chainId = await this.chains.client(chain).getChainId();
     const factory = V3_CORE_FACTORY_ADDRESSES[chainId];
     if (!factory) throw new Error(`no Uniswap V3 factory known for chain ${chainId}`);
-    const pool = await this.chains.client(chain).readContract({ address: getAddress(factory), abi: FACTORY_ABI, functionName: "getPool", args: [p.tokenIn, p.tokenOut, p.fee] });
+    const pool = await this.chains
+      .client(chain)
+      .readContract({ address: getAddress(factory), abi: FACTORY_ABI, functionName: "getPool", args: [p.tokenIn, p.tokenOut, p.fee] });
     return { p, pool };
   }
 
   /** send a call from the wallet itself (anvil_impersonateAccount); resolves with the mined receipt */
-  async sendAs(chain: TreasuryChain, from: `0x${string}`, call: { to: `0x${string}`; data: Hex }): Promise<{ hash: Hex; blockNumber: bigint; gasUsed: bigint; status: "success" | "reverted" }> {
+  async sendAs(
+    chain: TreasuryChain,
+    from: `0x${string}`,
+    call: { to: `0x${string}`; data: Hex },
+  ): Promise<{ hash: Hex; blockNumber: bigint; gasUsed: bigint; status: "success" | "reverted" }> {
     const c = this.chains.client(chain);
     await this.rpc(chain, "anvil_impersonateAccount", [from]);
     const hash = await this.rpc<Hex>(chain, "eth_sendTransaction", [{ from, to: call.to, data: call.data, gas: toHex(1_000_000n) }]);
@@ -199,20 +216,33 @@ export class SandboxChain {
   }
 
   private async setBalance(chain: TreasuryChain, token: `0x${string}`, owner: `0x${string}`, units: bigint): Promise<void> {
-    const slot = await this.slotOf(this.balanceSlots, chain, token, (s, probe) => balanceKey(probe, s), (probe) => this.balanceOf(chain, token, probe));
+    const slot = await this.slotOf(
+      this.balanceSlots,
+      chain,
+      token,
+      (s, probe) => balanceKey(probe, s),
+      (probe) => this.balanceOf(chain, token, probe),
+    );
     await this.write(chain, token, balanceKey(owner, slot), units);
     if ((await this.balanceOf(chain, token, owner)) !== units) throw new Error(`writing ${owner}'s balance of ${token} did not take`);
   }
 
   private async setAllowance(chain: TreasuryChain, token: `0x${string}`, owner: `0x${string}`, spender: `0x${string}`, units: bigint): Promise<void> {
     const spenderProbe = "0x00000000000000000000000000000000005a4d42" as const;
-    const read = (probe: `0x${string}`) => this.chains.client(chain).readContract({ address: token, abi: ERC20_ABI, functionName: "allowance", args: [probe, spenderProbe] });
+    const read = (probe: `0x${string}`) =>
+      this.chains.client(chain).readContract({ address: token, abi: ERC20_ABI, functionName: "allowance", args: [probe, spenderProbe] });
     const slot = await this.slotOf(this.allowanceSlots, chain, token, (s, probe) => allowanceKey(probe, spenderProbe, s), read);
     await this.write(chain, token, allowanceKey(owner, spender, slot), units);
   }
 
   /** find the storage slot of a token's mapping: write a sentinel for a probe address at each candidate, read it back, restore */
-  private slotOf(cache: Map<string, Promise<bigint>>, chain: TreasuryChain, token: `0x${string}`, key: (slot: bigint, probe: `0x${string}`) => Hex, read: (probe: `0x${string}`) => Promise<bigint>): Promise<bigint> {
+  private slotOf(
+    cache: Map<string, Promise<bigint>>,
+    chain: TreasuryChain,
+    token: `0x${string}`,
+    key: (slot: bigint, probe: `0x${string}`) => Hex,
+    read: (probe: `0x${string}`) => Promise<bigint>,
+  ): Promise<bigint> {
     const id = `${chain}:${token.toLowerCase()}`;
     let found = cache.get(id);
     if (!found) {

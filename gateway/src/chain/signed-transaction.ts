@@ -31,12 +31,16 @@ export async function verifySignedTransaction(
     throw new TreasuryError("invalid_signed_transaction", `transaction type ${parsed.type} is not accepted; use legacy, EIP-2930 or EIP-1559`);
   }
   const mismatch = (code: ErrorCode, field: string, got: unknown, want: unknown) =>
-    new TreasuryError(code, `${field} of the signed transaction (${String(got)}) does not match the envelope (${String(want)})`, { field, expected: want, received: got });
+    new TreasuryError(code, `${field} of the signed transaction (${String(got)}) does not match the envelope (${String(want)})`, {
+      field,
+      expected: want,
+      received: got,
+    });
   if (parsed.chainId !== expected.chainId) throw mismatch("chain_id_mismatch", "chain id", parsed.chainId ?? "none (pre-EIP-155)", expected.chainId);
   if ((parsed.to ?? "").toLowerCase() !== expected.to.toLowerCase()) throw mismatch("to_mismatch", "to", parsed.to ?? "none", expected.to);
-  if ((parsed.data ?? "0x").toLowerCase() !== expected.data.toLowerCase()) throw mismatch("data_mismatch", "data", `${(parsed.data ?? "0x").slice(0, 18)}...`, `${expected.data.slice(0, 18)}...`);
+  if ((parsed.data ?? "0x").toLowerCase() !== expected.data.toLowerCase())
+    throw mismatch("data_mismatch", "data", `${(parsed.data ?? "0x").slice(0, 18)}...`, `${expected.data.slice(0, 18)}...`);
   if ((parsed.value ?? 0n) !== BigInt(expected.value)) throw mismatch("value_mismatch", "value", (parsed.value ?? 0n).toString(), expected.value);
   if (signer.toLowerCase() !== expected.signer.toLowerCase()) throw mismatch("signer_mismatch", "signer", signer, expected.signer);
   return { signer, hash: keccak256(signed) };
 }
-

@@ -31,7 +31,10 @@ const esc = (v: unknown): string => String(v ?? "").replace(/[&<>"']/g, (c) => (
 const num = figure;
 
 class ApiFailure extends Error {
-  constructor(readonly status: number, readonly body: Record<string, unknown>) {
+  constructor(
+    readonly status: number,
+    readonly body: Record<string, unknown>,
+  ) {
     super(`${body.error ?? status}: ${body.message ?? ""}`);
   }
 }
@@ -117,12 +120,18 @@ async function reviewer(): Promise<void> {
       const note = String(data.get("note") ?? "").trim();
       if (outcome === "declined" && !note) return showError(app, new Error("a declined request needs its reason"));
       try {
-        const closed = await api(`/admin/access-requests/${f.dataset.close}/close`, { method: "POST", token, body: { reviewer: name, outcome, ...(note ? { note } : {}) } });
+        const closed = await api(`/admin/access-requests/${f.dataset.close}/close`, {
+          method: "POST",
+          token,
+          body: { reviewer: name, outcome, ...(note ? { note } : {}) },
+        });
         await reviewer();
         const done = document.createElement("p");
         done.dataset.testid = "close-result";
         done.setAttribute("role", "status");
-        done.textContent = closed.live_key_issued ? `Request ${closed.id} approved: a live key was issued and queued in the operator's outbox (never shown here).` : `Request ${closed.id} closed: ${outcome}.`;
+        done.textContent = closed.live_key_issued
+          ? `Request ${closed.id} approved: a live key was issued and queued in the operator's outbox (never shown here).`
+          : `Request ${closed.id} closed: ${outcome}.`;
         app.prepend(done);
       } catch (err) {
         showError(app, err);
@@ -139,7 +148,12 @@ async function reviewer(): Promise<void> {
 const userText = (field: string, v: unknown): string => `<bdi data-field="${field}">${esc(v)}</bdi>`;
 
 function requestCard(r: any): string {
-  const history = (r.events ?? []).map((e: any) => `<li>${esc(e.at)}: ${esc(e.fromStatus ?? "(none)")} to <strong>${esc(e.toStatus)}</strong> by ${userText("actor", e.actor)}${e.note ? ` - ${userText("note", e.note)}` : ""}</li>`).join("");
+  const history = (r.events ?? [])
+    .map(
+      (e: any) =>
+        `<li>${esc(e.at)}: ${esc(e.fromStatus ?? "(none)")} to <strong>${esc(e.toStatus)}</strong> by ${userText("actor", e.actor)}${e.note ? ` - ${userText("note", e.note)}` : ""}</li>`,
+    )
+    .join("");
   const action =
     r.status === "received"
       ? `<button class="primary" data-review="${esc(r.id)}">Take into review</button>`
@@ -291,7 +305,11 @@ async function operator(): Promise<void> {
       const prepared = await get(`/api/v1/delegation/safe-transaction?change=${kind}`);
       const signature = (await wallet().request({ method: "eth_signTypedData_v4", params: [s.owner, JSON.stringify(prepared.typed_data)] })) as Hex;
       const t = prepared.safe_tx;
-      const data = encodeFunctionData({ abi: SAFE_ABI, functionName: "execTransaction", args: [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver, signature] });
+      const data = encodeFunctionData({
+        abi: SAFE_ABI,
+        functionName: "execTransaction",
+        args: [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver, signature],
+      });
       const hash = (await wallet().request({ method: "eth_sendTransaction", params: [{ from: s.owner, to: prepared.safe, data }] })) as Hex;
       await waitForReceipt(hash);
       await operator();
@@ -348,7 +366,8 @@ function safeTxCard(q: any, s: Session): string {
 function zoneBar(zones: any, ltv: number): string {
   if (!zones) return "";
   const max = Math.max(100, Number(zones.hard_ceiling) + 20);
-  const part = (name: string, z: { min: number; max: number }) => `<div style="width:${((z.max - z.min) / max) * 100}%" title="${esc(name)} ${z.min}-${z.max}%">${esc(name)}</div>`;
+  const part = (name: string, z: { min: number; max: number }) =>
+    `<div style="width:${((z.max - z.min) / max) * 100}%" title="${esc(name)} ${z.min}-${z.max}%">${esc(name)}</div>`;
   return `<div class="zones" aria-hidden="true">${part("safe", zones.safe)}${part("active", zones.active)}${part("ceiling", zones.ceiling)}<div style="flex:1">refused</div>
     <div class="marker" style="left:${(Math.min(ltv, max) / max) * 100}%"><span>LTV ${num(ltv)}</span></div></div>
     <p class="muted" data-testid="zones">LTV zones: safe ${num(zones.safe.min)}-${num(zones.safe.max)} %, active ${num(zones.active.min)}-${num(zones.active.max)} %, ceiling ${num(zones.ceiling.min)}-${num(zones.ceiling.max)} %; a borrow above ${num(zones.hard_ceiling)} % is refused.</p>`;
@@ -356,10 +375,16 @@ function zoneBar(zones: any, ltv: number): string {
 
 /** LTV (solid, left axis %) and health score (dashed, right axis) over time, the park line (LTV) and the protect line (health) */
 function chart(points: { at: string; ltv: number; health_score: number }[], protectAt: number, parkAt: number): string {
-  const W = 600, H = 240, L = 36, R = 36, T = 12, B = 26;
+  const W = 600,
+    H = 240,
+    L = 36,
+    R = 36,
+    T = 12,
+    B = 26;
   const pts = points.filter((p) => Number.isFinite(Date.parse(p.at))).sort((a, b) => a.at.localeCompare(b.at));
   if (pts.length === 0) return `<p>No samples yet.</p>`;
-  const t0 = Date.parse(pts[0]!.at), t1 = Math.max(Date.parse(pts.at(-1)!.at), t0 + 1000);
+  const t0 = Date.parse(pts[0]!.at),
+    t1 = Math.max(Date.parse(pts.at(-1)!.at), t0 + 1000);
   const HMAX = 4;
   const x = (at: string) => L + ((Date.parse(at) - t0) / (t1 - t0)) * (W - L - R);
   const yL = (ltv: number) => T + (1 - Math.min(ltv, 100) / 100) * (H - T - B);
@@ -388,9 +413,12 @@ async function route(): Promise<void> {
   if (view === "reviewer") return reviewer();
   await operator();
   // the operator's page follows the position while it is open
-  timer = window.setInterval(() => {
-    if (session() && !document.hidden && !app.querySelector("[data-testid=error]") && !document.activeElement?.closest("form")) void operator();
-  }, Number(new URLSearchParams(location.search).get("refresh_ms") ?? 3000));
+  timer = window.setInterval(
+    () => {
+      if (session() && !document.hidden && !app.querySelector("[data-testid=error]") && !document.activeElement?.closest("form")) void operator();
+    },
+    Number(new URLSearchParams(location.search).get("refresh_ms") ?? 3000),
+  );
 }
 
 window.addEventListener("hashchange", () => void route());

@@ -15,7 +15,17 @@ let bundle: Promise<string> | undefined;
 export function consoleScript(): Promise<string> {
   bundle ??= import("esbuild")
     .then(({ build }) =>
-      build({ entryPoints: [path.join(HERE, "app.ts")], bundle: true, write: false, format: "esm", platform: "browser", target: "es2020", minify: true, legalComments: "none", logLevel: "silent" }),
+      build({
+        entryPoints: [path.join(HERE, "app.ts")],
+        bundle: true,
+        write: false,
+        format: "esm",
+        platform: "browser",
+        target: "es2020",
+        minify: true,
+        legalComments: "none",
+        logLevel: "silent",
+      }),
     )
     .then((r) => r.outputFiles[0]!.text);
   bundle.catch(() => (bundle = undefined));

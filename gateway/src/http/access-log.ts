@@ -51,7 +51,8 @@ export function accessLog(logger: Logger, secrets: readonly string[]): AccessLog
   const time = internals[s.timeSym] as (() => string) | undefined;
   const bindings = internals[s.chindingsSym] as string | undefined;
   // a destination that wants pino's per-line metadata (multistream), or a logger shaped otherwise: the structured way
-  if (!stream || stream[s.needsMetadataGsym] || typeof levelPrefix !== "string" || typeof time !== "function" || typeof bindings !== "string") return structured;
+  if (!stream || stream[s.needsMetadataGsym] || typeof levelPrefix !== "string" || typeof time !== "function" || typeof bindings !== "string")
+    return structured;
   const str = JSON.stringify;
   return (l) => {
     if (l.status >= 500 || !logger.isLevelEnabled("info")) return structured(l);

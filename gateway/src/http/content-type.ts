@@ -32,7 +32,14 @@ function readPlainJson(limitBytes: number, fallback: RequestHandler): RequestHan
     const type = req.headers["content-type"];
     const encoding = req.headers["content-encoding"];
     const length = Number(req.headers["content-length"]);
-    if (!type || !PLAIN_JSON.test(type) || (encoding !== undefined && encoding.toLowerCase() !== "identity") || req.headers["transfer-encoding"] !== undefined || !Number.isSafeInteger(length) || length > limitBytes) {
+    if (
+      !type ||
+      !PLAIN_JSON.test(type) ||
+      (encoding !== undefined && encoding.toLowerCase() !== "identity") ||
+      req.headers["transfer-encoding"] !== undefined ||
+      !Number.isSafeInteger(length) ||
+      length > limitBytes
+    ) {
       return fallback(req, res, next);
     }
     (req as { _body?: boolean })._body = true;
@@ -61,7 +68,8 @@ function readPlainJson(limitBytes: number, fallback: RequestHandler): RequestHan
         return finish();
       }
       const first = /^[\x20\x09\x0a\x0d]*(.)/.exec(text)?.[1];
-      if (first !== "{" && first !== "[") return finish(bodyError("entity.parse.failed", 400, "Unexpected token in JSON: only an object or an array is accepted"));
+      if (first !== "{" && first !== "[")
+        return finish(bodyError("entity.parse.failed", 400, "Unexpected token in JSON: only an object or an array is accepted"));
       try {
         req.body = JSON.parse(text);
       } catch (err) {
@@ -99,7 +107,9 @@ export const requireJsonBody: RequestHandler = (req, _res, next) => {
   const hasBody = (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined;
   if (!hasBody) return next();
   if (!req.is(["application/json", "application/*+json"])) {
-    return next(new TreasuryError("unsupported_media_type", `request bodies must be application/json, got ${req.headers["content-type"] ?? "no content type"}`));
+    return next(
+      new TreasuryError("unsupported_media_type", `request bodies must be application/json, got ${req.headers["content-type"] ?? "no content type"}`),
+    );
   }
   next();
 };

@@ -79,12 +79,13 @@ export function fromZodError(error: ZodError, where: "body" | "query" | "path" |
     location: where,
     field: i.path.map(String).join(".") || null,
     // a field that is not there is "required", not an invalid value of it
-    message: i.path.length > 0 && valueAt(input, i.path) === undefined ? `required: ${i.message.replace(/^Invalid (option|input): /, "").replace(/, received undefined$/, "")}` : i.message,
+    message:
+      i.path.length > 0 && valueAt(input, i.path) === undefined
+        ? `required: ${i.message.replace(/^Invalid (option|input): /, "").replace(/, received undefined$/, "")}`
+        : i.message,
   }));
   const first = details[0];
-  const message = first
-    ? `${where}${first.field ? ` field '${first.field}'` : ""}: ${first.message}`
-    : `invalid ${where}`;
+  const message = first ? `${where}${first.field ? ` field '${first.field}'` : ""}: ${first.message}` : `invalid ${where}`;
   return new TreasuryError("invalid_request", message, { details });
 }
 
@@ -124,20 +125,25 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string 
       return new TreasuryError("invalid_request", "unreadable request body");
     default:
       if (typeof err.status === "number" && err.status >= 400 && err.status < 500) {
-        return new TreasuryError(err.status === 413 ? "payload_too_large" : err.status === 415 ? "unsupported_media_type" : "invalid_request", err.message ?? "bad request");
+        return new TreasuryError(
+          err.status === 413 ? "payload_too_large" : err.status === 415 ? "unsupported_media_type" : "invalid_request",
+          err.message ?? "bad request",
+        );
       }
       return undefined;
   }
 }
 
 export const notFoundHandler: RequestHandler = (req, res) => {
-  sendError(res, new TreasuryError("not_found", `no route for ${req.method} ${req.path}: every route is listed at /docs (the API reference) and /openapi.json`));
+  sendError(
+    res,
+    new TreasuryError("not_found", `no route for ${req.method} ${req.path}: every route is listed at /docs (the API reference) and /openapi.json`),
+  );
 };
 
 export function errorHandler(log: { error: (obj: unknown, msg: string) => void }): ErrorRequestHandler {
   return (err, _req, res, _next) => {
-    const typed =
-      err instanceof TreasuryError ? err : fromBodyParser(err as { type?: string; status?: number; message?: string });
+    const typed = err instanceof TreasuryError ? err : fromBodyParser(err as { type?: string; status?: number; message?: string });
     if (typed) {
       sendError(res, typed);
       return;

@@ -19,7 +19,13 @@ export function hostGuard(opts: { publicBaseUrl: string; allowedHosts: string[];
     const hosts = new Set([publicHost, ...extraHosts, `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]);
     const host = (req.header("host") ?? "").toLowerCase();
     if (!hosts.has(host)) {
-      return sendError(res, new TreasuryError("host_not_allowed", `Host ${JSON.stringify(host)} is not this server's (DNS-rebinding guard); allowed: ${[...hosts].join(", ")} (MCP_ALLOWED_HOSTS adds more)`));
+      return sendError(
+        res,
+        new TreasuryError(
+          "host_not_allowed",
+          `Host ${JSON.stringify(host)} is not this server's (DNS-rebinding guard); allowed: ${[...hosts].join(", ")} (MCP_ALLOWED_HOSTS adds more)`,
+        ),
+      );
     }
     const origin = req.header("origin");
     if (origin !== undefined) {
@@ -30,7 +36,14 @@ export function hostGuard(opts: { publicBaseUrl: string; allowedHosts: string[];
       } catch {
         // not a URL: refused below
       }
-      if (!allowed) return sendError(res, new TreasuryError("origin_not_allowed", `Origin ${JSON.stringify(origin)} may not call this MCP server (DNS-rebinding guard; MCP_ALLOWED_ORIGINS adds origins)`));
+      if (!allowed)
+        return sendError(
+          res,
+          new TreasuryError(
+            "origin_not_allowed",
+            `Origin ${JSON.stringify(origin)} may not call this MCP server (DNS-rebinding guard; MCP_ALLOWED_ORIGINS adds origins)`,
+          ),
+        );
     }
     next();
   };

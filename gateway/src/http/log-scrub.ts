@@ -11,7 +11,18 @@
  *   auth, signature, payment) have their values replaced.
  */
 const API_KEY = /sk_(test|live|console)_[A-Za-z0-9_-]+/g;
-const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization", "x-payment", "payment-signature", "x-api-key", "api-key", "cookie", "set-cookie", "x-admin-token", "x-treasury-internal-dispatch"]);
+const CREDENTIAL_HEADERS = new Set([
+  "authorization",
+  "proxy-authorization",
+  "x-payment",
+  "payment-signature",
+  "x-api-key",
+  "api-key",
+  "cookie",
+  "set-cookie",
+  "x-admin-token",
+  "x-treasury-internal-dispatch",
+]);
 const SECRET_PARAM = /key|token|secret|password|auth|signature|payment/i;
 const REDACTED = "[redacted]";
 

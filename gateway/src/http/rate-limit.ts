@@ -168,7 +168,15 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
   const keyOf = (who: RateIdentity, req: Request) => (typeof who === "string" ? `cred:${who}` : `ip:${ipKeyGenerator(addressOf(req))}`);
   const refuse = (res: Response, hit: Hit) => {
     const retryAfter = secondsUntil(hit.resetTime);
-    sendError(res, new TreasuryError("rate_limited", `too many requests; retry after ${retryAfter} seconds`, { retry_after_seconds: retryAfter }, { "Retry-After": String(retryAfter) }));
+    sendError(
+      res,
+      new TreasuryError(
+        "rate_limited",
+        `too many requests; retry after ${retryAfter} seconds`,
+        { retry_after_seconds: retryAfter },
+        { "Retry-After": String(retryAfter) },
+      ),
+    );
   };
   const readCounter = new SharedCounter(opts.counters, "read:", opts.readPerWindow);
   const writeCounter = new SharedCounter(opts.counters, "write:", opts.writePerWindow);
@@ -212,13 +220,27 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
  * budget) are limited per client address, so one client cannot mint itself
  * unlimited budgets.
  */
-export function credentialCreationLimit(opts: { perHour: number; paths: string[]; counters: RateLimitStore; addressOf?: (req: Request) => string }): RequestHandler {
+export function credentialCreationLimit(opts: {
+  perHour: number;
+  paths: string[];
+  counters: RateLimitStore;
+  addressOf?: (req: Request) => string;
+}): RequestHandler {
   const addressOf = opts.addressOf ?? ((req: Request) => req.ip ?? "unknown");
   const counter = new SharedCounter(opts.counters, "credentials:", opts.perHour);
   counter.init({ windowMs: 3_600_000 });
   const limit = counting(
     counter,
-    (res) => sendError(res, new TreasuryError("rate_limited", `at most ${opts.perHour} free credentials per client address per hour; retry later`, { retry_after_seconds: 3600 }, { "Retry-After": "3600" })),
+    (res) =>
+      sendError(
+        res,
+        new TreasuryError(
+          "rate_limited",
+          `at most ${opts.perHour} free credentials per client address per hour; retry later`,
+          { retry_after_seconds: 3600 },
+          { "Retry-After": "3600" },
+        ),
+      ),
     false,
   );
   const paths = new Set(opts.paths);

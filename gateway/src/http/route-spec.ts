@@ -128,7 +128,9 @@ export const IdempotencyKey = z
   .min(8)
   .max(120)
   .regex(/^[!-~]([ -~]*[!-~])?$/)
-  .describe("unique per state-changing call (8 to 120 characters; printable ASCII, no space at either end: an HTTP header value); retrying with the same key and arguments returns the first result");
+  .describe(
+    "unique per state-changing call (8 to 120 characters; printable ASCII, no space at either end: an HTTP header value); retrying with the same key and arguments returns the first result",
+  );
 
 /** What routes need from the outside: authentication and the idempotency store. */
 export interface RouteHooks {

@@ -15,7 +15,13 @@ export type { HandlerContext, HandlerResult, Method, PriceSpec, ResponseSpec, Ro
 export { IdempotencyKey } from "./route-spec";
 export { RouteTable } from "./route-table";
 
-export function registerRoute<B, Q, P>(router: RouteSink, registry: OpenAPIRegistry, table: RouteTable, spec: RouteSpec<B, Q, P>, hooks: RouteHooks = {}): void {
+export function registerRoute<B, Q, P>(
+  router: RouteSink,
+  registry: OpenAPIRegistry,
+  table: RouteTable,
+  spec: RouteSpec<B, Q, P>,
+  hooks: RouteHooks = {},
+): void {
   checkDeclaration(spec, hooks);
   registerDeclaration(registry, table, spec, hooks);
   const serve = requestPipeline(spec, hooks);

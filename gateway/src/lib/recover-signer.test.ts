@@ -14,7 +14,13 @@ describe("recoverTransactionSigner", () => {
   it("recovers what viem recovers: legacy (with and without EIP-155), EIP-2930, EIP-1559, any nonce, data and value", async () => {
     for (let i = 0; i < 24; i++) {
       const account = privateKeyToAccount(generatePrivateKey());
-      const base = { to: privateKeyToAccount(generatePrivateKey()).address, nonce: i * 7, value: BigInt(i) * 10n ** 15n, data: `0x${"ab".repeat(i * 3)}` as Hex, gas: 21_000n + BigInt(i) };
+      const base = {
+        to: privateKeyToAccount(generatePrivateKey()).address,
+        nonce: i * 7,
+        value: BigInt(i) * 10n ** 15n,
+        data: `0x${"ab".repeat(i * 3)}` as Hex,
+        gas: 21_000n + BigInt(i),
+      };
       const chainId = [1, 8453, 84532, 42161][i % 4]!;
       const signed = await account.signTransaction(
         i % 4 === 0
@@ -32,7 +38,16 @@ describe("recoverTransactionSigner", () => {
 
   it("a changed byte recovers another signer, as with viem; a broken signature is refused", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
-    const signed = await account.signTransaction({ type: "eip1559", chainId: 8453, nonce: 3, to: account.address, value: 1n, gas: 21_000n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n });
+    const signed = await account.signTransaction({
+      type: "eip1559",
+      chainId: 8453,
+      nonce: 3,
+      to: account.address,
+      value: 1n,
+      gas: 21_000n,
+      maxFeePerGas: 2n,
+      maxPriorityFeePerGas: 1n,
+    });
     // the value field (1) becomes 2: the signature now covers another transaction
     const tampered = signed.replace(/01(80c0)/, "02$1") as Hex;
     expect(tampered).not.toBe(signed);
@@ -58,7 +73,9 @@ describe("recoverTransactionSigner", () => {
       expect(await recoverHashSigner(hashTypedData(typed), typedSignature)).toBe(account.address);
       // the same signature with v as 0/1 (yParity)
       const v = parseInt(typedSignature.slice(-2), 16);
-      expect(await recoverHashSigner(hashTypedData(typed), `${typedSignature.slice(0, -2)}${(v - 27).toString(16).padStart(2, "0")}` as Hex)).toBe(account.address);
+      expect(await recoverHashSigner(hashTypedData(typed), `${typedSignature.slice(0, -2)}${(v - 27).toString(16).padStart(2, "0")}` as Hex)).toBe(
+        account.address,
+      );
       // a changed hash: another signer, the one viem finds
       const other = keccak256(toHex(`other ${i}`));
       expect(await recoverHashSigner(other, signature)).toBe(await recoverAddress({ hash: other, signature }));

@@ -9,7 +9,20 @@
  * viem in recover-signer.test.ts; without the native binding it is viem's.
  */
 import { createRequire } from "node:module";
-import { concat, getAddress, hexToBytes, keccak256, pad, parseTransaction, recoverAddress, recoverTransactionAddress, serializeTransaction, type Address, type Hex, type TransactionSerialized } from "viem";
+import {
+  concat,
+  getAddress,
+  hexToBytes,
+  keccak256,
+  pad,
+  parseTransaction,
+  recoverAddress,
+  recoverTransactionAddress,
+  serializeTransaction,
+  type Address,
+  type Hex,
+  type TransactionSerialized,
+} from "viem";
 
 interface NativeSecp256k1 {
   ecdsaRecover(signature: Uint8Array, recid: number, message: Uint8Array, compressed: boolean): Uint8Array;
@@ -66,7 +79,9 @@ async function recoverUncached(signed: Hex): Promise<Address> {
   if (!native) return recoverTransactionAddress({ serializedTransaction: signed as TransactionSerialized });
   const tx = parseTransaction(signed as TransactionSerialized);
   if (tx.r === undefined || tx.s === undefined) throw new Error("the transaction carries no signature");
-  const unsigned = serializeTransaction({ ...tx, r: undefined, s: undefined, v: undefined, yParity: undefined, sidecars: undefined } as Parameters<typeof serializeTransaction>[0]);
+  const unsigned = serializeTransaction({ ...tx, r: undefined, s: undefined, v: undefined, yParity: undefined, sidecars: undefined } as Parameters<
+    typeof serializeTransaction
+  >[0]);
   const hash = keccak256(unsigned, "bytes");
   const signature = hexToBytes(concat([pad(tx.r, { size: 32 }), pad(tx.s, { size: 32 })]));
   return addressOf(native.ecdsaRecover(signature, recoveryBit(tx), hash, false));

@@ -82,7 +82,12 @@ const asResult = (structured: Record<string, unknown>, isError: boolean, meta?: 
  * carrying the typed error body; for a paid call, the x402 MCP transport's
  * refusal (the PaymentRequired) or settlement.
  */
-export async function callRestTwin(req: Request, call: RestCall, auth: { bearer?: string; payment?: unknown; signIn?: string }, requestId: string): Promise<CallToolResult> {
+export async function callRestTwin(
+  req: Request,
+  call: RestCall,
+  auth: { bearer?: string; payment?: unknown; signIn?: string },
+  requestId: string,
+): Promise<CallToolResult> {
   const paid = auth.payment !== undefined;
   const version = (auth.payment as { x402Version?: unknown } | null)?.x402Version === 1 ? 1 : 2;
   const headers: Record<string, string> = {
@@ -102,7 +107,11 @@ export async function callRestTwin(req: Request, call: RestCall, auth: { bearer?
     delete args[name];
     return encodeURIComponent(String(value ?? ""));
   });
-  const res = await fetch(`${selfUrl(req)}${path}${post ? "" : queryOf(args)}`, { method: call.method, headers, body: post ? JSON.stringify(args) : undefined });
+  const res = await fetch(`${selfUrl(req)}${path}${post ? "" : queryOf(args)}`, {
+    method: call.method,
+    headers,
+    body: post ? JSON.stringify(args) : undefined,
+  });
   const text = await res.text();
   let parsed: unknown;
   try {

@@ -50,7 +50,9 @@ function paymentRequiredResult(required: Record<string, unknown>, requestId: str
     ...required,
     message:
       `payment required: pay with x402 (params._meta["${MCP_PAYMENT_META}"] = a PaymentPayload for one of accepts), or send Authorization: Bearer <API key> on the HTTP request` +
-      ((required.extensions as Record<string, unknown> | undefined)?.[MCP_SIGN_IN_META] ? `; or, free on this downward leg, sign in with the wallet: params._meta["${MCP_SIGN_IN_META}"] = the SIGN-IN-WITH-X header value for extensions["${MCP_SIGN_IN_META}"] (the same arguments)` : ""),
+      ((required.extensions as Record<string, unknown> | undefined)?.[MCP_SIGN_IN_META]
+        ? `; or, free on this downward leg, sign in with the wallet: params._meta["${MCP_SIGN_IN_META}"] = the SIGN-IN-WITH-X header value for extensions["${MCP_SIGN_IN_META}"] (the same arguments)`
+        : ""),
     request_id: requestId,
     http_status: 402,
   };
@@ -73,7 +75,13 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
   for (const tool of tools) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: { title: tool.title, ...tool.annotations } },
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.inputSchema,
+        outputSchema: tool.outputSchema,
+        annotations: { title: tool.title, ...tool.annotations },
+      },
       async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown> }) => {
         try {
           // a downward leg's tool signed in by the wallet (free, whether or not x402 is on): a signature costs nothing,
@@ -139,12 +147,23 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
           if (!route.siwx || !deps.walletSignature) return required;
           // a downward leg: beside the price, the wallet's sign-in bound to this very call's REST twin
           const { idempotency_key: key, ...rest } = args;
-          return { ...required, extensions: { ...required.extensions, [MCP_SIGN_IN_META]: deps.walletSignature.challengeForCall(route.path, typeof key === "string" ? key : undefined, rest) } };
+          return {
+            ...required,
+            extensions: {
+              ...required.extensions,
+              [MCP_SIGN_IN_META]: deps.walletSignature.challengeForCall(route.path, typeof key === "string" ? key : undefined, rest),
+            },
+          };
         }
       : undefined,
     dispatch: (route, args, auth) => {
       const { idempotency_key: key, ...rest } = args;
-      return callRestTwin(req, { ...route, args: rest, idempotencyKey: typeof key === "string" ? key : undefined }, auth === undefined ? { bearer } : auth, requestId);
+      return callRestTwin(
+        req,
+        { ...route, args: rest, idempotencyKey: typeof key === "string" ? key : undefined },
+        auth === undefined ? { bearer } : auth,
+        requestId,
+      );
     },
     chargeWrite: async () => {
       const charge = res.locals.chargeWrite as (() => Promise<TreasuryError | undefined>) | undefined;

@@ -64,7 +64,9 @@ export function toolOutputSchema(answers: ZodType[]): z.ZodObject | undefined {
   const objects = [...answers.map((a) => (a instanceof z.ZodObject ? a : z.object({ value: a }))), REFUSAL];
   const fields = new Map<string, ZodType[]>();
   for (const o of objects) for (const [k, v] of Object.entries(o.shape as Record<string, ZodType>)) fields.set(k, [...(fields.get(k) ?? []), v]);
-  const shape = Object.fromEntries([...fields].map(([k, types]) => [k, (types.length === 1 ? types[0]! : z.union(types as [ZodType, ZodType, ...ZodType[]])).optional()]));
+  const shape = Object.fromEntries(
+    [...fields].map(([k, types]) => [k, (types.length === 1 ? types[0]! : z.union(types as [ZodType, ZodType, ...ZodType[]])).optional()]),
+  );
   return z.object(shape).passthrough().describe("a success: the REST twin's answer; a refusal (isError): the typed error body, or x402's PaymentRequired");
 }
 
@@ -91,14 +93,16 @@ export function toolOf(spec: RouteSpec<any, any, any>, keyed?: RouteSpec<any, an
   const t = spec.tool!;
   const method = spec.method.toUpperCase() as "GET" | "POST";
   const input = method === "POST" ? spec.request?.body : spec.request?.query;
-  if (input !== undefined && !(input instanceof z.ZodObject)) throw new Error(`${method} ${spec.path}: an MCP tool needs an object ${method === "POST" ? "body" : "query"} schema`);
+  if (input !== undefined && !(input instanceof z.ZodObject))
+    throw new Error(`${method} ${spec.path}: an MCP tool needs an object ${method === "POST" ? "body" : "query"} schema`);
   // path parameters (`:id`) are arguments too; the call puts them back in the path
   const params = spec.request?.params;
   if (params !== undefined && !(params instanceof z.ZodObject)) throw new Error(`${method} ${spec.path}: an MCP tool needs an object params schema`);
   const paramShape = ((params as z.ZodObject | undefined)?.shape ?? {}) as ZodRawShape;
   const inputShape = ((input as z.ZodObject | undefined)?.shape ?? {}) as ZodRawShape;
   const clash = Object.keys(paramShape).find((k) => k in inputShape || k === "idempotency_key");
-  if (clash) throw new Error(`${method} ${spec.path}: the MCP tool's argument ${clash} is both a path parameter and a ${method === "POST" ? "body" : "query"} field`);
+  if (clash)
+    throw new Error(`${method} ${spec.path}: the MCP tool's argument ${clash} is both a path parameter and a ${method === "POST" ? "body" : "query"} field`);
   const readOnly = t.readOnly ?? method === "GET";
   return {
     name: t.name,
@@ -124,7 +128,10 @@ export function toolOf(spec: RouteSpec<any, any, any>, keyed?: RouteSpec<any, an
 }
 
 /** every tool, from the routes that declare one (`routes`: every registered declaration, for a keyed twin's answers) */
-export function toolsOf(tooled: readonly RouteSpec<any, any, any>[], routeOf: (method: string, path: string) => RouteSpec<any, any, any> | undefined): ToolDefinition[] {
+export function toolsOf(
+  tooled: readonly RouteSpec<any, any, any>[],
+  routeOf: (method: string, path: string) => RouteSpec<any, any, any> | undefined,
+): ToolDefinition[] {
   return tooled.map((spec) => {
     const keyed = spec.tool!.withKey ? routeOf(spec.method, spec.tool!.withKey) : undefined;
     if (spec.tool!.withKey && !keyed) throw new Error(`MCP tool ${spec.tool!.name}: no ${spec.method.toUpperCase()} ${spec.tool!.withKey} route`);

@@ -56,7 +56,6 @@ import { repaymentSource } from "./repayment-source";
 import { LostClaim } from "./lost-claim";
 import { moduleCall, moduleRevertReason, type Call } from "./module-calls";
 
-
 export interface TickResult {
   treasuryId: string;
   outcome: "not_active" | "healthy" | "already_acted" | "in_progress" | "executed" | "skipped" | "failed";
@@ -99,7 +98,9 @@ export class ProtectionEngine {
   private readonly holder = newId("eng");
 
   constructor(
-    private readonly ctx: ServiceContext<"apiKeys" | "delegations" | "executions" | "fees" | "instances" | "positionSamples" | "protectionClaims" | "treasuries">,
+    private readonly ctx: ServiceContext<
+      "apiKeys" | "delegations" | "executions" | "fees" | "instances" | "positionSamples" | "protectionClaims" | "treasuries"
+    >,
     private readonly opts: {
       rpcUrls: Partial<Record<TreasuryChain, string>>;
       automationKey: Hex;
@@ -155,7 +156,8 @@ export class ProtectionEngine {
     let d = delegation;
     const t = await this.ctx.stores.treasuries.get(d.treasuryId);
     if (!t || !this.chain.connected(t.chain)) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "no treasury or no RPC" };
-    if (d.automation.toLowerCase() !== this.automation.address.toLowerCase()) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" };
+    if (d.automation.toLowerCase() !== this.automation.address.toLowerCase())
+      return { treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" };
     const state = await this.delegations.state(t);
     if (state !== "active") return { treasuryId: d.treasuryId, outcome: "not_active", detail: state };
     // a staged upgrade the Safe enabled was promoted by that read: act through the module now in force
@@ -165,7 +167,13 @@ export class ProtectionEngine {
     const position = await this.chain.position(t.chain, d.safe);
     const health = chainHealthScore(position);
     // the position over time (the console's chart): one sample a minute, or at once when the LTV moved
-    await this.ctx.stores.positionSamples.sample(d.treasuryId, { at: this.ctx.clock.now().toISOString(), ltv: ltvPct(position), healthScore: health, collateralMicro: position.collateralMicro, debtMicro: position.debtMicro });
+    await this.ctx.stores.positionSamples.sample(d.treasuryId, {
+      at: this.ctx.clock.now().toISOString(),
+      ltv: ltvPct(position),
+      healthScore: health,
+      collateralMicro: position.collateralMicro,
+      debtMicro: position.debtMicro,
+    });
     const open = await this.ctx.stores.protectionClaims.get(d.treasuryId);
     let plan: Plan | TickResult | undefined;
     if (!open) {
@@ -182,7 +190,8 @@ export class ProtectionEngine {
     // one trigger, one action: the claim disarms it in the same transaction, for every engine at once
     const claimed = await this.ctx.stores.protectionClaims.claim(d.treasuryId, this.holder, newId("fee"), this.ctx.clock.now());
     if (claimed.kind === "held") return { treasuryId: d.treasuryId, outcome: "in_progress", detail: "another engine is acting on this trigger" };
-    if (claimed.kind === "disarmed") return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
+    if (claimed.kind === "disarmed")
+      return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
     const claim = claimed.claim;
     const run: Run = { d, t, threshold, claim, gasWei: 0n, receipts: new Map() };
     try {
@@ -204,7 +213,12 @@ export class ProtectionEngine {
   }
 
   /** the repayment that parks the position, its calls and gas, or why nothing can be done (recorded as skipped) */
-  private async plan(d: DelegationRecord, chain: TreasuryChain, position: Awaited<ReturnType<ChainGateway["position"]>>, health: number): Promise<Plan | TickResult> {
+  private async plan(
+    d: DelegationRecord,
+    chain: TreasuryChain,
+    position: Awaited<ReturnType<ChainGateway["position"]>>,
+    health: number,
+  ): Promise<Plan | TickResult> {
     const t = (await this.ctx.stores.treasuries.get(d.treasuryId))!;
     const m = AAVE_MARKETS[chain];
     const park = BigInt(PRESETS[t.preset].parkTarget * 100);
@@ -225,13 +239,16 @@ export class ProtectionEngine {
     let gas = 0n;
     for (const c of calls) {
       const generous = c.kind === "deleverage" ? c.gas : 400_000n;
-      gas += c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, ...moduleCall(c) }).catch(() => generous) : generous;
+      gas +=
+        c === calls[0] ? await client.estimateContractGas({ account: this.automation, address: d.module, ...moduleCall(c) }).catch(() => generous) : generous;
     }
     const costUsd = usdOfWei(gas * fees.maxFeePerGas, ethPrice!);
     const caps = this.caps();
-    if (costUsd > caps.perActionUsd) return this.skip(d, health, ltvPct(position), `gas ${costUsd.toFixed(4)} USD is above the ${caps.perActionUsd} USD per-action cap`);
+    if (costUsd > caps.perActionUsd)
+      return this.skip(d, health, ltvPct(position), `gas ${costUsd.toFixed(4)} USD is above the ${caps.perActionUsd} USD per-action cap`);
     const month = await this.ctx.stores.delegations.monthGasUsd(d.safe, this.ctx.clock.now());
-    if (month + costUsd > caps.perMonthUsd) return this.skip(d, health, ltvPct(position), `gas budget: ${month.toFixed(4)} USD spent this month, cap ${caps.perMonthUsd}`);
+    if (month + costUsd > caps.perMonthUsd)
+      return this.skip(d, health, ltvPct(position), `gas budget: ${month.toFixed(4)} USD spent this month, cap ${caps.perMonthUsd}`);
     return { calls, repay, fees, ethPrice: ethPrice!, about };
   }
 
@@ -294,7 +311,13 @@ export class ProtectionEngine {
     for (let attempt = 0; attempt < 3; attempt++) {
       const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
       const raw = await this.automation.signTransaction({
-        type: "eip1559", chainId, nonce, to: run.d.module, value: 0n, gas: call.gas, ...fees,
+        type: "eip1559",
+        chainId,
+        nonce,
+        to: run.d.module,
+        value: 0n,
+        gas: call.gas,
+        ...fees,
         data: encodeFunctionData(moduleCall(call)),
       });
       const sent: SentTransaction = { hash: keccak256(raw), raw, nonce, call: call.kind };
@@ -313,7 +336,8 @@ export class ProtectionEngine {
       timeoutMs: RECEIPT_TIMEOUT_MS,
       whileWaiting: async () => {
         if (Date.now() - renewed <= 1_000) return;
-        if (!(await this.ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, this.ctx.clock.now()))) throw new LostClaim("this trigger", "engine");
+        if (!(await this.ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, this.ctx.clock.now())))
+          throw new LostClaim("this trigger", "engine");
         // a pass that waits on a transaction is still a pass: the engine stays on record as watching
         await this.ctx.stores.instances.beatEngine(this.automation.address, this.ctx.clock.now());
         renewed = Date.now();
@@ -333,7 +357,13 @@ export class ProtectionEngine {
     const now = this.ctx.clock.now();
     // a deleverage repaid what its sale brought less the flash premium (the module's Deleveraged event says both)
     const sale = [...run.receipts.values()]
-      .flatMap((r) => parseEventLogs({ abi: PROTECTION_MODULE_ABI, logs: r.logs.filter((l) => l.address.toLowerCase() === d.module.toLowerCase()), eventName: "Deleveraged" }))
+      .flatMap((r) =>
+        parseEventLogs({
+          abi: PROTECTION_MODULE_ABI,
+          logs: r.logs.filter((l) => l.address.toLowerCase() === d.module.toLowerCase()),
+          eventName: "Deleveraged",
+        }),
+      )
       .at(-1);
     const repay = sale ? sale.args.usdcReceived - sale.args.flashPremium : (claim.repayMicro ?? 0n);
     const deleverage = claim.plan?.source === "collateral";
@@ -342,14 +372,42 @@ export class ProtectionEngine {
     await this.ctx.tx.transaction(async () => {
       // fenced: an engine that lost the claim records nothing (its successor does)
       if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
-      await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "executed", reason: note, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: ltvPct(after), repayMicro: repay, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: now.toISOString() });
-      await this.recorder.record({ treasury: t, action, amountMicro: repay, fee: feeFor("none", repay), origin: "protection", envelopeTxId: null, trigger: action, settled: true, executionId: claim.actionId, at: now });
+      await this.ctx.stores.delegations.recordAction({
+        id: claim.actionId,
+        treasuryId: d.treasuryId,
+        safe: d.safe,
+        status: "executed",
+        reason: note,
+        healthBefore: claim.healthBefore,
+        ltvBefore: claim.ltvBefore,
+        ltvAfter: ltvPct(after),
+        repayMicro: repay,
+        txHashes: this.landedHashes(run),
+        gasUsd: this.gasUsd(run, ethPrice),
+        createdAt: now.toISOString(),
+      });
+      await this.recorder.record({
+        treasury: t,
+        action,
+        amountMicro: repay,
+        fee: feeFor("none", repay),
+        origin: "protection",
+        envelopeTxId: null,
+        trigger: action,
+        settled: true,
+        executionId: claim.actionId,
+        at: now,
+      });
       // re-armed once the action restored the position, or after a partial deleverage that moved it (the next act
       // continues toward the park target); an action that did neither is not repeated for the same trigger
       const moved = claim.ltvBefore !== null && ltvPct(after) < claim.ltvBefore;
       if (chainHealthScore(after) >= run.threshold || (claim.plan?.partial === true && moved)) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
     });
-    return { treasuryId: d.treasuryId, outcome: "executed", detail: `repaid ${formatDecimal(repay, 6)} USDC${note ? ` (${note})` : ""}, LTV ${claim.ltvBefore}% -> ${ltvPct(after)}%` };
+    return {
+      treasuryId: d.treasuryId,
+      outcome: "executed",
+      detail: `repaid ${formatDecimal(repay, 6)} USDC${note ? ` (${note})` : ""}, LTV ${claim.ltvBefore}% -> ${ltvPct(after)}%`,
+    };
   }
 
   /** the action failed: recorded with its reason, the claim ended and the trigger re-armed (retried within the gas caps) */
@@ -357,7 +415,20 @@ export class ProtectionEngine {
     const { d, claim } = run;
     await this.ctx.tx.transaction(async () => {
       if (!(await this.ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
-      await this.ctx.stores.delegations.recordAction({ id: claim.actionId, treasuryId: d.treasuryId, safe: d.safe, status: "failed", reason, healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, ltvAfter: null, repayMicro: claim.repayMicro, txHashes: this.landedHashes(run), gasUsd: this.gasUsd(run, ethPrice), createdAt: this.ctx.clock.now().toISOString() });
+      await this.ctx.stores.delegations.recordAction({
+        id: claim.actionId,
+        treasuryId: d.treasuryId,
+        safe: d.safe,
+        status: "failed",
+        reason,
+        healthBefore: claim.healthBefore,
+        ltvBefore: claim.ltvBefore,
+        ltvAfter: null,
+        repayMicro: claim.repayMicro,
+        txHashes: this.landedHashes(run),
+        gasUsd: this.gasUsd(run, ethPrice),
+        createdAt: this.ctx.clock.now().toISOString(),
+      });
       await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
     });
     return { treasuryId: d.treasuryId, outcome: "failed", detail: reason };
@@ -382,7 +453,20 @@ export class ProtectionEngine {
   }
 
   private async skip(d: DelegationRecord, health: number, ltv: number, reason: string): Promise<TickResult> {
-    await this.ctx.stores.delegations.recordAction({ id: newId("fee"), treasuryId: d.treasuryId, safe: d.safe, status: "skipped", reason, healthBefore: health, ltvBefore: ltv, ltvAfter: null, repayMicro: null, txHashes: [], gasUsd: 0, createdAt: this.ctx.clock.now().toISOString() });
+    await this.ctx.stores.delegations.recordAction({
+      id: newId("fee"),
+      treasuryId: d.treasuryId,
+      safe: d.safe,
+      status: "skipped",
+      reason,
+      healthBefore: health,
+      ltvBefore: ltv,
+      ltvAfter: null,
+      repayMicro: null,
+      txHashes: [],
+      gasUsd: 0,
+      createdAt: this.ctx.clock.now().toISOString(),
+    });
     return { treasuryId: d.treasuryId, outcome: "skipped", detail: reason };
   }
 }

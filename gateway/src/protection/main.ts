@@ -23,7 +23,20 @@ if (!key) {
 const config = loadConfig();
 const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
 const db = await openDatabase(config.database);
-const ctx = scope({ config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") }, "delegations", "treasuries", "apiKeys", "fees", "executions", "instances", "protectionClaims", "envelopes", "safeTransactions", "slots", "positionSamples");
+const ctx = scope(
+  { config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") },
+  "delegations",
+  "treasuries",
+  "apiKeys",
+  "fees",
+  "executions",
+  "instances",
+  "protectionClaims",
+  "envelopes",
+  "safeTransactions",
+  "slots",
+  "positionSamples",
+);
 const engine = new ProtectionEngine(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
 const executor = new SafeExecutor(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);

@@ -15,7 +15,12 @@ export type Call =
   | { kind: "approve" | "repay"; fn: "execute"; args: readonly [`0x${string}`, Hex]; gas: bigint }
   | { kind: "deleverage"; fn: "deleverage"; args: readonly [`0x${string}`, bigint, bigint]; gas: bigint };
 
-export const moduleCall = (c: Call) => ({ abi: PROTECTION_MODULE_ABI, functionName: c.fn, args: c.args }) as { abi: typeof PROTECTION_MODULE_ABI; functionName: "execute"; args: readonly [`0x${string}`, Hex] };
+export const moduleCall = (c: Call) =>
+  ({ abi: PROTECTION_MODULE_ABI, functionName: c.fn, args: c.args }) as {
+    abi: typeof PROTECTION_MODULE_ABI;
+    functionName: "execute";
+    args: readonly [`0x${string}`, Hex];
+  };
 
 /** a module (or Aave) revert as `Name(args)`, decoded from the module's ABI */
 export function moduleRevertReason(err: unknown): string {

@@ -39,7 +39,14 @@ export interface Sale {
  * the module's minimum out (plus a margin) shrinks the sale, which is then partial; a quote above the oracle's
  * value shrinks it too (it would repay past the park target). A string says why nothing can be sold.
  */
-export async function saleToPark(gateway: ChainGateway, d: Pick<DelegationRecord, "module" | "safe">, chain: TreasuryChain, position: ChainPosition, usdcPriceBase: bigint, park: bigint): Promise<Sale | string> {
+export async function saleToPark(
+  gateway: ChainGateway,
+  d: Pick<DelegationRecord, "module" | "safe">,
+  chain: TreasuryChain,
+  position: ChainPosition,
+  usdcPriceBase: bigint,
+  park: bigint,
+): Promise<Sale | string> {
   const m = AAVE_MARKETS[chain];
   const client = gateway.client(chain);
   let maxSlippageBps: bigint;
@@ -123,7 +130,14 @@ export interface RepaymentSource {
  * The repayment that parks the position, from the cheapest source that covers it: the Safe's idle USDC (no swap,
  * no premium), then its supplied USDC (repayWithATokens), then a sale of collateral. A string says why none can.
  */
-export async function repaymentSource(gateway: ChainGateway, d: Pick<DelegationRecord, "module" | "safe">, chain: TreasuryChain, position: ChainPosition, usdcPrice: bigint, park: bigint): Promise<RepaymentSource | string> {
+export async function repaymentSource(
+  gateway: ChainGateway,
+  d: Pick<DelegationRecord, "module" | "safe">,
+  chain: TreasuryChain,
+  position: ChainPosition,
+  usdcPrice: bigint,
+  park: bigint,
+): Promise<RepaymentSource | string> {
   const m = AAVE_MARKETS[chain];
   const base = { collateralBase: position.collateralBase, debtBase: position.debtBase, usdcPriceBase: usdcPrice, parkTargetBps: park };
   const fromWallet = repaymentToPark({ ...base, fromCollateral: false });
@@ -135,17 +149,35 @@ export async function repaymentSource(gateway: ChainGateway, d: Pick<DelegationR
   if (fromWallet > 0n && position.holdings.walletUsdc >= fromWallet) {
     repay = fromWallet;
     calls = [
-      { kind: "approve", fn: "execute", args: [m.usdc, encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, repay] })], gas: EXECUTE_GAS_LIMIT },
-      { kind: "repay", fn: "execute", args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [m.usdc, repay, 2n, d.safe] })], gas: EXECUTE_GAS_LIMIT },
+      {
+        kind: "approve",
+        fn: "execute",
+        args: [m.usdc, encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [m.pool, repay] })],
+        gas: EXECUTE_GAS_LIMIT,
+      },
+      {
+        kind: "repay",
+        fn: "execute",
+        args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repay", args: [m.usdc, repay, 2n, d.safe] })],
+        gas: EXECUTE_GAS_LIMIT,
+      },
     ];
     about = { source: "usdc", partial: false, note: `repaid from the Safe's idle USDC` };
   } else if (fromCollateral > 0n && position.holdings.aUsdc >= fromCollateral) {
     repay = fromCollateral;
-    calls = [{ kind: "repay", fn: "execute", args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, repay, 2n] })], gas: EXECUTE_GAS_LIMIT }];
+    calls = [
+      {
+        kind: "repay",
+        fn: "execute",
+        args: [m.pool, encodeFunctionData({ abi: AAVE_POOL_ABI, functionName: "repayWithATokens", args: [m.usdc, repay, 2n] })],
+        gas: EXECUTE_GAS_LIMIT,
+      },
+    ];
     about = { source: "ausdc", partial: false, note: `repaid from the Safe's supplied USDC (repayWithATokens)` };
   } else {
     const sale = await saleToPark(gateway, d, chain, position, usdcPrice, park);
-    if (typeof sale === "string") return `no repayment source: the Safe holds ${position.holdings.walletUsdc} USDC and ${position.holdings.aUsdc} aUSDC, ${fromWallet} needed; ${sale}`;
+    if (typeof sale === "string")
+      return `no repayment source: the Safe holds ${position.holdings.walletUsdc} USDC and ${position.holdings.aUsdc} aUSDC, ${fromWallet} needed; ${sale}`;
     repay = sale.minOut;
     calls = [{ kind: "deleverage", fn: "deleverage", args: [sale.token, sale.amount, sale.flashAmount], gas: DELEVERAGE_GAS_LIMIT }];
     about = { source: "collateral", partial: sale.partial, note: sale.note };

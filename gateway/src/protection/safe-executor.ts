@@ -103,7 +103,13 @@ export class SafeExecutor {
         } catch (err) {
           if (err instanceof LostClaim) results.push({ id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: err.message });
           // the claim stays with what was sent on it; a later pass (or another executor once the lease lapses) settles it
-          else results.push({ id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: err instanceof Error ? err.message.split("\n")[0] : String(err) });
+          else
+            results.push({
+              id: r.id,
+              treasuryId: r.treasuryId,
+              outcome: "in_progress",
+              detail: err instanceof Error ? err.message.split("\n")[0] : String(err),
+            });
         }
       }
       return results;
@@ -118,8 +124,10 @@ export class SafeExecutor {
       // everything that costs nothing is checked before the claim
       state = await this.safes.safeState(r.chain, r.safe);
       const valid = r.signatures.filter((s) => state!.owners.includes(s.owner));
-      if (valid.length < state.threshold) return { id: r.id, treasuryId: r.treasuryId, outcome: "awaiting_signatures", detail: `${valid.length} of ${state.threshold} owners signed` };
-      if (BigInt(r.safeTx.nonce) > state.nonce) return { id: r.id, treasuryId: r.treasuryId, outcome: "waiting", detail: `the Safe's nonce is ${state.nonce}; this transaction has ${r.safeTx.nonce}` };
+      if (valid.length < state.threshold)
+        return { id: r.id, treasuryId: r.treasuryId, outcome: "awaiting_signatures", detail: `${valid.length} of ${state.threshold} owners signed` };
+      if (BigInt(r.safeTx.nonce) > state.nonce)
+        return { id: r.id, treasuryId: r.treasuryId, outcome: "waiting", detail: `the Safe's nonce is ${state.nonce}; this transaction has ${r.safeTx.nonce}` };
     }
     const claimed = await this.ctx.stores.safeTransactions.claim(r.id, this.holder, this.ctx.clock.now());
     if (!claimed) return { id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: "another executor holds it" };
@@ -131,10 +139,18 @@ export class SafeExecutor {
     // only the Safe's own registration's items execute: the SafeTx hash does not name the treasury, so an item another
     // registration queued (before this rule) could carry the owners' signatures of the Safe's own item
     if (!(await isSafesOwnRegistration(this.ctx.stores.treasuries, r.treasuryId, r.safe))) {
-      return this.fail(r, "ownership_not_proven", `treasury ${r.treasuryId} is not the registration the Safe ${r.safe} itself proved: its Safe transactions are never executed (nothing was sent)`);
+      return this.fail(
+        r,
+        "ownership_not_proven",
+        `treasury ${r.treasuryId} is not the registration the Safe ${r.safe} itself proved: its Safe transactions are never executed (nothing was sent)`,
+      );
     }
     if (BigInt(r.safeTx.nonce) < state.nonce) {
-      return this.fail(r, "safe_nonce_used", `the Safe's nonce is ${state.nonce}: another Safe transaction used nonce ${r.safeTx.nonce} (nothing of this one was executed by the service)`);
+      return this.fail(
+        r,
+        "safe_nonce_used",
+        `the Safe's nonce is ${state.nonce}: another Safe transaction used nonce ${r.safeTx.nonce} (nothing of this one was executed by the service)`,
+      );
     }
     // the safety rail again, against the position at this moment
     const treasury = await this.actions.treasury(r.treasuryId);
@@ -150,7 +166,18 @@ export class SafeExecutor {
     const data = encodeFunctionData({
       abi: SAFE_ABI,
       functionName: "execTransaction",
-      args: [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver, packSignatures(owners)],
+      args: [
+        t.to,
+        BigInt(t.value),
+        t.data,
+        t.operation,
+        BigInt(t.safeTxGas),
+        BigInt(t.baseGas),
+        BigInt(t.gasPrice),
+        t.gasToken,
+        t.refundReceiver,
+        packSignatures(owners),
+      ],
     });
     const client = this.chain.client(r.chain);
     try {
@@ -166,13 +193,28 @@ export class SafeExecutor {
     const budget = this.opts.gasUsdPerMonth ?? SAFE_EXEC_GAS_USD_PER_MONTH;
     const spent = await this.ctx.stores.safeTransactions.monthGasUsd(r.safe, this.ctx.clock.now());
     if (spent + costUsd > budget) {
-      return this.fail(r, "gas_budget_exhausted", `executing it would cost about ${costUsd.toFixed(6)} USD of gas; ${spent.toFixed(6)} USD of this Safe's ${budget} USD monthly budget for executions is spent; nothing was sent`);
+      return this.fail(
+        r,
+        "gas_budget_exhausted",
+        `executing it would cost about ${costUsd.toFixed(6)} USD of gas; ${spent.toFixed(6)} USD of this Safe's ${budget} USD monthly budget for executions is spent; nothing was sent`,
+      );
     }
     for (let attempt = 0; attempt < 3; attempt++) {
       const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
-      const raw = await this.automation.signTransaction({ type: "eip1559", chainId: AAVE_MARKETS[r.chain].chainId, nonce, to: r.safe, value: 0n, gas: EXEC_GAS_LIMIT, data, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas });
+      const raw = await this.automation.signTransaction({
+        type: "eip1559",
+        chainId: AAVE_MARKETS[r.chain].chainId,
+        nonce,
+        to: r.safe,
+        value: 0n,
+        gas: EXEC_GAS_LIMIT,
+        data,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      });
       const sent = { hash: keccak256(raw), raw, nonce };
-      if (!(await this.ctx.stores.safeTransactions.recordSent(r.id, this.holder, sent, this.ctx.clock.now()))) throw new LostClaim("this Safe transaction", "executor");
+      if (!(await this.ctx.stores.safeTransactions.recordSent(r.id, this.holder, sent, this.ctx.clock.now())))
+        throw new LostClaim("this Safe transaction", "executor");
       const receipt = await this.landed(r, sent);
       if (receipt) return this.settle(r, receipt);
     }
@@ -190,10 +232,18 @@ export class SafeExecutor {
     const client = this.chain.client(r.chain);
     const chainId = AAVE_MARKETS[r.chain].chainId;
     const simulate = async (calls: SafeTransactionRecord["calls"]): Promise<{ success: boolean; returnData: Hex } | null> => {
-      const t = safeTxFor(chainId, calls.map((c) => ({ to: c.to, data: c.data, value: "0" as const })), 0n);
+      const t = safeTxFor(
+        chainId,
+        calls.map((c) => ({ to: c.to, data: c.data, value: "0" as const })),
+        0n,
+      );
       const payload = encodeFunctionData({ abi: SIMULATE_TX_ACCESSOR_ABI, functionName: "simulate", args: [t.to, BigInt(t.value), t.data, t.operation] });
       try {
-        await client.call({ account: this.automation.address, to: r.safe, data: encodeFunctionData({ abi: SAFE_ABI, functionName: "simulateAndRevert", args: [simulateTxAccessor(chainId), payload] }) });
+        await client.call({
+          account: this.automation.address,
+          to: r.safe,
+          data: encodeFunctionData({ abi: SAFE_ABI, functionName: "simulateAndRevert", args: [simulateTxAccessor(chainId), payload] }),
+        });
         return null; // simulateAndRevert always reverts
       } catch (err) {
         const data = revertDataOf(err);
@@ -210,7 +260,9 @@ export class SafeExecutor {
         if (result.success) continue;
         const call = r.calls[k - 1]!;
         const what = `call ${k} of ${r.calls.length} (${call.kind}: ${String(call.summary.description ?? "")}) reverts`;
-        return k === 1 ? `${what}: ${describeRevertData(result.returnData)}` : `${what} after the ${k - 1} before it (MultiSendCallOnly does not return its reason)`;
+        return k === 1
+          ? `${what}: ${describeRevertData(result.returnData)}`
+          : `${what} after the ${k - 1} before it (MultiSendCallOnly does not return its reason)`;
       }
       return "every call succeeds alone in the Safe's simulation; the batch fails as a whole (gas or the Safe's own checks)";
     } catch (err) {
@@ -229,20 +281,32 @@ export class SafeExecutor {
       const state = await this.safes.safeState(r.chain, r.safe);
       if (state.nonce > BigInt(r.safeTx.nonce)) return this.fail(r, "safe_nonce_used", `the Safe's nonce moved past ${r.safeTx.nonce} without this execution`);
       await this.ctx.stores.safeTransactions.release(r.id, this.holder, this.ctx.clock.now().toISOString());
-      return { id: r.id, treasuryId: r.treasuryId, outcome: "in_progress", detail: "the automation transaction was replaced before it was mined; tried again on the next pass" };
+      return {
+        id: r.id,
+        treasuryId: r.treasuryId,
+        outcome: "in_progress",
+        detail: "the automation transaction was replaced before it was mined; tried again on the next pass",
+      };
     }
     const gasUsd = usdOfWei(receipt.gasUsed * receipt.effectiveGasPrice, await this.chain.ethPrice(r.chain));
     const events = parseEventLogs({ abi: SAFE_ABI, logs: receipt.logs.filter((l) => l.address.toLowerCase() === r.safe.toLowerCase()) });
-    const ok = receipt.status === "success" && events.some((e) => e.eventName === "ExecutionSuccess" && e.args.txHash.toLowerCase() === r.safeTxHash.toLowerCase());
+    const ok =
+      receipt.status === "success" && events.some((e) => e.eventName === "ExecutionSuccess" && e.args.txHash.toLowerCase() === r.safeTxHash.toLowerCase());
     if (!ok) {
-      const how = receipt.status === "success" ? "the Safe reported ExecutionFailure (a call of the batch failed)" : "the transaction reverted (GS013: a call of the batch failed)";
+      const how =
+        receipt.status === "success"
+          ? "the Safe reported ExecutionFailure (a call of the batch failed)"
+          : "the transaction reverted (GS013: a call of the batch failed)";
       return this.fail(r, "transaction_reverted", `${how} in ${receipt.transactionHash}`, receipt.transactionHash, gasUsd);
     }
     const after = await this.chain.position(r.chain, r.safe);
     const now = this.ctx.clock.now();
     const treasury = await this.actions.treasury(r.treasuryId);
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash, gasUsd }, now.toISOString()))) throw new LostClaim("this Safe transaction", "executor");
+      if (
+        !(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash, gasUsd }, now.toISOString()))
+      )
+        throw new LostClaim("this Safe transaction", "executor");
       await this.updateReceipt(r, {
         status: "completed",
         tx_hash: receipt.transactionHash,
@@ -268,15 +332,28 @@ export class SafeExecutor {
         r.executionId,
       );
     });
-    await this.ctx.stores.positionSamples.sample(r.treasuryId, { at: now.toISOString(), ltv: ltvPct(after), healthScore: chainHealthScore(after), collateralMicro: after.collateralMicro, debtMicro: after.debtMicro });
+    await this.ctx.stores.positionSamples.sample(r.treasuryId, {
+      at: now.toISOString(),
+      ltv: ltvPct(after),
+      healthScore: chainHealthScore(after),
+      collateralMicro: after.collateralMicro,
+      debtMicro: after.debtMicro,
+    });
     return { id: r.id, treasuryId: r.treasuryId, outcome: "executed", txHash: receipt.transactionHash };
   }
 
   private async fail(r: SafeTransactionRecord, error: string, message: string, txHash?: Hex, gasUsd?: number): Promise<SafeExecution> {
     const now = this.ctx.clock.now().toISOString();
     await this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash, gasUsd }, now))) throw new LostClaim("this Safe transaction", "executor");
-      await this.updateReceipt(r, { status: "failed", failure: { error, message }, ...(txHash ? { tx_hash: txHash } : {}), failed_at: now, safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "failed") });
+      if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash, gasUsd }, now)))
+        throw new LostClaim("this Safe transaction", "executor");
+      await this.updateReceipt(r, {
+        status: "failed",
+        failure: { error, message },
+        ...(txHash ? { tx_hash: txHash } : {}),
+        failed_at: now,
+        safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "failed"),
+      });
     });
     return { id: r.id, treasuryId: r.treasuryId, outcome: "failed", detail: `${error}: ${message}`, txHash };
   }
@@ -287,7 +364,12 @@ export class SafeExecutor {
     const message = `the Safe's owners did not sign it before ${r.expiresAt}; the service will not execute it`;
     const done = await this.ctx.tx.transaction(async () => {
       if (!(await this.ctx.stores.safeTransactions.markExpired(r.id, now))) return false;
-      await this.updateReceipt(r, { status: "failed", failure: { error: "safe_transaction_not_open", message }, failed_at: now, safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "expired") });
+      await this.updateReceipt(r, {
+        status: "failed",
+        failure: { error: "safe_transaction_not_open", message },
+        failed_at: now,
+        safe_transaction: safeTransactionRef(this.ctx.links, r.id, r.safeTxHash, "expired"),
+      });
       return true;
     });
     return { id: r.id, treasuryId: r.treasuryId, outcome: done ? "expired" : "in_progress", detail: message };

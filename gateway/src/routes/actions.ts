@@ -32,13 +32,21 @@ import { bearerRefusals, err, RATE_LIMITED, type RouteKit } from "./kit";
 
 const RECEIPT_PREFIXES = [...DECLARED.map((d) => d.idPrefix), "exe"];
 export const ReceiptIdParams = z.object({
-  id: z.string().regex(new RegExp(`^(${RECEIPT_PREFIXES.join("|")})_[0-9a-f]{32}$`), `must be a receipt id (${RECEIPT_PREFIXES.map((p) => `${p}_`).join(", ")} and 32 hex digits)`),
+  id: z
+    .string()
+    .regex(
+      new RegExp(`^(${RECEIPT_PREFIXES.join("|")})_[0-9a-f]{32}$`),
+      `must be a receipt id (${RECEIPT_PREFIXES.map((p) => `${p}_`).join(", ")} and 32 hex digits)`,
+    ),
 });
 
 export const DelegationRequest = z
   .strictObject({
     module: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-    protect_below_health_score: z.number().min(1.05).max(3).multipleOf(0.01).optional().openapi({ multipleOf: 0.01, description: "a tighter protect threshold than the preset's (operator-configurable); it must be the value the Safe signed" }),
+    protect_below_health_score: z.number().min(1.05).max(3).multipleOf(0.01).optional().openapi({
+      multipleOf: 0.01,
+      description: "a tighter protect threshold than the preset's (operator-configurable); it must be the value the Safe signed",
+    }),
     safe_proof: SignedProof.openapi({
       description:
         "The Safe's own signature (EIP-1271, by its owners) of AttachDelegation(string service, string treasuryId, address safe, address module, uint256 protectBelowHealthCentis, uint256 parkTargetBps, uint256 maxSlippageBps, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId}. protectBelowHealthCentis is the threshold x 100 (the preset's when none is given); parkTargetBps the preset's park target in basis points; maxSlippageBps the module's swap bound (requirements.max_slippage_bps). Attaching another module while the one in force is enabled on the Safe stages an upgrade (pending_upgrade): the module in force keeps protecting until the owners enable the new one (change=upgrade).",
@@ -55,7 +63,10 @@ export const DelegationDocument = z
     pending_upgrade: z
       .object({ module: z.string(), protect_below_health_score: z.number(), staged_at: z.string(), enable_with: z.string() })
       .nullable()
-      .openapi({ description: "a newer module the Safe signed for while the one in force is enabled: it takes over once the owners execute the change=upgrade Safe transaction" }),
+      .openapi({
+        description:
+          "a newer module the Safe signed for while the one in force is enabled: it takes over once the owners execute the change=upgrade Safe transaction",
+      }),
     requirements: z.record(z.string(), z.unknown()),
     protection_actions: z.array(z.record(z.string(), z.unknown())),
     gas: z
@@ -66,7 +77,11 @@ export const DelegationDocument = z
   .openapi("Delegation");
 
 const DelegationChangeQuery = z.object({
-  change: z.enum(["approve", "revoke", "upgrade"]).openapi({ param: { name: "change", in: "query" }, description: "approve: enableModule; revoke: disableModule; upgrade: enableModule of the staged module and disableModule of the one in force, in one Safe transaction (MultiSendCallOnly)" }),
+  change: z.enum(["approve", "revoke", "upgrade"]).openapi({
+    param: { name: "change", in: "query" },
+    description:
+      "approve: enableModule; revoke: disableModule; upgrade: enableModule of the staged module and disableModule of the one in force, in one Safe transaction (MultiSendCallOnly)",
+  }),
 });
 
 const DelegationChange = z
@@ -136,9 +151,13 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
           schema: ActionReceipt,
         },
         202: { description: "unsigned transaction envelope (wallet mode)", schema: UnsignedEnvelope },
-        400: err("invalid body, missing Idempotency-Key, below the minimum, or not enough balance (insufficient_balance: the sandbox's local chain funds the wallet only for a registration that proved it; elsewhere, and for an unproven wallet-mode registration, the wallet's own balance counts)"),
+        400: err(
+          "invalid body, missing Idempotency-Key, below the minimum, or not enough balance (insufficient_balance: the sandbox's local chain funds the wallet only for a registration that proved it; elsewhere, and for an unproven wallet-mode registration, the wallet's own balance counts)",
+        ),
         ...AUTH_ERRORS,
-        403: err("credential not bound to a treasury, or ownership_not_proven: a managed action on a Safe from a registration that is not the one the Safe itself proved (nothing is queued)"),
+        403: err(
+          "credential not bound to a treasury, or ownership_not_proven: a managed action on a Safe from a registration that is not the one the Safe itself proved (nothing is queued)",
+        ),
         409: err("a conflicting operation is pending, or the same Idempotency-Key is in progress"),
         422: err("Idempotency-Key reused with a different body; sandbox_execution_failed (a managed sandbox step did not execute on the local fork)"),
         ...(d.route.extraResponses ?? {}),
@@ -147,7 +166,12 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
       storeOnly: ({ res }) => deps.actions.storeOnly(requireCredential(res).treasuryId),
       handler: async ({ body, res }) => {
         const credential = requireCredential(res);
-        const outcome = await deps.actions.perform(credential.treasuryId, actionRequest(d, body), credential.kind === "x402" ? "x402_payment" : credential.kind === "wallet_signature" ? "wallet_signature" : "api_request", res.locals.slotHolder as string | undefined);
+        const outcome = await deps.actions.perform(
+          credential.treasuryId,
+          actionRequest(d, body),
+          credential.kind === "x402" ? "x402_payment" : credential.kind === "wallet_signature" ? "wallet_signature" : "api_request",
+          res.locals.slotHolder as string | undefined,
+        );
         return { status: ACTION_STATUS[outcome.kind], body: outcome.result };
       },
     });
@@ -165,7 +189,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tool: {
       name: "estimate_action",
       title: "Estimate an action",
-      description: "Fee, net amount and LTV effect of a deposit, convert, borrow or repay on the authenticated treasury; changes nothing. Refused with ltv_limit_exceeded above the ceiling.",
+      description:
+        "Fee, net amount and LTV effect of a deposit, convert, borrow or repay on the authenticated treasury; changes nothing. Refused with ltv_limit_exceeded above the ceiling.",
       readOnly: true,
     },
     request: { body: EstimateRequest, example: { action: "deposit", amount_usdc: 1000 } },
@@ -200,7 +225,11 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tags: ["Reads"],
     security: "bearer_or_x402",
     price: { atomic: 1_100n, description: "Treasury state" },
-    tool: { name: "get_treasury_state", title: "Treasury state", description: "Holdings, value, debt, LTV, health and utilization of the authenticated treasury." },
+    tool: {
+      name: "get_treasury_state",
+      title: "Treasury state",
+      description: "Holdings, value, debt, LTV, health and utilization of the authenticated treasury.",
+    },
     responses: { 200: { description: "treasury state (spec 2.8)", schema: TreasuryState }, ...bearerRefusals(), ...RATE_LIMITED },
     handler: async ({ res }) => ({ status: 200, body: await deps.treasuries.state(requireCredential(res).treasuryId) }),
   });
@@ -231,7 +260,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     security: "bearer",
     extension: true,
     responses: { 200: { description: "delegation", schema: DelegationDocument }, ...bearerRefusals(), ...RATE_LIMITED },
-    handler: async ({ res }) => ({ status: 200, body: await deps.delegation.view((await deps.actions.treasury(requireCredential(res).treasuryId))) }),
+    handler: async ({ res }) => ({ status: 200, body: await deps.delegation.view(await deps.actions.treasury(requireCredential(res).treasuryId)) }),
   });
 
   kit.route({
@@ -254,7 +283,12 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     },
     handler: async ({ res, body }) => ({
       status: 200,
-      body: await deps.delegation.register((await deps.actions.treasury(requireCredential(res).treasuryId)), body.module as `0x${string}`, body.protect_below_health_score, body.safe_proof),
+      body: await deps.delegation.register(
+        await deps.actions.treasury(requireCredential(res).treasuryId),
+        body.module as `0x${string}`,
+        body.protect_below_health_score,
+        body.safe_proof,
+      ),
     }),
   });
 
@@ -278,7 +312,10 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     },
     handler: async ({ res, query }) => ({
       status: 200,
-      body: await deps.delegation.changeTransaction(await deps.actions.treasury(requireCredential(res).treasuryId), (query as { change: "approve" | "revoke" | "upgrade" }).change),
+      body: await deps.delegation.changeTransaction(
+        await deps.actions.treasury(requireCredential(res).treasuryId),
+        (query as { change: "approve" | "revoke" | "upgrade" }).change,
+      ),
     }),
   });
 
@@ -293,7 +330,12 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     price: { atomic: 1_300n, description: "Treasury fee audit trail" },
     extension: true,
     request: { query: AuditQuery },
-    responses: { 200: { description: "a page of the fee audit trail, oldest first (`limit` entries, default 100)", schema: AuditList }, 400: err("invalid limit or cursor"), ...bearerRefusals(), ...RATE_LIMITED },
+    responses: {
+      200: { description: "a page of the fee audit trail, oldest first (`limit` entries, default 100)", schema: AuditList },
+      400: err("invalid limit or cursor"),
+      ...bearerRefusals(),
+      ...RATE_LIMITED,
+    },
     handler: async ({ res, query }) => {
       const treasuryId = requireCredential(res).treasuryId;
       return { status: 200, body: await deps.treasuries.auditView(treasuryId, query) };
@@ -307,7 +349,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     tool: {
       name: "get_receipt",
       title: "A receipt",
-      description: "A receipt of the authenticated treasury read again by its id (deposit_id, conversion_id, borrow_id, repayment_id, or a relayed envelope's execution id).",
+      description:
+        "A receipt of the authenticated treasury read again by its id (deposit_id, conversion_id, borrow_id, repayment_id, or a relayed envelope's execution id).",
     },
     summary: "A receipt of the authenticated treasury, by its id (extension)",
     description:
@@ -350,11 +393,17 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     responses: {
       200: { description: "relay receipt (spec 2.6); also the answer to the same signed transaction relayed again", schema: RelayReceipt },
       202: { description: "sent, not mined yet: the step is claimed and reconciled later", schema: RelayPending },
-      400: err("invalid body or a signed transaction that does not match (signer_mismatch, to_mismatch, data_mismatch, value_mismatch, chain_id_mismatch, invalid_signed_transaction)"),
+      400: err(
+        "invalid body or a signed transaction that does not match (signer_mismatch, to_mismatch, data_mismatch, value_mismatch, chain_id_mismatch, invalid_signed_transaction)",
+      ),
       404: err("unknown tx_id"),
-      409: err("already_relayed: another signature of a relayed step (carries the first tx_hash); step_in_flight (another signature of the step is being broadcast), step_out_of_order, nonce_not_next (carries expected_nonce), or prerequisite_steps_required (a one-signature relay outside the sandbox; carries prerequisite_steps); conflicting_operation with Retry-After (a simulated treasury's relay that kept colliding with another request of the store at the same moment: nothing was done, retry)"),
+      409: err(
+        "already_relayed: another signature of a relayed step (carries the first tx_hash); step_in_flight (another signature of the step is being broadcast), step_out_of_order, nonce_not_next (carries expected_nonce), or prerequisite_steps_required (a one-signature relay outside the sandbox; carries prerequisite_steps); conflicting_operation with Retry-After (a simulated treasury's relay that kept colliding with another request of the store at the same moment: nothing was done, retry)",
+      ),
       410: err("envelope expired"),
-      422: err("Idempotency-Key reused with a different body; transaction_would_revert, broadcast_rejected or transaction_reverted (the step awaits a new signature)"),
+      422: err(
+        "Idempotency-Key reused with a different body; transaction_would_revert, broadcast_rejected or transaction_reverted (the step awaits a new signature)",
+      ),
       503: err("the chain did not answer"),
       ...RATE_LIMITED,
     },
@@ -371,12 +420,18 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
     path: "/api/v1/relay/:tx_id",
     operationId: "getRelayStatus",
     summary: "State of one step's relay, reconciled with the chain (extension)",
-    description: "awaiting_signature, broadcasting (sent, not mined yet; reconciled on every read) or relayed (with its receipt), and the signatures of the step that did not execute.",
+    description:
+      "awaiting_signature, broadcasting (sent, not mined yet; reconciled on every read) or relayed (with its receipt), and the signatures of the step that did not execute.",
     tags: ["Wallet loop"],
     extension: true,
     request: { params: RelayStepParams },
-    responses: { 200: { description: "relay status", schema: RelayStatus }, 400: err("malformed tx_id"), 404: err("unknown tx_id"), 503: err("the chain did not answer"), ...RATE_LIMITED },
+    responses: {
+      200: { description: "relay status", schema: RelayStatus },
+      400: err("malformed tx_id"),
+      404: err("unknown tx_id"),
+      503: err("the chain did not answer"),
+      ...RATE_LIMITED,
+    },
     handler: async ({ params }) => ({ status: 200, body: await deps.relay.status(params.tx_id) }),
   });
-
 }

@@ -18,7 +18,16 @@ const SignInQuery = z.object({
 });
 
 const SignInStatement = z
-  .object({ object: z.literal("console_sign_in"), owner: z.string(), safe: z.string(), chain: z.string(), nonce: z.string(), issued_at: z.string(), message: z.string(), sign_with: z.string() })
+  .object({
+    object: z.literal("console_sign_in"),
+    owner: z.string(),
+    safe: z.string(),
+    chain: z.string(),
+    nonce: z.string(),
+    issued_at: z.string(),
+    message: z.string(),
+    sign_with: z.string(),
+  })
   .openapi("ConsoleSignInStatement");
 
 const SessionRequest = z
@@ -46,7 +55,11 @@ const Session = z
   .openapi("ConsoleSession");
 
 const HistoryQuery = z.object({
-  since: z.string().datetime({ offset: true }).optional().openapi({ param: { name: "since", in: "query" }, description: "ISO 8601 time of the oldest sample wanted (default: 24 hours ago)" }),
+  since: z
+    .string()
+    .datetime({ offset: true })
+    .optional()
+    .openapi({ param: { name: "since", in: "query" }, description: "ISO 8601 time of the oldest sample wanted (default: 24 hours ago)" }),
 });
 
 const History = z
@@ -64,7 +77,8 @@ export function consoleRoutes(kit: RouteKit, sessions: ConsoleSessionService, tr
     path: "/api/v1/console/sign-in",
     operationId: "getConsoleSignIn",
     summary: "The sign-in message a Safe owner signs to open the console (extension)",
-    description: "Extension of the spec: an EIP-4361 (Sign-In with Ethereum) message naming this service, the owner, the Safe, a fresh nonce and a 10-minute window, for personal_sign. The Safe must be the wallet of a managed treasury.",
+    description:
+      "Extension of the spec: an EIP-4361 (Sign-In with Ethereum) message naming this service, the owner, the Safe, a fresh nonce and a 10-minute window, for personal_sign. The Safe must be the wallet of a managed treasury.",
     tags: ["Managed"],
     security: "none",
     extension: true,
@@ -122,6 +136,9 @@ export function consoleRoutes(kit: RouteKit, sessions: ConsoleSessionService, tr
       ...bearerRefusals(),
       ...RATE_LIMITED,
     },
-    handler: async ({ res, query }) => ({ status: 200, body: await treasuries.healthHistory(requireCredential(res).treasuryId, (query as { since?: string }).since) }),
+    handler: async ({ res, query }) => ({
+      status: 200,
+      body: await treasuries.healthHistory(requireCredential(res).treasuryId, (query as { since?: string }).since),
+    }),
   });
 }

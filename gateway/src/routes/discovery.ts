@@ -14,7 +14,11 @@ export function discoveryRoutes(kit: RouteKit, ctx: Runtime, preview: PreviewSer
   let schedule: { tierIndex: number; volume: bigint; text: JsonText } | undefined;
   const feeSchedule = (ratchet: RatchetState): JsonText => {
     if (schedule?.tierIndex !== ratchet.tierIndex || schedule.volume !== ratchet.platformVolumeMicro) {
-      schedule = { tierIndex: ratchet.tierIndex, volume: ratchet.platformVolumeMicro, text: new JsonText(JSON.stringify(feeScheduleDocument(ratchet, url("/fees.json"), FREE_ACTIONS))) };
+      schedule = {
+        tierIndex: ratchet.tierIndex,
+        volume: ratchet.platformVolumeMicro,
+        text: new JsonText(JSON.stringify(feeScheduleDocument(ratchet, url("/fees.json"), FREE_ACTIONS))),
+      };
     }
     return schedule.text;
   };
@@ -57,7 +61,8 @@ export function discoveryRoutes(kit: RouteKit, ctx: Runtime, preview: PreviewSer
     tool: {
       name: "get_fee_schedule",
       title: "Fee schedule",
-      description: "Service fees: 2% on deposits and conversions, the cycle fee on borrows (2% at launch, ratcheting down with volume), 0 on every downward leg.",
+      description:
+        "Service fees: 2% on deposits and conversions, the cycle fee on borrows (2% at launch, ratcheting down with volume), 0 on every downward leg.",
     },
     tags: ["Discovery"],
     responses: { 200: { description: "fee schedule (spec 2.16)", schema: FeeSchedule }, ...RATE_LIMITED },

@@ -29,7 +29,12 @@ export function mcpRoutes(
     errors: ["host_not_allowed", "origin_not_allowed", "method_not_allowed"],
     handler: ({ req }) => {
       if ((req.header("accept") ?? "").includes("text/event-stream")) {
-        throw new TreasuryError("method_not_allowed", "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream", {}, { Allow: "GET, POST" });
+        throw new TreasuryError(
+          "method_not_allowed",
+          "this MCP server is stateless: POST JSON-RPC to /api/mcp; there is no SSE stream",
+          {},
+          { Allow: "GET, POST" },
+        );
       }
       return {
         status: 200,
@@ -41,7 +46,7 @@ export function mcpRoutes(
           status: "public_demo_online",
           transport: "streamable-http (stateless, JSON responses)",
           authentication:
-            "treasury tools read `Authorization: Bearer <key>` from the HTTP request; without one, a priced tool (paid: true) is paid with x402 over MCP: its refusal carries the PaymentRequired in structuredContent, the payment goes in params._meta[\"x402/payment\"], the settlement comes back in result._meta[\"x402/payment-response\"]",
+            'treasury tools read `Authorization: Bearer <key>` from the HTTP request; without one, a priced tool (paid: true) is paid with x402 over MCP: its refusal carries the PaymentRequired in structuredContent, the payment goes in params._meta["x402/payment"], the settlement comes back in result._meta["x402/payment-response"]',
           tools: deps.tools().map((t) => ({
             name: t.name,
             title: t.title,
@@ -67,7 +72,11 @@ export function mcpRoutes(
     tags: ["MCP"],
     request: { body: JsonRpcRequest },
     responses: {
-      200: { description: "JSON-RPC response (a `result`, or a JSON-RPC `error` such as -32601 method not found); a request with `id: null` is answered with `id: null`", schema: JsonRpcResponse },
+      200: {
+        description:
+          "JSON-RPC response (a `result`, or a JSON-RPC `error` such as -32601 method not found); a request with `id: null` is answered with `id: null`",
+        schema: JsonRpcResponse,
+      },
       202: { description: "a notification (a message without `id`) was accepted; no body" },
       400: err("missing jsonrpc or method"),
       403: err("DNS-rebinding guard: a Host that is not this server's (host_not_allowed) or an Origin it does not allow (origin_not_allowed)"),

@@ -53,12 +53,14 @@ export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
     path: "/api/v1/public/market-rates",
     operationId: "getMarketRates",
     summary: "Native-USDC variable borrow APY of Aave V3 on three chains",
-    description: "Read from each chain's Aave V3 Pool over its configured RPC. `environment` is `live` only when every entry was read from its chain within the cache window.",
+    description:
+      "Read from each chain's Aave V3 Pool over its configured RPC. `environment` is `live` only when every entry was read from its chain within the cache window.",
     tags,
     tool: {
       name: "get_market_rates",
       title: "Market borrow rates",
-      description: "Variable borrow APY of native USDC on Aave V3 (Ethereum, Arbitrum, Base), read from each Pool; each entry says whether it is live, cached or unavailable.",
+      description:
+        "Variable borrow APY of native USDC on Aave V3 (Ethereum, Arbitrum, Base), read from each Pool; each entry says whether it is live, cached or unavailable.",
       openWorld: true,
     },
     responses: { 200: { description: "market rates (spec 2.13)", schema: MarketRates }, ...RATE_LIMITED },
@@ -71,7 +73,11 @@ export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
     operationId: "getLiquidationDistance",
     summary: "Collateral price drop that would bring a position at an LTV to liquidation",
     tags,
-    tool: { name: "get_liquidation_distance", title: "Liquidation distance", description: "How far BTC/ETH prices can fall before a position at the given LTV (1 to 75, default 40) is liquidated." },
+    tool: {
+      name: "get_liquidation_distance",
+      title: "Liquidation distance",
+      description: "How far BTC/ETH prices can fall before a position at the given LTV (1 to 75, default 40) is liquidated.",
+    },
     request: { query: LiquidationDistanceQuery },
     responses: {
       200: { description: "liquidation distance (spec 2.14)", schema: LiquidationDistance },
@@ -122,7 +128,7 @@ export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
       ...RATE_LIMITED,
     },
     errors: ["treasury_not_found"],
-    handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject((await deps.treasuries.subject(query.address))) }),
+    handler: async ({ query }) => ({ status: 200, body: await deps.policy.forSubject(await deps.treasuries.subject(query.address)) }),
   });
 
   kit.route({

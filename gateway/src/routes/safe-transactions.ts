@@ -16,7 +16,8 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
     tool: {
       name: "list_safe_transactions",
       title: "Safe transactions awaiting the operator",
-      description: "The managed treasury's Safe transactions (open by default: awaiting the Safe owners' signatures or executing), each with its calls, SafeTx hash and EIP-712 typed data to sign.",
+      description:
+        "The managed treasury's Safe transactions (open by default: awaiting the Safe owners' signatures or executing), each with its calls, SafeTx hash and EIP-712 typed data to sign.",
     },
     summary: "The treasury's Safe transactions: managed actions awaiting the Safe owners' signatures (extension)",
     description:
@@ -42,7 +43,8 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
     path: "/api/v1/safe-transactions/:id",
     operationId: "getSafeTransaction",
     summary: "One Safe transaction of the treasury (extension)",
-    description: "Extension of the spec: one Safe transaction of the authenticated treasury, with its status, signatures, and the execution's transaction hash or failure. Another treasury's is not found.",
+    description:
+      "Extension of the spec: one Safe transaction of the authenticated treasury, with its status, signatures, and the execution's transaction hash or failure. Another treasury's is not found.",
     tags: ["Managed"],
     security: "bearer",
     extension: true,
@@ -72,13 +74,18 @@ export function safeTransactionRoutes(kit: RouteKit, safeTransactions: SafeTrans
     responses: {
       200: { description: "the Safe transaction with the signature added (`signature.outcome`: added or already_signed)", schema: SafeTransaction },
       400: err("not a 65-byte ECDSA signature"),
-      403: err("the signature is not an owner's of the Safe (not_an_owner), or the treasury is not the registration the Safe itself proved (ownership_not_proven: its items take no signatures)"),
+      403: err(
+        "the signature is not an owner's of the Safe (not_an_owner), or the treasury is not the registration the Safe itself proved (ownership_not_proven: its items take no signatures)",
+      ),
       404: err("no Safe transaction of this treasury has this id"),
       409: err("the Safe transaction takes no more signatures (safe_transaction_not_open: executing, executed, failed or expired)"),
       ...RATE_LIMITED,
       ...bearerRefusals("the Safe's owners could not be read on its chain"),
     },
     errors: ["not_an_owner", "ownership_not_proven", "not_found", "safe_transaction_not_open", "chain_unavailable"],
-    handler: async ({ res, params, body }) => ({ status: 200, body: await safeTransactions.sign(requireCredential(res).treasuryId, params.id, (body as { signature: `0x${string}` }).signature) }),
+    handler: async ({ res, params, body }) => ({
+      status: 200,
+      body: await safeTransactions.sign(requireCredential(res).treasuryId, params.id, (body as { signature: `0x${string}` }).signature),
+    }),
   });
 }

@@ -4,7 +4,15 @@ import { formatDecimal } from "@treasury/core/domain/money";
 import { HEALTH_SCORE_CAP, LTV_PCT_CAP, ltvZonesOf } from "@treasury/core/domain/position";
 import { PRESET_NAMES, PRESETS } from "@treasury/core/domain/presets";
 import { ErrorResponse } from "@treasury/core/schemas/common";
-import { CreateTreasuryRequest, OwnershipStatement, OwnershipStatementQuery, SandboxKey, Treasury, TreasuryCreateSchema, TreasuryIdParams } from "../schemas/treasuries";
+import {
+  CreateTreasuryRequest,
+  OwnershipStatement,
+  OwnershipStatementQuery,
+  SandboxKey,
+  Treasury,
+  TreasuryCreateSchema,
+  TreasuryIdParams,
+} from "../schemas/treasuries";
 import { z } from "@treasury/core/schemas/zod";
 import type { Runtime } from "../services/context";
 import type { TreasuryService } from "../services/treasury-service";
@@ -34,7 +42,11 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
     operationId: "getTreasuryCreateSchema",
     summary: "Input schema, presets and the formulas behind the figures",
     tags: ["Treasuries"],
-    tool: { name: "get_treasury_schema", title: "Treasury presets and definitions", description: "Presets (LTV bands, ceilings, park targets) and the formulas behind every figure." },
+    tool: {
+      name: "get_treasury_schema",
+      title: "Treasury presets and definitions",
+      description: "Presets (LTV bands, ceilings, park targets) and the formulas behind every figure.",
+    },
     responses: { 200: { description: "treasury creation schema", schema: TreasuryCreateSchema }, ...RATE_LIMITED },
     handler: () => ({ status: 200, body: treasuryCreateSchemaDocument() }),
   });
@@ -74,7 +86,11 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
     extension: true,
     request: { query: OwnershipStatementQuery },
     responses: { 200: { description: "EIP-712 typed data with a fresh nonce", schema: OwnershipStatement }, 400: err("invalid query"), ...RATE_LIMITED },
-    handler: ({ query }) => ({ status: 200, body: treasuries.ownershipStatement(query.wallet_address, query.chain, query.execution_mode), headers: { "Cache-Control": "no-store" } }),
+    handler: ({ query }) => ({
+      status: 200,
+      body: treasuries.ownershipStatement(query.wallet_address, query.chain, query.execution_mode),
+      headers: { "Cache-Control": "no-store" },
+    }),
   });
 
   kit.route({
@@ -91,7 +107,7 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
       ...RATE_LIMITED,
     },
     errors: ["treasury_not_found"],
-    handler: async ({ params }) => ({ status: 200, body: await treasuries.view((await treasuries.get(params.id))) }),
+    handler: async ({ params }) => ({ status: 200, body: await treasuries.view(await treasuries.get(params.id)) }),
   });
 }
 
@@ -131,7 +147,8 @@ export function treasuryCreateSchemaDocument() {
         liquidation_threshold_pct: a.liquidationThresholdBps / 100,
         sandbox_price_usd: Number(formatDecimal(a.sandboxPriceMicro, 6)),
       })),
-      safety_rail: "an action that raises LTV and would end above the preset's ceiling is refused (403 ltv_limit_exceeded) with safe_amount, the largest amount that stays within it",
+      safety_rail:
+        "an action that raises LTV and would end above the preset's ceiling is refused (403 ltv_limit_exceeded) with safe_amount, the largest amount that stays within it",
       fees: "deposit 2%, convert 2%, borrow: the cycle fee of the current tier (2% at launch); every downward leg is free; rounded half up to the micro-USDC; see /fees.json",
       amounts: "USDC amounts are JSON numbers with at most 6 decimals; inside the service they are exact integers of micro-USDC",
     },

@@ -14,7 +14,17 @@ export const PriceListDocument = z
     networks: z.object({ "1": z.literal("base-sepolia"), "2": z.literal("eip155:84532") }).openapi({ description: "the network per version (v2: CAIP-2)" }),
     asset: z.string(),
     pay_to: z.string(),
-    prices: z.array(z.object({ method: z.string(), path: z.string(), amount_atomic: z.string(), amount_usdc: z.string(), display: z.string(), description: z.string(), tool: z.string().optional().openapi({ description: "the MCP tool this route serves (its name finds the capability's path)" }) })),
+    prices: z.array(
+      z.object({
+        method: z.string(),
+        path: z.string(),
+        amount_atomic: z.string(),
+        amount_usdc: z.string(),
+        display: z.string(),
+        description: z.string(),
+        tool: z.string().optional().openapi({ description: "the MCP tool this route serves (its name finds the capability's path)" }),
+      }),
+    ),
   })
   .passthrough()
   .openapi("X402PriceList");
@@ -28,7 +38,9 @@ export const DiscoveryResources = z
           resource: z.string(),
           type: z.literal("http"),
           x402Version: z.literal(2),
-          accepts: z.array(z.object({ scheme: z.literal("exact"), network: z.string(), amount: z.string(), asset: z.string(), payTo: z.string() }).passthrough()),
+          accepts: z.array(
+            z.object({ scheme: z.literal("exact"), network: z.string(), amount: z.string(), asset: z.string(), payTo: z.string() }).passthrough(),
+          ),
           lastUpdated: z.string(),
           metadata: z.object({ method: z.string(), description: z.string(), bazaar: z.record(z.string(), z.unknown()) }).passthrough(),
         })
@@ -38,7 +50,13 @@ export const DiscoveryResources = z
   })
   .openapi("X402DiscoveryResources");
 
-export function x402Routes(kit: RouteKit, prices: PriceList, catalog: BazaarCatalog, payments: PaymentGate, info: { network: string; asset: string; payTo: string }): void {
+export function x402Routes(
+  kit: RouteKit,
+  prices: PriceList,
+  catalog: BazaarCatalog,
+  payments: PaymentGate,
+  info: { network: string; asset: string; payTo: string },
+): void {
   const listedAt = new Date().toISOString();
   kit.route({
     method: "get",

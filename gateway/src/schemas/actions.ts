@@ -3,7 +3,13 @@ import { AMOUNT_ALIAS_RULES, queryNumber, requiredWhen, schemaRules, usdcAmount 
 import { z } from "@treasury/core/schemas/zod";
 
 /** an estimate of a convert names its target: the document's if/then, and the check the estimate runs (PreviewService.estimateFor) */
-export const CONVERT_NEEDS_TARGET = requiredWhen({ member: "target", when: "action", is: "convert", message: "target (btc or eth) is required when action is convert", detail: "required for convert" });
+export const CONVERT_NEEDS_TARGET = requiredWhen({
+  member: "target",
+  when: "action",
+  is: "convert",
+  message: "target (btc or eth) is required when action is convert",
+  detail: "required for convert",
+});
 
 export const EstimateRequest = z
   .strictObject({
@@ -33,7 +39,10 @@ export const ActionReceipt = z
     fee_usdc: z.number(),
     ltv_before: z.number(),
     ltv_after: z.number(),
-    status: z.enum(["processing", "approved", "completed", "failed"]).openapi({ description: "processing, approved (borrow) or completed as the spec shows them; a managed action on a Safe moves from processing/approved to completed (with tx_hash) or failed (with failure) when its Safe transaction executes" }),
+    status: z.enum(["processing", "approved", "completed", "failed"]).openapi({
+      description:
+        "processing, approved (borrow) or completed as the spec shows them; a managed action on a Safe moves from processing/approved to completed (with tx_hash) or failed (with failure) when its Safe transaction executes",
+    }),
     created_at: Timestamp,
     deposit_id: z.string().regex(/^dep_/).optional(),
     net_amount: z.number().optional(),
@@ -186,12 +195,22 @@ export const AuditQuery = z.object({
   limit: queryNumber()
     .pipe(z.number().int().min(1).max(AUDIT_PAGE.max))
     .optional()
-    .openapi({ param: { name: "limit", in: "query" }, type: "integer", minimum: 1, maximum: AUDIT_PAGE.max, default: AUDIT_PAGE.default, description: "entries per page" }),
+    .openapi({
+      param: { name: "limit", in: "query" },
+      type: "integer",
+      minimum: 1,
+      maximum: AUDIT_PAGE.max,
+      default: AUDIT_PAGE.default,
+      description: "entries per page",
+    }),
   cursor: z
     .string()
     .regex(/^\d{1,13}-\d{1,15}$/)
     .optional()
-    .openapi({ param: { name: "cursor", in: "query" }, description: "the `next_cursor` of the previous page (a position in the trail: time in Unix milliseconds, then insertion number)" }),
+    .openapi({
+      param: { name: "cursor", in: "query" },
+      description: "the `next_cursor` of the previous page (a position in the trail: time in Unix milliseconds, then insertion number)",
+    }),
 });
 
 export const AuditList = z

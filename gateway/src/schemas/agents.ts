@@ -49,5 +49,8 @@ export const ReviewTransitionBody = z.strictObject({
   reviewer: personText({ min: 2, max: 200 }),
   outcome: z.enum(["approved", "declined"]).optional(),
   note: personText({ max: 2000, multiline: true }).optional(),
-  treasury_id: z.string().regex(/^trs_[0-9a-f]{32}$/).optional(),
+  treasury_id: z
+    .string()
+    .regex(/^trs_[0-9a-f]{32}$/)
+    .optional(),
 });

@@ -30,7 +30,10 @@ export const FeeSchedule = z
     }),
     protection_costs: z
       .object({ service_fee_pct: z.literal(0), max_swap_slippage_bps: z.number().int(), swap: z.string(), flash_loan: z.string(), gas: z.string() })
-      .openapi({ description: "what a protection action costs: no service fee; the swap's bound against Aave's oracle, Aave's flash premium when used, gas paid by the service" }),
+      .openapi({
+        description:
+          "what a protection action costs: no service fee; the swap's bound against Aave's oracle, Aave's flash premium when used, gas paid by the service",
+      }),
   })
   .passthrough()
   .openapi("FeeSchedule", { description: "spec 2.16 (open object)" });
@@ -48,10 +51,16 @@ export const McpDiscovery = z
 export const JsonRpcRequest = z
   .object({
     jsonrpc: z.literal("2.0"),
-    id: z.union([z.string(), z.number().int(), z.null()]).optional().openapi({ description: "string, integer or null (JSON-RPC 2.0: numbers without fractional parts); absent for a notification" }),
+    id: z
+      .union([z.string(), z.number().int(), z.null()])
+      .optional()
+      .openapi({ description: "string, integer or null (JSON-RPC 2.0: numbers without fractional parts); absent for a notification" }),
     method: z.string(),
     params: z.record(z.string(), z.unknown()).optional(),
   })
   .openapi("JsonRpcRequest");
 
-export const JsonRpcResponse = z.object({ jsonrpc: z.literal("2.0") }).passthrough().openapi("JsonRpcResponse");
+export const JsonRpcResponse = z
+  .object({ jsonrpc: z.literal("2.0") })
+  .passthrough()
+  .openapi("JsonRpcResponse");

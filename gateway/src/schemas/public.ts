@@ -100,7 +100,10 @@ export const PolicyState = z
       repayment_source: z.string(),
       repayment_order: z.array(z.string()).openapi({ description: "the sources the engine repays from, cheapest first" }),
       scope: z.string(),
-      max_swap_slippage_bps: z.number().int().openapi({ description: "the most a deleverage's swap may return under Aave's oracle value (fixed in the ProtectionModule, signed by the Safe when it attaches it)" }),
+      max_swap_slippage_bps: z.number().int().openapi({
+        description:
+          "the most a deleverage's swap may return under Aave's oracle value (fixed in the ProtectionModule, signed by the Safe when it attaches it)",
+      }),
       on_chain_bounds: z.array(z.string()).openapi({ description: "what the ProtectionModule checks on chain on every deleverage" }),
       delegation_mechanism: z.string(),
     }),

@@ -14,7 +14,10 @@ export const SafeTransactionQuery = z.object({
   status: z
     .enum(["open", "all"])
     .optional()
-    .openapi({ param: { name: "status", in: "query" }, description: "open (default): awaiting signatures or executing; all: every one, newest first (at most 100)" }),
+    .openapi({
+      param: { name: "status", in: "query" },
+      description: "open (default): awaiting signatures or executing; all: every one, newest first (at most 100)",
+    }),
 });
 
 export const SafeSignatureRequest = z
@@ -34,7 +37,10 @@ export const SafeTransaction = z
     receipt_id: z.string().openapi({ description: "the action receipt this execution completes (GET /api/v1/receipts/{id})" }),
     action: z.enum(TREASURY_ACTIONS as [TreasuryAction, ...TreasuryAction[]]),
     amount_usdc: z.number(),
-    title: z.string().openapi({ description: "what it does, in one line, for an owner about to sign it (withdraw 0.1 ETH from Aave; exit: repay all USDC debt, withdraw everything supplied)" }),
+    title: z.string().openapi({
+      description:
+        "what it does, in one line, for an owner about to sign it (withdraw 0.1 ETH from Aave; exit: repay all USDC debt, withdraw everything supplied)",
+    }),
     fee_usdc: z.number(),
     chain: z.enum(TREASURY_CHAINS),
     chain_id: z.number().int(),
@@ -67,6 +73,4 @@ export const SafeTransaction = z
   .passthrough()
   .openapi("SafeTransaction", { description: "a managed action as one Safe transaction for the Safe's owners to sign; the service executes it once signed" });
 
-export const SafeTransactionList = z
-  .object({ object: z.literal("list"), data: z.array(SafeTransaction) })
-  .openapi("SafeTransactionList");
+export const SafeTransactionList = z.object({ object: z.literal("list"), data: z.array(SafeTransaction) }).openapi("SafeTransactionList");

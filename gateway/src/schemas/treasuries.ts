@@ -5,8 +5,17 @@ import { z } from "@treasury/core/schemas/zod";
 /** a signed statement (EIP-712, or EIP-1271 for a contract wallet): signature, its nonce and issue time */
 export const SignedProof = z
   .strictObject({
-    signature: z.string().regex(/^0x[0-9a-fA-F]+$/).max(20_000).openapi({ description: "EIP-712 signature of the statement by the wallet; for a contract wallet (a Safe), the bytes its EIP-1271 isValidSignature accepts" }),
-    nonce: z.string().regex(/^[A-Za-z0-9._:-]{16,128}$/).openapi({ description: "fresh, single use per wallet (16 to 128 characters of A-Z a-z 0-9 . _ : -)" }),
+    signature: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]+$/)
+      .max(20_000)
+      .openapi({
+        description: "EIP-712 signature of the statement by the wallet; for a contract wallet (a Safe), the bytes its EIP-1271 isValidSignature accepts",
+      }),
+    nonce: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{16,128}$/)
+      .openapi({ description: "fresh, single use per wallet (16 to 128 characters of A-Z a-z 0-9 . _ : -)" }),
     issued_at: z.string().openapi({ description: "ISO 8601 time the statement was signed; accepted for 600 seconds" }),
   })
   .openapi("SignedProof");
@@ -18,8 +27,7 @@ export const CreateTreasuryRequest = z
     preset: PresetNameSchema.optional().default("balanced"),
     execution_mode: ExecutionModeSchema.optional().default("wallet"),
     ownership_proof: SignedProof.optional().openapi({
-      description:
-        `Optional proof that the caller controls wallet_address: the wallet's EIP-712 signature of RegisterTreasury(string service, address wallet, string chain, string executionMode, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId: ${TREASURY_CHAINS.map((c) => `${CHAINS[c].chainId} (${c})`).join(" or ")}}, where service is this gateway's public base URL. A contract wallet signs through EIP-1271. With it the treasury is \`proven\`: the wallet's x402 payments and the public address views use it. Without it the treasury is \`unproven\`: reachable only with its own API key, never selected for the wallet's payments or public views. GET /api/v1/treasuries/ownership-statement returns the exact typed data to sign.`,
+      description: `Optional proof that the caller controls wallet_address: the wallet's EIP-712 signature of RegisterTreasury(string service, address wallet, string chain, string executionMode, string nonce, string issuedAt) in the domain {name: 'Agent Treasury Gateway', version: '1', chainId: ${TREASURY_CHAINS.map((c) => `${CHAINS[c].chainId} (${c})`).join(" or ")}}, where service is this gateway's public base URL. A contract wallet signs through EIP-1271. With it the treasury is \`proven\`: the wallet's x402 payments and the public address views use it. Without it the treasury is \`unproven\`: reachable only with its own API key, never selected for the wallet's payments or public views. GET /api/v1/treasuries/ownership-statement returns the exact typed data to sign.`,
     }),
   })
   .openapi("CreateTreasuryRequest");
@@ -52,7 +60,11 @@ export const Treasury = z
     sandbox: z.literal(true),
     object: z.literal("treasury"),
     treasury_id: z.string().regex(/^trs_/),
-    api_key: z.string().regex(/^sk_test_/).optional().openapi({ description: "returned on creation only" }),
+    api_key: z
+      .string()
+      .regex(/^sk_test_/)
+      .optional()
+      .openapi({ description: "returned on creation only" }),
     api_key_expires_at: Timestamp.optional(),
     wallet_address: z.string(),
     chain: ChainName,
@@ -60,7 +72,8 @@ export const Treasury = z
     policy: Policy,
     execution_mode: ExecutionModeSchema,
     ownership: z.enum(["unproven", "proven", "paid"]).openapi({
-      description: "unproven: registered without a proof, reachable only with its API key; proven: a signed ownership statement; paid: created by the wallet's own x402 payment",
+      description:
+        "unproven: registered without a proof, reachable only with its API key; proven: a signed ownership statement; paid: created by the wallet's own x402 payment",
     }),
     status: z.string(),
     created_at: Timestamp,

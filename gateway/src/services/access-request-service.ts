@@ -96,7 +96,7 @@ export class AccessRequestService {
 
   /** A message delivered (admin API): its body, which may hold a key, is erased; not_found unless it was pending. */
   async markDelivered(id: string): Promise<void> {
-    if (!await this.ctx.stores.outbox.markDelivered(id, this.ctx.clock.now().toISOString())) {
+    if (!(await this.ctx.stores.outbox.markDelivered(id, this.ctx.clock.now().toISOString()))) {
       throw new TreasuryError("not_found", `no pending message ${id}`);
     }
   }
@@ -125,7 +125,7 @@ export class AccessRequestService {
   async startReview(id: string, reviewer: string) {
     const r = await this.get(id);
     const now = this.ctx.clock.now().toISOString();
-    if (!await this.ctx.stores.accessRequests.transition(id, "received", "in_review", { reviewer }, now)) {
+    if (!(await this.ctx.stores.accessRequests.transition(id, "received", "in_review", { reviewer }, now))) {
       throw new TreasuryError("invalid_transition", `access request is ${r.status}; only a received request can move to in_review`);
     }
     return this.adminView(await this.get(id));
@@ -148,7 +148,7 @@ export class AccessRequestService {
       let keyText: string | null = null;
       if (outcome === "approved") {
         if (treasuryId) {
-          if (!await this.ctx.stores.treasuries.get(treasuryId)) throw new TreasuryError("treasury_not_found", `treasury ${treasuryId} does not exist`);
+          if (!(await this.ctx.stores.treasuries.get(treasuryId))) throw new TreasuryError("treasury_not_found", `treasury ${treasuryId} does not exist`);
           boundTreasury = treasuryId;
         } else if (r.walletAddress) {
           boundTreasury = newId("trs");

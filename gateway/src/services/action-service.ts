@@ -41,7 +41,13 @@ export type { ActionRequest, Plan } from "./execution/planner";
 export type { ActionOutcome } from "./execution/strategy";
 
 /** another action of the treasury holds its slot */
-const slotBusy = () => new TreasuryError("conflicting_operation", "another action of this treasury is in progress; retry when it has finished (nothing was charged)", {}, { "Retry-After": "1" });
+const slotBusy = () =>
+  new TreasuryError(
+    "conflicting_operation",
+    "another action of this treasury is in progress; retry when it has finished (nothing was charged)",
+    {},
+    { "Retry-After": "1" },
+  );
 
 type Ctx = ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "safeTransactions" | "slots" | "treasuries">;
 
@@ -64,8 +70,22 @@ export class ActionService {
     this.planner = new Planner(ctx, chain);
     this.recorder = new ExecutionRecorder(ctx);
     this.sandboxSteps = new SandboxSteps(ctx, sandbox);
-    this.envelopes = new EnvelopeLifecycle(ctx, { backing: this.backing, planner: this.planner, recorder: this.recorder, sandboxSteps: this.sandboxSteps, chain });
-    this.modes = executionModes({ ctx, backing: this.backing, recorder: this.recorder, envelopes: this.envelopes, sandboxSteps: this.sandboxSteps, chain, sandbox });
+    this.envelopes = new EnvelopeLifecycle(ctx, {
+      backing: this.backing,
+      planner: this.planner,
+      recorder: this.recorder,
+      sandboxSteps: this.sandboxSteps,
+      chain,
+    });
+    this.modes = executionModes({
+      ctx,
+      backing: this.backing,
+      recorder: this.recorder,
+      envelopes: this.envelopes,
+      sandboxSteps: this.sandboxSteps,
+      chain,
+      sandbox,
+    });
   }
 
   treasury(id: string): Promise<TreasuryRecord> {
@@ -133,7 +153,10 @@ export class ActionService {
     const row = this.modes[before.executionMode];
     // read again after the reservation (a paid request settled in between: the action is checked on the chain as
     // it is now, test/security/prepaid-retry.test.ts), together with the wallet's next nonce when the mode hints it
-    const [chain, nonce] = await Promise.all([this.backing.chainPosition(before), row.some((s) => s.needsNonce) ? this.nonces.next(before.chain, before.walletAddress) : null]);
+    const [chain, nonce] = await Promise.all([
+      this.backing.chainPosition(before),
+      row.some((s) => s.needsNonce) ? this.nonces.next(before.chain, before.walletAddress) : null,
+    ]);
     const planned = await this.guard(before, request, this.ctx.clock.now(), chain);
     const mode = await modeFor(this.modes, before, chain);
     const run: ModeRun = { treasuryId, request, trigger, before, chain, planned, nonce };
@@ -170,18 +193,22 @@ export class ActionService {
     const minimum = declarationOf(request.action).minimumMicro;
     if (minimum !== undefined && request.amountMicro < minimum) {
       const least = formatDecimal(minimum, 6);
-      throw new TreasuryError("invalid_request", `the minimum ${request.action} is ${least} USDC`, { details: [{ location: "body", field: "amount_usdc", message: `must be at least ${least}` }] });
+      throw new TreasuryError("invalid_request", `the minimum ${request.action} is ${least} USDC`, {
+        details: [{ location: "body", field: "amount_usdc", message: `must be at least ${least}` }],
+      });
     }
     const pending = await this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
     if (pending) {
-      throw new TreasuryError("conflicting_operation",
+      throw new TreasuryError(
+        "conflicting_operation",
         `envelope ${pending.txId} (${pending.action}) is awaiting signature until ${pending.expiresAt}; relay it or let it expire before a new action`,
         { pending_tx_id: pending.txId, pending_action: pending.action, pending_expires_at: pending.expiresAt },
       );
     }
     const queued = await this.ctx.stores.safeTransactions.openFor(treasury.id, now.toISOString());
     if (queued) {
-      throw new TreasuryError("conflicting_operation",
+      throw new TreasuryError(
+        "conflicting_operation",
         `Safe transaction ${queued.id} (${queued.action}) is ${queued.status === "executing" ? "executing" : `awaiting the Safe owners' signatures until ${queued.expiresAt}`}; a new action waits for it`,
         { pending_safe_transaction_id: queued.id, pending_action: queued.action, pending_status: queued.status },
       );

@@ -22,12 +22,22 @@ export function bearerAuthenticator(ctx: ServiceContext<"apiKeys">, owners: Cons
   return async (req, res) => {
     const found = await lookupRequestBearer(ctx, req);
     if (found.kind === "none") {
-      throw new TreasuryError("unauthorized", "missing credential: send Authorization: Bearer <API key> (or pay per request with X-PAYMENT when x402 is enabled)", {}, { "WWW-Authenticate": 'Bearer realm="treasury"' });
+      throw new TreasuryError(
+        "unauthorized",
+        "missing credential: send Authorization: Bearer <API key> (or pay per request with X-PAYMENT when x402 is enabled)",
+        {},
+        { "WWW-Authenticate": 'Bearer realm="treasury"' },
+      );
     }
     if (found.kind === "invalid") {
       // a console session revoked because its owner left the Safe says so, every time
       if (found.revoked?.revokedReason === "owner_removed") throw ownerRemoved(found.revoked);
-      throw new TreasuryError("unauthorized", `invalid credential: ${found.reason}`, {}, { "WWW-Authenticate": 'Bearer realm="treasury", error="invalid_token"' });
+      throw new TreasuryError(
+        "unauthorized",
+        `invalid credential: ${found.reason}`,
+        {},
+        { "WWW-Authenticate": 'Bearer realm="treasury", error="invalid_token"' },
+      );
     }
     if (!found.key.treasuryId) {
       throw new TreasuryError("key_not_bound", "this API key is not bound to a treasury yet; the reviewer binds live keys during onboarding");

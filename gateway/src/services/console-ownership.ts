@@ -59,9 +59,14 @@ export class ConsoleOwnership {
     if (!t) throw new TreasuryError("unauthorized", "invalid credential: the console session's treasury does not exist", {}, INVALID_TOKEN);
     let owner: boolean;
     try {
-      owner = await this.chain.client(t.chain).readContract({ address: t.walletAddress, abi: SAFE_ABI, functionName: "isOwner", args: [key.ownerAddress as `0x${string}`] });
+      owner = await this.chain
+        .client(t.chain)
+        .readContract({ address: t.walletAddress, abi: SAFE_ABI, functionName: "isOwner", args: [key.ownerAddress as `0x${string}`] });
     } catch (err) {
-      throw new TreasuryError("chain_unavailable", `could not confirm that ${key.ownerAddress} is still an owner of the Safe ${t.walletAddress} on ${t.chain}: ${(err as Error).message.split("\n")[0]}`);
+      throw new TreasuryError(
+        "chain_unavailable",
+        `could not confirm that ${key.ownerAddress} is still an owner of the Safe ${t.walletAddress} on ${t.chain}: ${(err as Error).message.split("\n")[0]}`,
+      );
     }
     if (owner) {
       this.remember(key.id, now.getTime());

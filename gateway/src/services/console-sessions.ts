@@ -38,7 +38,11 @@ export class ConsoleSessionService {
 
   private async treasuryOf(safe: `0x${string}`) {
     const t = await this.ctx.stores.treasuries.managedForWallet(safe);
-    if (!t) throw new TreasuryError("treasury_not_found", `no managed treasury is registered for the Safe ${safe} with the Safe's own ownership proof (signer-agent operator register gives one)`);
+    if (!t)
+      throw new TreasuryError(
+        "treasury_not_found",
+        `no managed treasury is registered for the Safe ${safe} with the Safe's own ownership proof (signer-agent operator register gives one)`,
+      );
     return t;
   }
 
@@ -61,7 +65,16 @@ export class ConsoleSessionService {
     const t = await this.treasuryOf(safe);
     const nonce = randomBytes(16).toString("hex");
     const issuedAt = this.ctx.clock.now().toISOString();
-    return { object: "console_sign_in", owner: getAddress(owner), safe: getAddress(safe), chain: t.chain, nonce, issued_at: issuedAt, message: this.message(owner, safe, t.chain, nonce, issuedAt), sign_with: "personal_sign (EIP-191) of `message` by the owner's wallet" };
+    return {
+      object: "console_sign_in",
+      owner: getAddress(owner),
+      safe: getAddress(safe),
+      chain: t.chain,
+      nonce,
+      issued_at: issuedAt,
+      message: this.message(owner, safe, t.chain, nonce, issuedAt),
+      sign_with: "personal_sign (EIP-191) of `message` by the owner's wallet",
+    };
   }
 
   async signIn(r: SignInRequest): Promise<Record<string, unknown>> {
@@ -74,11 +87,19 @@ export class ConsoleSessionService {
     const signer = await recoverHashSigner(hashMessage(message), r.signature).catch(() => undefined);
     if (!signer || !isAddressEqual(signer, r.owner)) throw refuse(`the signature of the sign-in message does not recover to ${r.owner}`);
     const state = await this.safes.safeState(t.chain, r.safe);
-    if (!state.owners.some((o) => isAddressEqual(o, r.owner))) throw new TreasuryError("not_an_owner", `${r.owner} is not an owner of the Safe ${r.safe} on ${t.chain}`, { recovered: signer });
+    if (!state.owners.some((o) => isAddressEqual(o, r.owner)))
+      throw new TreasuryError("not_an_owner", `${r.owner} is not an owner of the Safe ${r.safe} on ${t.chain}`, { recovered: signer });
     return this.ctx.tx.transaction(async () => {
-      if (!(await this.ctx.stores.signedNonces.spend(getAddress(r.owner), r.nonce, "console_sign_in", now.toISOString()))) throw refuse("this nonce was already used; ask for a fresh sign-in message");
+      if (!(await this.ctx.stores.signedNonces.spend(getAddress(r.owner), r.nonce, "console_sign_in", now.toISOString())))
+        throw refuse("this nonce was already used; ask for a fresh sign-in message");
       // the owner goes with the key: each use checks again that it is still an owner (console-ownership.ts)
-      const key = await issueApiKey(this.ctx.stores.apiKeys, { kind: "console", treasuryId: t.id, ownerAddress: getAddress(r.owner), now, ttlMs: CONSOLE_SESSION_MS });
+      const key = await issueApiKey(this.ctx.stores.apiKeys, {
+        kind: "console",
+        treasuryId: t.id,
+        ownerAddress: getAddress(r.owner),
+        now,
+        ttlMs: CONSOLE_SESSION_MS,
+      });
       return {
         object: "console_session",
         session_key: key.key,

@@ -10,15 +10,13 @@ import type { ServiceContext } from "./context";
 
 export const BEARER_PATTERN = /^Bearer (sk_(?:test|live|console)_[A-Za-z0-9_-]{16,128})$/;
 
-export type BearerLookup =
-  | { kind: "none" }
-  | { kind: "invalid"; reason: string; revoked?: ApiKeyRecord }
-  | { kind: "valid"; key: ApiKeyRecord };
+export type BearerLookup = { kind: "none" } | { kind: "invalid"; reason: string; revoked?: ApiKeyRecord } | { kind: "valid"; key: ApiKeyRecord };
 
 export async function lookupBearer(ctx: ServiceContext<"apiKeys">, authorization: string | undefined): Promise<BearerLookup> {
   if (!authorization) return { kind: "none" };
   const match = BEARER_PATTERN.exec(authorization.trim());
-  if (!match) return { kind: "invalid", reason: "Authorization must be 'Bearer sk_test_...' or 'Bearer sk_live_...' (or a console session, 'Bearer sk_console_...')" };
+  if (!match)
+    return { kind: "invalid", reason: "Authorization must be 'Bearer sk_test_...' or 'Bearer sk_live_...' (or a console session, 'Bearer sk_console_...')" };
   const key = await ctx.stores.apiKeys.findByHash(hashApiKey(match[1]!));
   if (!key) return { kind: "invalid", reason: "unknown API key" };
   if (key.revokedAt) return { kind: "invalid", reason: "API key revoked", revoked: key };

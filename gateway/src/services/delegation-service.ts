@@ -91,7 +91,10 @@ export class DelegationService {
       const values = await Promise.all(fields.map((fn) => c.readContract({ address: module, abi: PROTECTION_MODULE_ABI, functionName: fn })));
       got = Object.fromEntries(fields.map((f, i) => [f, typeof values[i] === "string" ? getAddress(values[i] as string) : String(values[i])])) as typeof got;
     } catch {
-      throw new TreasuryError("invalid_module", `${module} is not a ProtectionModule of this build on ${t.chain} (it must answer safe, pool, automation, parkTargetBps, oracle, router, poolFee, usdc and maxSlippageBps)`);
+      throw new TreasuryError(
+        "invalid_module",
+        `${module} is not a ProtectionModule of this build on ${t.chain} (it must answer safe, pool, automation, parkTargetBps, oracle, router, poolFee, usdc and maxSlippageBps)`,
+      );
     }
     const mismatch = (field: string, expected: unknown, received: unknown) =>
       new TreasuryError("invalid_module", `the module's ${field} is ${String(received)}, expected ${String(expected)}`, { field, expected, received });
@@ -106,7 +109,17 @@ export class DelegationService {
       usdc: want.usdc,
       maxSlippageBps: String(want.max_slippage_bps),
     };
-    const names: Record<(typeof fields)[number], string> = { safe: "safe", pool: "pool", automation: "automation", parkTargetBps: "park target", oracle: "oracle", router: "swap router", poolFee: "pool fee", usdc: "usdc", maxSlippageBps: "max slippage bps" };
+    const names: Record<(typeof fields)[number], string> = {
+      safe: "safe",
+      pool: "pool",
+      automation: "automation",
+      parkTargetBps: "park target",
+      oracle: "oracle",
+      router: "swap router",
+      poolFee: "pool fee",
+      usdc: "usdc",
+      maxSlippageBps: "max slippage bps",
+    };
     for (const f of fields) if (got[f] !== expected[f]) throw mismatch(names[f], expected[f], got[f]);
 
     // the Safe itself must vouch for this treasury, module and thresholds (EIP-1271 through its owners)
@@ -121,7 +134,7 @@ export class DelegationService {
       getAddress(current!.module) !== getAddress(module) &&
       (await c.readContract({ address: getAddress(t.walletAddress), abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [current!.module] }));
     await this.ctx.tx.transaction(async () => {
-      if (!await this.statements!.spendNonce(t.walletAddress, proof.nonce, "attach_delegation")) {
+      if (!(await this.statements!.spendNonce(t.walletAddress, proof.nonce, "attach_delegation"))) {
         throw new TreasuryError("invalid_safe_proof", "this nonce was already used by this Safe; sign a statement with a fresh nonce");
       }
       const attached = {
@@ -135,7 +148,14 @@ export class DelegationService {
         at,
       };
       // an upgrade: while the module in force is enabled it keeps protecting; the new one waits for the owners to enable it
-      if (current && upgrading) await this.ctx.stores.delegations.stageUpgrade(t.id, { module: attached.module, automation: attached.automation, protectBelowHealth: threshold, proof: attached.proof, at });
+      if (current && upgrading)
+        await this.ctx.stores.delegations.stageUpgrade(t.id, {
+          module: attached.module,
+          automation: attached.automation,
+          protectBelowHealth: threshold,
+          proof: attached.proof,
+          at,
+        });
       else await this.ctx.stores.delegations.attachProven(attached);
       // the Safe named this treasury: it is proven to stand behind it
       await this.ctx.stores.treasuries.markProven(t.id);
@@ -160,7 +180,10 @@ export class DelegationService {
     if (!d || !d.provenAt || !this.chain.connected(t.chain)) return "not_granted";
     const c = this.chain.client(t.chain);
     // a staged upgrade takes over once the Safe's owners enabled its module
-    if (d.pendingUpgrade && (await c.readContract({ address: d.safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [d.pendingUpgrade.module] }))) {
+    if (
+      d.pendingUpgrade &&
+      (await c.readContract({ address: d.safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [d.pendingUpgrade.module] }))
+    ) {
       await this.ctx.stores.delegations.promoteUpgrade(t.id, d.pendingUpgrade.module);
       d = (await this.ctx.stores.delegations.get(t.id))!;
     }
@@ -190,8 +213,16 @@ export class DelegationService {
    */
   async changeTransaction(t: TreasuryRecord, change: "approve" | "revoke" | "upgrade") {
     const d = await this.ctx.stores.delegations.get(t.id);
-    if (!d?.provenAt || !d.module) throw new TreasuryError("invalid_transition", "no module is attached to this treasury yet: deploy the ProtectionModule and POST /api/v1/delegation with the Safe's proof first (signer-agent operator approve does both)");
-    if (change === "upgrade" && !d.pendingUpgrade) throw new TreasuryError("invalid_transition", "no upgrade is staged: POST /api/v1/delegation with the new module and the Safe's proof first (signer-agent operator approve does both)");
+    if (!d?.provenAt || !d.module)
+      throw new TreasuryError(
+        "invalid_transition",
+        "no module is attached to this treasury yet: deploy the ProtectionModule and POST /api/v1/delegation with the Safe's proof first (signer-agent operator approve does both)",
+      );
+    if (change === "upgrade" && !d.pendingUpgrade)
+      throw new TreasuryError(
+        "invalid_transition",
+        "no upgrade is staged: POST /api/v1/delegation with the new module and the Safe's proof first (signer-agent operator approve does both)",
+      );
     if (!this.chain.connected(t.chain)) throw new TreasuryError("chain_unavailable", `no RPC for ${t.chain}`);
     const c = this.chain.client(t.chain);
     const safe = getAddress(t.walletAddress);
@@ -204,11 +235,21 @@ export class DelegationService {
     });
     const modules = page[0].map((m) => getAddress(m));
     const at = modules.indexOf(module);
-    if (change === "approve" && at >= 0) throw new TreasuryError("invalid_transition", `the module ${module} is already enabled on the Safe: delegation is approved`);
-    if (change === "revoke" && at < 0) throw new TreasuryError("invalid_transition", `the module ${module} is not enabled on the Safe: there is nothing to revoke`);
-    const enable = (m: `0x${string}`) => ({ to: safe, data: encodeFunctionData({ abi: SAFE_ABI, functionName: "enableModule", args: [m] }), value: "0" as const });
+    if (change === "approve" && at >= 0)
+      throw new TreasuryError("invalid_transition", `the module ${module} is already enabled on the Safe: delegation is approved`);
+    if (change === "revoke" && at < 0)
+      throw new TreasuryError("invalid_transition", `the module ${module} is not enabled on the Safe: there is nothing to revoke`);
+    const enable = (m: `0x${string}`) => ({
+      to: safe,
+      data: encodeFunctionData({ abi: SAFE_ABI, functionName: "enableModule", args: [m] }),
+      value: "0" as const,
+    });
     // disableModule names the module before it in the Safe's list (the sentinel for the first); enableModule puts a new one first
-    const disable = (before: `0x${string}`) => ({ to: safe, data: encodeFunctionData({ abi: SAFE_ABI, functionName: "disableModule", args: [before, module] }), value: "0" as const });
+    const disable = (before: `0x${string}`) => ({
+      to: safe,
+      data: encodeFunctionData({ abi: SAFE_ABI, functionName: "disableModule", args: [before, module] }),
+      value: "0" as const,
+    });
     const calls =
       change === "approve"
         ? [enable(module)]
@@ -231,7 +272,8 @@ export class DelegationService {
       typed_data: safeTxTypedDataJson(chainId, safe, safeTx),
       execute: {
         to: safe,
-        function: "execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures)",
+        function:
+          "execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures)",
         how: "the Safe's owners sign typed_data (eth_signTypedData_v4); an owner's wallet sends execTransaction with safe_tx's fields and the signatures (65 bytes each, ascending by owner). The service never sends it: approving or revoking is the operator's own transaction",
       },
     };
@@ -248,7 +290,14 @@ export class DelegationService {
       treasury_id: t.id,
       state,
       module: proven ? d!.module : null,
-      pending_upgrade: u ? { module: u.module, protect_below_health_score: u.protectBelowHealth, staged_at: u.at, enable_with: "GET /api/v1/delegation/safe-transaction?change=upgrade" } : null,
+      pending_upgrade: u
+        ? {
+            module: u.module,
+            protect_below_health_score: u.protectBelowHealth,
+            staged_at: u.at,
+            enable_with: "GET /api/v1/delegation/safe-transaction?change=upgrade",
+          }
+        : null,
       proven_at: d?.provenAt ?? null,
       protect_below_health_score: d?.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore,
       requirements: this.requirements(t),

@@ -23,19 +23,29 @@ describe("gatewayStatusWriter", () => {
     let now = startedAt;
     let chains = answers[0]!;
     const deps = { clock: { now: () => now }, ping: async () => ({ one: 1 }), chains: async () => chains };
-    const write = gatewayStatusWriter(deps, startedAt, "0.1.0-\"quoted\"");
+    const write = gatewayStatusWriter(deps, startedAt, '0.1.0-"quoted"');
     for (const [i, ms] of [0, 999, 1_000, 59_999, 86_400_123, 3_600_000_007].entries()) {
       now = new Date(startedAt.getTime() + ms);
       chains = answers[i % answers.length]!;
       const text = await write();
-      expect(text).toBe(JSON.stringify(await gatewayStatusDocument(deps, startedAt, "0.1.0-\"quoted\"")));
+      expect(text).toBe(JSON.stringify(await gatewayStatusDocument(deps, startedAt, '0.1.0-"quoted"')));
       expect(JSON.parse(text)).toMatchObject({ uptime_seconds: Math.floor(ms / 1000), time: now.toISOString(), chains });
     }
   });
 
   it("asks the store to answer on every call: a store that fails fails the status", async () => {
     let fail = false;
-    const write = gatewayStatusWriter({ clock: { now: () => startedAt }, ping: async () => { if (fail) throw new Error("store down"); }, chains: async () => answers[0]! }, startedAt, "0.1.0");
+    const write = gatewayStatusWriter(
+      {
+        clock: { now: () => startedAt },
+        ping: async () => {
+          if (fail) throw new Error("store down");
+        },
+        chains: async () => answers[0]!,
+      },
+      startedAt,
+      "0.1.0",
+    );
     await write();
     fail = true;
     await expect(write()).rejects.toThrow("store down");

@@ -20,7 +20,11 @@ export interface ChainExecution {
 }
 
 /** `ping` asks the store to answer (a failure is a typed 500); `chains` says how each chain executes */
-export async function gatewayStatusDocument(deps: { clock: Clock; ping: () => Promise<unknown>; chains: () => Promise<ChainExecution[]> }, startedAt: Date, version: string) {
+export async function gatewayStatusDocument(
+  deps: { clock: Clock; ping: () => Promise<unknown>; chains: () => Promise<ChainExecution[]> },
+  startedAt: Date,
+  version: string,
+) {
   const now = deps.clock.now();
   const [, chains] = await Promise.all([deps.ping(), deps.chains()]);
   const modes = new Set(chains.map((c) => c.execution));
@@ -46,7 +50,11 @@ export async function gatewayStatusDocument(deps: { clock: Clock; ping: () => Pr
  * bench's profile. The text is the same as `JSON.stringify` of `gatewayStatusDocument` (same keys in the same
  * order, same values: gateway-status.test.ts compares them).
  */
-export function gatewayStatusWriter(deps: { clock: Clock; ping: () => Promise<unknown>; chains: () => Promise<ChainExecution[]> }, startedAt: Date, version: string): () => Promise<string> {
+export function gatewayStatusWriter(
+  deps: { clock: Clock; ping: () => Promise<unknown>; chains: () => Promise<ChainExecution[]> },
+  startedAt: Date,
+  version: string,
+): () => Promise<string> {
   let fixed: { key: string; head: string; middle: string } | undefined;
   return async () => {
     const [, chains] = await Promise.all([deps.ping(), deps.chains()]);
@@ -60,8 +68,13 @@ export function gatewayStatusWriter(deps: { clock: Clock; ping: () => Promise<un
       const uptime = `"uptime_seconds":${doc.uptime_seconds}`;
       const time = `"time":${JSON.stringify(doc.time)}}`;
       const at = text.indexOf(uptime);
-      if (at < 0 || !text.endsWith(time)) throw new Error("the gateway status document's keys moved: gatewayStatusWriter needs its clock fields where it expects them");
-      fixed = { key, head: text.slice(0, at + uptime.length - String(doc.uptime_seconds).length), middle: text.slice(at + uptime.length, text.length - time.length) };
+      if (at < 0 || !text.endsWith(time))
+        throw new Error("the gateway status document's keys moved: gatewayStatusWriter needs its clock fields where it expects them");
+      fixed = {
+        key,
+        head: text.slice(0, at + uptime.length - String(doc.uptime_seconds).length),
+        middle: text.slice(at + uptime.length, text.length - time.length),
+      };
     }
     return `${fixed.head}${Math.floor((now.getTime() - startedAt.getTime()) / 1000)}${fixed.middle}"time":"${now.toISOString()}"}`;
   };

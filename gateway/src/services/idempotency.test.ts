@@ -11,7 +11,9 @@ import { checkIdempotencyKey, idempotent, requestFingerprint } from "./idempoten
 const fresh = async () => new IdempotencyStore(await openDatabase({ file: ":memory:" }));
 const at = new Date("2026-11-22T00:00:00.000Z");
 const call = (key: string, fingerprint = "fp", now = at) => ({ scope: "key:1", key, fingerprint, now });
-const ok = (status = 200, body = '{"ok":true}') => async () => ({ status, headers: { "x-a": "1" }, body });
+const ok =
+  (status = 200, body = '{"ok":true}') =>
+  async () => ({ status, headers: { "x-a": "1" }, body });
 const apiError = async (p: Promise<unknown>) => {
   try {
     await p;
@@ -36,7 +38,11 @@ describe("fingerprints", () => {
   it("keys are 8 to 120 characters, else a typed 400 naming the header", () => {
     expect(checkIdempotencyKey("a".repeat(8))).toBe("a".repeat(8));
     expect(checkIdempotencyKey("a".repeat(120))).toBe("a".repeat(120));
-    for (const [key, why] of [[undefined, "required"], ["a".repeat(7), "must be 8 to 120 characters"], ["a".repeat(121), "must be 8 to 120 characters"]] as const) {
+    for (const [key, why] of [
+      [undefined, "required"],
+      ["a".repeat(7), "must be 8 to 120 characters"],
+      ["a".repeat(121), "must be 8 to 120 characters"],
+    ] as const) {
       try {
         checkIdempotencyKey(key);
         throw new Error("accepted");
@@ -68,7 +74,11 @@ describe("idempotent", () => {
     const store = await fresh();
     await idempotent(store, call("key-00000002", "one"), ok());
     const mismatch = await apiError(idempotent(store, call("key-00000002", "two"), ok()));
-    expect([statusOf(mismatch), mismatch.code, mismatch.message]).toEqual([422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key"]);
+    expect([statusOf(mismatch), mismatch.code, mismatch.message]).toEqual([
+      422,
+      "idempotency_key_reused",
+      "this Idempotency-Key was already used with a different request; use a fresh key",
+    ]);
     let release!: () => void;
     const slow = idempotent(store, call("key-00000003"), () => new Promise((r) => (release = () => r({ status: 200, headers: {}, body: "{}" }))));
     const busy = await apiError(idempotent(store, call("key-00000003"), ok()));
@@ -86,7 +96,11 @@ describe("idempotent", () => {
     // a different body is still a mismatch, lease or not
     expect(await store.claim("key:1", "key-00000009", "other", new Date(at.getTime() + LEASE_MS), "req_retry")).toEqual({ kind: "mismatch" });
     // the lease ran out: the retry takes the claim over
-    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + LEASE_MS), "req_retry")).toEqual({ kind: "claimed", holder: "req_retry", reclaimed: true });
+    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + LEASE_MS), "req_retry")).toEqual({
+      kind: "claimed",
+      holder: "req_retry",
+      reclaimed: true,
+    });
     // the dead holder can no longer complete or release it (fencing)
     await store.complete("key:1", "key-00000009", { status: 200, headers: {}, body: '{"dead":true}' }, "req_dead");
     await store.release("key:1", "key-00000009", "req_dead");
@@ -95,7 +109,10 @@ describe("idempotent", () => {
     expect(await store.renew("key:1", "key-00000009", "req_retry", new Date(at.getTime() + 2 * LEASE_MS))).toBe(true);
     expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + 2 * LEASE_MS), "req_third")).toEqual({ kind: "in_progress" });
     await store.complete("key:1", "key-00000009", { status: 201, headers: {}, body: '{"live":true}' }, "req_retry");
-    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + 3 * LEASE_MS), "req_fourth")).toEqual({ kind: "replay", response: { status: 201, headers: {}, body: '{"live":true}' } });
+    expect(await store.claim("key:1", "key-00000009", "fp", new Date(at.getTime() + 3 * LEASE_MS), "req_fourth")).toEqual({
+      kind: "replay",
+      response: { status: 201, headers: {}, body: '{"live":true}' },
+    });
   });
 
   it("409, 429 and 5xx answers are never stored as the key's result: the key is free again", async () => {
@@ -135,7 +152,11 @@ describe("idempotent", () => {
       for (const leased of [undefined, false]) {
         renewals = 0;
         let finish!: () => void;
-        const running = idempotent(spy, { ...call(`key-lease-${String(leased)}`), leased }, () => new Promise((r) => (finish = () => r({ status: 200, headers: {}, body: "{}" }))));
+        const running = idempotent(
+          spy,
+          { ...call(`key-lease-${String(leased)}`), leased },
+          () => new Promise((r) => (finish = () => r({ status: 200, headers: {}, body: "{}" }))),
+        );
         await new Promise((r) => setImmediate(r)); // the claim is made, the run has started
         vi.advanceTimersByTime(LEASE_MS);
         finish();

@@ -21,7 +21,9 @@ export interface Outcome {
 
 /** the fingerprint of a state-changing call: operation and canonical body */
 export function requestFingerprint(operation: string, body: unknown): string {
-  return createHash("sha256").update(`${operation}\n${canonicalJson(body ?? null)}`).digest("hex");
+  return createHash("sha256")
+    .update(`${operation}\n${canonicalJson(body ?? null)}`)
+    .digest("hex");
 }
 
 export function checkIdempotencyKey(key: string | undefined): string {
@@ -58,13 +60,19 @@ export async function idempotent(
     throw new TreasuryError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
   }
   if (claim.kind === "in_progress") {
-    throw new TreasuryError("idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly", {}, { "Retry-After": "1" });
+    throw new TreasuryError(
+      "idempotency_in_progress",
+      "a request with this Idempotency-Key is still being processed; retry shortly",
+      {},
+      { "Retry-After": "1" },
+    );
   }
   if (claim.kind === "replay") return { ...claim.response, replayed: true };
   const clock = call.clock ?? (() => new Date());
   let outcome: Outcome;
   try {
-    outcome = call.leased === false ? await run() : await whileLeased(() => Promise.all([store.renew(call.scope, key, holder, clock()), call.renewAlso?.()]), run);
+    outcome =
+      call.leased === false ? await run() : await whileLeased(() => Promise.all([store.renew(call.scope, key, holder, clock()), call.renewAlso?.()]), run);
   } catch (err) {
     // inside the caller's transaction the claim goes with its rollback (and a failed PostgreSQL transaction takes no more statements)
     if (call.leased !== false) await store.release(call.scope, key, holder);

@@ -155,7 +155,7 @@ export class MarketRatesService {
       });
       this.lastError.delete(chain);
     } catch (err) {
-      const message = err instanceof Error ? (err as { shortMessage?: string }).shortMessage ?? err.message : String(err);
+      const message = err instanceof Error ? ((err as { shortMessage?: string }).shortMessage ?? err.message) : String(err);
       this.lastError.set(chain, message.split("\n")[0]!.slice(0, 300));
     }
   }

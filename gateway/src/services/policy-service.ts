@@ -22,12 +22,18 @@ export class PolicyService {
   }
 
   forTreasury(t: TreasuryRecord) {
-    return this.forSubject({ environment: this.treasurySide.backed(t) ? "chain" : "sandbox_simulation", address: t.walletAddress, holdings: t.holdings, preset: PRESETS[t.preset], treasury: t });
+    return this.forSubject({
+      environment: this.treasurySide.backed(t) ? "chain" : "sandbox_simulation",
+      address: t.walletAddress,
+      holdings: t.holdings,
+      preset: PRESETS[t.preset],
+      treasury: t,
+    });
   }
 
   async forSubject(subject: Subject) {
     const t = subject.treasury;
-    const lastFeeBearing = t ? await this.ctx.stores.fees.lastFeeBearingAt(t.id) ?? t.createdAt : this.demoActivityAt.toISOString();
+    const lastFeeBearing = t ? ((await this.ctx.stores.fees.lastFeeBearingAt(t.id)) ?? t.createdAt) : this.demoActivityAt.toISOString();
     // the public demo shows protection as its policy runs it
     const protection = t ? await this.treasurySide.protection(t) : { state: "active" as const, active: true };
     return policyStateDocument({

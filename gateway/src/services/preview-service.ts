@@ -37,7 +37,8 @@ export function resolveAmount(amount: number | undefined, amountUsdc: number | u
 /** The 403 safety-rail error of spec 2.2. */
 export function safetyRailError(sim: Simulation, preset: Preset): TreasuryError {
   const safe = sim.breach!.safeAmountMicro;
-  return new TreasuryError("ltv_limit_exceeded",
+  return new TreasuryError(
+    "ltv_limit_exceeded",
     `${sim.action} of ${usdcToNumber(sim.amountMicro)} USDC would take LTV from ${sim.ltvBefore}% to ${sim.ltvAfter}%, above the ${preset.ceiling}% ceiling; ` +
       `the largest amount that stays within it is ${usdcToNumber(safe)} USDC`,
     {
@@ -82,7 +83,13 @@ export class PreviewService {
   }
 
   /** POST /api/v1/estimate (spec 4.6): the preview of 2.3 on the treasury, plus the reference page's fields. */
-  async estimate(treasury: TreasuryRecord, action: TreasuryAction, amountMicro: Micro, target: "btc" | "eth" | undefined, chainPosition: Position | null = null) {
+  async estimate(
+    treasury: TreasuryRecord,
+    action: TreasuryAction,
+    amountMicro: Micro,
+    target: "btc" | "eth" | undefined,
+    chainPosition: Position | null = null,
+  ) {
     const preset = PRESETS[treasury.preset];
     const sim = await this.run(chainPosition ?? positionOf(treasury.holdings), { action, amountMicro }, preset);
     return {

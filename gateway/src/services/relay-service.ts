@@ -94,9 +94,19 @@ export class RelayService {
     const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
     const next = steps.find((s) => s.status !== "relayed");
     if (next && next.txId !== txId) {
-      throw new TreasuryError("step_out_of_order", `relay step ${next.seq} (${next.kind}, ${next.txId}) first${next.status === "broadcasting" ? "; it is being broadcast" : ""}`, { next_tx_id: next.txId });
+      throw new TreasuryError(
+        "step_out_of_order",
+        `relay step ${next.seq} (${next.kind}, ${next.txId}) first${next.status === "broadcasting" ? "; it is being broadcast" : ""}`,
+        { next_tx_id: next.txId },
+      );
     }
-    const verified = await verifySignedTransaction(signed, { to: step.to, data: step.data, value: step.value, chainId: envelope.chainId, signer: treasury.walletAddress });
+    const verified = await verifySignedTransaction(signed, {
+      to: step.to,
+      data: step.data,
+      value: step.value,
+      chainId: envelope.chainId,
+      signer: treasury.walletAddress,
+    });
     if (!backing.chainBacked(treasury)) return { kind: "relayed", result: await envelopes.recordSimulated(txId, signed, verified) };
 
     const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
@@ -138,13 +148,30 @@ export class RelayService {
     const inFlight = others.find((s) => s.status === "broadcasting");
     if (inFlight) throw envelopes.inFlight(inFlight);
     const treasury = await backing.treasury(envelope.treasuryId);
-    const verified = await verifySignedTransaction(signed, { to: main.to, data: main.data, value: main.value, chainId: envelope.chainId, signer: treasury.walletAddress });
+    const verified = await verifySignedTransaction(signed, {
+      to: main.to,
+      data: main.data,
+      value: main.value,
+      chainId: envelope.chainId,
+      signer: treasury.walletAddress,
+    });
     if (!backing.chainBacked(treasury)) return { kind: "relayed", result: await envelopes.recordSimulated(main.txId, signed, verified, { provide: others }) };
     // the sandbox provides approvals, transfers and swaps, never another Aave call: an envelope of several (an exit) is relayed step by step
     if (!(await backing.sandboxed(treasury)) || others.some((s) => s.kind === "pool_call")) {
-      throw new TreasuryError("prerequisite_steps_required",
+      throw new TreasuryError(
+        "prerequisite_steps_required",
         `this envelope needs ${others.length} more signed step(s) besides its unsigned_transaction on ${treasury.chain}: relay each step of \`steps\` in seq order under its own tx_id (${others.map((s) => `${s.seq} ${s.kind}`).join(", ")})`,
-        { prerequisite_steps: others.map((s) => ({ tx_id: s.txId, seq: s.seq, kind: s.kind, to: s.to, data: s.data, value: s.value, description: (s.summary as { description?: string }).description ?? null })) },
+        {
+          prerequisite_steps: others.map((s) => ({
+            tx_id: s.txId,
+            seq: s.seq,
+            kind: s.kind,
+            to: s.to,
+            data: s.data,
+            value: s.value,
+            description: (s.summary as { description?: string }).description ?? null,
+          })),
+        },
       );
     }
     const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
@@ -152,7 +179,11 @@ export class RelayService {
     if (txNonce !== expectedNonce) throw nonceNotNext(txNonce, expectedNonce, verified.signer, treasury.chain);
     await backing.fundForAction(treasury, envelope);
     // the prerequisites claimed and the envelope flagged in one transaction, before any storage write
-    await this.parts.sandboxSteps.provideBefore(treasury, envelope, others.filter((s) => s.seq < main.seq));
+    await this.parts.sandboxSteps.provideBefore(
+      treasury,
+      envelope,
+      others.filter((s) => s.seq < main.seq),
+    );
     return this.relay(main.txId, signed);
   }
 
@@ -178,8 +209,12 @@ export class RelayService {
 }
 
 function nonceNotNext(received: number, expected: number, signer: string, chain: string): TreasuryError {
-  return new TreasuryError("nonce_not_next", `the transaction's nonce is ${received}; ${signer}'s next nonce on ${chain} is ${expected}. Sign it with nonce ${expected}`, {
-    expected_nonce: expected,
-    received_nonce: received,
-  });
+  return new TreasuryError(
+    "nonce_not_next",
+    `the transaction's nonce is ${received}; ${signer}'s next nonce on ${chain} is ${expected}. Sign it with nonce ${expected}`,
+    {
+      expected_nonce: expected,
+      received_nonce: received,
+    },
+  );
 }

@@ -112,17 +112,27 @@ export class SafeTransactionService {
     }
     const now = this.ctx.clock.now().toISOString();
     if (r.status !== "awaiting_signatures" || r.expiresAt <= now) {
-      throw new TreasuryError("safe_transaction_not_open", `Safe transaction ${id} is ${r.status === "awaiting_signatures" ? "expired" : r.status}: it takes no more signatures`, { status: r.status === "awaiting_signatures" ? "expired" : r.status });
+      throw new TreasuryError(
+        "safe_transaction_not_open",
+        `Safe transaction ${id} is ${r.status === "awaiting_signatures" ? "expired" : r.status}: it takes no more signatures`,
+        { status: r.status === "awaiting_signatures" ? "expired" : r.status },
+      );
     }
     let owner: Address;
     try {
       owner = await safeSignatureOwner(r.safeTxHash, signature);
     } catch (err) {
-      throw new TreasuryError("invalid_request", `not a usable signature of ${r.safeTxHash}: ${(err as Error).message}`, { details: [{ location: "body", field: "signature", message: (err as Error).message }] });
+      throw new TreasuryError("invalid_request", `not a usable signature of ${r.safeTxHash}: ${(err as Error).message}`, {
+        details: [{ location: "body", field: "signature", message: (err as Error).message }],
+      });
     }
     const state = await this.safeState(r.chain, r.safe);
     if (!state.owners.includes(owner)) {
-      throw new TreasuryError("not_an_owner", `the signature recovers to ${owner}, which is not an owner of the Safe ${r.safe} (a signature of another hash recovers to an unrelated address)`, { recovered: owner });
+      throw new TreasuryError(
+        "not_an_owner",
+        `the signature recovers to ${owner}, which is not an owner of the Safe ${r.safe} (a signature of another hash recovers to an unrelated address)`,
+        { recovered: owner },
+      );
     }
     const added = await this.ctx.stores.safeTransactions.addSignature(id, { owner, signature, submitted_at: now }, now);
     if (added === "not_open") throw new TreasuryError("safe_transaction_not_open", `Safe transaction ${id} takes no more signatures`);

@@ -61,18 +61,31 @@ export function createServices(ctx: AppContext): Services {
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
   const delegation = new DelegationService(scope(ctx, "delegations", "instances", "treasuries"), chain, statements);
-  const actions = new ActionService(scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"), new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs), chain, new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains));
+  const actions = new ActionService(
+    scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"),
+    new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs),
+    chain,
+    new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains),
+  );
   const safeTransactions = new SafeTransactionService(scope(ctx, "safeTransactions", "treasuries"), chain);
   const { backing } = actions;
   const relay = new RelayService(scope(ctx, "envelopes"), { backing, envelopes: actions.envelopes, sandboxSteps: actions.sandboxSteps, chain });
   return {
     treasuries: new TreasuryService(
       scope(ctx, "apiKeys", "envelopes", "executions", "fees", "positionSamples", "treasuries"),
-      { position: (t) => backing.chainPosition(t), backed: (t) => backing.chainBacked(t), protection: (t) => delegation.protection(t), reconcile: (id) => relay.reconcileTreasury(id) },
+      {
+        position: (t) => backing.chainPosition(t),
+        backed: (t) => backing.chainBacked(t),
+        protection: (t) => delegation.protection(t),
+        reconcile: (id) => relay.reconcileTreasury(id),
+      },
       statements,
     ),
     access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
-    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain), { treasury: (id) => backing.treasury(id), position: (t) => backing.chainPosition(t) }),
+    preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain), {
+      treasury: (id) => backing.treasury(id),
+      position: (t) => backing.chainPosition(t),
+    }),
     policy: new PolicyService(scope(ctx, "fees"), { protection: (t) => delegation.protection(t), backed: (t) => backing.chainBacked(t) }),
     marketRates,
     actions,
@@ -88,7 +101,10 @@ export function createServices(ctx: AppContext): Services {
       prices,
       catalog,
       asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
-      facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret }),
+      facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, {
+        keyId: ctx.config.x402.cdpKeyId,
+        keySecret: ctx.config.x402.cdpKeySecret,
+      }),
     }),
   };
 }

@@ -38,7 +38,10 @@ export class StatementVerifier {
   ) {}
 
   /** checks time, nonce shape and freshness, and the signature; throws a typed 400 (code `code`) */
-  async verify(code: StatementErrorCode, o: { chain: TreasuryChain; signer: `0x${string}`; statement: Statement; proof: SignedProof; contractOnly?: boolean }): Promise<ProofMethod> {
+  async verify(
+    code: StatementErrorCode,
+    o: { chain: TreasuryChain; signer: `0x${string}`; statement: Statement; proof: SignedProof; contractOnly?: boolean },
+  ): Promise<ProofMethod> {
     const time = statementTimeProblem(o.proof.issued_at, this.ctx.clock.now());
     if (time) throw invalid(code, time);
     if (!STATEMENT_NONCE_PATTERN.test(o.proof.nonce)) throw invalid(code, "nonce must be 16 to 128 characters of [A-Za-z0-9._:-]");
@@ -50,7 +53,10 @@ export class StatementVerifier {
     }
     // not the EOA's signature: a contract wallet may still vouch for it (EIP-1271)
     if (!this.chain.connected(o.chain)) {
-      throw invalid(code, `the signature does not recover to ${o.signer}, and contract-wallet (EIP-1271) signatures need an RPC for ${o.chain}, which this service does not have`);
+      throw invalid(
+        code,
+        `the signature does not recover to ${o.signer}, and contract-wallet (EIP-1271) signatures need an RPC for ${o.chain}, which this service does not have`,
+      );
     }
     const client = this.chain.client(o.chain);
     const code_ = await client.getCode({ address: o.signer }).catch(() => {

@@ -26,7 +26,8 @@ export async function resolveSubject(ctx: ServiceContext<"treasuries">, address:
   // only a treasury the wallet stands behind (a signed ownership proof, or its own x402 payment) answers for its address
   const treasury = await ctx.stores.treasuries.findOwnedByWallet(address);
   if (!treasury) {
-    throw new TreasuryError("treasury_not_found",
+    throw new TreasuryError(
+      "treasury_not_found",
       `no proven treasury is registered for ${address}; register one with POST /api/v1/treasuries and an ownership_proof (a registration without one is reachable only with its API key)`,
     );
   }

@@ -41,7 +41,12 @@ export interface ChainSide {
   /** settle the treasury's relay steps left broadcasting, from the chain (RelayService.reconcileTreasury), before a read */
   reconcile(treasuryId: string): Promise<void>;
 }
-const NO_CHAIN: ChainSide = { backed: () => false, position: async () => null, protection: async () => ({ active: false, protectBelowHealth: null }), reconcile: async () => undefined };
+const NO_CHAIN: ChainSide = {
+  backed: () => false,
+  position: async () => null,
+  protection: async () => ({ active: false, protectBelowHealth: null }),
+  reconcile: async () => undefined,
+};
 
 /** the most samples a position history answers (store/position-sample-store.ts) */
 export { HISTORY_MAX_POINTS };
@@ -96,13 +101,20 @@ export class TreasuryService {
     if (input.ownership_proof) {
       if (!this.statements) throw new Error("the treasury service needs the statement verifier");
       const proof = input.ownership_proof;
-      const statement = registrationStatement({ service: this.ctx.links.base, wallet, chain: input.chain, executionMode: input.execution_mode, nonce: proof.nonce, issuedAt: proof.issued_at });
+      const statement = registrationStatement({
+        service: this.ctx.links.base,
+        wallet,
+        chain: input.chain,
+        executionMode: input.execution_mode,
+        nonce: proof.nonce,
+        issuedAt: proof.issued_at,
+      });
       const method = await this.statements.verify("invalid_ownership_proof", { chain: input.chain, signer: wallet, statement, proof: proof as SignedProof });
       ownership = "proven";
       proofRecord = { method, nonce: proof.nonce, issued_at: proof.issued_at, signature: proof.signature, verified_at: now.toISOString() };
     }
     const { treasury, key } = await this.ctx.tx.transaction(async () => {
-      if (proofRecord && !await this.statements!.spendNonce(wallet, String(proofRecord.nonce), "register_treasury")) {
+      if (proofRecord && !(await this.statements!.spendNonce(wallet, String(proofRecord.nonce), "register_treasury"))) {
         throw new TreasuryError("invalid_ownership_proof", "this nonce was already used by this wallet; sign a statement with a fresh nonce");
       }
       const treasury = await this.insertTreasury({
@@ -211,7 +223,13 @@ export class TreasuryService {
     return {
       object: "position_history",
       treasury_id: treasuryId,
-      points: points.map((p) => ({ at: p.at, ltv: p.ltv, health_score: p.healthScore, collateral_usd: usdcToNumber(p.collateralMicro), debt_usdc: usdcToNumber(p.debtMicro) })),
+      points: points.map((p) => ({
+        at: p.at,
+        ltv: p.ltv,
+        health_score: p.healthScore,
+        collateral_usd: usdcToNumber(p.collateralMicro),
+        debt_usdc: usdcToNumber(p.debtMicro),
+      })),
       note: "sampled by the protection engine for treasuries with a proven delegation, and after executed Safe transactions",
     };
   }
@@ -276,7 +294,14 @@ export class TreasuryService {
     const figures = chainFigures(chain);
     return {
       ...base,
-      state: { environment: "chain", usdc_balance: figures.usdc_balance, debt_usdc: figures.borrowed_usd, ltv: figures.ltv, health_score: figures.health_score, block_number: Number(chain.blockNumber) },
+      state: {
+        environment: "chain",
+        usdc_balance: figures.usdc_balance,
+        debt_usdc: figures.borrowed_usd,
+        ltv: figures.ltv,
+        health_score: figures.health_score,
+        block_number: Number(chain.blockNumber),
+      },
     };
   }
 

@@ -61,13 +61,23 @@ export class WalletSignatureAuth {
 
   /** the 401 of a request with no credential on a route that takes a sign-in (x402 off): how to sign in */
   unauthorized(req: Request): TreasuryError {
-    return new TreasuryError("unauthorized", "a bearer key, or the wallet's own signature (sign-in-with-x: extensions[\"sign-in-with-x\"]) is required", { extensions: { "sign-in-with-x": this.challenge(req) } }, { "WWW-Authenticate": 'Bearer realm="treasury", SIWX realm="treasury"' });
+    return new TreasuryError(
+      "unauthorized",
+      'a bearer key, or the wallet\'s own signature (sign-in-with-x: extensions["sign-in-with-x"]) is required',
+      { extensions: { "sign-in-with-x": this.challenge(req) } },
+      { "WWW-Authenticate": 'Bearer realm="treasury", SIWX realm="treasury"' },
+    );
   }
 
   /** sets res.locals.credential for the wallet that signed this request, or throws the typed 401 */
   async authenticate(req: Request, res: Response): Promise<void> {
     const refuse = (why: string): never => {
-      throw new TreasuryError("unauthorized", `sign-in-with-x refused: ${why}`, { extensions: { "sign-in-with-x": this.challenge(req) } }, { "WWW-Authenticate": 'Bearer realm="treasury", SIWX realm="treasury"' });
+      throw new TreasuryError(
+        "unauthorized",
+        `sign-in-with-x refused: ${why}`,
+        { extensions: { "sign-in-with-x": this.challenge(req) } },
+        { "WWW-Authenticate": 'Bearer realm="treasury", SIWX realm="treasury"' },
+      );
     };
     const verified = await verifySignInWithX(req.header(SIWX_HEADER), {
       publicBaseUrl: this.ctx.links.base,
@@ -90,7 +100,12 @@ export class WalletSignatureAuth {
     if (!(await this.ctx.stores.signedNonces.spend(verified.address, verified.nonce, "sign_in_with_x", this.ctx.clock.now().toISOString()))) {
       return refuse("its nonce was used already: sign in again");
     }
-    const credential: Credential = { kind: "wallet_signature", scope: `wallet:${verified.address.toLowerCase()}`, treasuryId: treasury.id, subject: verified.address };
+    const credential: Credential = {
+      kind: "wallet_signature",
+      scope: `wallet:${verified.address.toLowerCase()}`,
+      treasuryId: treasury.id,
+      subject: verified.address,
+    };
     res.locals.credential = credential;
     res.setHeader("X-Treasury-Id", treasury.id);
   }

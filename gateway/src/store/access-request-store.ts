@@ -41,12 +41,28 @@ export class AccessRequestStore {
 
   async insert(r: AccessRequestRecord, actor: string): Promise<void> {
     await this.db.transaction(async () => {
-      await this.db.run(`INSERT INTO access_requests (id, status, operator_name, operator_email, use_case, agent_name, agent_framework, company, wallet_address, chain,
+      await this.db.run(
+        `INSERT INTO access_requests (id, status, operator_name, operator_email, use_case, agent_name, agent_framework, company, wallet_address, chain,
              expected_monthly_volume_usdc, submitted_at, updated_at, reviewer, outcome, outcome_note, closed_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, 
-          r.id, r.status, r.operatorName, r.operatorEmail, r.useCase, r.agentName, r.agentFramework, r.company, r.walletAddress, r.chain,
-          r.expectedMonthlyVolumeUsdc, r.submittedAt, r.updatedAt, r.reviewer, r.outcome, r.outcomeNote, r.closedAt,
-        );
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        r.id,
+        r.status,
+        r.operatorName,
+        r.operatorEmail,
+        r.useCase,
+        r.agentName,
+        r.agentFramework,
+        r.company,
+        r.walletAddress,
+        r.chain,
+        r.expectedMonthlyVolumeUsdc,
+        r.submittedAt,
+        r.updatedAt,
+        r.reviewer,
+        r.outcome,
+        r.outcomeNote,
+        r.closedAt,
+      );
       await this.addEvent(r.id, { fromStatus: null, toStatus: r.status, actor, note: null, at: r.submittedAt });
     });
   }
@@ -75,20 +91,39 @@ export class AccessRequestStore {
     fields: { reviewer: string; outcome?: AccessOutcome; outcomeNote?: string | null; closedAt?: string },
     at: string,
   ): Promise<boolean> {
-    const info = await this.db.run(`UPDATE access_requests SET status = ?, updated_at = ?, reviewer = ?, outcome = COALESCE(?, outcome),
+    const info = await this.db.run(
+      `UPDATE access_requests SET status = ?, updated_at = ?, reviewer = ?, outcome = COALESCE(?, outcome),
            outcome_note = COALESCE(?, outcome_note), closed_at = COALESCE(?, closed_at)
-         WHERE id = ? AND status = ?`, to, at, fields.reviewer, fields.outcome ?? null, fields.outcomeNote ?? null, fields.closedAt ?? null, id, from);
+         WHERE id = ? AND status = ?`,
+      to,
+      at,
+      fields.reviewer,
+      fields.outcome ?? null,
+      fields.outcomeNote ?? null,
+      fields.closedAt ?? null,
+      id,
+      from,
+    );
     if (info.changes !== 1) return false;
     await this.addEvent(id, { fromStatus: from, toStatus: to, actor: fields.reviewer, note: fields.outcomeNote ?? null, at });
     return true;
   }
 
   async events(id: string): Promise<AccessRequestEvent[]> {
-    return (await this.db.all("SELECT from_status, to_status, actor, note, at FROM access_request_events WHERE access_request_id = ? ORDER BY seq", id)).map(eventOf);
+    return (await this.db.all("SELECT from_status, to_status, actor, note, at FROM access_request_events WHERE access_request_id = ? ORDER BY seq", id)).map(
+      eventOf,
+    );
   }
 
   private async addEvent(id: string, e: AccessRequestEvent): Promise<void> {
-    await this.db.run("INSERT INTO access_request_events (access_request_id, from_status, to_status, actor, note, at) VALUES (?, ?, ?, ?, ?, ?)", id, e.fromStatus, e.toStatus, e.actor, e.note, e.at);
+    await this.db.run(
+      "INSERT INTO access_request_events (access_request_id, from_status, to_status, actor, note, at) VALUES (?, ?, ?, ?, ?, ?)",
+      id,
+      e.fromStatus,
+      e.toStatus,
+      e.actor,
+      e.note,
+      e.at,
+    );
   }
-
 }

@@ -27,8 +27,21 @@ export class ApiKeyStore {
   constructor(private readonly db: Db) {}
 
   async insert(k: ApiKeyRecord): Promise<void> {
-    await this.db.run(`INSERT INTO api_keys (id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at, owner_address, revoked_reason)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.id, k.keyHash, k.kind, k.last4, k.treasuryId, k.accessRequestId, k.createdAt, k.expiresAt, k.revokedAt, k.ownerAddress, k.revokedReason);
+    await this.db.run(
+      `INSERT INTO api_keys (id, key_hash, kind, last4, treasury_id, access_request_id, created_at, expires_at, revoked_at, owner_address, revoked_reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      k.id,
+      k.keyHash,
+      k.kind,
+      k.last4,
+      k.treasuryId,
+      k.accessRequestId,
+      k.createdAt,
+      k.expiresAt,
+      k.revokedAt,
+      k.ownerAddress,
+      k.revokedReason,
+    );
   }
 
   /** revoke a key for good (the first revocation and its reason stay); false when it was already revoked */
@@ -43,11 +56,14 @@ export class ApiKeyStore {
 
   /** is a live key (issued through the reviewed onboarding, not revoked) bound to this treasury? */
   async hasLiveKey(treasuryId: string): Promise<boolean> {
-    return await this.db.get("SELECT 1 FROM api_keys WHERE treasury_id = ? AND kind = 'live' AND revoked_at IS NULL", treasuryId) !== undefined;
+    return (await this.db.get("SELECT 1 FROM api_keys WHERE treasury_id = ? AND kind = 'live' AND revoked_at IS NULL", treasuryId)) !== undefined;
   }
 
   async countActiveSandbox(nowIso: string): Promise<number> {
-    const row = await this.db.get("SELECT COUNT(*) AS n FROM api_keys WHERE kind = 'sandbox' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", nowIso) as { n: number };
+    const row = (await this.db.get(
+      "SELECT COUNT(*) AS n FROM api_keys WHERE kind = 'sandbox' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+      nowIso,
+    )) as { n: number };
     return row.n;
   }
 

@@ -60,11 +60,31 @@ export class DelegationStore {
    * one delegation: a proven one held by another treasury is detached (the
    * Safe's owners chose this treasury). Call inside the caller's transaction.
    */
-  async attachProven(d: { treasuryId: string; chain: string; safe: string; module: string; automation: string; protectBelowHealth: number; proof: Record<string, unknown>; at: string }): Promise<void> {
+  async attachProven(d: {
+    treasuryId: string;
+    chain: string;
+    safe: string;
+    module: string;
+    automation: string;
+    protectBelowHealth: number;
+    proof: Record<string, unknown>;
+    at: string;
+  }): Promise<void> {
     await this.db.run("DELETE FROM delegations WHERE chain = ? AND lower(safe) = lower(?) AND treasury_id != ?", d.chain, d.safe, d.treasuryId);
-    await this.db.run(`INSERT INTO delegations (treasury_id, safe, module, automation, registered_at, protect_below_health, chain, proof, proven_at, armed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+    await this.db.run(
+      `INSERT INTO delegations (treasury_id, safe, module, automation, registered_at, protect_below_health, chain, proof, proven_at, armed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
          ON CONFLICT(treasury_id) DO UPDATE SET safe = excluded.safe, module = excluded.module, automation = excluded.automation, protect_below_health = excluded.protect_below_health,
-           chain = excluded.chain, proof = excluded.proof, proven_at = excluded.proven_at, armed = 1, pending_upgrade = NULL`, d.treasuryId, d.safe, d.module, d.automation, d.at, d.protectBelowHealth, d.chain, JSON.stringify(d.proof), d.at);
+           chain = excluded.chain, proof = excluded.proof, proven_at = excluded.proven_at, armed = 1, pending_upgrade = NULL`,
+      d.treasuryId,
+      d.safe,
+      d.module,
+      d.automation,
+      d.at,
+      d.protectBelowHealth,
+      d.chain,
+      JSON.stringify(d.proof),
+      d.at,
+    );
   }
 
   /** stage a newer module the Safe signed for; the current one stays in force until the Safe enables the new one */
@@ -79,7 +99,13 @@ export class DelegationStore {
     if (!u || u.module.toLowerCase() !== module.toLowerCase()) return false;
     const r = await this.db.run(
       "UPDATE delegations SET module = ?, automation = ?, protect_below_health = ?, proof = ?, proven_at = ?, pending_upgrade = NULL, armed = 1 WHERE treasury_id = ? AND pending_upgrade = ?",
-      u.module, u.automation, u.protectBelowHealth, JSON.stringify(u.proof), u.at, treasuryId, JSON.stringify(u),
+      u.module,
+      u.automation,
+      u.protectBelowHealth,
+      JSON.stringify(u.proof),
+      u.at,
+      treasuryId,
+      JSON.stringify(u),
     );
     return r.changes === 1;
   }
@@ -103,8 +129,22 @@ export class DelegationStore {
   }
 
   async recordAction(a: ProtectionActionRecord): Promise<void> {
-    await this.db.run(`INSERT INTO protection_actions (id, treasury_id, safe, status, reason, health_before, ltv_before, ltv_after, repay_micro, tx_hashes, gas_usd, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.id, a.treasuryId, a.safe, a.status, a.reason, a.healthBefore, a.ltvBefore, a.ltvAfter, a.repayMicro?.toString() ?? null, JSON.stringify(a.txHashes), a.gasUsd, a.createdAt);
+    await this.db.run(
+      `INSERT INTO protection_actions (id, treasury_id, safe, status, reason, health_before, ltv_before, ltv_after, repay_micro, tx_hashes, gas_usd, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      a.id,
+      a.treasuryId,
+      a.safe,
+      a.status,
+      a.reason,
+      a.healthBefore,
+      a.ltvBefore,
+      a.ltvAfter,
+      a.repayMicro?.toString() ?? null,
+      JSON.stringify(a.txHashes),
+      a.gasUsd,
+      a.createdAt,
+    );
   }
 
   /** every protection action taken on a Safe, whichever treasury held its delegation then */
@@ -115,7 +155,11 @@ export class DelegationStore {
   /** protection gas spent on a Safe in the calendar month (UTC) of `at` (failed attempts cost gas too) */
   async monthGasUsd(safe: string, at: Date): Promise<number> {
     const month = at.toISOString().slice(0, 7);
-    const row = await this.db.get("SELECT COALESCE(SUM(gas_usd), 0) AS total FROM protection_actions WHERE lower(safe) = lower(?) AND status IN ('executed','failed') AND substr(created_at, 1, 7) = ?", safe, month) as { total: number };
+    const row = (await this.db.get(
+      "SELECT COALESCE(SUM(gas_usd), 0) AS total FROM protection_actions WHERE lower(safe) = lower(?) AND status IN ('executed','failed') AND substr(created_at, 1, 7) = ?",
+      safe,
+      month,
+    )) as { total: number };
     return row.total;
   }
 }

@@ -56,13 +56,42 @@ export class EnvelopeStore {
   constructor(private readonly db: Db) {}
 
   async insert(e: EnvelopeRecord, steps: StepRecord[]): Promise<void> {
-    await this.db.run(`INSERT INTO envelopes (tx_id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, params, chain, chain_id, status, created_at, expires_at, completed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.txId, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.feeBps, e.feeBasis, JSON.stringify(e.params), e.chain, e.chainId, e.status, e.createdAt, e.expiresAt, e.completedAt);
+    await this.db.run(
+      `INSERT INTO envelopes (tx_id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, params, chain, chain_id, status, created_at, expires_at, completed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      e.txId,
+      e.treasuryId,
+      e.action,
+      e.amountMicro.toString(),
+      e.feeMicro.toString(),
+      e.feeBps,
+      e.feeBasis,
+      JSON.stringify(e.params),
+      e.chain,
+      e.chainId,
+      e.status,
+      e.createdAt,
+      e.expiresAt,
+      e.completedAt,
+    );
     for (const s of steps) {
       await this.db.run(
         `INSERT INTO envelope_steps (tx_id, envelope_tx_id, seq, kind, to_address, data, value, summary, status, tx_hash, signed_transaction, receipt, relayed_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        s.txId, s.envelopeTxId, s.seq, s.kind, s.to, s.data, s.value, JSON.stringify(s.summary), s.status, s.txHash, s.signedTransaction, s.receipt ? JSON.stringify(s.receipt) : null, s.relayedAt);
+        s.txId,
+        s.envelopeTxId,
+        s.seq,
+        s.kind,
+        s.to,
+        s.data,
+        s.value,
+        JSON.stringify(s.summary),
+        s.status,
+        s.txHash,
+        s.signedTransaction,
+        s.receipt ? JSON.stringify(s.receipt) : null,
+        s.relayedAt,
+      );
     }
   }
 
@@ -86,16 +115,23 @@ export class EnvelopeStore {
    * not: its transaction may still be mined and must be reconciled first).
    */
   async pendingFor(treasuryId: string, nowIso: string): Promise<EnvelopeRecord | undefined> {
-    const row = await this.db.get(`SELECT e.* FROM envelopes e WHERE e.treasury_id = ? AND e.status = 'awaiting_signature'
+    const row = await this.db.get(
+      `SELECT e.* FROM envelopes e WHERE e.treasury_id = ? AND e.status = 'awaiting_signature'
            AND (e.expires_at > ? OR EXISTS (SELECT 1 FROM envelope_steps s WHERE s.envelope_tx_id = e.tx_id AND s.status = 'broadcasting'))
-         ORDER BY e.created_at DESC LIMIT 1`, treasuryId, nowIso);
+         ORDER BY e.created_at DESC LIMIT 1`,
+      treasuryId,
+      nowIso,
+    );
     return row ? envelopeFromRow(row) : undefined;
   }
 
   /** steps of a treasury claimed for broadcast and not yet reconciled with the chain */
   async broadcastingFor(treasuryId: string): Promise<StepRecord[]> {
     return (
-      await this.db.all("SELECT s.* FROM envelope_steps s JOIN envelopes e ON e.tx_id = s.envelope_tx_id WHERE e.treasury_id = ? AND s.status = 'broadcasting' ORDER BY s.broadcast_at", treasuryId)
+      await this.db.all(
+        "SELECT s.* FROM envelope_steps s JOIN envelopes e ON e.tx_id = s.envelope_tx_id WHERE e.treasury_id = ? AND s.status = 'broadcasting' ORDER BY s.broadcast_at",
+        treasuryId,
+      )
     ).map(stepFromRow);
   }
 
@@ -112,9 +148,19 @@ export class EnvelopeStore {
    */
   async claimStep(txId: string, c: { txHash: string; signed: string; signer: string; nonce: number; at: string }): Promise<boolean> {
     return (
-      (await this.db.run(`UPDATE envelope_steps SET status = 'broadcasting', tx_hash = ?, signed_transaction = ?, signer = ?, tx_nonce = ?, broadcast_at = ?
+      (
+        await this.db.run(
+          `UPDATE envelope_steps SET status = 'broadcasting', tx_hash = ?, signed_transaction = ?, signer = ?, tx_nonce = ?, broadcast_at = ?
            WHERE tx_id = ? AND status = 'awaiting_signature'
-             AND NOT EXISTS (SELECT 1 FROM envelope_steps p WHERE p.envelope_tx_id = envelope_steps.envelope_tx_id AND p.seq < envelope_steps.seq AND p.status != 'relayed')`, c.txHash, c.signed, c.signer, c.nonce, c.at, txId)).changes === 1
+             AND NOT EXISTS (SELECT 1 FROM envelope_steps p WHERE p.envelope_tx_id = envelope_steps.envelope_tx_id AND p.seq < envelope_steps.seq AND p.status != 'relayed')`,
+          c.txHash,
+          c.signed,
+          c.signer,
+          c.nonce,
+          c.at,
+          txId,
+        )
+      ).changes === 1
     );
   }
 
@@ -124,21 +170,45 @@ export class EnvelopeStore {
     if (!step || step.status !== "broadcasting" || step.txHash !== txHash) return false;
     const attempts = [...step.failedAttempts, { tx_hash: txHash, reason, at }];
     return (
-      (await this.db.run("UPDATE envelope_steps SET status = 'awaiting_signature', tx_hash = NULL, signed_transaction = NULL, signer = NULL, tx_nonce = NULL, broadcast_at = NULL, failed_attempts = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?", JSON.stringify(attempts), txId, txHash)).changes === 1
+      (
+        await this.db.run(
+          "UPDATE envelope_steps SET status = 'awaiting_signature', tx_hash = NULL, signed_transaction = NULL, signer = NULL, tx_nonce = NULL, broadcast_at = NULL, failed_attempts = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?",
+          JSON.stringify(attempts),
+          txId,
+          txHash,
+        )
+      ).changes === 1
     );
   }
 
   /** a claimed step was mined successfully: relayed, with its receipt */
   async finishStep(txId: string, txHash: string, receipt: Record<string, unknown>, at: string): Promise<boolean> {
     return (
-      (await this.db.run("UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?", JSON.stringify(receipt), at, txId, txHash)).changes === 1
+      (
+        await this.db.run(
+          "UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'broadcasting' AND tx_hash = ?",
+          JSON.stringify(receipt),
+          at,
+          txId,
+          txHash,
+        )
+      ).changes === 1
     );
   }
 
   /** sandbox relay (nothing is sent): awaiting -> relayed in one step, only if it was still awaiting */
   async markStepRelayed(txId: string, txHash: string, signed: string, receipt: Record<string, unknown>, at: string): Promise<boolean> {
     return (
-      (await this.db.run("UPDATE envelope_steps SET status = 'relayed', tx_hash = ?, signed_transaction = ?, receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'awaiting_signature'", txHash, signed, JSON.stringify(receipt), at, txId)).changes === 1
+      (
+        await this.db.run(
+          "UPDATE envelope_steps SET status = 'relayed', tx_hash = ?, signed_transaction = ?, receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'awaiting_signature'",
+          txHash,
+          signed,
+          JSON.stringify(receipt),
+          at,
+          txId,
+        )
+      ).changes === 1
     );
   }
 
@@ -148,7 +218,16 @@ export class EnvelopeStore {
    * Conditional on the step still awaiting a signature: the claim.
    */
   async provideStep(txId: string, receipt: Record<string, unknown>, at: string): Promise<boolean> {
-    return (await this.db.run("UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'awaiting_signature'", JSON.stringify(receipt), at, txId)).changes === 1;
+    return (
+      (
+        await this.db.run(
+          "UPDATE envelope_steps SET status = 'relayed', receipt = ?, relayed_at = ? WHERE tx_id = ? AND status = 'awaiting_signature'",
+          JSON.stringify(receipt),
+          at,
+          txId,
+        )
+      ).changes === 1
+    );
   }
 
   /** the receipt of a provided step once the sandbox carried it out */
@@ -158,7 +237,10 @@ export class EnvelopeStore {
 
   /** undo provideStep when the sandbox could not carry the step out */
   async unprovideStep(txId: string): Promise<void> {
-    await this.db.run("UPDATE envelope_steps SET status = 'awaiting_signature', receipt = NULL, relayed_at = NULL WHERE tx_id = ? AND status = 'relayed' AND tx_hash IS NULL", txId);
+    await this.db.run(
+      "UPDATE envelope_steps SET status = 'awaiting_signature', receipt = NULL, relayed_at = NULL WHERE tx_id = ? AND status = 'relayed' AND tx_hash IS NULL",
+      txId,
+    );
   }
 
   /** replace an envelope's params (its flags: one_signature) */

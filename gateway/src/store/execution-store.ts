@@ -22,7 +22,18 @@ export class ExecutionStore {
   constructor(private readonly db: Db) {}
 
   async insert(e: ExecutionRecord): Promise<void> {
-    await this.db.run("INSERT INTO executions (id, treasury_id, action, amount_micro, fee_micro, origin, envelope_tx_id, receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", e.id, e.treasuryId, e.action, e.amountMicro.toString(), e.feeMicro.toString(), e.origin, e.envelopeTxId, JSON.stringify(e.receipt), e.createdAt);
+    await this.db.run(
+      "INSERT INTO executions (id, treasury_id, action, amount_micro, fee_micro, origin, envelope_tx_id, receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      e.id,
+      e.treasuryId,
+      e.action,
+      e.amountMicro.toString(),
+      e.feeMicro.toString(),
+      e.origin,
+      e.envelopeTxId,
+      JSON.stringify(e.receipt),
+      e.createdAt,
+    );
   }
 
   /** the receipt of one of a treasury's executions (another treasury's is not found) */

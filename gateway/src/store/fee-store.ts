@@ -52,14 +52,31 @@ export class FeeStore {
   async record(entry: Omit<FeeAuditEntry, "feeTier">): Promise<FeeAuditEntry> {
     const state = await this.ratchet();
     const full: FeeAuditEntry = { ...entry, feeTier: tierAt(state.tierIndex).tier };
-    await this.db.run(`INSERT INTO fee_audit (id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, fee_tier, trigger, execution_ref, created_at, environment, counts_toward_volume)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, 
-        full.id, full.treasuryId, full.action, full.amountMicro.toString(), full.feeMicro.toString(), full.feeBps, full.feeBasis,
-        full.feeTier, full.trigger, full.executionRef, full.createdAt, full.environment, full.countsTowardVolume && full.feeMicro > 0n ? 1 : 0,
-      );
+    await this.db.run(
+      `INSERT INTO fee_audit (id, treasury_id, action, amount_micro, fee_micro, fee_bps, fee_basis, fee_tier, trigger, execution_ref, created_at, environment, counts_toward_volume)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      full.id,
+      full.treasuryId,
+      full.action,
+      full.amountMicro.toString(),
+      full.feeMicro.toString(),
+      full.feeBps,
+      full.feeBasis,
+      full.feeTier,
+      full.trigger,
+      full.executionRef,
+      full.createdAt,
+      full.environment,
+      full.countsTowardVolume && full.feeMicro > 0n ? 1 : 0,
+    );
     if (full.countsTowardVolume && full.feeMicro > 0n) {
       const next = advanceRatchet(state, full.amountMicro);
-      await this.db.run("UPDATE fee_ratchet SET tier_index = ?, platform_volume_micro = ?, updated_at = ? WHERE id = 1", next.tierIndex, next.platformVolumeMicro.toString(), full.createdAt);
+      await this.db.run(
+        "UPDATE fee_ratchet SET tier_index = ?, platform_volume_micro = ?, updated_at = ? WHERE id = 1",
+        next.tierIndex,
+        next.platformVolumeMicro.toString(),
+        full.createdAt,
+      );
     }
     return full;
   }
@@ -79,7 +96,11 @@ export class FeeStore {
       after
         ? await this.db.all(
             "SELECT *, rowid AS position FROM fee_audit WHERE treasury_id = ? AND (created_at > ? OR (created_at = ? AND rowid > ?)) ORDER BY created_at, rowid LIMIT ?",
-            treasuryId, after.createdAt, after.createdAt, after.position, limit + 1,
+            treasuryId,
+            after.createdAt,
+            after.createdAt,
+            after.position,
+            limit + 1,
           )
         : await this.db.all("SELECT *, rowid AS position FROM fee_audit WHERE treasury_id = ? ORDER BY created_at, rowid LIMIT ?", treasuryId, limit + 1)
     ) as { created_at: string; position: number | string }[];
@@ -93,7 +114,9 @@ export class FeeStore {
    * borrow: every one of them buys or borrows), the dormancy clock's input.
    */
   async lastFeeBearingAt(treasuryId: string): Promise<string | undefined> {
-    const row = await this.db.get("SELECT MAX(created_at) AS at FROM fee_audit WHERE treasury_id = ? AND fee_micro != '0'", treasuryId) as { at: string | null };
+    const row = (await this.db.get("SELECT MAX(created_at) AS at FROM fee_audit WHERE treasury_id = ? AND fee_micro != '0'", treasuryId)) as {
+      at: string | null;
+    };
     return row.at ?? undefined;
   }
 }

@@ -30,7 +30,12 @@ export class InstanceStore {
 
   async beat(id: string, now: Date): Promise<void> {
     const at = now.toISOString();
-    await this.db.run("INSERT INTO instances (id, started_at, heartbeat_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at", id, at, at);
+    await this.db.run(
+      "INSERT INTO instances (id, started_at, heartbeat_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+      id,
+      at,
+      at,
+    );
   }
 
   /** a protection engine's pass, under its automation key */

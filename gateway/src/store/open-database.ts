@@ -39,14 +39,17 @@ export async function migrate(db: Db, migrations: Migration[]): Promise<number[]
   const ran: number[] = [];
   const sorted = [...migrations].sort((a, b) => a.version - b.version);
   for (const m of sorted) {
-    const applied = await db.transaction(async () => {
-      await queue(); // the first applies it, the rest find it applied
+    const applied = await db.transaction(
+      async () => {
+        await queue(); // the first applies it, the rest find it applied
 
-      if (await db.get("SELECT 1 AS one FROM schema_migrations WHERE version = ?", m.version)) return false;
-      await db.exec(m.sql);
-      await db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", m.version, m.name, new Date().toISOString());
-      return true;
-    }, { isolation: "read committed" });
+        if (await db.get("SELECT 1 AS one FROM schema_migrations WHERE version = ?", m.version)) return false;
+        await db.exec(m.sql);
+        await db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", m.version, m.name, new Date().toISOString());
+        return true;
+      },
+      { isolation: "read committed" },
+    );
     if (applied) ran.push(m.version);
   }
   return ran;

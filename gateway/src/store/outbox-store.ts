@@ -35,7 +35,17 @@ export class OutboxStore {
   ) {}
 
   async insert(m: OutboxMessage): Promise<void> {
-    await this.db.run("INSERT INTO outbox (id, kind, recipient, subject, body, related_id, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", m.id, m.kind, m.recipient, m.subject, m.body === null ? null : this.box.seal(m.body), m.relatedId, m.createdAt, m.deliveredAt);
+    await this.db.run(
+      "INSERT INTO outbox (id, kind, recipient, subject, body, related_id, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      m.id,
+      m.kind,
+      m.recipient,
+      m.subject,
+      m.body === null ? null : this.box.seal(m.body),
+      m.relatedId,
+      m.createdAt,
+      m.deliveredAt,
+    );
   }
 
   async pending(): Promise<OutboxMessage[]> {

@@ -35,21 +35,38 @@ export class PaymentStore {
     return this.db.transaction(async (): Promise<PaymentLock> => {
       const inserted = await this.db.run(
         "INSERT INTO x402_payments (payer, nonce, route, amount_atomic, state, treasury_id, created_at, lease_holder, lease_expires_at) VALUES (?, ?, ?, ?, 'locked', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        payer, nonce, p.route, p.amountAtomic.toString(), p.treasuryId, at, p.holder, leaseUntil(p.now),
+        payer,
+        nonce,
+        p.route,
+        p.amountAtomic.toString(),
+        p.treasuryId,
+        at,
+        p.holder,
+        leaseUntil(p.now),
       );
       if (inserted.changes === 1) return { kind: "locked", takenOver: false };
       const raw = await this.db.get(
         "SELECT state, outcome_status, lease_holder, lease_expires_at, route, transaction_hash, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ?",
-        payer, nonce,
+        payer,
+        nonce,
       );
       const row = raw ? readLock(raw) : undefined;
       if (!row || row.outcomeStatus !== null || row.route !== p.route) return { kind: "used" };
       if (row.leaseExpiresAt === null) return { kind: row.state === "settled" ? "used" : "busy" };
       // held by a live request: its lease runs and its process heartbeats
       if (row.leaseExpiresAt > at && !(await holderGone(this.db, row.leaseHolder, p.now))) return { kind: "busy" };
-      const taken = await this.db.run("UPDATE x402_payments SET lease_holder = ?, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder IS NOT DISTINCT FROM ?", p.holder, leaseUntil(p.now), payer, nonce, row.leaseHolder);
+      const taken = await this.db.run(
+        "UPDATE x402_payments SET lease_holder = ?, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder IS NOT DISTINCT FROM ?",
+        p.holder,
+        leaseUntil(p.now),
+        payer,
+        nonce,
+        row.leaseHolder,
+      );
       if (taken.changes !== 1) return { kind: "busy" };
-      return row.state === "settled" ? { kind: "settled_unserved", transactionHash: row.transactionHash, treasuryId: row.treasuryId } : { kind: "locked", takenOver: true };
+      return row.state === "settled"
+        ? { kind: "settled_unserved", transactionHash: row.transactionHash, treasuryId: row.treasuryId }
+        : { kind: "locked", takenOver: true };
     });
   }
 
@@ -65,14 +82,26 @@ export class PaymentStore {
 
   async renew(payer: string, nonce: string, holder: string, now: Date): Promise<boolean> {
     return (
-      (await this.db.run("UPDATE x402_payments SET lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ? AND outcome_status IS NULL", leaseUntil(now), payer.toLowerCase(), nonce.toLowerCase(), holder))
-        .changes === 1
+      (
+        await this.db.run(
+          "UPDATE x402_payments SET lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ? AND outcome_status IS NULL",
+          leaseUntil(now),
+          payer.toLowerCase(),
+          nonce.toLowerCase(),
+          holder,
+        )
+      ).changes === 1
     );
   }
 
   /** forget a lock whose payment was not settled (nothing was charged, nothing remains) */
   async release(payer: string, nonce: string, holder: string): Promise<void> {
-    await this.db.run("DELETE FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked' AND lease_holder = ?", payer.toLowerCase(), nonce.toLowerCase(), holder);
+    await this.db.run(
+      "DELETE FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked' AND lease_holder = ?",
+      payer.toLowerCase(),
+      nonce.toLowerCase(),
+      holder,
+    );
   }
 
   /**
@@ -81,13 +110,23 @@ export class PaymentStore {
    * free for the next retry to take over at once.
    */
   async lapse(payer: string, nonce: string, holder: string, now: Date): Promise<void> {
-    await this.db.run("UPDATE x402_payments SET lease_holder = NULL, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ?", now.toISOString(), payer.toLowerCase(), nonce.toLowerCase(), holder);
+    await this.db.run(
+      "UPDATE x402_payments SET lease_holder = NULL, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ?",
+      now.toISOString(),
+      payer.toLowerCase(),
+      nonce.toLowerCase(),
+      holder,
+    );
   }
 
   async settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string): Promise<void> {
     await this.db.run(
       "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ?, pending_settlement = NULL WHERE payer = ? AND nonce = ?",
-      transactionHash, treasuryId, at, payer.toLowerCase(), nonce.toLowerCase(),
+      transactionHash,
+      treasuryId,
+      at,
+      payer.toLowerCase(),
+      nonce.toLowerCase(),
     );
   }
 
@@ -98,7 +137,11 @@ export class PaymentStore {
   async pending(payer: string, nonce: string, holder: string, settlement: string, now: Date): Promise<void> {
     await this.db.run(
       "UPDATE x402_payments SET pending_settlement = ?, lease_holder = NULL, lease_expires_at = ? WHERE payer = ? AND nonce = ? AND lease_holder = ?",
-      settlement, now.toISOString(), payer.toLowerCase(), nonce.toLowerCase(), holder,
+      settlement,
+      now.toISOString(),
+      payer.toLowerCase(),
+      nonce.toLowerCase(),
+      holder,
     );
   }
 
@@ -106,7 +149,8 @@ export class PaymentStore {
   async pendingSettlement(payer: string, nonce: string): Promise<{ settlement: string; treasuryId: string | null } | undefined> {
     const raw = await this.db.get(
       "SELECT pending_settlement, treasury_id FROM x402_payments WHERE payer = ? AND nonce = ? AND state = 'locked' AND pending_settlement IS NOT NULL",
-      payer.toLowerCase(), nonce.toLowerCase(),
+      payer.toLowerCase(),
+      nonce.toLowerCase(),
     );
     const row = raw ? readPending(raw) : undefined;
     return row ? { settlement: row.pendingSettlement!, treasuryId: row.treasuryId } : undefined;
@@ -114,12 +158,21 @@ export class PaymentStore {
 
   /** a pending settlement that the facilitator then refused: nothing was charged, nothing is to settle */
   async settlementFailed(payer: string, nonce: string): Promise<void> {
-    await this.db.run("UPDATE x402_payments SET pending_settlement = NULL WHERE payer = ? AND nonce = ? AND state = 'locked'", payer.toLowerCase(), nonce.toLowerCase());
+    await this.db.run(
+      "UPDATE x402_payments SET pending_settlement = NULL WHERE payer = ? AND nonce = ? AND state = 'locked'",
+      payer.toLowerCase(),
+      nonce.toLowerCase(),
+    );
   }
 
   /** the request this payment paid for answered (or its payment became a prepaid credit): the payment is spent */
   async outcome(payer: string, nonce: string, status: number): Promise<void> {
-    await this.db.run("UPDATE x402_payments SET outcome_status = ?, lease_holder = NULL, lease_expires_at = NULL WHERE payer = ? AND nonce = ?", status, payer.toLowerCase(), nonce.toLowerCase());
+    await this.db.run(
+      "UPDATE x402_payments SET outcome_status = ?, lease_holder = NULL, lease_expires_at = NULL WHERE payer = ? AND nonce = ?",
+      status,
+      payer.toLowerCase(),
+      nonce.toLowerCase(),
+    );
   }
 
   /**

@@ -30,12 +30,20 @@ export class PositionSampleStore {
 
   /** record a sample unless one was taken recently and the LTV has not moved; true when written */
   async sample(treasuryId: string, s: PositionSample): Promise<boolean> {
-    const last = await this.db.get<{ at: string; ltv: number }>("SELECT at, ltv FROM position_samples WHERE treasury_id = ? ORDER BY at DESC LIMIT 1", treasuryId);
+    const last = await this.db.get<{ at: string; ltv: number }>(
+      "SELECT at, ltv FROM position_samples WHERE treasury_id = ? ORDER BY at DESC LIMIT 1",
+      treasuryId,
+    );
     if (last && Date.parse(s.at) - Date.parse(last.at) < SAMPLE_EVERY_MS && Math.abs(s.ltv - last.ltv) < SAMPLE_LTV_STEP) return false;
     if (last && last.at >= s.at) return false;
     await this.db.run(
       "INSERT INTO position_samples (treasury_id, at, ltv, health_score, collateral_micro, debt_micro) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-      treasuryId, s.at, s.ltv, s.healthScore, s.collateralMicro.toString(), s.debtMicro.toString(),
+      treasuryId,
+      s.at,
+      s.ltv,
+      s.healthScore,
+      s.collateralMicro.toString(),
+      s.debtMicro.toString(),
     );
     return true;
   }
@@ -44,7 +52,9 @@ export class PositionSampleStore {
   async history(treasuryId: string, since: string): Promise<PositionSample[]> {
     const rows = await this.db.all(
       "SELECT at, ltv, health_score, collateral_micro, debt_micro FROM position_samples WHERE treasury_id = ? AND at >= ? ORDER BY at DESC LIMIT ?",
-      treasuryId, since, HISTORY_MAX_POINTS,
+      treasuryId,
+      since,
+      HISTORY_MAX_POINTS,
     );
     return rows.reverse().map(sampleOf);
   }

@@ -36,7 +36,10 @@ export async function openPostgres(url: string, opts: { max?: number } = {}): Pr
     connectionString: url,
     max: opts.max ?? Number(process.env.DATABASE_POOL_MAX ?? 10),
     // COUNT(*) and bigint identities are int8: numbers here (money is stored as text, never as int8)
-    types: { getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as "text"))) as typeof pg.types.getTypeParser },
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") =>
+        oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+    },
   });
   // an idle client's connection error must not crash the process; the next query gets a fresh client
   pool.on("error", () => undefined);

@@ -57,7 +57,17 @@ const read = rowReader(protectionClaims);
 /** the claim's own columns, and what its `detail` document holds */
 const fromRow = (r: RowOf<typeof protectionClaims>): ProtectionClaim => {
   const d = (r.detail ?? { healthBefore: null, ltvBefore: null, sent: [] }) as Detail;
-  return { treasuryId: r.treasuryId, holder: r.holder, actionId: r.actionId, state: r.state, repayMicro: r.repayMicro, healthBefore: d.healthBefore, ltvBefore: d.ltvBefore, sent: d.sent, ...(d.plan ? { plan: d.plan } : {}) };
+  return {
+    treasuryId: r.treasuryId,
+    holder: r.holder,
+    actionId: r.actionId,
+    state: r.state,
+    repayMicro: r.repayMicro,
+    healthBefore: d.healthBefore,
+    ltvBefore: d.ltvBefore,
+    sent: d.sent,
+    ...(d.plan ? { plan: d.plan } : {}),
+  };
 };
 
 export class ProtectionClaimStore {
@@ -71,7 +81,14 @@ export class ProtectionClaimStore {
       // its own claim (a pass that gave up waiting on a receipt) the same engine resumes at once
       if (row && row.holder !== holder && row.expiresAt > now.toISOString()) return { kind: "held" } as const;
       if (row) {
-        await this.db.run("UPDATE protection_claims SET holder = ?, claimed_at = ?, expires_at = ? WHERE treasury_id = ? AND holder = ?", holder, now.toISOString(), leaseUntil(now), treasuryId, row.holder);
+        await this.db.run(
+          "UPDATE protection_claims SET holder = ?, claimed_at = ?, expires_at = ? WHERE treasury_id = ? AND holder = ?",
+          holder,
+          now.toISOString(),
+          leaseUntil(now),
+          treasuryId,
+          row.holder,
+        );
         return { kind: "taken_over", claim: { ...fromRow(row), holder } } as const;
       }
       const armed = await this.db.get<{ armed: number }>("SELECT armed FROM delegations WHERE treasury_id = ?", treasuryId);
@@ -79,9 +96,16 @@ export class ProtectionClaimStore {
       await this.db.run("UPDATE delegations SET armed = 0 WHERE treasury_id = ?", treasuryId);
       await this.db.run(
         "INSERT INTO protection_claims (treasury_id, holder, state, action_id, claimed_at, expires_at) VALUES (?, ?, 'deciding', ?, ?, ?)",
-        treasuryId, holder, actionId, now.toISOString(), leaseUntil(now),
+        treasuryId,
+        holder,
+        actionId,
+        now.toISOString(),
+        leaseUntil(now),
       );
-      return { kind: "claimed", claim: { treasuryId, holder, actionId, state: "deciding", repayMicro: null, healthBefore: null, ltvBefore: null, sent: [] } } as const;
+      return {
+        kind: "claimed",
+        claim: { treasuryId, holder, actionId, state: "deciding", repayMicro: null, healthBefore: null, ltvBefore: null, sent: [] },
+      } as const;
     });
   }
 
@@ -93,15 +117,22 @@ export class ProtectionClaimStore {
     const detail: Detail = { healthBefore: claim.healthBefore, ltvBefore: claim.ltvBefore, sent: claim.sent, ...(claim.plan ? { plan: claim.plan } : {}) };
     const r = await this.db.run(
       "UPDATE protection_claims SET state = ?, repay_micro = ?, detail = ?, tx_hash = ?, expires_at = ? WHERE treasury_id = ? AND holder = ?",
-      claim.sent.length > 0 ? "broadcasting" : "deciding", claim.repayMicro?.toString() ?? null, JSON.stringify(detail), claim.sent.at(-1)?.hash ?? null, leaseUntil(now),
-      claim.treasuryId, claim.holder,
+      claim.sent.length > 0 ? "broadcasting" : "deciding",
+      claim.repayMicro?.toString() ?? null,
+      JSON.stringify(detail),
+      claim.sent.at(-1)?.hash ?? null,
+      leaseUntil(now),
+      claim.treasuryId,
+      claim.holder,
     );
     return r.changes === 1;
   }
 
   /** the holder is alive: extend its lease; false when it lost the claim */
   async renew(treasuryId: string, holder: string, now: Date): Promise<boolean> {
-    return (await this.db.run("UPDATE protection_claims SET expires_at = ? WHERE treasury_id = ? AND holder = ?", leaseUntil(now), treasuryId, holder)).changes === 1;
+    return (
+      (await this.db.run("UPDATE protection_claims SET expires_at = ? WHERE treasury_id = ? AND holder = ?", leaseUntil(now), treasuryId, holder)).changes === 1
+    );
   }
 
   /** the trigger is settled (its action recorded in the same transaction by the caller): drop the claim */

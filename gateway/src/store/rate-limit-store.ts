@@ -19,7 +19,11 @@ export class RateLimitStore {
          hits = CASE WHEN rate_limit_hits.reset_at <= ? THEN excluded.hits ELSE rate_limit_hits.hits + excluded.hits END,
          reset_at = CASE WHEN rate_limit_hits.reset_at <= ? THEN excluded.reset_at ELSE rate_limit_hits.reset_at END
        RETURNING hits, reset_at`,
-      key, by, nowMs + windowMs, nowMs, nowMs,
+      key,
+      by,
+      nowMs + windowMs,
+      nowMs,
+      nowMs,
     );
     return windowOf(row);
   }

@@ -25,7 +25,10 @@ export interface Swept {
   instances: number;
 }
 
-export async function sweepExpired(stores: { idempotency: IdempotencyStore; rateLimits: RateLimitStore; payments: PaymentStore; positionSamples: PositionSampleStore; instances: InstanceStore }, now: Date): Promise<Swept> {
+export async function sweepExpired(
+  stores: { idempotency: IdempotencyStore; rateLimits: RateLimitStore; payments: PaymentStore; positionSamples: PositionSampleStore; instances: InstanceStore },
+  now: Date,
+): Promise<Swept> {
   return {
     idempotency: await stores.idempotency.purgeExpired(now),
     rate_limit_windows: await stores.rateLimits.purgeExpired(now.getTime()),
@@ -36,7 +39,12 @@ export async function sweepExpired(stores: { idempotency: IdempotencyStore; rate
 }
 
 /** sweep now and every `everyMs`; the stop waits for a sweep in progress */
-export function startSweeper(stores: Parameters<typeof sweepExpired>[0], clock: Clock, everyMs: number, log: (swept: Swept | Error) => void): () => Promise<void> {
+export function startSweeper(
+  stores: Parameters<typeof sweepExpired>[0],
+  clock: Clock,
+  everyMs: number,
+  log: (swept: Swept | Error) => void,
+): () => Promise<void> {
   let running: Promise<void> | undefined;
   const sweep = () => {
     running ??= sweepExpired(stores, clock.now())

@@ -11,7 +11,15 @@ export class SignedNonceStore {
   /** spend it; false when it was spent already (by a concurrent request too) */
   async spend(signer: string, nonce: string, purpose: string, at: string): Promise<boolean> {
     return (
-      (await this.db.run("INSERT INTO signed_nonces (signer, nonce, purpose, used_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", signer.toLowerCase(), nonce, purpose, at)).changes === 1
+      (
+        await this.db.run(
+          "INSERT INTO signed_nonces (signer, nonce, purpose, used_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+          signer.toLowerCase(),
+          nonce,
+          purpose,
+          at,
+        )
+      ).changes === 1
     );
   }
 }

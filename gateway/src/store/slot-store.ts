@@ -20,7 +20,10 @@ export class SlotStore {
       (
         await this.db.run(
           "INSERT INTO treasury_slots (treasury_id, holder, claimed_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-          treasuryId, holder, now.toISOString(), leaseUntil(now),
+          treasuryId,
+          holder,
+          now.toISOString(),
+          leaseUntil(now),
         )
       ).changes === 1
     );
@@ -28,7 +31,11 @@ export class SlotStore {
 
   /** nobody holds the treasury's slot at `now` (an expired holder, or one of a dead process, does not count) */
   async free(treasuryId: string, now: Date): Promise<boolean> {
-    const row = await this.db.get<{ holder: string }>("SELECT holder FROM treasury_slots WHERE treasury_id = ? AND expires_at > ?", treasuryId, now.toISOString());
+    const row = await this.db.get<{ holder: string }>(
+      "SELECT holder FROM treasury_slots WHERE treasury_id = ? AND expires_at > ?",
+      treasuryId,
+      now.toISOString(),
+    );
     return row === undefined || (await holderGone(this.db, row.holder, now));
   }
 
@@ -41,7 +48,7 @@ export class SlotStore {
   }
 
   async holds(treasuryId: string, holder: string): Promise<boolean> {
-    return await this.db.get("SELECT 1 FROM treasury_slots WHERE treasury_id = ? AND holder = ?", treasuryId, holder) !== undefined;
+    return (await this.db.get("SELECT 1 FROM treasury_slots WHERE treasury_id = ? AND holder = ?", treasuryId, holder)) !== undefined;
   }
 
   /** the holder is alive: extend its slots' leases */

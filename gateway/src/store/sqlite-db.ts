@@ -41,8 +41,7 @@ export const BUSY_ATTEMPTS = 260;
 /** commits on the request thread (with SQLite's own checkpoints) before the checkpoint worker takes over: a short-lived database never starts one */
 export const COMMITS_BEFORE_CHECKPOINT_WORKER = 256;
 
-const bind = (params: SqlValue[]): unknown[] =>
-  params.map((p) => (p === undefined ? null : typeof p === "boolean" ? (p ? 1 : 0) : p));
+const bind = (params: SqlValue[]): unknown[] => params.map((p) => (p === undefined ? null : typeof p === "boolean" ? (p ? 1 : 0) : p));
 
 class SqliteDb implements Db {
   readonly dialect = "sqlite" as const;

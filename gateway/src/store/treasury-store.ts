@@ -46,8 +46,21 @@ export class TreasuryStore {
     await this.db.run(
       `INSERT INTO treasuries (id, wallet_address, chain, preset, execution_mode, status, origin, ownership, ownership_proof, btc_units, eth_units, usdc_micro, debt_micro, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      t.id, t.walletAddress, t.chain, t.preset, t.executionMode, t.status, t.origin, t.ownership, ownershipProof ? JSON.stringify(ownershipProof) : null,
-      t.holdings.btcUnits.toString(), t.holdings.ethUnits.toString(), t.holdings.usdcMicro.toString(), t.holdings.debtMicro.toString(), t.createdAt, t.updatedAt,
+      t.id,
+      t.walletAddress,
+      t.chain,
+      t.preset,
+      t.executionMode,
+      t.status,
+      t.origin,
+      t.ownership,
+      ownershipProof ? JSON.stringify(ownershipProof) : null,
+      t.holdings.btcUnits.toString(),
+      t.holdings.ethUnits.toString(),
+      t.holdings.usdcMicro.toString(),
+      t.holdings.debtMicro.toString(),
+      t.createdAt,
+      t.updatedAt,
     );
   }
 
@@ -63,9 +76,17 @@ export class TreasuryStore {
    * capture or shadow the wallet's traffic or public views.
    */
   async findOwnedByWallet(address: string, chain?: TreasuryChain): Promise<TreasuryRecord | undefined> {
-    const row = (chain === undefined
-      ? await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address)
-      : await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND chain = ? AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1", address, chain));
+    const row =
+      chain === undefined
+        ? await this.db.get(
+            "SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1",
+            address,
+          )
+        : await this.db.get(
+            "SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND chain = ? AND ownership IN ('proven','paid') ORDER BY CASE WHEN ownership = 'proven' THEN 0 ELSE 1 END, created_at DESC, rowid DESC LIMIT 1",
+            address,
+            chain,
+          );
     return row ? fromRow(row) : undefined;
   }
 
@@ -75,14 +96,22 @@ export class TreasuryStore {
    * is never returned: its holder could queue actions for the owners to sign.
    */
   async managedForWallet(address: string): Promise<TreasuryRecord | undefined> {
-    const row = await this.db.get("SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND execution_mode = 'managed' AND ownership = 'proven' ORDER BY created_at DESC, rowid DESC LIMIT 1", address);
+    const row = await this.db.get(
+      "SELECT * FROM treasuries WHERE lower(wallet_address) = lower(?) AND execution_mode = 'managed' AND ownership = 'proven' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+      address,
+    );
     return row ? fromRow(row) : undefined;
   }
 
   /** delete a treasury created for a request that did not go through (nothing refers to it yet) */
   async removeUnused(id: string): Promise<void> {
     await this.db.run("DELETE FROM treasury_slots WHERE treasury_id = ? AND EXISTS (SELECT 1 FROM treasuries WHERE id = ? AND origin = 'x402_payer')", id, id);
-    await this.db.run("DELETE FROM treasuries WHERE id = ? AND origin = 'x402_payer' AND NOT EXISTS (SELECT 1 FROM executions WHERE treasury_id = ?) AND NOT EXISTS (SELECT 1 FROM envelopes WHERE treasury_id = ?)", id, id, id);
+    await this.db.run(
+      "DELETE FROM treasuries WHERE id = ? AND origin = 'x402_payer' AND NOT EXISTS (SELECT 1 FROM executions WHERE treasury_id = ?) AND NOT EXISTS (SELECT 1 FROM envelopes WHERE treasury_id = ?)",
+      id,
+      id,
+      id,
+    );
   }
 
   /** a Safe's own signature named this treasury: it is proven to stand behind it */
@@ -91,6 +120,14 @@ export class TreasuryStore {
   }
 
   async updateHoldings(id: string, h: Holdings, at: string): Promise<void> {
-    await this.db.run("UPDATE treasuries SET btc_units = ?, eth_units = ?, usdc_micro = ?, debt_micro = ?, updated_at = ? WHERE id = ?", h.btcUnits.toString(), h.ethUnits.toString(), h.usdcMicro.toString(), h.debtMicro.toString(), at, id);
+    await this.db.run(
+      "UPDATE treasuries SET btc_units = ?, eth_units = ?, usdc_micro = ?, debt_micro = ?, updated_at = ? WHERE id = ?",
+      h.btcUnits.toString(),
+      h.ethUnits.toString(),
+      h.usdcMicro.toString(),
+      h.debtMicro.toString(),
+      at,
+      id,
+    );
   }
 }

@@ -37,7 +37,14 @@ export function authorizer(
     const version: X402Version = sent?.version ?? 1;
     const decoded = sent?.decoded;
     const resource = ctx.links.url(req.path);
-    const mismatch = paymentMismatch(decoded, { priceAtomic: price.atomic, payTo: reqs.payTo, asset: getAddress(opts.asset.address), resource, maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: BigInt(Math.floor(ctx.clock.now().getTime() / 1000)) });
+    const mismatch = paymentMismatch(decoded, {
+      priceAtomic: price.atomic,
+      payTo: reqs.payTo,
+      asset: getAddress(opts.asset.address),
+      resource,
+      maxTimeoutSeconds: cfg.maxTimeoutSeconds,
+      nowSeconds: BigInt(Math.floor(ctx.clock.now().getTime() / 1000)),
+    });
     if (mismatch || !decoded) {
       refuse(mismatch?.error ?? "invalid_payment_header", mismatch?.extra ?? {});
       return null;
@@ -56,7 +63,12 @@ export function authorizer(
         refuse("invalid_payment", { reason: reasonCode(err.invalidReason) });
         return null;
       }
-      throw new TreasuryError("payment_facilitator_unavailable", "the x402 facilitator could not be reached; retry later (nothing was charged)", {}, { "Retry-After": "5" });
+      throw new TreasuryError(
+        "payment_facilitator_unavailable",
+        "the x402 facilitator could not be reached; retry later (nothing was charged)",
+        {},
+        { "Retry-After": "5" },
+      );
     }
     // an authorization used on chain may be this service's own payment, settled by a request that died before
     // answering: with a valid signature and this service's record of it, the lock below decides (take over, or refuse)
@@ -76,7 +88,15 @@ export function authorizer(
     const holder = newHolder("pay");
     // lock the proof (under a lease) and resolve the payer's treasury in one transaction
     const locked = await ctx.tx.transaction(async () => {
-      const lock = await ctx.stores.payments.lock({ payer, nonce, route: routeKey, amountAtomic: price.atomic, treasuryId: null, holder, now: ctx.clock.now() });
+      const lock = await ctx.stores.payments.lock({
+        payer,
+        nonce,
+        route: routeKey,
+        amountAtomic: price.atomic,
+        treasuryId: null,
+        holder,
+        now: ctx.clock.now(),
+      });
       if (lock.kind === "busy" || lock.kind === "used") return lock;
       const treasury = lock.kind === "settled_unserved" && lock.treasuryId ? { treasuryId: lock.treasuryId, created: false } : await payerTreasury(ctx, payer);
       return { ...lock, ...treasury };
@@ -89,7 +109,12 @@ export function authorizer(
     }
     if (locked.kind === "busy") {
       // not a 402: a conforming client would pay again
-      throw new TreasuryError("payment_in_progress", "this payment is being served by another request; retry after Retry-After seconds with the same proof (it is charged at most once)", { payer, retry_after_seconds: 1 }, { "Retry-After": "1" });
+      throw new TreasuryError(
+        "payment_in_progress",
+        "this payment is being served by another request; retry after Retry-After seconds with the same proof (it is charged at most once)",
+        { payer, retry_after_seconds: 1 },
+        { "Retry-After": "1" },
+      );
     }
     const { treasuryId, created } = locked;
     const credential: Credential = { kind: "x402", scope: `payer:${payer.toLowerCase()}`, treasuryId, subject: payer };

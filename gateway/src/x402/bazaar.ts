@@ -22,7 +22,8 @@ export interface CatalogEntry {
   example?: unknown;
 }
 
-const jsonSchema = (schema: ZodType, io: "input" | "output") => z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
+const jsonSchema = (schema: ZodType, io: "input" | "output") =>
+  z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
 
 /** the catalogue the routes fill as they are registered, read by the payment gate and the discovery route */
 export class BazaarCatalog {
@@ -44,7 +45,11 @@ export class BazaarCatalog {
   extension(method: string, path: string, opts: { withOutput?: boolean } = {}): { info: Record<string, unknown>; schema: Record<string, unknown> } | undefined {
     const e = this.entries.get(`${method.toUpperCase()} ${path}`);
     if (!e) return undefined;
-    const output = !opts.withOutput ? { type: "object" } : e.outputs.length === 1 ? jsonSchema(e.outputs[0]!, "output") : { anyOf: e.outputs.map((o) => jsonSchema(o, "output")) };
+    const output = !opts.withOutput
+      ? { type: "object" }
+      : e.outputs.length === 1
+        ? jsonSchema(e.outputs[0]!, "output")
+        : { anyOf: e.outputs.map((o) => jsonSchema(o, "output")) };
     const input =
       e.method === "POST"
         ? { type: "http", method: "POST", bodyType: "json", body: e.example ?? {} }
@@ -53,7 +58,12 @@ export class BazaarCatalog {
       e.method === "POST"
         ? {
             type: "object",
-            properties: { type: { const: "http" }, method: { const: "POST" }, bodyType: { const: "json" }, body: e.body ? jsonSchema(e.body, "input") : { type: "object" } },
+            properties: {
+              type: { const: "http" },
+              method: { const: "POST" },
+              bodyType: { const: "json" },
+              body: e.body ? jsonSchema(e.body, "input") : { type: "object" },
+            },
             required: ["type", "method", "bodyType", "body"],
           }
         : {

@@ -23,7 +23,11 @@ export function challenger(ctx: Pick<PaymentGateContext, "config">, opts: Paymen
   // built on first use: the price list is filled as the priced routes are registered
   let challengeMiddleware: ReturnType<typeof paymentMiddleware> | undefined;
   const challengeOf = () =>
-    (challengeMiddleware ??= paymentMiddleware(requirements.payTo, Object.fromEntries(opts.prices.prices.map((p) => [`${p.method} ${p.path}`, routeConfig(p)])), opts.facilitator));
+    (challengeMiddleware ??= paymentMiddleware(
+      requirements.payTo,
+      Object.fromEntries(opts.prices.prices.map((p) => [`${p.method} ${p.path}`, routeConfig(p)])),
+      opts.facilitator,
+    ));
 
   return async (req, res, route, extensions = {}) => {
     const price = requirements.priceOf(route);
@@ -36,7 +40,8 @@ export function challenger(ctx: Pick<PaymentGateContext, "config">, opts: Paymen
       json({
         ...body,
         accepts: Array.isArray(body.accepts) ? body.accepts.map((a: Record<string, unknown>) => ({ ...a, resource: accepted.resource })) : body.accepts,
-        message: "payment required: pay per request with x402 (version 1: an X-PAYMENT header for one of `accepts`; version 2: a PAYMENT-SIGNATURE header for the PAYMENT-REQUIRED header's requirements), or send Authorization: Bearer <API key>",
+        message:
+          "payment required: pay per request with x402 (version 1: an X-PAYMENT header for one of `accepts`; version 2: a PAYMENT-SIGNATURE header for the PAYMENT-REQUIRED header's requirements), or send Authorization: Bearer <API key>",
         request_id: res.locals.requestId,
         ...(Object.keys(extensions).length > 0 ? { extensions } : {}),
       });

@@ -21,14 +21,41 @@ const payment = {
   x402Version: 1,
   scheme: "exact",
   network: "base-sepolia",
-  payload: { signature: `0x${"11".repeat(65)}`, authorization: { from: "0x1111111111111111111111111111111111111111", to: "0x2222222222222222222222222222222222222222", value: 10_000n, validAfter: "0", validBefore: "99999999999", nonce: `0x${"ab".repeat(32)}` } },
+  payload: {
+    signature: `0x${"11".repeat(65)}`,
+    authorization: {
+      from: "0x1111111111111111111111111111111111111111",
+      to: "0x2222222222222222222222222222222222222222",
+      value: 10_000n,
+      validAfter: "0",
+      validBefore: "99999999999",
+      nonce: `0x${"ab".repeat(32)}`,
+    },
+  },
 } as unknown as PaymentPayload;
-const requirements = { scheme: "exact", network: "base-sepolia", maxAmountRequired: "10000", resource: "http://x/api/v1/health", description: "", mimeType: "application/json", payTo: "0x2222222222222222222222222222222222222222", maxTimeoutSeconds: 60, asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" } as PaymentRequirements;
-const config = () => ({ url: url as `${string}://${string}`, createAuthHeaders: async () => ({ verify: { Authorization: "Bearer v" }, settle: { Authorization: "Bearer s" }, supported: {} }) });
+const requirements = {
+  scheme: "exact",
+  network: "base-sepolia",
+  maxAmountRequired: "10000",
+  resource: "http://x/api/v1/health",
+  description: "",
+  mimeType: "application/json",
+  payTo: "0x2222222222222222222222222222222222222222",
+  maxTimeoutSeconds: 60,
+  asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+} as PaymentRequirements;
+const config = () => ({
+  url: url as `${string}://${string}`,
+  createAuthHeaders: async () => ({ verify: { Authorization: "Bearer v" }, settle: { Authorization: "Bearer s" }, supported: {} }),
+});
 
 /** the same call through x402's client and this one: what the facilitator saw, and what each answered or threw */
 async function both(what: "verify" | "settle") {
-  const outcome = async (run: () => Promise<unknown>) => run().then((value) => ({ value }), (err: Error) => ({ error: `${err.constructor.name}: ${err.message}` }));
+  const outcome = async (run: () => Promise<unknown>) =>
+    run().then(
+      (value) => ({ value }),
+      (err: Error) => ({ error: `${err.constructor.name}: ${err.message}` }),
+    );
   const seen = scripted.seen;
   seen.length = 0;
   const stock = await outcome(() => useFacilitator(config())[what](payment, requirements));
@@ -40,15 +67,28 @@ async function both(what: "verify" | "settle") {
 describe("facilitator client", () => {
   it("sends what x402's useFacilitator sends and answers what it answers", async () => {
     for (const what of ["verify", "settle"] as const) {
-      const bodies = what === "verify" ? [{ isValid: true, payer: "0x1111111111111111111111111111111111111111" }, { isValid: false, invalidReason: "insufficient_funds" }] : [{ success: true, transaction: "0xabc", network: "base-sepolia" }];
+      const bodies =
+        what === "verify"
+          ? [
+              { isValid: true, payer: "0x1111111111111111111111111111111111111111" },
+              { isValid: false, invalidReason: "insufficient_funds" },
+            ]
+          : [{ success: true, transaction: "0xabc", network: "base-sepolia" }];
       for (const b of bodies) {
         answerWith({ status: 200, body: JSON.stringify(b) });
         const { stock, ours, requests } = await both(what);
         expect(ours).toEqual(stock);
         expect(ours).toEqual({ value: b });
         expect(requests[1]).toEqual(requests[0]);
-        expect(requests[1]).toMatchObject({ method: "POST", url: `/${what}`, contentType: "application/json", auth: what === "verify" ? "Bearer v" : "Bearer s" });
-        expect((requests[1]!.body as { paymentPayload: { payload: { authorization: { value: unknown } } } }).paymentPayload.payload.authorization.value).toBe("10000"); // bigints as strings
+        expect(requests[1]).toMatchObject({
+          method: "POST",
+          url: `/${what}`,
+          contentType: "application/json",
+          auth: what === "verify" ? "Bearer v" : "Bearer s",
+        });
+        expect((requests[1]!.body as { paymentPayload: { payload: { authorization: { value: unknown } } } }).paymentPayload.payload.authorization.value).toBe(
+          "10000",
+        ); // bigints as strings
       }
     }
   });

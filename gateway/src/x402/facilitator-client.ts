@@ -12,7 +12,15 @@
 import { createFacilitatorConfig } from "@coinbase/x402";
 import { toJsonSafe } from "x402/shared";
 import { keepAlivePost } from "@treasury/core/lib/keep-alive-post";
-import { SettleError, VerifyError, type FacilitatorConfig, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from "x402/types";
+import {
+  SettleError,
+  VerifyError,
+  type FacilitatorConfig,
+  type PaymentPayload,
+  type PaymentRequirements,
+  type SettleResponse,
+  type VerifyResponse,
+} from "x402/types";
 
 export type FacilitatorMode = "local" | "public" | "cdp";
 
@@ -35,7 +43,12 @@ export function facilitatorConfig(mode: FacilitatorMode, url: string | undefined
 export const FACILITATOR_TIMEOUT_MS = 30_000;
 
 /** one POST of JSON, its status and parsed answer (an answer that is not JSON is an error, as `res.json()` throws) */
-async function postJson(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<{ status: number; statusText: string; data: unknown }> {
+async function postJson(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<{ status: number; statusText: string; data: unknown }> {
   const res = await keepAlivePost(url, headers, body, { timeoutMs });
   return { status: res.status, statusText: res.statusText, data: JSON.parse(res.text) };
 }
@@ -47,7 +60,13 @@ export interface FacilitatorClient {
 
 export function facilitatorClient(config: FacilitatorConfig, timeoutMs = FACILITATOR_TIMEOUT_MS): FacilitatorClient {
   /** one call, answered as useFacilitator answers it: the body when it carries `field`, its typed error when not 200, else an error */
-  const call = async <T>(what: "verify" | "settle", field: string, refused: (status: number, body: T) => Error, payload: PaymentPayload, requirements: PaymentRequirements): Promise<T> => {
+  const call = async <T>(
+    what: "verify" | "settle",
+    field: string,
+    refused: (status: number, body: T) => Error,
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<T> => {
     let headers: Record<string, string> = { "Content-Type": "application/json" };
     if (config.createAuthHeaders) headers = { ...headers, ...(await config.createAuthHeaders())[what] };
     const body = JSON.stringify({ x402Version: payload.x402Version, paymentPayload: toJsonSafe(payload), paymentRequirements: toJsonSafe(requirements) });

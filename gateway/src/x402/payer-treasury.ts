@@ -8,7 +8,10 @@ import { newId } from "@treasury/core/lib/ids";
 import type { PaymentGateContext } from "./gate-context";
 
 /** the treasury the payer stands behind, or a new `paid` one (wallet mode) created by this payment */
-export async function payerTreasury(ctx: Pick<PaymentGateContext, "clock" | "stores">, payer: `0x${string}`): Promise<{ treasuryId: string; created: boolean }> {
+export async function payerTreasury(
+  ctx: Pick<PaymentGateContext, "clock" | "stores">,
+  payer: `0x${string}`,
+): Promise<{ treasuryId: string; created: boolean }> {
   const owned = await ctx.stores.treasuries.findOwnedByWallet(payer);
   if (owned) return { treasuryId: owned.id, created: false };
   const now = ctx.clock.now().toISOString();

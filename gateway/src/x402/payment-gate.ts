@@ -55,7 +55,16 @@ export interface PaymentGate {
    */
   authorize(req: Request, res: Response, route: { method: string; path: string }): Promise<PaymentClaim | null>;
   /** x402 version 2's PaymentRequired of a priced route (what its 402 carries in PAYMENT-REQUIRED) */
-  paymentRequired(route: { method: string; path: string }, error?: string): { x402Version: 2; error: string; resource: { url: string; description: string; mimeType: string }; accepts: RequirementsV2[]; extensions: Record<string, unknown> };
+  paymentRequired(
+    route: { method: string; path: string },
+    error?: string,
+  ): {
+    x402Version: 2;
+    error: string;
+    resource: { url: string; description: string; mimeType: string };
+    accepts: RequirementsV2[];
+    extensions: Record<string, unknown>;
+  };
   /** the payer of a request's payment proof (either version) whose EIP-3009 signature checks out, else undefined */
   verifiedPayer(header: (name: string) => string | undefined): Promise<string | undefined>;
   /**

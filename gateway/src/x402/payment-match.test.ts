@@ -68,26 +68,63 @@ describe("paymentMismatch", () => {
   });
 
   it("refuses another recipient, another network, an unreadable header", async () => {
-    expect(paymentMismatch(decodePaymentHeader(await proof(1_000n, { payTo: "0x0000000000000000000000000000000000000001" })), route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch(decodePaymentHeader(await proof(1_000n, { payTo: "0x0000000000000000000000000000000000000001" })), route(1_000n))).toEqual({
+      error: "payment_recipient_mismatch",
+    });
     const decoded = decodePaymentHeader(await proof(1_000n))!;
-    expect(paymentMismatch({ ...decoded, payment: { ...decoded.payment, network: "base" } }, route(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
-    expect(paymentMismatch({ ...decoded, payment: { ...decoded.payment, scheme: "upto" as never } }, route(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
-    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: "0xnot" as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch({ ...decoded, payment: { ...decoded.payment, network: "base" } }, route(1_000n))).toEqual({
+      error: "unsupported_scheme_or_network",
+    });
+    expect(paymentMismatch({ ...decoded, payment: { ...decoded.payment, scheme: "upto" as never } }, route(1_000n))).toEqual({
+      error: "unsupported_scheme_or_network",
+    });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: "0xnot" as never } }, route(1_000n))).toEqual({
+      error: "payment_recipient_mismatch",
+    });
     // an address with anything before or after it is not an address (and never reaches getAddress)
-    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `${payTo}00` as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
-    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `00${payTo}` as never } }, route(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
-    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, value: "1.5" } }, route(1_000n))).toEqual({ error: "invalid_payment_header" });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `${payTo}00` as never } }, route(1_000n))).toEqual({
+      error: "payment_recipient_mismatch",
+    });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: `00${payTo}` as never } }, route(1_000n))).toEqual({
+      error: "payment_recipient_mismatch",
+    });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, value: "1.5" } }, route(1_000n))).toEqual({
+      error: "invalid_payment_header",
+    });
     // each field as EIP-3009 types it, or the header is malformed (nothing reaches a parser that would answer in its own words)
-    const field = (over: Record<string, unknown>) => paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, ...over } as never }, route(1_000n));
-    for (const over of [{ value: "-5" }, { value: 1000 }, { value: " 1000" }, { validAfter: "-5" }, { validAfter: "0x10" }, { validBefore: "" }, { validBefore: "1".repeat(79) }, { nonce: "0x12" }, { nonce: `0x${"zz".repeat(32)}` }, { nonce: undefined }]) {
+    const field = (over: Record<string, unknown>) =>
+      paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, ...over } as never }, route(1_000n));
+    for (const over of [
+      { value: "-5" },
+      { value: 1000 },
+      { value: " 1000" },
+      { validAfter: "-5" },
+      { validAfter: "0x10" },
+      { validBefore: "" },
+      { validBefore: "1".repeat(79) },
+      { nonce: "0x12" },
+      { nonce: `0x${"zz".repeat(32)}` },
+      { nonce: undefined },
+    ]) {
       expect(field(over), JSON.stringify(over)).toEqual({ error: "invalid_payment_header" });
     }
     expect(field({ validAfter: "0", nonce: `0x${"Ab".repeat(32)}` })).toBeNull();
     expect(paymentMismatch(undefined, route(1_000n))).toEqual({ error: "invalid_payment_header" });
     expect(decodePaymentHeader("not base64 json")).toBeUndefined();
-    expect(decodePaymentHeader(Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: { authorization: { from: "0x12" } } })).toString("base64"))).toBeUndefined();
-    expect(decodePaymentHeader(Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: {} })).toString("base64"))).toBeUndefined();
-    const header = (from: string) => Buffer.from(JSON.stringify({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from } } })).toString("base64");
+    expect(
+      decodePaymentHeader(
+        Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: { authorization: { from: "0x12" } } })).toString(
+          "base64",
+        ),
+      ),
+    ).toBeUndefined();
+    expect(
+      decodePaymentHeader(Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: {} })).toString("base64")),
+    ).toBeUndefined();
+    const header = (from: string) =>
+      Buffer.from(JSON.stringify({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from } } })).toString(
+        "base64",
+      );
     expect(decodePaymentHeader(header(account.address))?.authorization.from).toBe(account.address);
     expect(decodePaymentHeader(header(`${account.address}ff`))).toBeUndefined();
     expect(decodePaymentHeader(header(`ff${account.address}`))).toBeUndefined();
@@ -97,7 +134,11 @@ describe("paymentMismatch", () => {
     const long = decodePaymentHeader(await proof(1_000n, { maxTimeoutSeconds: 10 * 365 * 86_400 }));
     expect(paymentMismatch(long, route(1_000n))).toMatchObject({ error: "authorization_validity_too_long", extra: { max_timeout_seconds: 120 } });
     const decoded = decodePaymentHeader(await proof(1_000n))!;
-    const at = (validBefore: bigint) => paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, validBefore: validBefore.toString() } }, { ...route(1_000n), nowSeconds: 1_000n });
+    const at = (validBefore: bigint) =>
+      paymentMismatch(
+        { ...decoded, authorization: { ...decoded.authorization, validBefore: validBefore.toString() } },
+        { ...route(1_000n), nowSeconds: 1_000n },
+      );
     expect(at(1_150n)).toBeNull(); // 120 + 30
     expect(at(1_151n)?.error).toBe("authorization_validity_too_long");
   });
@@ -110,8 +151,12 @@ describe("signedPayer", () => {
     // a forged from, another asset domain, no signature, nothing
     expect(await signedPayer({ ...decoded, authorization: { ...decoded.authorization, from: payTo } }, asset)).toBeUndefined();
     expect(await signedPayer(decoded, { ...asset, version: "1" })).toBeUndefined();
-    expect(await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: undefined } as never } }, asset)).toBeUndefined();
-    expect(await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: "0x1234" } as never } }, asset)).toBeUndefined();
+    expect(
+      await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: undefined } as never } }, asset),
+    ).toBeUndefined();
+    expect(
+      await signedPayer({ ...decoded, payment: { ...decoded.payment, payload: { ...decoded.payment.payload, signature: "0x1234" } as never } }, asset),
+    ).toBeUndefined();
     expect(await signedPayer(undefined, asset)).toBeUndefined();
   });
 });
@@ -121,14 +166,26 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
     x402Version: 2,
     error: "payment_required",
     resource: { url: "https://gw.example/api/v1/health", description: "", mimeType: "application/json" },
-    accepts: [{ scheme: "exact", network: "eip155:84532", amount: amount.toString(), asset: asset.address, payTo, maxTimeoutSeconds: 120, extra: { name: asset.name, version: asset.version }, ...over }],
+    accepts: [
+      {
+        scheme: "exact",
+        network: "eip155:84532",
+        amount: amount.toString(),
+        asset: asset.address,
+        payTo,
+        maxTimeoutSeconds: 120,
+        extra: { name: asset.name, version: asset.version },
+        ...over,
+      },
+    ],
   });
   const v2Client = () => {
     const client = new x402Client();
     registerExactEvmScheme(client, { signer: account });
     return client;
   };
-  const signatureHeader = async (amount: bigint, over: Record<string, unknown> = {}) => encodePaymentSignatureHeader(await v2Client().createPaymentPayload(requiredV2(amount, over) as never));
+  const signatureHeader = async (amount: bigint, over: Record<string, unknown> = {}) =>
+    encodePaymentSignatureHeader(await v2Client().createPaymentPayload(requiredV2(amount, over) as never));
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64");
   const routeV2 = (priceAtomic: bigint) => ({ ...route(priceAtomic), asset: asset.address, resource: "https://gw.example/api/v1/health" });
 
@@ -145,8 +202,16 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
     expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, accepted: { ...decoded.payment.accepted, network: null } }))).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: undefined }))).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { authorization: "x" } }))).toBeUndefined();
-    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from: `${account.address}ff` } } }))).toBeUndefined();
-    expect(decodePaymentSignatureHeader(b64({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from: `ff${account.address}` } } }))).toBeUndefined();
+    expect(
+      decodePaymentSignatureHeader(
+        b64({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from: `${account.address}ff` } } }),
+      ),
+    ).toBeUndefined();
+    expect(
+      decodePaymentSignatureHeader(
+        b64({ ...decoded.payment, payload: { ...decoded.payment.payload, authorization: { ...decoded.authorization, from: `ff${account.address}` } } }),
+      ),
+    ).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64(null))).toBeUndefined();
     expect(decodePaymentSignatureHeader(b64("x"))).toBeUndefined();
   });
@@ -170,8 +235,12 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
     const decoded = decodePaymentSignatureHeader(await signatureHeader(1_000n))!;
     expect(paymentMismatch(decoded, routeV2(1_000n))).toBeNull();
     expect(X402_NETWORK_V2).toBe("eip155:84532");
-    const edit = (accepted: Record<string, unknown>, top: Record<string, unknown> = {}) => ({ ...decoded, payment: { ...decoded.payment, ...top, accepted: { ...decoded.payment.accepted, ...accepted } } }) as DecodedPaymentV2;
-    expect(paymentMismatch(decodePaymentSignatureHeader(await signatureHeader(1_100n))!, routeV2(1_000n))).toEqual({ error: "payment_does_not_match_route", extra: { expected_amount: "1000", received_amount: "1100" } });
+    const edit = (accepted: Record<string, unknown>, top: Record<string, unknown> = {}) =>
+      ({ ...decoded, payment: { ...decoded.payment, ...top, accepted: { ...decoded.payment.accepted, ...accepted } } }) as DecodedPaymentV2;
+    expect(paymentMismatch(decodePaymentSignatureHeader(await signatureHeader(1_100n))!, routeV2(1_000n))).toEqual({
+      error: "payment_does_not_match_route",
+      extra: { expected_amount: "1000", received_amount: "1100" },
+    });
     expect(paymentMismatch(edit({ network: "eip155:8453" }), routeV2(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
     expect(paymentMismatch(edit({ network: "base-sepolia" }), routeV2(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
     expect(paymentMismatch(edit({ scheme: "upto" }), routeV2(1_000n))).toEqual({ error: "unsupported_scheme_or_network" });
@@ -188,9 +257,15 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
     expect(paymentMismatch(edit({}, { resource: undefined }), routeV2(1_000n))).toBeNull(); // a resource is optional in v2
     expect(paymentMismatch(edit({}, { resource: { url: "https://gw.example/api/v1/audit" } }), route(1_000n))).toBeNull(); // no resource to bind to
     // the authorization itself is checked as in version 1: it pays exactly the price, to payTo, for no longer than advertised
-    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, value: "1100" } }, routeV2(1_000n))?.error).toBe("payment_does_not_match_route");
-    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: "0x0000000000000000000000000000000000000001" } }, routeV2(1_000n))).toEqual({ error: "payment_recipient_mismatch" });
-    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, validBefore: "99999999999" } }, routeV2(1_000n))?.error).toBe("authorization_validity_too_long");
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, value: "1100" } }, routeV2(1_000n))?.error).toBe(
+      "payment_does_not_match_route",
+    );
+    expect(
+      paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, to: "0x0000000000000000000000000000000000000001" } }, routeV2(1_000n)),
+    ).toEqual({ error: "payment_recipient_mismatch" });
+    expect(paymentMismatch({ ...decoded, authorization: { ...decoded.authorization, validBefore: "99999999999" } }, routeV2(1_000n))?.error).toBe(
+      "authorization_validity_too_long",
+    );
   });
 
   it("recovers the payer of a v2 proof as of a v1 one", async () => {
@@ -200,7 +275,8 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
 });
 
 describe("the payment-identifier extension", () => {
-  const v2 = (extensions: unknown) => ({ version: 2, authorization: {} as never, payment: { x402Version: 2, accepted: {} as never, payload: {}, extensions } }) as DecodedPaymentV2;
+  const v2 = (extensions: unknown) =>
+    ({ version: 2, authorization: {} as never, payment: { x402Version: 2, accepted: {} as never, payload: {}, extensions } }) as DecodedPaymentV2;
   const withId = (id: unknown) => v2({ [PAYMENT_IDENTIFIER]: { info: { required: false, id } } });
 
   it("reads a v2 proof's id, refuses a malformed one, and finds none elsewhere", () => {
@@ -215,7 +291,13 @@ describe("the payment-identifier extension", () => {
     expect(paymentIdentifier(v2({}))).toBeUndefined();
     expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: {} }))).toBeUndefined();
     expect(paymentIdentifier(v2({ other: { info: { id: "pay_7d5d747be160e280" } } }))).toBeUndefined();
-    expect(paymentIdentifier({ version: 1, authorization: {} as never, payment: { extensions: { [PAYMENT_IDENTIFIER]: { info: { id: "pay_7d5d747be160e280" } } } } as never })).toBeUndefined();
+    expect(
+      paymentIdentifier({
+        version: 1,
+        authorization: {} as never,
+        payment: { extensions: { [PAYMENT_IDENTIFIER]: { info: { id: "pay_7d5d747be160e280" } } } } as never,
+      }),
+    ).toBeUndefined();
     expect(paymentIdentifier(undefined)).toBeUndefined();
   });
 
@@ -237,6 +319,7 @@ describe("x402 version 2's header encoding", () => {
     const value = { x402Version: 2, accepts: [{ amount: "1000" }], note: "é" };
     expect(toHeaderJson(value)).toBe(Buffer.from(JSON.stringify(value)).toString("base64"));
     expect(fromHeaderJson(toHeaderJson(value))).toEqual(value);
-    for (const other of [null, undefined, "", "not base64 json", toHeaderJson(null), toHeaderJson("text"), toHeaderJson(7)]) expect(fromHeaderJson(other), String(other)).toBeUndefined();
+    for (const other of [null, undefined, "", "not base64 json", toHeaderJson(null), toHeaderJson("text"), toHeaderJson(7)])
+      expect(fromHeaderJson(other), String(other)).toBeUndefined();
   });
 });

@@ -106,7 +106,9 @@ export function fromHeaderJson(value: string | null | undefined): Record<string,
 }
 
 /** the proof a request carries: v2's PAYMENT-SIGNATURE if sent, else v1's X-PAYMENT; undefined when neither */
-export function paymentOf(header: (name: string) => string | undefined): { version: X402Version; header: string; decoded: DecodedPayment | undefined } | undefined {
+export function paymentOf(
+  header: (name: string) => string | undefined,
+): { version: X402Version; header: string; decoded: DecodedPayment | undefined } | undefined {
   const v2 = header(PAYMENT_HEADERS[2].payment);
   if (v2) return { version: 2, header: v2, decoded: decodePaymentSignatureHeader(v2) };
   const v1 = header(PAYMENT_HEADERS[1].payment);
@@ -128,18 +130,25 @@ export function paymentMismatch(
     if (a.scheme !== "exact" || a.network !== X402_NETWORK_V2) return { error: "unsupported_scheme_or_network" };
     // the requirements the client says it accepted are this route's: the same amount, to the same payTo, in the same asset
     const sameAddress = (x: unknown, y: string) => typeof x === "string" && /^0x[0-9a-fA-F]{40}$/.test(x) && x.toLowerCase() === y.toLowerCase();
-    if (a.amount !== route.priceAtomic.toString()) return { error: "payment_does_not_match_route", extra: { expected_amount: route.priceAtomic.toString(), received_amount: String(a.amount) } };
+    if (a.amount !== route.priceAtomic.toString())
+      return { error: "payment_does_not_match_route", extra: { expected_amount: route.priceAtomic.toString(), received_amount: String(a.amount) } };
     if (!sameAddress(a.payTo, route.payTo)) return { error: "payment_recipient_mismatch" };
     if (route.asset && !sameAddress(a.asset, route.asset)) return { error: "payment_asset_mismatch" };
     if (route.resource && decoded.payment.resource?.url !== undefined && decoded.payment.resource.url !== route.resource) {
       return { error: "payment_does_not_match_route", extra: { expected_resource: route.resource, received_resource: decoded.payment.resource.url } };
     }
   } else if (decoded.payment.scheme !== "exact" || decoded.payment.network !== X402_NETWORK) return { error: "unsupported_scheme_or_network" };
-  if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || getAddress(authorization.to) !== getAddress(route.payTo)) return { error: "payment_recipient_mismatch" };
+  if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || getAddress(authorization.to) !== getAddress(route.payTo))
+    return { error: "payment_recipient_mismatch" };
   // the authorization's fields as EIP-3009 types them (uint256 as decimal text, bytes32): anything else is malformed here,
   // before the facilitator or a parser sees it
   const uint = (x: unknown) => typeof x === "string" && /^\d{1,78}$/.test(x);
-  if (!uint(authorization.value) || !uint(authorization.validAfter) || !uint(authorization.validBefore) || !/^0x[0-9a-fA-F]{64}$/.test(String(authorization.nonce))) {
+  if (
+    !uint(authorization.value) ||
+    !uint(authorization.validAfter) ||
+    !uint(authorization.validBefore) ||
+    !/^0x[0-9a-fA-F]{64}$/.test(String(authorization.nonce))
+  ) {
     return { error: "invalid_payment_header" };
   }
   const value = BigInt(authorization.value);
@@ -156,7 +165,10 @@ export function paymentMismatch(
 }
 
 /** the payer whose EIP-3009 signature is on the authorization (lower-case), or undefined */
-export async function signedPayer(decoded: DecodedPayment | undefined, asset: { address: `0x${string}`; name: string; version: string }): Promise<string | undefined> {
+export async function signedPayer(
+  decoded: DecodedPayment | undefined,
+  asset: { address: `0x${string}`; name: string; version: string },
+): Promise<string | undefined> {
   const signature = (decoded?.payment.payload as { signature?: `0x${string}` } | undefined)?.signature;
   if (!decoded || !signature) return undefined;
   const a = decoded.authorization;

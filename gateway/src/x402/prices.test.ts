@@ -29,14 +29,30 @@ describe("PriceList", () => {
   it("refuses a zero or negative price, and two routes of one price", () => {
     expect(() => new PriceList([{ method: "GET", path: "/a", atomic: 0n, description: "" }])).toThrow("x402 price of GET /a must be positive");
     expect(() => new PriceList([{ method: "GET", path: "/a", atomic: -1n, description: "" }])).toThrow(/must be positive/);
-    expect(() => new PriceList([{ method: "GET", path: "/a", atomic: 5n, description: "" }, { method: "GET", path: "/b", atomic: 5n, description: "" }])).toThrow("x402 prices must be distinct per route (5 is used twice)");
+    expect(
+      () =>
+        new PriceList([
+          { method: "GET", path: "/a", atomic: 5n, description: "" },
+          { method: "GET", path: "/b", atomic: 5n, description: "" },
+        ]),
+    ).toThrow("x402 prices must be distinct per route (5 is used twice)");
     expect(new PriceList([{ method: "GET", path: "/a", atomic: 1n, description: "" }]).prices).toHaveLength(1);
     // the same amount on the same route in another method is another route
-    expect(() => new PriceList([{ method: "GET", path: "/a", atomic: 5n, description: "" }, { method: "POST", path: "/a", atomic: 5n, description: "" }])).toThrow(/distinct per route/);
+    expect(
+      () =>
+        new PriceList([
+          { method: "GET", path: "/a", atomic: 5n, description: "" },
+          { method: "POST", path: "/a", atomic: 5n, description: "" },
+        ]),
+    ).toThrow(/distinct per route/);
   });
 
   it("documents every price in atomic units and as USDC", () => {
-    const doc = new PriceList([{ method: "GET", path: "/api/v1/health", atomic: 1_000n, description: "Health" }]).document("base-sepolia", "0xAsset", "0xPayTo");
+    const doc = new PriceList([{ method: "GET", path: "/api/v1/health", atomic: 1_000n, description: "Health" }]).document(
+      "base-sepolia",
+      "0xAsset",
+      "0xPayTo",
+    );
     expect(doc).toEqual({
       object: "x402_price_list",
       x402_version: 1,
@@ -51,6 +67,10 @@ describe("PriceList", () => {
       note: "Amounts are atomic USDC (6 decimals). Each route has its own amount; a payment made for one route is refused by another. Pay with x402 version 1 (X-PAYMENT) or version 2 (PAYMENT-SIGNATURE).",
       prices: [{ method: "GET", path: "/api/v1/health", amount_atomic: "1000", amount_usdc: "0.001", display: "$0.001", description: "Health" }],
     });
-    expect(list().document("n", "a", "p").prices.map((p) => p.tool)).toEqual(["prepare_deposit", undefined]);
+    expect(
+      list()
+        .document("n", "a", "p")
+        .prices.map((p) => p.tool),
+    ).toEqual(["prepare_deposit", undefined]);
   });
 });

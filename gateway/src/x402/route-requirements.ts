@@ -8,7 +8,15 @@ import { getAddress } from "viem";
 import type { PaymentRequirements } from "x402/types";
 import { BAZAAR } from "./bazaar";
 import type { PaymentGateContext, PaymentGateOptions } from "./gate-context";
-import { PAYMENT_HEADERS, PAYMENT_IDENTIFIER, paymentIdentifierDeclaration, toHeaderJson as headerJson, X402_NETWORK, X402_NETWORK_V2, type RequirementsV2 } from "./payment-match";
+import {
+  PAYMENT_HEADERS,
+  PAYMENT_IDENTIFIER,
+  paymentIdentifierDeclaration,
+  toHeaderJson as headerJson,
+  X402_NETWORK,
+  X402_NETWORK_V2,
+  type RequirementsV2,
+} from "./payment-match";
 import type { RoutePrice } from "./prices";
 
 export function wwwAuthenticate(): string {

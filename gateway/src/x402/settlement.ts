@@ -29,7 +29,9 @@ export type Settlement = { kind: "settled"; transaction: string } | { kind: "fai
 export async function settleOnce(facilitator: FacilitatorClient, payment: PaymentPayload, requirements: PaymentRequirements): Promise<Settlement> {
   try {
     const settled = await facilitator.settle(payment, requirements);
-    return settled.success ? { kind: "settled", transaction: settled.transaction } : { kind: "failed", reason: reasonCode(settled.errorReason) ?? "settlement_refused" };
+    return settled.success
+      ? { kind: "settled", transaction: settled.transaction }
+      : { kind: "failed", reason: reasonCode(settled.errorReason) ?? "settlement_refused" };
   } catch (err) {
     if (err instanceof SettleError && err.statusCode < 500) return { kind: "failed", reason: reasonCode(err.errorReason) ?? "settlement_refused" };
     return { kind: "unknown" };

@@ -40,12 +40,27 @@ const KEY = "withdraw-0001";
 const DIGEST = requestDigest("POST", PATH, KEY, BODY);
 
 function challenge(over: Partial<SIWxChallengeOptions> = {}): SIWxExtension {
-  return signInWithXExtension({ publicBaseUrl: BASE, resourceUrl: URL_, chainIds: CHAINS, now: NOW, statement: "Withdraw from treasury t_1", requestDigest: DIGEST, ...over });
+  return signInWithXExtension({
+    publicBaseUrl: BASE,
+    resourceUrl: URL_,
+    chainIds: CHAINS,
+    now: NOW,
+    statement: "Withdraw from treasury t_1",
+    requestDigest: DIGEST,
+    ...over,
+  });
 }
 
 /** sign a challenge (optionally edited) on a chain with the official client; answers the header */
-async function sign(ext: SIWxExtension = challenge(), o: { chainId?: string; info?: Partial<SIWxExtension["info"]>; signer?: EVMSigner; requestUrl?: string } = {}): Promise<string> {
-  const payload = await createSIWxPayload({ ...ext.info, ...o.info, chainId: o.chainId ?? "eip155:8453", type: "eip191" }, o.signer ?? account, o.requestUrl ?? URL_);
+async function sign(
+  ext: SIWxExtension = challenge(),
+  o: { chainId?: string; info?: Partial<SIWxExtension["info"]>; signer?: EVMSigner; requestUrl?: string } = {},
+): Promise<string> {
+  const payload = await createSIWxPayload(
+    { ...ext.info, ...o.info, chainId: o.chainId ?? "eip155:8453", type: "eip191" },
+    o.signer ?? account,
+    o.requestUrl ?? URL_,
+  );
   return encodeSIWxHeader(payload);
 }
 
@@ -123,15 +138,24 @@ describe("sign-in-with-x", () => {
 
   it("refuses a stale issuedAt, and one from the future beyond 30 s of skew", async () => {
     const header = await sign();
-    expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() + 601_000), maxAgeSeconds: 600 }))).toMatchObject({ ok: false, reason: "stale" });
-    expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() + 61_000), maxAgeSeconds: 60 }))).toMatchObject({ ok: false, reason: "stale" });
+    expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() + 601_000), maxAgeSeconds: 600 }))).toMatchObject({
+      ok: false,
+      reason: "stale",
+    });
+    expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() + 61_000), maxAgeSeconds: 60 }))).toMatchObject({
+      ok: false,
+      reason: "stale",
+    });
     expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() - 20_000) }))).toMatchObject({ ok: true });
     expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() - 31_000) }))).toMatchObject({ ok: false, reason: "issued_in_future" });
   });
 
   it("refuses an expired message, and one not valid yet", async () => {
     const header = await sign(challenge({ expirationSeconds: 60 }));
-    expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() + 59_000) }))).toMatchObject({ ok: true, expiresAt: new Date(NOW.getTime() + 60_000) });
+    expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() + 59_000) }))).toMatchObject({
+      ok: true,
+      expiresAt: new Date(NOW.getTime() + 60_000),
+    });
     expect(await verifySignInWithX(header, expectation({ now: new Date(NOW.getTime() + 60_000) }))).toMatchObject({ ok: false, reason: "expired" });
     const later = await sign(challenge(), { info: { notBefore: new Date(NOW.getTime() + 120_000).toISOString() } });
     expect(await verifySignInWithX(later, expectation())).toMatchObject({ ok: false, reason: "not_yet_valid" });
@@ -142,18 +166,48 @@ describe("sign-in-with-x", () => {
     expect(await verifySignInWithX(header, expectation())).toMatchObject({ ok: false, reason: "chain_not_allowed" });
     // a proof signed for Base is not one for Arbitrum: the chain id is in the signed text
     const base = await sign();
-    expect(await verifySignInWithX(reencode(base, (p) => ({ ...p, chainId: "eip155:42161" })), expectation())).toMatchObject({ ok: false, reason: "bad_signature" });
+    expect(
+      await verifySignInWithX(
+        reencode(base, (p) => ({ ...p, chainId: "eip155:42161" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "bad_signature" });
     expect(await verifySignInWithX(base, expectation({ chainIds: [42161] }))).toMatchObject({ ok: false, reason: "chain_not_allowed" });
   });
 
   it("refuses a tampered signature or payload, and another signer's claim", async () => {
     const header = await sign();
     const flip = (sig: string) => `${sig.slice(0, 10)}${sig[10] === "0" ? "1" : "0"}${sig.slice(11)}`;
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, signature: flip(p.signature) })), expectation())).toMatchObject({ ok: false, reason: "bad_signature" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, signature: "0x1234" })), expectation())).toMatchObject({ ok: false, reason: "bad_signature" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, address: other.address })), expectation())).toMatchObject({ ok: false, reason: "bad_signature" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, statement: "Sell everything" })), expectation())).toMatchObject({ ok: false, reason: "bad_signature" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, nonce: "ffffffffffffffffffffffffffffffff" })), expectation())).toMatchObject({ ok: false, reason: "bad_signature" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, signature: flip(p.signature) })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "bad_signature" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, signature: "0x1234" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "bad_signature" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, address: other.address })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "bad_signature" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, statement: "Sell everything" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "bad_signature" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, nonce: "ffffffffffffffffffffffffffffffff" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "bad_signature" });
   });
 
   it("refuses a proof whose resources do not name this request", async () => {
@@ -164,7 +218,12 @@ describe("sign-in-with-x", () => {
     expect(await verifySignInWithX(unbound, expectation({ requestDigest: undefined }))).toMatchObject({ ok: true });
     // stripping the binding breaks the signature
     const bound = await sign();
-    expect(await verifySignInWithX(reencode(bound, (p) => ({ ...p, resources: [URL_] })), expectation({ requestDigest: undefined }))).toMatchObject({ ok: false, reason: "bad_signature" });
+    expect(
+      await verifySignInWithX(
+        reencode(bound, (p) => ({ ...p, resources: [URL_] })),
+        expectation({ requestDigest: undefined }),
+      ),
+    ).toMatchObject({ ok: false, reason: "bad_signature" });
   });
 
   it("refuses a proof bound to another body, key or method", async () => {
@@ -172,7 +231,10 @@ describe("sign-in-with-x", () => {
     const otherBody = requestDigest("POST", PATH, KEY, { ...BODY, amount: "1250" });
     expect(otherBody).not.toBe(DIGEST);
     expect(await verifySignInWithX(header, expectation({ requestDigest: otherBody }))).toMatchObject({ ok: false, reason: "request_mismatch" });
-    expect(await verifySignInWithX(header, expectation({ requestDigest: requestDigest("POST", PATH, "withdraw-0002", BODY) }))).toMatchObject({ ok: false, reason: "request_mismatch" });
+    expect(await verifySignInWithX(header, expectation({ requestDigest: requestDigest("POST", PATH, "withdraw-0002", BODY) }))).toMatchObject({
+      ok: false,
+      reason: "request_mismatch",
+    });
     // a client that binds its own request (instead of the challenge's) is accepted for that request only
     const mine = requestDigest("POST", PATH, "withdraw-0003", { ...BODY, amount: "1" });
     const own = await sign(challenge({ requestDigest: undefined }), { info: { resources: [URL_, requestResource(mine)] } });
@@ -201,9 +263,17 @@ describe("sign-in-with-x", () => {
       seen.push({ address, chainId, hash: hashMessage(message) });
       return address === safe && (await recoverMessageAddress({ message, signature })) === other.address;
     };
-    expect(await verifySignInWithX(header, expectation({ verifyContractSignature: hook }))).toMatchObject({ ok: true, address: safe, method: "eip1271", chainId: 8453 });
+    expect(await verifySignInWithX(header, expectation({ verifyContractSignature: hook }))).toMatchObject({
+      ok: true,
+      address: safe,
+      method: "eip1271",
+      chainId: 8453,
+    });
     expect(seen).toHaveLength(1);
-    expect(await verifySignInWithX(header, expectation({ verifyContractSignature: () => Promise.reject(new Error("rpc down")) }))).toMatchObject({ ok: false, reason: "verifier_error" });
+    expect(await verifySignInWithX(header, expectation({ verifyContractSignature: () => Promise.reject(new Error("rpc down")) }))).toMatchObject({
+      ok: false,
+      reason: "verifier_error",
+    });
     // an EOA never reaches the hook
     seen.length = 0;
     expect(await verifySignInWithX(await sign(), expectation({ verifyContractSignature: hook }))).toMatchObject({ ok: true, method: "eip191" });
@@ -216,10 +286,35 @@ describe("sign-in-with-x", () => {
     expect(await verifySignInWithX("not base64!", expectation())).toMatchObject({ ok: false, reason: "malformed" });
     expect(await verifySignInWithX(Buffer.from("{}").toString("base64"), expectation())).toMatchObject({ ok: false, reason: "malformed" });
     expect(await verifySignInWithX("A".repeat(9000), expectation())).toMatchObject({ ok: false, reason: "malformed" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, version: "2" })), expectation())).toMatchObject({ ok: false, reason: "unsupported_version" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, type: "ed25519" })), expectation())).toMatchObject({ ok: false, reason: "unsupported_type" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, nonce: "short" })), expectation())).toMatchObject({ ok: false, reason: "invalid_nonce" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, issuedAt: "yesterday" })), expectation())).toMatchObject({ ok: false, reason: "invalid_issued_at" });
-    expect(await verifySignInWithX(reencode(header, (p) => ({ ...p, resources: [...(p.resources ?? []), "not a uri"] })), expectation({ requestDigest: undefined }))).toMatchObject({ ok: false, reason: "invalid_message" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, version: "2" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "unsupported_version" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, type: "ed25519" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "unsupported_type" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, nonce: "short" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "invalid_nonce" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, issuedAt: "yesterday" })),
+        expectation(),
+      ),
+    ).toMatchObject({ ok: false, reason: "invalid_issued_at" });
+    expect(
+      await verifySignInWithX(
+        reencode(header, (p) => ({ ...p, resources: [...(p.resources ?? []), "not a uri"] })),
+        expectation({ requestDigest: undefined }),
+      ),
+    ).toMatchObject({ ok: false, reason: "invalid_message" });
   });
 });

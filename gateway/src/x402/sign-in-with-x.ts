@@ -262,7 +262,8 @@ export async function verifySignInWithX(headerValue: string | undefined, expect:
   if (expect.requestDigest !== undefined) {
     const bound = (p.resources ?? []).filter((r) => r.startsWith(REQUEST_RESOURCE_PREFIX));
     if (bound.length === 0) return refuse("request_not_bound", `resources must contain ${REQUEST_RESOURCE_PREFIX}<digest of this request>`);
-    if (bound.length !== 1 || bound[0] !== requestResource(expect.requestDigest)) return refuse("request_mismatch", "the signature is bound to another request");
+    if (bound.length !== 1 || bound[0] !== requestResource(expect.requestDigest))
+      return refuse("request_mismatch", "the signature is bound to another request");
   }
 
   let message: string;

@@ -54,13 +54,17 @@ export const walletAddress = (cfg: AgentConfig): `0x${string}` => (cfg.devRawKey
 
 export async function init({ cfg, flags }: CommandContext): Promise<number> {
   const recipient = flags["fee-recipient"];
-  if (typeof recipient === "string" && !isAddress(recipient)) throw new UsageError("init", `--fee-recipient "${recipient}" is not an address: 0x and 40 hex characters`);
+  if (typeof recipient === "string" && !isAddress(recipient))
+    throw new UsageError("init", `--fee-recipient "${recipient}" is not an address: 0x and 40 hex characters`);
   const passphrase = cfg.passphrase ?? (await promptPassphrase("new keystore passphrase: "));
   if (passphrase.length < 8) throw new UsageError("init", "the passphrase is too short: choose one of at least 8 characters (SIGNER_PASSPHRASE)");
   const address = await createKeystore(cfg.keystore, passphrase, cfg.devRawKey);
   if (!fs.existsSync(cfg.policy)) {
     fs.mkdirSync(path.dirname(path.resolve(cfg.policy)), { recursive: true });
-    fs.writeFileSync(cfg.policy, `${JSON.stringify(defaultPolicy([typeof recipient === "string" ? recipient : "0x000000000000000000000000000000000000fee5"]), null, 2)}\n`);
+    fs.writeFileSync(
+      cfg.policy,
+      `${JSON.stringify(defaultPolicy([typeof recipient === "string" ? recipient : "0x000000000000000000000000000000000000fee5"]), null, 2)}\n`,
+    );
   }
   out(`keystore ${cfg.keystore} for ${address}; policy ${cfg.policy}`);
   return 0;
@@ -101,7 +105,9 @@ export async function run({ cfg, positional, flags, log }: CommandContext): Prom
     if (!(err instanceof ExecutedByService)) throw err;
     // the wallet's requests act on a managed treasury: the service executed it
     const r = err.receipt as Record<string, any>;
-    out(`done: ${action}${shown} by the service (a managed treasury: nothing to sign), receipt ${r[declarationOf(action).receiptId] ?? "?"} ${r.status ?? ""}, resulting LTV ${pct(r.ltv_after)}`);
+    out(
+      `done: ${action}${shown} by the service (a managed treasury: nothing to sign), receipt ${r[declarationOf(action).receiptId] ?? "?"} ${r.status ?? ""}, resulting LTV ${pct(r.ltv_after)}`,
+    );
     return 0;
   }
   const last = result.receipts.at(-1)!;
@@ -112,7 +118,8 @@ export async function run({ cfg, positional, flags, log }: CommandContext): Prom
 
 export async function serve({ cfg, flags, log }: CommandContext): Promise<number> {
   const port = flags.port === undefined ? 4030 : Number(flags.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535 || !/^\d+$/.test(String(flags.port ?? "4030"))) throw new UsageError("serve", `--port "${String(flags.port)}" is not a port: a whole number from 0 to 65535`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535 || !/^\d+$/.test(String(flags.port ?? "4030")))
+    throw new UsageError("serve", `--port "${String(flags.port)}" is not a port: a whole number from 0 to 65535`);
   const token = cfg.serveToken ?? randomBytes(24).toString("base64url");
   const agent = await agentFrom(cfg, log);
   await serveAgent(agent, { port, token });
@@ -123,7 +130,12 @@ export async function serve({ cfg, flags, log }: CommandContext): Promise<number
 
 export async function where({ cfg, positional }: CommandContext): Promise<number> {
   const stack = readStackFile();
-  const urls: Record<string, string> = { gateway: cfg.gatewayUrl, rpc: cfg.rpcUrl, "x402-rpc": cfg.x402RpcUrl, facilitator: stack?.facilitator_url ?? "http://127.0.0.1:4021" };
+  const urls: Record<string, string> = {
+    gateway: cfg.gatewayUrl,
+    rpc: cfg.rpcUrl,
+    "x402-rpc": cfg.x402RpcUrl,
+    facilitator: stack?.facilitator_url ?? "http://127.0.0.1:4021",
+  };
   out(urls[positional[0] ?? "gateway"]!);
   return 0;
 }

@@ -17,7 +17,8 @@ export function parseAmount(command: string, what: string, text: string, unit: s
   };
   if (/^\d+(\.\d+)?$/.test(text)) {
     const frac = text.split(".")[1] ?? "";
-    if (frac.length > places) fail(`has ${frac.length} decimals: ${unit} amounts take at most ${places} (write ${text.slice(0, text.length - (frac.length - places))})`);
+    if (frac.length > places)
+      fail(`has ${frac.length} decimals: ${unit} amounts take at most ${places} (write ${text.slice(0, text.length - (frac.length - places))})`);
     const units = parseUnits(text, decimals);
     if (units === 0n) fail(`is zero: give more than 0 ${unit}`);
     return units;
@@ -33,7 +34,12 @@ export function parseAmount(command: string, what: string, text: string, unit: s
 }
 
 /** an action's arguments checked against its declaration: the amount it takes (or none), its required flags, each flag's values */
-export function checkActionArgs(command: string, action: TreasuryAction, rest: string[], flags: Record<string, string | boolean>): { amount: string | undefined; unit: string } {
+export function checkActionArgs(
+  command: string,
+  action: TreasuryAction,
+  rest: string[],
+  flags: Record<string, string | boolean>,
+): { amount: string | undefined; unit: string } {
   const u = actionUsage(action);
   for (const f of u.flags) {
     const given = flags[f.name];
@@ -41,7 +47,8 @@ export function checkActionArgs(command: string, action: TreasuryAction, rest: s
       if (f.required) throw new UsageError(command, `${action} needs --${f.name}${f.choices ? ` ${f.choices.join("|")}` : ""}: ${u.usage}`);
       continue;
     }
-    if (f.choices && (typeof given !== "string" || !f.choices.includes(given))) throw new UsageError(command, `--${f.name} "${String(given)}" is not one of ${f.choices.join("|")} for ${action}: ${u.usage}`);
+    if (f.choices && (typeof given !== "string" || !f.choices.includes(given)))
+      throw new UsageError(command, `--${f.name} "${String(given)}" is not one of ${f.choices.join("|")} for ${action}: ${u.usage}`);
     if (!f.choices && given !== true) throw new UsageError(command, `--${f.name} takes no value: ${u.usage}`);
   }
   for (const name of ["target", "asset", "sell"]) {
@@ -53,7 +60,11 @@ export function checkActionArgs(command: string, action: TreasuryAction, rest: s
     if (rest.length > 0) throw new UsageError(command, `${action} takes no amount ("${rest[0]}"): it closes everything; ${u.usage}`);
     return { amount: undefined, unit };
   }
-  if (rest.length === 0) throw new UsageError(command, `missing <${u.amount}>: how much to ${action}, in ${unit === "USDC" ? "whole USDC (e.g. 500 = 500 USDC)" : `${unit} (e.g. 0.5)`}, up to 6 decimals; ${u.usage}`);
+  if (rest.length === 0)
+    throw new UsageError(
+      command,
+      `missing <${u.amount}>: how much to ${action}, in ${unit === "USDC" ? "whole USDC (e.g. 500 = 500 USDC)" : `${unit} (e.g. 0.5)`}, up to 6 decimals; ${u.usage}`,
+    );
   if (rest.length > 1) throw new UsageError(command, `unexpected argument "${rest[1]}" after the amount: ${u.usage}`);
   parseAmount(command, "amount", rest[0]!, unit, 6);
   return { amount: rest[0]!, unit };
@@ -65,7 +76,8 @@ export function checkUsage(command: string, positional: string[], flags: Record<
     const [action, ...rest] = positional;
     if (isTreasuryAction(action)) checkActionArgs(command, action, rest, flags);
   }
-  if (command === "relay" && typeof flags.amount === "string") parseAmount(command, "--amount", flags.amount, (typeof flags.asset === "string" ? flags.asset : "usdc").toUpperCase(), 6);
+  if (command === "relay" && typeof flags.amount === "string")
+    parseAmount(command, "--amount", flags.amount, (typeof flags.asset === "string" ? flags.asset : "usdc").toUpperCase(), 6);
   if (command === "operator fund") {
     if (positional[0] !== undefined) parseAmount(command, "<weth>", positional[0], "WETH", 18, 18);
     if (typeof flags.borrow === "string") parseAmount(command, "--borrow", flags.borrow, "USDC", 6);

@@ -29,7 +29,8 @@ export function closest(word: string, candidates: readonly string[]): string | u
   const distance = (a: string, b: string) => {
     const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
     for (let j = 1; j <= b.length; j++) d[0]![j] = j;
-    for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let i = 1; i <= a.length; i++)
+      for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
     return d[a.length]![b.length]!;
   };
   const scored = candidates.map((c) => ({ c, d: c.startsWith(word) && word.length >= 2 ? 0 : distance(word, c) })).sort((x, y) => x.d - y.d);
@@ -66,25 +67,38 @@ export function parseArgv(argv: string[]): ParsedArgs {
       if (!spec) {
         const names = known().map((f) => f.name);
         const own = command ? command.flags.map((f) => `--${f.name}`).join(", ") || "none of its own" : "";
-        throw new UsageError(where(), `unknown flag --${name}${didYouMean(name, names).replace("mean ", "mean --")}${command ? `: ${command.name} takes ${own}, and the flags every command takes` : command === undefined && COMMANDS.some((c) => c.flags.some((f) => f.name === name)) ? ": a command's own flags go after the command" : ""}`);
+        throw new UsageError(
+          where(),
+          `unknown flag --${name}${didYouMean(name, names).replace("mean ", "mean --")}${command ? `: ${command.name} takes ${own}, and the flags every command takes` : command === undefined && COMMANDS.some((c) => c.flags.some((f) => f.name === name)) ? ": a command's own flags go after the command" : ""}`,
+        );
       }
       if (spec.value === undefined) {
         // a switch; --dev-raw-key=0x... may carry its key inline (development only)
-        if (inline !== undefined && spec.name !== "dev-raw-key") throw new UsageError(where(), `--${name} takes no value (it is a switch): write --${name}, not ${a}`);
+        if (inline !== undefined && spec.name !== "dev-raw-key")
+          throw new UsageError(where(), `--${name} takes no value (it is a switch): write --${name}, not ${a}`);
         flags[name] = inline ?? true;
         continue;
       }
       const value = inline ?? argv[i + 1];
-      if (value === undefined || (inline === undefined && value.startsWith("--"))) throw new UsageError(where(), `--${name} needs a value: --${name} ${spec.value}`);
+      if (value === undefined || (inline === undefined && value.startsWith("--")))
+        throw new UsageError(where(), `--${name} needs a value: --${name} ${spec.value}`);
       if (inline === undefined) i++;
-      if (spec.choices && !spec.choices.includes(value)) throw new UsageError(where(), `--${name} "${value}" is not one of ${spec.choices.join("|")}${didYouMean(value, spec.choices)}`);
+      if (spec.choices && !spec.choices.includes(value))
+        throw new UsageError(where(), `--${name} "${value}" is not one of ${spec.choices.join("|")}${didYouMean(value, spec.choices)}`);
       flags[name] = value;
       continue;
     }
     if (a.startsWith("-") && a !== "-" && !/^-\d/.test(a)) throw new UsageError(where(), `unknown flag ${a}: flags are written --name (and -h for help)`);
     if (!command) {
       command = commandNamed(a);
-      if (!command) throw new UsageError("", `unknown command "${a}"${didYouMean(a, COMMANDS.map((c) => c.name))}; the commands: ${COMMANDS.map((c) => c.name).join(", ")}`);
+      if (!command)
+        throw new UsageError(
+          "",
+          `unknown command "${a}"${didYouMean(
+            a,
+            COMMANDS.map((c) => c.name),
+          )}; the commands: ${COMMANDS.map((c) => c.name).join(", ")}`,
+        );
       continue;
     }
     if (command.subcommands) {
@@ -108,7 +122,12 @@ export function checkArguments(command: CommandSpec, positional: string[]): void
   }
   if (positional.length > command.args.length) {
     const extra = positional[command.args.length]!;
-    throw new UsageError(command.name, command.args.length === 0 ? `${command.name} takes no arguments; "${extra}" is one too many` : `unexpected argument "${extra}": ${command.name} takes ${command.args.map((a) => (a.optional ? `[<${a.name}>]` : `<${a.name}>`)).join(" ")}`);
+    throw new UsageError(
+      command.name,
+      command.args.length === 0
+        ? `${command.name} takes no arguments; "${extra}" is one too many`
+        : `unexpected argument "${extra}": ${command.name} takes ${command.args.map((a) => (a.optional ? `[<${a.name}>]` : `<${a.name}>`)).join(" ")}`,
+    );
   }
   command.args.forEach((arg, i) => {
     const given = positional[i];

@@ -44,7 +44,7 @@ export function overview(): string {
     "examples (with `npm start` running):",
     "  SIGNER_PASSPHRASE=demo-passphrase-not-secret signer-agent run deposit 500",
     "  signer-agent summary",
-    "  KEY=$(SIGNER_PASSPHRASE=demo-passphrase-not-secret signer-agent register | node -p 'JSON.parse(require(\"fs\").readFileSync(0,\"utf8\")).api_key')",
+    '  KEY=$(SIGNER_PASSPHRASE=demo-passphrase-not-secret signer-agent register | node -p \'JSON.parse(require("fs").readFileSync(0,"utf8")).api_key\')',
     "  SIGNER_PASSPHRASE=demo-passphrase-not-secret signer-agent relay deposit.json",
     "",
   ].join("\n");
@@ -53,7 +53,13 @@ export function overview(): string {
 export function commandHelp(c: CommandSpec): string {
   const lines = [`usage: ${synopsis(c)}`, "", c.about, ...(c.details ? ["", ...c.details] : [])];
   if (c.subcommands) {
-    lines.push("", "subcommands:", ...table(c.subcommands.map((s) => [synopsis(s).replace(/^signer-agent /, ""), s.about])), "", `more: signer-agent ${c.name} <subcommand> --help`);
+    lines.push(
+      "",
+      "subcommands:",
+      ...table(c.subcommands.map((s) => [synopsis(s).replace(/^signer-agent /, ""), s.about])),
+      "",
+      `more: signer-agent ${c.name} <subcommand> --help`,
+    );
   }
   if (!c.subcommands && c.args.length) {
     lines.push("", "arguments:", ...table(c.args.map((a) => [`<${a.name}>`, `${a.about}${a.optional ? " (optional)" : ""}`])));

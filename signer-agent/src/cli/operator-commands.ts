@@ -50,7 +50,15 @@ export async function operatorCommand(sub: string, rest: string[], flags: Record
   };
   /** the service a signed statement names: the gateway's public base URL, as it states it */
   const serviceName = async (): Promise<string> =>
-    assertServiceIsGateway((await gateway("GET", `/api/v1/treasuries/ownership-statement?wallet_address=${state.safe ?? "0x0000000000000000000000000000000000000001"}&execution_mode=managed`)).typed_data.message.service, cfg.gatewayUrl);
+    assertServiceIsGateway(
+      (
+        await gateway(
+          "GET",
+          `/api/v1/treasuries/ownership-statement?wallet_address=${state.safe ?? "0x0000000000000000000000000000000000000001"}&execution_mode=managed`,
+        )
+      ).typed_data.message.service,
+      cfg.gatewayUrl,
+    );
   switch (sub) {
     case "create-safe": {
       const o = await operator();
@@ -96,7 +104,14 @@ export async function operatorCommand(sub: string, rest: string[], flags: Record
       save();
       const protectBelow = typeof protect === "string" ? Number(protect) : Number(d.protect_below_health_score);
       log("signing the delegation as the Safe and attaching the module (POST /api/v1/delegation)");
-      const safe_proof = await o.delegationProof({ service: await serviceName(), treasuryId: state.treasury_id!, module: state.module!, protectBelowHealth: protectBelow, parkTargetBps: d.requirements.park_target_bps, maxSlippageBps: d.requirements.max_slippage_bps });
+      const safe_proof = await o.delegationProof({
+        service: await serviceName(),
+        treasuryId: state.treasury_id!,
+        module: state.module!,
+        protectBelowHealth: protectBelow,
+        parkTargetBps: d.requirements.park_target_bps,
+        maxSlippageBps: d.requirements.max_slippage_bps,
+      });
       await gateway("POST", "/api/v1/delegation", { module: state.module, protect_below_health_score: protectBelow, safe_proof });
       if (upgrade) {
         // one Safe transaction the gateway prepares: enableModule of the new module, disableModule of the old one
@@ -128,14 +143,23 @@ export async function operatorCommand(sub: string, rest: string[], flags: Record
       needs("api_key", "signer-agent operator register");
       const d = declarationOf(action);
       log(`proposing ${action} to the gateway (POST ${d.route.path})`);
-      const receipt = await gatewayJson(cfg.gatewayUrl, "POST", d.route.path, { body: SignerAgent.bodyOf(action, amount ?? "0", flags), bearer: state.api_key, idempotencyKey: `op-${randomUUID()}` });
-      out(`${action}${amount === undefined ? "" : ` ${amount} ${unit}`}: receipt ${receipt[d.receiptId]} ${receipt.status}; Safe transaction ${receipt.safe_transaction?.id ?? "(none)"} awaits the owners (signer-agent operator sign)`);
+      const receipt = await gatewayJson(cfg.gatewayUrl, "POST", d.route.path, {
+        body: SignerAgent.bodyOf(action, amount ?? "0", flags),
+        bearer: state.api_key,
+        idempotencyKey: `op-${randomUUID()}`,
+      });
+      out(
+        `${action}${amount === undefined ? "" : ` ${amount} ${unit}`}: receipt ${receipt[d.receiptId]} ${receipt.status}; Safe transaction ${receipt.safe_transaction?.id ?? "(none)"} awaits the owners (signer-agent operator sign)`,
+      );
       return 0;
     }
     case "queue": {
       needs("api_key", "signer-agent operator register");
       const { data } = await gateway("GET", "/api/v1/safe-transactions");
-      for (const q of data) out(`${q.id} ${q.action} ${usdcNumber(q.amount_usdc)} (fee ${usdcNumber(q.fee_usdc)}) ${q.status}: ${q.signatures.length} of ${q.confirmations_required ?? "?"} signed; ${q.calls.length} calls; hash ${q.safe_tx_hash}`);
+      for (const q of data)
+        out(
+          `${q.id} ${q.action} ${usdcNumber(q.amount_usdc)} (fee ${usdcNumber(q.fee_usdc)}) ${q.status}: ${q.signatures.length} of ${q.confirmations_required ?? "?"} signed; ${q.calls.length} calls; hash ${q.safe_tx_hash}`,
+        );
       if (data.length === 0) out("no Safe transaction awaits the owners");
       return 0;
     }
@@ -154,7 +178,13 @@ const usd2 = (n: unknown) => (typeof n === "number" ? `${n.toFixed(2)} USD` : "?
 type Gateway = (method: string, p: string, body?: unknown) => Promise<Record<string, any>>;
 
 /** sign every open Safe transaction (or the one named), each checked first against the Safe itself (Operator.signQueued) */
-async function sign(id: string | undefined, wait: boolean, gateway: Gateway, operator: () => Promise<{ signQueued(q: never): Promise<`0x${string}`> }>, log: (line: string) => void): Promise<number> {
+async function sign(
+  id: string | undefined,
+  wait: boolean,
+  gateway: Gateway,
+  operator: () => Promise<{ signQueued(q: never): Promise<`0x${string}`> }>,
+  log: (line: string) => void,
+): Promise<number> {
   const { data } = await gateway("GET", "/api/v1/safe-transactions");
   const chosen = (data as { id: string; status: string }[]).filter((q) => q.status === "awaiting_signatures" && (!id || q.id === id));
   if (chosen.length === 0) out(id ? `no open Safe transaction ${id}` : "no Safe transaction awaits the owners");
@@ -163,7 +193,9 @@ async function sign(id: string | undefined, wait: boolean, gateway: Gateway, ope
     log(`checking ${q.id} against the Safe and signing it`);
     const signature = await o!.signQueued(q as never);
     const signed = await gateway("POST", `/api/v1/safe-transactions/${q.id}/signatures`, { signature });
-    out(`signed ${q.id} (${signed.action} ${usdcNumber(signed.amount_usdc)}): ${signed.signatures.length} of ${signed.confirmations_required} owners; the service executes it once the threshold is reached`);
+    out(
+      `signed ${q.id} (${signed.action} ${usdcNumber(signed.amount_usdc)}): ${signed.signatures.length} of ${signed.confirmations_required} owners; the service executes it once the threshold is reached`,
+    );
     if (!wait) continue;
     // --wait: until the service's executor has executed it (or refused it), at most a minute
     log(`waiting for the service to execute ${q.id} (at most a minute)`);
@@ -192,9 +224,15 @@ async function status(state: OperatorState, json: boolean, gateway: Gateway, reg
   const actions = (delegation.protection_actions as unknown[]).length;
   out(`Safe        ${state.safe ?? "(none)"}`);
   out(`treasury    ${state.treasury_id ?? delegation.treasury_id}`);
-  out(`delegation  ${delegation.state}${delegation.module ? `, module ${delegation.module}` : ", no module attached"}${delegation.protect_below_health_score !== undefined ? `; protection threshold: health ${delegation.protect_below_health_score}` : ""}`);
+  out(
+    `delegation  ${delegation.state}${delegation.module ? `, module ${delegation.module}` : ", no module attached"}${delegation.protect_below_health_score !== undefined ? `; protection threshold: health ${delegation.protect_below_health_score}` : ""}`,
+  );
   if (delegation.pending_upgrade) out(`            upgrade staged: module ${delegation.pending_upgrade.module} (${delegation.pending_upgrade.enable_with})`);
-  out(`health      ${health.health_score}, LTV ${pct(health.ltv)} (zone ${health.ltv_zone}), ${health.environment === "chain" ? `read on ${health.source?.chain ?? "the chain"} at block ${health.source?.block_number ?? "?"}` : health.environment}`);
-  out(`protection  ${actions} action${actions === 1 ? "" : "s"} by the engine; gas this month ${usd2(delegation.gas?.spent_this_month_usd)} of ${usd2(delegation.gas?.per_month_usd)}`);
+  out(
+    `health      ${health.health_score}, LTV ${pct(health.ltv)} (zone ${health.ltv_zone}), ${health.environment === "chain" ? `read on ${health.source?.chain ?? "the chain"} at block ${health.source?.block_number ?? "?"}` : health.environment}`,
+  );
+  out(
+    `protection  ${actions} action${actions === 1 ? "" : "s"} by the engine; gas this month ${usd2(delegation.gas?.spent_this_month_usd)} of ${usd2(delegation.gas?.per_month_usd)}`,
+  );
   return 0;
 }

@@ -35,7 +35,8 @@ export interface CommandSpec {
   subcommands?: CommandSpec[];
 }
 
-export const EXIT_CODES = "exit codes: 0 done; 1 failed (gateway, chain or keystore: the message says which); 2 usage error (the argument, flag or input at fault is named); 3 refused (by the policy, the preflight or the gateway)";
+export const EXIT_CODES =
+  "exit codes: 0 done; 1 failed (gateway, chain or keystore: the message says which); 2 usage error (the argument, flag or input at fault is named); 3 refused (by the policy, the preflight or the gateway)";
 
 export const AMOUNTS = [
   "amounts: USDC in whole units: 500 means 500 USDC; decimals allowed up to 6 places (0.5, 1234.567891).",
@@ -44,7 +45,11 @@ export const AMOUNTS = [
 ];
 
 export const GLOBAL_FLAGS: FlagSpec[] = [
-  { name: "dir", value: "<path>", about: "the agent's directory: keystore.json, policy.json, audit.jsonl (SIGNER_DIR; while `npm start` runs, its demo agent's; else ./.data/agent)" },
+  {
+    name: "dir",
+    value: "<path>",
+    about: "the agent's directory: keystore.json, policy.json, audit.jsonl (SIGNER_DIR; while `npm start` runs, its demo agent's; else ./.data/agent)",
+  },
   { name: "keystore", value: "<file>", about: "the encrypted keystore (SIGNER_KEYSTORE; <dir>/keystore.json)" },
   { name: "policy", value: "<file>", about: "what the agent will sign (SIGNER_POLICY; <dir>/policy.json)" },
   { name: "audit-log", value: "<file>", about: "every signature, refusal and payment (SIGNER_AUDIT_LOG; <dir>/audit.jsonl)" },
@@ -64,10 +69,18 @@ export const ENVIRONMENT = [
 const JSON_FLAG: FlagSpec = { name: "json", about: "print one JSON document (exact amounts as decimal strings) instead of the summary" };
 const BEARER: FlagSpec = { name: "bearer", value: "<key>", about: "authenticate with this API key instead of paying with x402 (SIGNER_BEARER_KEY)" };
 
-const OPERATOR_NOTE = "The operator's directory: --dir, OPERATOR_DIR, the running stack's operator, else ./.data/operator; its state (Safe, treasury, key, module) in operator.json there.";
+const OPERATOR_NOTE =
+  "The operator's directory: --dir, OPERATOR_DIR, the running stack's operator, else ./.data/operator; its state (Safe, treasury, key, module) in operator.json there.";
 
 const OPERATOR: CommandSpec[] = [
-  { name: "operator create-safe", about: "deploy a Safe 1.4.1 owned by the operator alone (threshold 1)", args: [], flags: [], prints: "the Safe's address (stdout); progress on stderr", examples: ["signer-agent operator create-safe"] },
+  {
+    name: "operator create-safe",
+    about: "deploy a Safe 1.4.1 owned by the operator alone (threshold 1)",
+    args: [],
+    flags: [],
+    prints: "the Safe's address (stdout); progress on stderr",
+    examples: ["signer-agent operator create-safe"],
+  },
   {
     name: "operator fund",
     about: "wrap the operator's ETH into WETH, supply it to Aave through the Safe, and optionally borrow USDC",
@@ -76,19 +89,37 @@ const OPERATOR: CommandSpec[] = [
     prints: "what was supplied and borrowed (stdout); progress on stderr",
     examples: ["signer-agent operator fund 10 --borrow 15000"],
   },
-  { name: "operator register", about: "register a managed treasury for the Safe, proven by the Safe's own signature (EIP-1271)", args: [], flags: [], prints: "the treasury id (stdout); its API key is kept in operator.json", examples: ["signer-agent operator register"] },
+  {
+    name: "operator register",
+    about: "register a managed treasury for the Safe, proven by the Safe's own signature (EIP-1271)",
+    args: [],
+    flags: [],
+    prints: "the treasury id (stdout); its API key is kept in operator.json",
+    examples: ["signer-agent operator register"],
+  },
   {
     name: "operator approve",
     about: "deploy the ProtectionModule, attach it with the Safe's signature, and enable it on the Safe (the delegation)",
     args: [],
     flags: [
-      { name: "protect-below", value: "<health>", about: "protect when the health score falls below this (e.g. 1.4; 2 decimals at most); default: the preset's" },
+      {
+        name: "protect-below",
+        value: "<health>",
+        about: "protect when the health score falls below this (e.g. 1.4; 2 decimals at most); default: the preset's",
+      },
       { name: "upgrade", about: "replace the module in force with one of this build, in one Safe transaction" },
     ],
     prints: "the module and the delegation's state as JSON (stdout); progress on stderr",
     examples: ["signer-agent operator approve", "signer-agent operator approve --protect-below 1.4"],
   },
-  { name: "operator revoke", about: "disable the module on the Safe: the protection engine can no longer act", args: [], flags: [], prints: "the Safe transaction (stdout)", examples: ["signer-agent operator revoke"] },
+  {
+    name: "operator revoke",
+    about: "disable the module on the Safe: the protection engine can no longer act",
+    args: [],
+    flags: [],
+    prints: "the Safe transaction (stdout)",
+    examples: ["signer-agent operator revoke"],
+  },
   {
     name: "operator propose",
     about: "a managed action through the Safe: the gateway answers its receipt and queues one Safe transaction for the owners",
@@ -100,7 +131,14 @@ const OPERATOR: CommandSpec[] = [
     prints: "the receipt and the queued Safe transaction (stdout)",
     examples: ["signer-agent operator propose borrow 100"],
   },
-  { name: "operator queue", about: "list the Safe transactions awaiting the owners' signatures", args: [], flags: [], prints: "one line per Safe transaction (stdout)", examples: ["signer-agent operator queue"] },
+  {
+    name: "operator queue",
+    about: "list the Safe transactions awaiting the owners' signatures",
+    args: [],
+    flags: [],
+    prints: "one line per Safe transaction (stdout)",
+    examples: ["signer-agent operator queue"],
+  },
   {
     name: "operator sign",
     about: "sign the open Safe transactions (or the one named), each checked against the Safe itself first",
@@ -129,26 +167,69 @@ export const COMMANDS: CommandSpec[] = [
     prints: "the keystore, its address and the policy file (stdout)",
     examples: ["SIGNER_DIR=./my-agent signer-agent init --fee-recipient 0x000000000000000000000000000000000000fee5"],
   },
-  { name: "address", about: "print the wallet's address (no passphrase needed)", args: [], flags: [], prints: "the address (stdout)", examples: ["signer-agent address"] },
-  { name: "balance", about: "the wallet's ETH, USDC and Aave position on the chain (no passphrase needed)", args: [], flags: [JSON_FLAG], prints: "a summary (stdout), or with --json one JSON document", examples: ["signer-agent balance", "signer-agent balance --json"] },
+  {
+    name: "address",
+    about: "print the wallet's address (no passphrase needed)",
+    args: [],
+    flags: [],
+    prints: "the address (stdout)",
+    examples: ["signer-agent address"],
+  },
+  {
+    name: "balance",
+    about: "the wallet's ETH, USDC and Aave position on the chain (no passphrase needed)",
+    args: [],
+    flags: [JSON_FLAG],
+    prints: "a summary (stdout), or with --json one JSON document",
+    examples: ["signer-agent balance", "signer-agent balance --json"],
+  },
   {
     name: "run",
     about: "ask the gateway for an action, check its envelope against what was asked and the policy, sign each step, relay it",
     args: [
       { name: "action", about: "one of the gateway's actions, below", choices: TREASURY_ACTIONS },
-      { name: "amount", about: "how much: whole USDC (500 = 500 USDC) up to 6 decimals; in the asset's units for withdraw/sell of ETH or BTC; none for exit", optional: true },
+      {
+        name: "amount",
+        about: "how much: whole USDC (500 = 500 USDC) up to 6 decimals; in the asset's units for withdraw/sell of ETH or BTC; none for exit",
+        optional: true,
+      },
     ],
-    flags: [...actionFlags().map((f) => ({ name: f.name, ...(f.choices ? { value: f.choices.join("|"), choices: f.choices } : {}), about: f.name === "target" ? "what a conversion buys" : f.name === "asset" ? "what a withdrawal or a sale takes (withdraw: default usdc)" : f.name === "sell" ? "an exit also sells the collateral for USDC" : "as the action's usage says" })), BEARER],
-    details: ["Pays for the request with x402 (within the policy's price cap and daily budget) unless --bearer is given; a downward leg (repay, withdraw, sell, exit) signs in with the wallet instead, free."],
+    flags: [
+      ...actionFlags().map((f) => ({
+        name: f.name,
+        ...(f.choices ? { value: f.choices.join("|"), choices: f.choices } : {}),
+        about:
+          f.name === "target"
+            ? "what a conversion buys"
+            : f.name === "asset"
+              ? "what a withdrawal or a sale takes (withdraw: default usdc)"
+              : f.name === "sell"
+                ? "an exit also sells the collateral for USDC"
+                : "as the action's usage says",
+      })),
+      BEARER,
+    ],
+    details: [
+      "Pays for the request with x402 (within the policy's price cap and daily budget) unless --bearer is given; a downward leg (repay, withdraw, sell, exit) signs in with the wallet instead, free.",
+    ],
     prints: "`done: <action> <amount> ...` and the position on chain (stdout); each step on stderr",
-    examples: ["SIGNER_PASSPHRASE=... signer-agent run deposit 500", "signer-agent run convert 250.5 --target eth", "signer-agent run withdraw 0.1 --asset eth"],
+    examples: [
+      "SIGNER_PASSPHRASE=... signer-agent run deposit 500",
+      "signer-agent run convert 250.5 --target eth",
+      "signer-agent run withdraw 0.1 --asset eth",
+    ],
   },
   {
     name: "register",
     about: "register a treasury for the agent's wallet: sign the gateway's ownership statement (EIP-712) with the agent's key, then POST /api/v1/treasuries",
     args: [],
     flags: [
-      { name: "mode", value: "wallet|managed", choices: ["wallet", "managed"], about: "execution mode: wallet (the agent signs each envelope; default) or managed" },
+      {
+        name: "mode",
+        value: "wallet|managed",
+        choices: ["wallet", "managed"],
+        about: "execution mode: wallet (the agent signs each envelope; default) or managed",
+      },
       { name: "only-if-new", about: "refuse (exit 1, nothing registered) when the wallet already stands behind a treasury" },
     ],
     details: [
@@ -158,16 +239,25 @@ export const COMMANDS: CommandSpec[] = [
       "<dir>/treasury.json (mode 0600) for `signer-agent summary`.",
     ],
     prints: "the gateway's JSON answer (treasury_id, api_key, ...) on stdout and nothing else; progress and notes on stderr",
-    examples: ["KEY=$(SIGNER_PASSPHRASE=... signer-agent register | node -p 'JSON.parse(require(\"fs\").readFileSync(0,\"utf8\")).api_key')", "signer-agent register --mode managed --only-if-new"],
+    examples: [
+      'KEY=$(SIGNER_PASSPHRASE=... signer-agent register | node -p \'JSON.parse(require("fs").readFileSync(0,"utf8")).api_key\')',
+      "signer-agent register --mode managed --only-if-new",
+    ],
   },
   {
     name: "relay",
-    about: "sign and relay an envelope the gateway already answered (a 202 of POST /api/v1/deposits, /convert, ...), checked against the policy as `run` checks its own; the amount it holds the envelope to is --amount, else the envelope's own",
+    about:
+      "sign and relay an envelope the gateway already answered (a 202 of POST /api/v1/deposits, /convert, ...), checked against the policy as `run` checks its own; the amount it holds the envelope to is --amount, else the envelope's own",
     args: [{ name: "file", about: "the gateway's JSON answer, or - for stdin (default: stdin)", optional: true }],
     flags: [
       { name: "amount", value: "<amount>", about: "what you asked (default: the envelope's amount_usdc); required for ETH/BTC withdrawals and sales" },
       { name: "target", value: "btc|eth", choices: ["btc", "eth"], about: "what a conversion buys (required for convert: the envelope does not say)" },
-      { name: "asset", value: "usdc|eth|btc", choices: ["usdc", "eth", "btc"], about: "what a withdrawal or sale takes (required for sell, and for ETH/BTC withdrawals)" },
+      {
+        name: "asset",
+        value: "usdc|eth|btc",
+        choices: ["usdc", "eth", "btc"],
+        about: "what a withdrawal or sale takes (required for sell, and for ETH/BTC withdrawals)",
+      },
       { name: "sell", about: "an exit that sells its collateral (as asked)" },
     ],
     details: [
@@ -219,8 +309,16 @@ export const COMMANDS: CommandSpec[] = [
     examples: ["signer-agent operator create-safe", "signer-agent operator status --json"],
     subcommands: OPERATOR,
   },
-  { name: "help", about: "this help, or a command's", args: [{ name: "command", about: "a command (and an operator subcommand)", optional: true }], flags: [], prints: "help (stdout)", examples: ["signer-agent help run", "signer-agent help operator approve"] },
+  {
+    name: "help",
+    about: "this help, or a command's",
+    args: [{ name: "command", about: "a command (and an operator subcommand)", optional: true }],
+    flags: [],
+    prints: "help (stdout)",
+    examples: ["signer-agent help run", "signer-agent help operator approve"],
+  },
 ];
 
 export const commandNamed = (name: string): CommandSpec | undefined => COMMANDS.find((c) => c.name === name);
-export const subcommandNamed = (group: CommandSpec, name: string): CommandSpec | undefined => group.subcommands?.find((c) => c.name === `${group.name} ${name}`);
+export const subcommandNamed = (group: CommandSpec, name: string): CommandSpec | undefined =>
+  group.subcommands?.find((c) => c.name === `${group.name} ${name}`);

@@ -30,7 +30,11 @@ export async function register({ cfg, flags, log }: CommandContext): Promise<num
   if (existing) {
     const named = existing.treasuryId ?? "a treasury";
     if (flags["only-if-new"]) {
-      throw new AlreadyRegisteredError(wallet, existing.treasuryId, `already registered: ${wallet} already stands behind ${named} (${existing.how}); nothing registered (without --only-if-new, register makes another treasury alongside it)`);
+      throw new AlreadyRegisteredError(
+        wallet,
+        existing.treasuryId,
+        `already registered: ${wallet} already stands behind ${named} (${existing.how}); nothing registered (without --only-if-new, register makes another treasury alongside it)`,
+      );
     }
     note(`note: ${wallet} already stands behind ${named} (${existing.how}).`);
     note("      The gateway lets a wallet register again: this makes another treasury with its own API key, and from now on");
@@ -38,7 +42,13 @@ export async function register({ cfg, flags, log }: CommandContext): Promise<num
   }
   const privateKey = await loadKey({ keystore: cfg.keystore, passphrase: cfg.passphrase, rawKey: cfg.devRawKey, allowRawKey: Boolean(cfg.devRawKey) });
   const answer = await registerTreasury({ account: privateKeyToAccount(privateKey), gatewayUrl: cfg.gatewayUrl, mode, log });
-  record.add({ treasury_id: answer.treasury_id, api_key: answer.api_key, execution_mode: answer.execution_mode, chain: answer.chain, registered_at: new Date().toISOString() });
+  record.add({
+    treasury_id: answer.treasury_id,
+    api_key: answer.api_key,
+    execution_mode: answer.execution_mode,
+    chain: answer.chain,
+    registered_at: new Date().toISOString(),
+  });
   log(`kept in ${record.file} (with its API key, mode 0600)`);
   printJson(answer);
   return 0;
@@ -46,7 +56,8 @@ export async function register({ cfg, flags, log }: CommandContext): Promise<num
 
 function readInput(source: string): string {
   if (source === "-") {
-    if (process.stdin.isTTY) throw new UsageError("relay", "relay reads an envelope: give its file (signer-agent relay deposit.json) or pipe it in (... | signer-agent relay -)");
+    if (process.stdin.isTTY)
+      throw new UsageError("relay", "relay reads an envelope: give its file (signer-agent relay deposit.json) or pipe it in (... | signer-agent relay -)");
     return fs.readFileSync(0, "utf8");
   }
   if (!fs.existsSync(source)) throw new UsageError("relay", `no file "${source}": give the file the gateway's answer was saved to, or - for stdin`);
@@ -61,12 +72,21 @@ export async function relay({ cfg, positional, flags, log }: CommandContext): Pr
   const agent = await agentFrom(cfg, log);
   log(`relaying the ${envelope.action} of ${agent.address}`);
   try {
-    const result = await agent.relayEnvelope(envelope, { amount: flags.amount as string | undefined, target: flags.target as string | undefined, asset, sell: flags.sell === true });
+    const result = await agent.relayEnvelope(envelope, {
+      amount: flags.amount as string | undefined,
+      target: flags.target as string | undefined,
+      asset,
+      sell: flags.sell === true,
+    });
     printJson(result.receipts.at(-1));
     return 0;
   } catch (err) {
     const body = err instanceof RefusedError ? (err.body as { error?: string } | undefined) : undefined;
-    if (body?.error === "envelope_expired") throw new EnvelopeError("expired", `envelope ${envelope.tx_id} (${envelope.action}) has expired (the gateway says so): ask the gateway for the ${envelope.action} again and relay the new answer`);
+    if (body?.error === "envelope_expired")
+      throw new EnvelopeError(
+        "expired",
+        `envelope ${envelope.tx_id} (${envelope.action}) has expired (the gateway says so): ask the gateway for the ${envelope.action} again and relay the new answer`,
+      );
     throw err;
   }
 }
@@ -74,7 +94,14 @@ export async function relay({ cfg, positional, flags, log }: CommandContext): Pr
 export async function summary({ cfg, flags, log }: CommandContext): Promise<number> {
   const wallet = walletAddress(cfg);
   log(`reading the chain (${cfg.rpcUrl}) and the gateway (${cfg.gatewayUrl}) for ${wallet}`);
-  const s = await buildSummary({ wallet, gatewayUrl: cfg.gatewayUrl, rpcUrl: cfg.rpcUrl, audit: new AuditLog(cfg.auditLog), registration: treasuryRecord(cfg).newest(), bearer: cfg.bearer });
+  const s = await buildSummary({
+    wallet,
+    gatewayUrl: cfg.gatewayUrl,
+    rpcUrl: cfg.rpcUrl,
+    audit: new AuditLog(cfg.auditLog),
+    registration: treasuryRecord(cfg).newest(),
+    bearer: cfg.bearer,
+  });
   if (flags.json) printJson(summaryDocument(s));
   else for (const line of summaryText(s)) out(line);
   return 0;

@@ -23,9 +23,18 @@ describe("checkDeclaration", () => {
   });
 
   it("every error a route declares is a code of the table, under a status it documents", () => {
-    expect(() => checkDeclaration(routeOf({ errors: ["no_such_code" as ErrorCode] }), {})).toThrow("POST /r declares the error no_such_code, which is not an error code");
-    expect(() => checkDeclaration(routeOf({ errors: ["treasury_not_found"] }), {})).toThrow("POST /r declares the error treasury_not_found but documents no 404 response");
-    expect(() => checkDeclaration(routeOf({ errors: ["treasury_not_found"], responses: { 200: { description: "ok" }, 404: { description: "none", schema: ErrorResponse } } }), {})).not.toThrow();
+    expect(() => checkDeclaration(routeOf({ errors: ["no_such_code" as ErrorCode] }), {})).toThrow(
+      "POST /r declares the error no_such_code, which is not an error code",
+    );
+    expect(() => checkDeclaration(routeOf({ errors: ["treasury_not_found"] }), {})).toThrow(
+      "POST /r declares the error treasury_not_found but documents no 404 response",
+    );
+    expect(() =>
+      checkDeclaration(
+        routeOf({ errors: ["treasury_not_found"], responses: { 200: { description: "ok" }, 404: { description: "none", schema: ErrorResponse } } }),
+        {},
+      ),
+    ).not.toThrow();
     // a priced route documents the payment refusals' statuses itself
     expect(() => checkDeclaration(routeOf({ security: "bearer_or_x402", price, errors: ["chain_unavailable"] }), {})).not.toThrow();
   });

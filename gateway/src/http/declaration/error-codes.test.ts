@@ -15,15 +15,29 @@ describe("error codes of an operation", () => {
   });
 
   it("a public write with a body: the body's and validation's codes, and its own", () => {
-    expect(errorCodesOf(routeOf({ request: { body }, errors: ["treasury_not_found", "invalid_request"] }))).toEqual(["invalid_request", "payload_too_large", "unsupported_media_type", "treasury_not_found", "rate_limited"]);
+    expect(errorCodesOf(routeOf({ request: { body }, errors: ["treasury_not_found", "invalid_request"] }))).toEqual([
+      "invalid_request",
+      "payload_too_large",
+      "unsupported_media_type",
+      "treasury_not_found",
+      "rate_limited",
+    ]);
   });
 
   it("a bearer read: the authenticator's refusals", () => {
-    expect(errorCodesOf(routeOf({ method: "get", security: "bearer" }))).toEqual(["unauthorized", "owner_removed", "key_not_bound", "rate_limited", "chain_unavailable"]);
+    expect(errorCodesOf(routeOf({ method: "get", security: "bearer" }))).toEqual([
+      "unauthorized",
+      "owner_removed",
+      "key_not_bound",
+      "rate_limited",
+      "chain_unavailable",
+    ]);
   });
 
   it("a priced action with an Idempotency-Key: payment, payment-identifier and idempotency codes, by status", () => {
-    const byStatus = errorCodesByStatus(routeOf({ security: "bearer_or_x402", price, idempotencyKey: true, request: { body }, errors: ["ltv_limit_exceeded", "conflicting_operation"] }));
+    const byStatus = errorCodesByStatus(
+      routeOf({ security: "bearer_or_x402", price, idempotencyKey: true, request: { body }, errors: ["ltv_limit_exceeded", "conflicting_operation"] }),
+    );
     expect(Object.fromEntries(byStatus)).toEqual({
       400: ["invalid_request", "invalid_payment_identifier"],
       401: ["unauthorized", "owner_removed"],
@@ -43,8 +57,11 @@ describe("error codes of an operation", () => {
   });
 
   it("every code is listed once, in the table's order, under its own status", () => {
-    const codes = errorCodesOf(routeOf({ security: "bearer_or_x402", price, idempotencyKey: true, storeOnly: () => true, request: { body }, errors: [...ERROR_CODES] }));
+    const codes = errorCodesOf(
+      routeOf({ security: "bearer_or_x402", price, idempotencyKey: true, storeOnly: () => true, request: { body }, errors: [...ERROR_CODES] }),
+    );
     expect(codes).toEqual([...ERROR_CODES]);
-    for (const [status, list] of errorCodesByStatus(routeOf({ security: "bearer", request: { body } }))) for (const code of list) expect(HTTP_STATUS[code]).toBe(status);
+    for (const [status, list] of errorCodesByStatus(routeOf({ security: "bearer", request: { body } })))
+      for (const code of list) expect(HTTP_STATUS[code]).toBe(status);
   });
 });

@@ -11,7 +11,10 @@ import { stagesOf } from "../stages/pipeline";
 import { validationErrors } from "../stages/validate";
 
 /** the codes of app.ts's middleware, before any stage: every request is counted; a body is read as JSON */
-const edgeErrors = (spec: AnyRouteSpec): readonly ErrorCode[] => ["rate_limited", ...(spec.request?.body ? (["invalid_request", "payload_too_large", "unsupported_media_type"] as const) : [])];
+const edgeErrors = (spec: AnyRouteSpec): readonly ErrorCode[] => [
+  "rate_limited",
+  ...(spec.request?.body ? (["invalid_request", "payload_too_large", "unsupported_media_type"] as const) : []),
+];
 
 /** every code an operation so declared can answer with, in the order of the code table */
 export function errorCodesOf(spec: AnyRouteSpec): ErrorCode[] {

@@ -11,7 +11,13 @@ const err = (description: string) => ({ description, schema: ErrorResponse });
 describe("the OpenAPI operation", () => {
   it("lists each error status's codes in x-error-codes, only under the statuses it documents", () => {
     const op = openApiOperation(
-      routeOf({ method: "get", path: "/t/:id", request: { params: z.object({ id: z.string() }) }, errors: ["treasury_not_found"], responses: { 200: { description: "ok" }, 400: err("bad id"), 404: err("none"), 429: err("limited") } }),
+      routeOf({
+        method: "get",
+        path: "/t/:id",
+        request: { params: z.object({ id: z.string() }) },
+        errors: ["treasury_not_found"],
+        responses: { 200: { description: "ok" }, 400: err("bad id"), 404: err("none"), 429: err("limited") },
+      }),
     );
     expect(op.path).toBe("/t/{id}");
     const codes = Object.fromEntries(Object.entries(op.responses).map(([s, r]) => [s, (r as unknown as Record<string, unknown>)["x-error-codes"]]));

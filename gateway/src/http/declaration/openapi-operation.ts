@@ -53,7 +53,12 @@ export function openApiOperation(spec: AnyRouteSpec): RouteConfig {
             : [],
     request: {
       ...(spec.request?.body
-        ? { body: { required: spec.request.bodyRequired ?? true, content: { "application/json": { schema: spec.request.body, ...(spec.request.example === undefined ? {} : { example: spec.request.example }) } } } }
+        ? {
+            body: {
+              required: spec.request.bodyRequired ?? true,
+              content: { "application/json": { schema: spec.request.body, ...(spec.request.example === undefined ? {} : { example: spec.request.example }) } },
+            },
+          }
         : {}),
       ...(spec.request?.query ? { query: spec.request.query as never } : {}),
       ...(spec.request?.params ? { params: spec.request.params as never } : {}),

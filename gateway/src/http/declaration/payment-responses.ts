@@ -40,8 +40,14 @@ export const PAYMENT_REQUIRED: ResponseSpec = {
     "payment required: an x402 version 1 challenge in the body (accepts) and the same requirements in x402 version 2's PAYMENT-REQUIRED header when no credential is sent, or a refused payment (both again), its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, invalid_payment (a proof the facilitator refused as malformed; its reason code in `reason`), settlement_failed (nothing charged), or payment_already_used (a spent proof proves nothing: to get the stored answer of a request whose answer was lost, retry with the same Idempotency-Key or payment-identifier and a fresh proof, which is verified and released unsettled)",
   schema: X402Challenge,
   headers: {
-    "PAYMENT-REQUIRED": { description: "x402 version 2: base64 of the PaymentRequired JSON (x402Version 2, error, resource, accepts with CAIP-2 network eip155:84532 and `amount`)", schema: { type: "string" as const } },
-    "WWW-Authenticate": { description: "the credentials this route takes: Bearer, x402 v1 (X-PAYMENT), x402 v2 (PAYMENT-SIGNATURE)", schema: { type: "string" as const } },
+    "PAYMENT-REQUIRED": {
+      description: "x402 version 2: base64 of the PaymentRequired JSON (x402Version 2, error, resource, accepts with CAIP-2 network eip155:84532 and `amount`)",
+      schema: { type: "string" as const },
+    },
+    "WWW-Authenticate": {
+      description: "the credentials this route takes: Bearer, x402 v1 (X-PAYMENT), x402 v2 (PAYMENT-SIGNATURE)",
+      schema: { type: "string" as const },
+    },
   },
 };
 
@@ -62,6 +68,12 @@ export const paymentResponses = (own: Record<number, ResponseSpec>): Record<numb
 
 /** the settlement of a paid request, in the version its proof was made in */
 export const PAYMENT_RESPONSE_HEADERS = {
-  "X-PAYMENT-RESPONSE": { description: "paid with x402 version 1: base64 of the settlement JSON (success, transaction, network base-sepolia, payer)", schema: { type: "string" as const } },
-  "PAYMENT-RESPONSE": { description: "paid with x402 version 2: base64 of the settlement JSON (success, transaction, network eip155:84532, payer)", schema: { type: "string" as const } },
+  "X-PAYMENT-RESPONSE": {
+    description: "paid with x402 version 1: base64 of the settlement JSON (success, transaction, network base-sepolia, payer)",
+    schema: { type: "string" as const },
+  },
+  "PAYMENT-RESPONSE": {
+    description: "paid with x402 version 2: base64 of the settlement JSON (success, transaction, network eip155:84532, payer)",
+    schema: { type: "string" as const },
+  },
 };

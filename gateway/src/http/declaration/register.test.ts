@@ -10,7 +10,13 @@ import { registerDeclaration } from "./register";
 describe("registerDeclaration", () => {
   it("enters a priced route's price, bazaar entry, tool, table row and operation", () => {
     const [registry, table, prices, catalog] = [new OpenAPIRegistry(), new RouteTable(), new PriceList(), new BazaarCatalog()];
-    const spec = routeOf({ method: "get", path: "/p", security: "bearer_or_x402", price: { atomic: 7n, description: "p" }, tool: { name: "get_p", title: "P", description: "p" } });
+    const spec = routeOf({
+      method: "get",
+      path: "/p",
+      security: "bearer_or_x402",
+      price: { atomic: 7n, description: "p" },
+      tool: { name: "get_p", title: "P", description: "p" },
+    });
     registerDeclaration(registry, table, spec, { prices, catalog });
     expect(prices.for("GET", "/p")).toEqual({ method: "GET", path: "/p", atomic: 7n, description: "p", tool: "get_p" });
     expect(catalog.extension("GET", "/p")).toBeDefined();

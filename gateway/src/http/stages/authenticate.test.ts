@@ -39,7 +39,10 @@ describe("authenticate", () => {
     expect((await h.call("POST", "/r", { headers: { authorization: "Bearer good" } })).body).toEqual({ next: true, paying: false, payment: null });
     const refused = await h.call("POST", "/r", { headers: { [SIWX_HEADER]: "x" } });
     expect([refused.status, refused.body.error]).toEqual([401, "unauthorized"]);
-    expect(log).toEqual([["bearer", "Bearer good"], ["bearer", undefined]]);
+    expect(log).toEqual([
+      ["bearer", "Bearer good"],
+      ["bearer", undefined],
+    ]);
   });
 
   it("bearer or x402 without a bearer header while x402 is on: a payer, for the payment stages", async () => {
@@ -60,7 +63,11 @@ describe("authenticate", () => {
 
   it("a siwx route: the wallet's signature without a bearer header; without either and x402 off, the wallet's challenge", async () => {
     const log: CallLog = [];
-    h = await serveStage(authenticate, routeOf({ security: "bearer_or_x402", siwx: true }), hooksFor(log, { payments: { enabled: false } as RouteHooks["payments"] }));
+    h = await serveStage(
+      authenticate,
+      routeOf({ security: "bearer_or_x402", siwx: true }),
+      hooksFor(log, { payments: { enabled: false } as RouteHooks["payments"] }),
+    );
     expect((await h.call("POST", "/r", { headers: { [SIWX_HEADER]: "signed" } })).body).toEqual({ next: true, paying: false, payment: null });
     const refused = await h.call("POST", "/r");
     expect([refused.status, refused.body.message]).toEqual([401, "sign in with the wallet"]);

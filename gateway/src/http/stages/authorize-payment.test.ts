@@ -20,13 +20,21 @@ function gate(log: CallLog, claim: PaymentClaim | null): PaymentGate {
 
 describe("authorize-payment", () => {
   it("takes part on the routes that take x402; a facilitator out of reach or a proof in use are its refusals", () => {
-    expect([authorizePayment.takesPart(routeOf({ security: "bearer_or_x402" })), authorizePayment.takesPart(routeOf({ security: "bearer" }))]).toEqual([true, false]);
+    expect([authorizePayment.takesPart(routeOf({ security: "bearer_or_x402" })), authorizePayment.takesPart(routeOf({ security: "bearer" }))]).toEqual([
+      true,
+      false,
+    ]);
     expect(authorizePayment.errors(routeOf())).toEqual(["payment_facilitator_unavailable", "payment_in_progress"]);
   });
 
   it("an accepted proof is the request's payment, for the next stage", async () => {
     const log: CallLog = [];
-    h = await serveStage(authorizePayment, routeOf({ security: "bearer_or_x402", path: "/r" }), { payments: gate(log, fakeClaim(log, true, "0xbb")) }, (s) => (s.paying = true));
+    h = await serveStage(
+      authorizePayment,
+      routeOf({ security: "bearer_or_x402", path: "/r" }),
+      { payments: gate(log, fakeClaim(log, true, "0xbb")) },
+      (s) => (s.paying = true),
+    );
     expect((await h.call("POST", "/r")).body).toEqual({ next: true, paying: true, payment: "0xbb" });
     expect(log).toEqual([["authorize", { method: "POST", path: "/r" }]]);
   });

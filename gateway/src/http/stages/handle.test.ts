@@ -21,7 +21,12 @@ describe("handle", () => {
     });
     h = await serveStage(handle, spec);
     const r = await h.call("POST", "/r", { body: {} });
-    expect([r.status, r.body, r.headers.get("cache-control"), r.headers.get("content-type")]).toEqual([201, { id: "x" }, "no-store", "application/json; charset=utf-8"]);
+    expect([r.status, r.body, r.headers.get("cache-control"), r.headers.get("content-type")]).toEqual([
+      201,
+      { id: "x" },
+      "no-store",
+      "application/json; charset=utf-8",
+    ]);
     expect(log).toEqual([["reserve"], ["handler"], ["releaseSlot"]]);
   });
 

@@ -27,7 +27,12 @@ export interface StageHarness {
   close(): Promise<void>;
 }
 
-export async function serveStage(stage: Pick<RequestStage, "run">, spec: AnyRouteSpec, hooks: RouteHooks = {}, prepare: (state: RequestState) => void = () => undefined): Promise<StageHarness> {
+export async function serveStage(
+  stage: Pick<RequestStage, "run">,
+  spec: AnyRouteSpec,
+  hooks: RouteHooks = {},
+  prepare: (state: RequestState) => void = () => undefined,
+): Promise<StageHarness> {
   const states: RequestState[] = [];
   const thrown: unknown[] = [];
   const app = express();

@@ -47,7 +47,15 @@ describe("idempotency", () => {
     expect([again.status, again.text, again.headers.get("idempotent-replayed")]).toEqual([201, first.text, "true"]);
     const other = await h.call("POST", "/r", { body: { a: 2 }, headers: KEY });
     expect([other.status, other.body.error]).toEqual([422, "idempotency_key_reused"]);
-    expect(log).toEqual([["claim", "key:1", "key-0001"], ["reserve"], ["handler"], ["releaseSlot"], ["complete", "key:1", "key-0001", 201], ["claim", "key:1", "key-0001"], ["claim", "key:1", "key-0001"]]);
+    expect(log).toEqual([
+      ["claim", "key:1", "key-0001"],
+      ["reserve"],
+      ["handler"],
+      ["releaseSlot"],
+      ["complete", "key:1", "key-0001", 201],
+      ["claim", "key:1", "key-0001"],
+      ["claim", "key:1", "key-0001"],
+    ]);
   });
 
   it("a key's scope: the credential's, else the route's own, else public; no key is 400", async () => {
@@ -60,7 +68,10 @@ describe("idempotency", () => {
     await h.call("POST", "/r", { body: {}, headers: KEY });
     const none = await h.call("POST", "/r", { body: {} });
     expect([none.status, none.body.error]).toEqual([400, "invalid_request"]);
-    expect(log.filter(([what]) => what === "claim")).toEqual([["claim", "signer:w", "key-0001"], ["claim", "public", "key-0001"]]);
+    expect(log.filter(([what]) => what === "claim")).toEqual([
+      ["claim", "signer:w", "key-0001"],
+      ["claim", "public", "key-0001"],
+    ]);
   });
 
   it("a storeOnly request: claim, handler and answer in one transaction, without reserve", async () => {

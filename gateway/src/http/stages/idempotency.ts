@@ -23,15 +23,31 @@ export const idempotency: RequestStage = {
   // the last stage of a keyed call: a paid one never gets here (paid-write serves it)
   async run(state) {
     const { req, res, spec, hooks, now } = state;
-    const call = { scope: await scopeOf(spec, req, res), key: req.header("idempotency-key"), fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body), now: now(), clock: now };
+    const call = {
+      scope: await scopeOf(spec, req, res),
+      key: req.header("idempotency-key"),
+      fingerprint: requestFingerprint(`${req.method} ${req.path}`, req.body),
+      now: now(),
+      clock: now,
+    };
     const atomic = await storeOnlyContext(spec, req, res);
     const outcome = atomic
-      ? await hooks.transaction!(() => idempotent(hooks.idempotency!, { ...call, leased: false }, () => outcomeOf(res, async () => spec.handler(atomic)))).catch((err: unknown) => {
+      ? await hooks.transaction!(() =>
+          idempotent(hooks.idempotency!, { ...call, leased: false }, () => outcomeOf(res, async () => spec.handler(atomic))),
+        ).catch((err: unknown) => {
           // nothing was written: the store kept colliding with other requests (PostgreSQL, after its retries)
-          if (isContention(err)) throw new TreasuryError("conflicting_operation", "another request of this treasury was being applied at the same moment; retry (nothing was done)", {}, { "Retry-After": "1" });
+          if (isContention(err))
+            throw new TreasuryError(
+              "conflicting_operation",
+              "another request of this treasury was being applied at the same moment; retry (nothing was done)",
+              {},
+              { "Retry-After": "1" },
+            );
           throw err;
         })
-      : await idempotent(hooks.idempotency!, { ...call, renewAlso: () => hooks.renewReservations?.(holderOf(res)) ?? Promise.resolve() }, () => outcomeOf(res, () => runReserved(state)));
+      : await idempotent(hooks.idempotency!, { ...call, renewAlso: () => hooks.renewReservations?.(holderOf(res)) ?? Promise.resolve() }, () =>
+          outcomeOf(res, () => runReserved(state)),
+        );
     sendOutcome(res, outcome, outcome.replayed);
   },
 };

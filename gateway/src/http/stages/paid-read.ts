@@ -17,7 +17,12 @@ export const paidRead: RequestStage = {
     if (!claim) return next();
     let result: HandlerResult;
     try {
-      result = settledResult(await whileLeased(() => claim.renew(), async () => spec.handler(handlerContext(spec, req, res))));
+      result = settledResult(
+        await whileLeased(
+          () => claim.renew(),
+          async () => spec.handler(handlerContext(spec, req, res)),
+        ),
+      );
     } catch (err) {
       await claim.release();
       throw err;

@@ -82,7 +82,13 @@ describe("paid-write", () => {
     h = await serveStage(paidWrite, refused.spec, refused.hooks, refused.prepare);
     const r = await h.call("POST", "/r", { body: {}, headers: KEY });
     expect([r.status, r.body.error]).toEqual([409, "conflicting_operation"]);
-    expect(log.slice(3)).toEqual([["handler"], ["addPrepaid", SCOPE, "key-0001", "0xaa"], ["release", SCOPE, "key-0001"], ["outcome", "0xaa", 409], ["releaseSlot"]]);
+    expect(log.slice(3)).toEqual([
+      ["handler"],
+      ["addPrepaid", SCOPE, "key-0001", "0xaa"],
+      ["release", SCOPE, "key-0001"],
+      ["outcome", "0xaa", 409],
+      ["releaseSlot"],
+    ]);
 
     log.length = 0;
     const retry = setup(log);
@@ -90,7 +96,16 @@ describe("paid-write", () => {
     await h.close();
     h = await serveStage(paidWrite, retry.spec, retry.hooks, retry.prepare);
     expect((await h.call("POST", "/r", { body: {}, headers: KEY })).status).toBe(202);
-    expect(log).toEqual([["claim", SCOPE, "key-0001"], ["reserve", true], ["settlePending", "0xaa"], ["releasePayment", "0xaa"], ["handler"], ["complete", SCOPE, "key-0001", 202], ["spent", "0xaa", 202], ["releaseSlot"]]);
+    expect(log).toEqual([
+      ["claim", SCOPE, "key-0001"],
+      ["reserve", true],
+      ["settlePending", "0xaa"],
+      ["releasePayment", "0xaa"],
+      ["handler"],
+      ["complete", SCOPE, "key-0001", 202],
+      ["spent", "0xaa", 202],
+      ["releaseSlot"],
+    ]);
   });
 
   it("a failed settlement frees the key and runs nothing", async () => {
@@ -116,7 +131,13 @@ describe("paid-write", () => {
     s.store.prepaid.set(`${SCOPE} key-0001`, { payer: "0x11", nonce: "0xold" });
     h = await serveStage(paidWrite, s.spec, s.hooks, s.prepare);
     expect((await h.call("POST", "/r", { body: {}, headers: KEY })).status).toBe(503);
-    expect(log.slice(2)).toEqual([["settlePending", "0xold"], ["addPrepaid", SCOPE, "key-0001", "0xold"], ["releasePayment", "0xaa"], ["release", SCOPE, "key-0001"], ["releaseSlot"]]);
+    expect(log.slice(2)).toEqual([
+      ["settlePending", "0xold"],
+      ["addPrepaid", SCOPE, "key-0001", "0xold"],
+      ["releasePayment", "0xaa"],
+      ["release", SCOPE, "key-0001"],
+      ["releaseSlot"],
+    ]);
   });
 
   it("no key, a reused key, a key in progress: refused before anything is settled, the proof released", async () => {

@@ -48,8 +48,15 @@ export const paidWrite: RequestStage = {
         await claim.release();
         return sendOutcome(res, taken.response, true);
       }
-      if (taken.kind === "mismatch") throw new TreasuryError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
-      if (taken.kind === "in_progress") throw new TreasuryError("idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)", {}, { "Retry-After": "1" });
+      if (taken.kind === "mismatch")
+        throw new TreasuryError("idempotency_key_reused", "this Idempotency-Key was already used with a different request; use a fresh key");
+      if (taken.kind === "in_progress")
+        throw new TreasuryError(
+          "idempotency_in_progress",
+          "a request with this Idempotency-Key is still being processed; retry shortly (nothing was charged)",
+          {},
+          { "Retry-After": "1" },
+        );
       const holder = (keyHolder = taken.holder);
 
       await whileLeased(

@@ -37,7 +37,10 @@ function setup(log: CallLog, signer: string | null = PAYER) {
 
 describe("payment-identifier", () => {
   it("takes part on the routes that take x402, with its three refusals", () => {
-    expect([paymentIdentifier.takesPart(routeOf({ security: "bearer_or_x402" })), paymentIdentifier.takesPart(routeOf({ security: "bearer" }))]).toEqual([true, false]);
+    expect([paymentIdentifier.takesPart(routeOf({ security: "bearer_or_x402" })), paymentIdentifier.takesPart(routeOf({ security: "bearer" }))]).toEqual([
+      true,
+      false,
+    ]);
     expect(paymentIdentifier.errors(routeOf())).toEqual(["invalid_payment_identifier", "payment_identifier_reused", "payment_in_progress"]);
   });
 
@@ -74,7 +77,9 @@ describe("payment-identifier", () => {
   it("an answer that is neither charged nor a success frees the identifier", async () => {
     const log: CallLog = [];
     const { store, hooks } = setup(log);
-    const refusing = { run: (s: Parameters<typeof paymentIdentifier.run>[0]) => paymentIdentifier.run(s, async () => void s.res.status(402).send({ error: "invalid_payment" })) };
+    const refusing = {
+      run: (s: Parameters<typeof paymentIdentifier.run>[0]) => paymentIdentifier.run(s, async () => void s.res.status(402).send({ error: "invalid_payment" })),
+    };
     h = await serveStage(refusing, routeOf({ security: "bearer_or_x402" }), hooks, (s) => (s.paying = true));
     expect((await h.call("POST", "/r", { body: {}, headers: proof(ID) })).status).toBe(402);
     expect(store.rows.size).toBe(0);

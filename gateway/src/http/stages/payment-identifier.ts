@@ -49,9 +49,15 @@ async function byPaymentIdentifier(state: RequestState, payer: string, id: strin
     await fresh.release();
     return sendOutcome(res, taken.response, true);
   }
-  if (taken.kind === "mismatch") throw new TreasuryError("payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
+  if (taken.kind === "mismatch")
+    throw new TreasuryError("payment_identifier_reused", "this payment-identifier was already used for a different request; use a fresh id");
   if (taken.kind === "in_progress") {
-    throw new TreasuryError("payment_in_progress", "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)", { retry_after_seconds: 1 }, { "Retry-After": "1" });
+    throw new TreasuryError(
+      "payment_in_progress",
+      "a request with this payment-identifier is still being served; retry after Retry-After seconds with the same id (nothing more is charged)",
+      { retry_after_seconds: 1 },
+      { "Retry-After": "1" },
+    );
   }
   const sent = recordSent(res);
   try {

@@ -12,15 +12,38 @@ const names = (spec: Parameters<typeof stagesOf>[0]) => stagesOf(spec).map((s) =
 
 describe("request stages", () => {
   it("are listed once, in order", () => {
-    expect(REQUEST_STAGES.map((s) => s.name)).toEqual(["authenticate", "payment-challenge", "payment-identifier", "authorize-payment", "paid-write", "paid-read", "idempotency", "handle"]);
+    expect(REQUEST_STAGES.map((s) => s.name)).toEqual([
+      "authenticate",
+      "payment-challenge",
+      "payment-identifier",
+      "authorize-payment",
+      "paid-write",
+      "paid-read",
+      "idempotency",
+      "handle",
+    ]);
   });
 
   it("a route goes through the stages its declaration calls for", () => {
     expect(names(routeOf({ method: "get" }))).toEqual(["handle"]);
     expect(names(routeOf({ security: "bearer" }))).toEqual(["authenticate", "handle"]);
     expect(names(routeOf({ security: "bearer", idempotencyKey: true }))).toEqual(["authenticate", "idempotency"]);
-    expect(names(routeOf({ method: "get", security: "bearer_or_x402" }))).toEqual(["authenticate", "payment-challenge", "payment-identifier", "authorize-payment", "paid-read", "handle"]);
-    expect(names(routeOf({ security: "bearer_or_x402", idempotencyKey: true }))).toEqual(["authenticate", "payment-challenge", "payment-identifier", "authorize-payment", "paid-write", "idempotency"]);
+    expect(names(routeOf({ method: "get", security: "bearer_or_x402" }))).toEqual([
+      "authenticate",
+      "payment-challenge",
+      "payment-identifier",
+      "authorize-payment",
+      "paid-read",
+      "handle",
+    ]);
+    expect(names(routeOf({ security: "bearer_or_x402", idempotencyKey: true }))).toEqual([
+      "authenticate",
+      "payment-challenge",
+      "payment-identifier",
+      "authorize-payment",
+      "paid-write",
+      "idempotency",
+    ]);
   });
 
   it("runs them in order: a bearer request is authenticated, then handled; a refusal stops it", async () => {

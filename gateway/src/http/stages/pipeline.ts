@@ -29,7 +29,16 @@ import { paymentChallenge } from "./payment-challenge";
 import { paymentIdentifier } from "./payment-identifier";
 import { requestState, type RequestStage } from "./stage";
 
-export const REQUEST_STAGES: readonly RequestStage[] = [authenticate, paymentChallenge, paymentIdentifier, authorizePayment, paidWrite, paidRead, idempotency, handle];
+export const REQUEST_STAGES: readonly RequestStage[] = [
+  authenticate,
+  paymentChallenge,
+  paymentIdentifier,
+  authorizePayment,
+  paidWrite,
+  paidRead,
+  idempotency,
+  handle,
+];
 
 /** the stages a route so declared goes through */
 export const stagesOf = (spec: AnyRouteSpec): readonly RequestStage[] => REQUEST_STAGES.filter((s) => s.takesPart(spec));

@@ -10,7 +10,11 @@ const req = (over: { parsed?: boolean; body?: unknown; query?: unknown; params?:
 const res = { locals: {} } as Response;
 
 const spec = routeOf({
-  request: { body: z.object({ amount: z.number().positive() }), query: z.object({ ltv: z.coerce.number().optional() }), params: z.object({ id: z.string().regex(/^trs_/) }) },
+  request: {
+    body: z.object({ amount: z.number().positive() }),
+    query: z.object({ ltv: z.coerce.number().optional() }),
+    params: z.object({ id: z.string().regex(/^trs_/) }),
+  },
 });
 
 describe("validation", () => {
@@ -20,8 +24,12 @@ describe("validation", () => {
   });
 
   it("refuses an invalid input with invalid_request naming where and which field", () => {
-    expect(() => handlerContext(spec, req({ body: { amount: -1 }, params: { id: "trs_1" } }), res)).toThrow(expect.objectContaining({ code: "invalid_request", fields: { details: [expect.objectContaining({ location: "body", field: "amount" })] } }));
-    expect(() => handlerContext(spec, req({ body: { amount: 1 }, params: { id: "x" } }), res)).toThrow(expect.objectContaining({ code: "invalid_request", fields: { details: [expect.objectContaining({ location: "path", field: "id" })] } }));
+    expect(() => handlerContext(spec, req({ body: { amount: -1 }, params: { id: "trs_1" } }), res)).toThrow(
+      expect.objectContaining({ code: "invalid_request", fields: { details: [expect.objectContaining({ location: "body", field: "amount" })] } }),
+    );
+    expect(() => handlerContext(spec, req({ body: { amount: 1 }, params: { id: "x" } }), res)).toThrow(
+      expect.objectContaining({ code: "invalid_request", fields: { details: [expect.objectContaining({ location: "path", field: "id" })] } }),
+    );
   });
 
   it("a required body that was not sent is refused; an optional one is {}", () => {

@@ -11,7 +11,8 @@ import { fromZodError } from "../errors";
 import type { AnyRouteSpec, HandlerContext } from "../route-spec";
 
 /** the codes validation answers with: on a route that takes any input */
-export const validationErrors = (spec: AnyRouteSpec): readonly ErrorCode[] => (spec.request?.body || spec.request?.query || spec.request?.params ? ["invalid_request"] : []);
+export const validationErrors = (spec: AnyRouteSpec): readonly ErrorCode[] =>
+  spec.request?.body || spec.request?.query || spec.request?.params ? ["invalid_request"] : [];
 
 /** the handler's context: the request's input, parsed, or a typed invalid_request */
 export function handlerContext<B, Q, P>(spec: AnyRouteSpec, req: Request, res: Response): HandlerContext<B, Q, P> {

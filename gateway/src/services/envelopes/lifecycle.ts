@@ -60,21 +60,54 @@ export class EnvelopeLifecycle {
   /** create: the planned action's steps, stored awaiting the wallet's signatures; `nonce` the hint of the wallet's next nonce */
   async create(treasury: TreasuryRecord, plan: Plan, now: Date, nonce: { nonce: number | null }): Promise<{ envelope: EnvelopeRecord; steps: StepRecord[] }> {
     const { request, fee } = plan;
-    const planned = planSteps({ action: request.action, chain: treasury.chain, wallet: treasury.walletAddress, amountMicro: request.amountMicro, feeMicro: fee.feeMicro, feeRecipient: this.ctx.config.feeRecipient, params: request.params });
+    const planned = planSteps({
+      action: request.action,
+      chain: treasury.chain,
+      wallet: treasury.walletAddress,
+      amountMicro: request.amountMicro,
+      feeMicro: fee.feeMicro,
+      feeRecipient: this.ctx.config.feeRecipient,
+      params: request.params,
+    });
     const stepIds = planned.map(() => newId("tx"));
     // the envelope's own id: relaying the one unsigned_transaction under it is the one-signature path (relay-service.ts)
     const envelopeTxId = newId("tx");
     const params = { ...(request.params as Record<string, unknown>), ...(nonce.nonce !== null ? { nonce_base: nonce.nonce } : {}), ltv_before: plan.ltvBefore };
     const envelope: EnvelopeRecord = {
-      txId: envelopeTxId, treasuryId: treasury.id, action: request.action, amountMicro: request.amountMicro,
+      txId: envelopeTxId,
+      treasuryId: treasury.id,
+      action: request.action,
+      amountMicro: request.amountMicro,
       // the fee as it is signed: its amount, rate and basis
-      feeMicro: fee.feeMicro, feeBps: Number(fee.feeBps), feeBasis: fee.basis,
-      params, chain: treasury.chain, chainId: AAVE_MARKETS[treasury.chain].chainId, status: "awaiting_signature",
-      createdAt: now.toISOString(), expiresAt: new Date(now.getTime() + ENVELOPE_TTL_MS).toISOString(), completedAt: null,
+      feeMicro: fee.feeMicro,
+      feeBps: Number(fee.feeBps),
+      feeBasis: fee.basis,
+      params,
+      chain: treasury.chain,
+      chainId: AAVE_MARKETS[treasury.chain].chainId,
+      status: "awaiting_signature",
+      createdAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + ENVELOPE_TTL_MS).toISOString(),
+      completedAt: null,
     };
     const steps: StepRecord[] = planned.map((p, i) => ({
-      txId: stepIds[i]!, envelopeTxId, seq: i, kind: p.kind, to: p.to, data: p.data, value: p.value, summary: p.summary as unknown as Record<string, unknown>,
-      status: "awaiting_signature", txHash: null, signedTransaction: null, receipt: null, relayedAt: null, signer: null, txNonce: null, broadcastAt: null, failedAttempts: [],
+      txId: stepIds[i]!,
+      envelopeTxId,
+      seq: i,
+      kind: p.kind,
+      to: p.to,
+      data: p.data,
+      value: p.value,
+      summary: p.summary as unknown as Record<string, unknown>,
+      status: "awaiting_signature",
+      txHash: null,
+      signedTransaction: null,
+      receipt: null,
+      relayedAt: null,
+      signer: null,
+      txNonce: null,
+      broadcastAt: null,
+      failedAttempts: [],
     }));
     await this.ctx.stores.envelopes.insert(envelope, steps);
     return { envelope, steps };
@@ -85,16 +118,28 @@ export class EnvelopeLifecycle {
     const now = this.ctx.clock.now();
     if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
       if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
-      throw new TreasuryError("envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, { expired_at: envelope.expiresAt });
+      throw new TreasuryError("envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, {
+        expired_at: envelope.expiresAt,
+      });
     }
   }
 
   /** claim: the step becomes `broadcasting` with the transaction's hash and nonce; anything else holding it is refused */
   async claim(txId: string, verified: VerifiedTransaction, signed: `0x${string}`, txNonce: number): Promise<void> {
-    const claimed = await this.ctx.stores.envelopes.claimStep(txId, { txHash: verified.hash, signed, signer: verified.signer, nonce: txNonce, at: this.ctx.clock.now().toISOString() });
+    const claimed = await this.ctx.stores.envelopes.claimStep(txId, {
+      txHash: verified.hash,
+      signed,
+      signer: verified.signer,
+      nonce: txNonce,
+      at: this.ctx.clock.now().toISOString(),
+    });
     if (claimed) return;
     const fresh = (await this.ctx.stores.envelopes.step(txId))!;
-    throw fresh.status === "relayed" ? this.alreadyRelayed(fresh) : fresh.status === "broadcasting" ? this.inFlight(fresh) : new TreasuryError("step_out_of_order", "an earlier step of this envelope is not relayed yet");
+    throw fresh.status === "relayed"
+      ? this.alreadyRelayed(fresh)
+      : fresh.status === "broadcasting"
+        ? this.inFlight(fresh)
+        : new TreasuryError("step_out_of_order", "an earlier step of this envelope is not relayed yet");
   }
 
   /** broadcast: a transaction the node refused without ever knowing it leaves the step awaiting a new signature */
@@ -103,7 +148,12 @@ export class EnvelopeLifecycle {
       await this.parts.chain.send(treasury.chain, signed);
     } catch (err) {
       if (!(await this.parts.chain.known(treasury.chain, hash).catch(() => true))) {
-        await this.ctx.stores.envelopes.unclaimStep(txId, hash, `refused by the node: ${err instanceof TreasuryError ? err.shortMessage : String(err)}`, this.ctx.clock.now().toISOString());
+        await this.ctx.stores.envelopes.unclaimStep(
+          txId,
+          hash,
+          `refused by the node: ${err instanceof TreasuryError ? err.shortMessage : String(err)}`,
+          this.ctx.clock.now().toISOString(),
+        );
         throw err;
       }
     }
@@ -119,7 +169,11 @@ export class EnvelopeLifecycle {
     if (!mined) return { kind: "broadcasting", result: broadcastingReceipt(this.ctx.links, envelope, txId, hash) };
     if (mined.status !== "success") {
       await this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
-      throw new TreasuryError("transaction_reverted", `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`, { tx_hash: hash });
+      throw new TreasuryError(
+        "transaction_reverted",
+        `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`,
+        { tx_hash: hash },
+      );
     }
     if (envelope.params.one_signature === true && step.kind === "pool_call") await this.parts.sandboxSteps.provideTrailing(envelope, step, treasury);
     const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
@@ -150,7 +204,8 @@ export class EnvelopeLifecycle {
         signer: fresh.signer!,
         at,
       });
-      if (!(await this.ctx.stores.envelopes.finishStep(txId, hash, answer, at.toISOString()))) throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
+      if (!(await this.ctx.stores.envelopes.finishStep(txId, hash, answer, at.toISOString())))
+        throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
       if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
       won = true;
       return answer;
@@ -175,7 +230,12 @@ export class EnvelopeLifecycle {
     if (await this.parts.chain.known(chain, hash)) return; // pending
     const used = await this.parts.chain.minedNonce(chain, step.signer as `0x${string}`);
     if (step.txNonce !== null && used > step.txNonce) {
-      await this.ctx.stores.envelopes.unclaimStep(step.txId, hash, `dropped: nonce ${step.txNonce} was used by another transaction`, this.ctx.clock.now().toISOString());
+      await this.ctx.stores.envelopes.unclaimStep(
+        step.txId,
+        hash,
+        `dropped: nonce ${step.txNonce} was used by another transaction`,
+        this.ctx.clock.now().toISOString(),
+      );
       return;
     }
     await this.parts.chain.send(chain, step.signedTransaction as `0x${string}`).catch(() => undefined);
@@ -193,8 +253,17 @@ export class EnvelopeLifecycle {
       const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
       const at = this.ctx.clock.now();
       for (const s of one?.provide ?? []) {
-        const provided = { object: "provided_step", provided_by: "sandbox", method: "simulation", effect: `${s.kind} applied with the action to the sandbox ledger`, tx_id: s.txId, seq: s.seq, kind: s.kind };
-        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, provided, at.toISOString()))) throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} was relayed meanwhile; retry`);
+        const provided = {
+          object: "provided_step",
+          provided_by: "sandbox",
+          method: "simulation",
+          effect: `${s.kind} applied with the action to the sandbox ledger`,
+          tx_id: s.txId,
+          seq: s.seq,
+          kind: s.kind,
+        };
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, provided, at.toISOString())))
+          throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} was relayed meanwhile; retry`);
       }
       const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
       const last = steps.every((s) => s.txId === txId || s.status === "relayed");
@@ -203,8 +272,18 @@ export class EnvelopeLifecycle {
       let execution: Record<string, unknown> | undefined;
       if (last) {
         // the fee as signed in the envelope, not today's tier
-        const plan = await this.parts.planner.plan(current, { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as never }, null, envelopeFee(envelope));
-        execution = await this.parts.recorder.recordAction(current, plan, { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: false }, at);
+        const plan = await this.parts.planner.plan(
+          current,
+          { action: envelope.action, amountMicro: envelope.amountMicro, params: envelope.params as never },
+          null,
+          envelopeFee(envelope),
+        );
+        execution = await this.parts.recorder.recordAction(
+          current,
+          plan,
+          { origin: "relay", envelopeTxId: envelope.txId, trigger: "relayed_signature", settled: false },
+          at,
+        );
         resultLtv = plan.ltvAfter;
       }
       const receipt = relayReceipt(envelope, step, {
@@ -219,7 +298,8 @@ export class EnvelopeLifecycle {
         signer: verified.signer,
         at,
       });
-      if (!(await this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString()))) throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
+      if (!(await this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString())))
+        throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
       if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
       return receipt;
     });
@@ -249,10 +329,14 @@ export class EnvelopeLifecycle {
   }
 
   inFlight(step: StepRecord): TreasuryError {
-    return new TreasuryError("step_in_flight", `${step.txId} is being broadcast as ${step.txHash}; no other signature of it is sent. Poll GET /api/v1/relay/${step.txId}`, {
-      tx_hash: step.txHash,
-      status_url: this.ctx.links.url(`/api/v1/relay/${step.txId}`),
-    });
+    return new TreasuryError(
+      "step_in_flight",
+      `${step.txId} is being broadcast as ${step.txHash}; no other signature of it is sent. Poll GET /api/v1/relay/${step.txId}`,
+      {
+        tx_hash: step.txHash,
+        status_url: this.ctx.links.url(`/api/v1/relay/${step.txId}`),
+      },
+    );
   }
 }
 
@@ -321,7 +405,8 @@ function broadcastingReceipt(links: Links, envelope: EnvelopeRecord, txId: strin
     chain_id: envelope.chainId,
     status: "broadcasting",
     status_url: links.url(`/api/v1/relay/${txId}`),
-    message: "the transaction was sent and is not mined yet; its step stays claimed (no other signature of it will be sent). Poll status_url or relay the same step again.",
+    message:
+      "the transaction was sent and is not mined yet; its step stays claimed (no other signature of it will be sent). Poll status_url or relay the same step again.",
     envelope_tx_id: envelope.txId,
   };
 }

@@ -56,7 +56,8 @@ export class SandboxSteps {
     const at = this.ctx.clock.now().toISOString();
     await this.ctx.tx.transaction(async () => {
       for (const s of before) {
-        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, { ...BEING_PROVIDED }, at))) throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} is being relayed by another request; retry`);
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, { ...BEING_PROVIDED }, at)))
+          throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} is being relayed by another request; retry`);
       }
       const fresh = (await this.ctx.stores.envelopes.get(envelope.txId))!;
       await this.ctx.stores.envelopes.setParams(envelope.txId, { ...fresh.params, one_signature: true });

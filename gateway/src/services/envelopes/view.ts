@@ -18,7 +18,14 @@ export function mainStep(steps: StepRecord[]): StepRecord {
 export function envelopeView(links: Links, envelope: EnvelopeRecord, steps: StepRecord[], plan?: Plan, nonceSource?: string): Record<string, unknown> {
   const main = mainStep(steps);
   const base = typeof envelope.params.nonce_base === "number" ? envelope.params.nonce_base : null;
-  const tx = (s: StepRecord, nonce = base === null ? null : base + s.seq) => ({ chain: envelope.chain, chain_id: envelope.chainId, to: s.to, data: s.data, value: s.value, nonce });
+  const tx = (s: StepRecord, nonce = base === null ? null : base + s.seq) => ({
+    chain: envelope.chain,
+    chain_id: envelope.chainId,
+    to: s.to,
+    data: s.data,
+    value: s.value,
+    nonce,
+  });
   return {
     sandbox: true,
     object: "unsigned_transaction",
@@ -39,7 +46,10 @@ export function envelopeView(links: Links, envelope: EnvelopeRecord, steps: Step
       order: "relay every step in seq order, each with its own tx_id and a fresh Idempotency-Key; the action executes when the last step is relayed",
       one_signature:
         "or sign only unsigned_transaction with the wallet's next nonce and relay it under this envelope's tx_id: in the sandbox (a local test chain) the other steps are provided without a signature (the fee moved from the wallet to the fee recipient); elsewhere the relay answers 409 prerequisite_steps_required naming them",
-      nonce: base === null ? `fill the wallet's next nonces in step order (no hint: ${nonceSource ?? "unknown"})` : `hints from ${nonceSource ?? "the chain"}: the pending count plus the step's seq`,
+      nonce:
+        base === null
+          ? `fill the wallet's next nonces in step order (no hint: ${nonceSource ?? "unknown"})`
+          : `hints from ${nonceSource ?? "the chain"}: the pending count plus the step's seq`,
     },
   };
 }

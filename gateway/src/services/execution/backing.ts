@@ -106,7 +106,10 @@ export class TreasuryBacking {
         .then((code) => code !== undefined && code !== "0x");
       this.contracts.set(id, known);
       // only "a contract" is kept: an address without code may be a Safe deployed later
-      known.then((yes) => yes || this.contracts.delete(id), () => this.contracts.delete(id));
+      known.then(
+        (yes) => yes || this.contracts.delete(id),
+        () => this.contracts.delete(id),
+      );
     }
     return known;
   }

@@ -101,10 +101,21 @@ export class Planner {
       }
       const usdcNeeded = needs.usdcMicro;
       if (chain.holdings.walletUsdc < usdcNeeded) {
-        throw new TreasuryError("insufficient_balance", `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`);
+        throw new TreasuryError(
+          "insufficient_balance",
+          `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`,
+        );
       }
       // an action that swaps is bounded under the pool's quote now (QuoterV2)
-      return { request: await this.quoted(treasury, d, request, sim.fee.feeMicro), fee: sim.fee, ledger: null, ltvBefore: sim.ltvBefore, ltvAfter: sim.ltvAfter, healthAfter: sim.healthAfter, debtAfterMicro: sim.after.debtMicro };
+      return {
+        request: await this.quoted(treasury, d, request, sim.fee.feeMicro),
+        fee: sim.fee,
+        ledger: null,
+        ltvBefore: sim.ltvBefore,
+        ltvAfter: sim.ltvAfter,
+        healthAfter: sim.healthAfter,
+        debtAfterMicro: sim.after.debtMicro,
+      };
     }
     const before = positionOf(treasury.holdings);
     const sim = simulated(() => simulate(before, d, request.amountMicro, preset, tier));
@@ -121,7 +132,15 @@ export class Planner {
       throw err;
     }
     const after = positionOf(ledger.holdings);
-    return { request, fee, ledger, ltvBefore: ltvPct(before), ltvAfter: ltvPct(after), healthAfter: healthScore(after), debtAfterMicro: ledger.holdings.debtMicro };
+    return {
+      request,
+      fee,
+      ledger,
+      ltvBefore: ltvPct(before),
+      ltvAfter: ltvPct(after),
+      healthAfter: healthScore(after),
+      debtAfterMicro: ledger.holdings.debtMicro,
+    };
   }
 
   /** the request of an action planned on the chain's figures (exit), its params made from the wallet's market now */

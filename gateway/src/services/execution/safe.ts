@@ -37,7 +37,15 @@ export const safeMode = (deps: ModeDeps): ExecutionStrategy => ({
 async function propose(deps: ModeDeps, t: TreasuryRecord, plan: Plan, trigger: string, now: Date, nonce: bigint): Promise<Record<string, unknown>> {
   const { ctx, recorder } = deps;
   const { request, fee } = plan;
-  const planned = planSteps({ action: request.action, chain: t.chain, wallet: t.walletAddress, amountMicro: request.amountMicro, feeMicro: fee.feeMicro, feeRecipient: ctx.config.feeRecipient, params: request.params });
+  const planned = planSteps({
+    action: request.action,
+    chain: t.chain,
+    wallet: t.walletAddress,
+    amountMicro: request.amountMicro,
+    feeMicro: fee.feeMicro,
+    feeRecipient: ctx.config.feeRecipient,
+    params: request.params,
+  });
   const chainId = AAVE_MARKETS[t.chain].chainId;
   const safeTx = safeTxFor(chainId, planned, nonce);
   const hash = safeTxHash(chainId, t.walletAddress, safeTx);

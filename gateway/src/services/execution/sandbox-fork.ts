@@ -25,7 +25,13 @@ export const sandboxForkMode = (deps: ModeDeps): ExecutionStrategy => ({
       commit: async (treasury, planned, now) => {
         const plan: Plan = { ...planned, ltvAfter: ltvPct(ran.after), healthAfter: chainHealthScore(ran.after), debtAfterMicro: ran.after.debtMicro };
         const receipt = await deps.recorder.recordAction(treasury, plan, managedOrigin(run.trigger), now);
-        const how = { simulated: false, chain: treasury.chain, how: "sandbox: each step sent from the wallet with anvil_impersonateAccount on the local fork", steps: ran.steps, block_number: Number(ran.after.blockNumber) };
+        const how = {
+          simulated: false,
+          chain: treasury.chain,
+          how: "sandbox: each step sent from the wallet with anvil_impersonateAccount on the local fork",
+          steps: ran.steps,
+          block_number: Number(ran.after.blockNumber),
+        };
         return { kind: "executed", result: { ...receipt, chain_execution: how } };
       },
     };
@@ -35,7 +41,15 @@ export const sandboxForkMode = (deps: ModeDeps): ExecutionStrategy => ({
 /** the planned steps, run on the fork; what ran and the position after */
 async function runOnFork(deps: ModeDeps, t: TreasuryRecord, plan: Plan): Promise<{ steps: Record<string, unknown>[]; after: ChainPosition }> {
   const { request, fee } = plan;
-  const planned = planSteps({ action: request.action, chain: t.chain, wallet: t.walletAddress, amountMicro: request.amountMicro, feeMicro: fee.feeMicro, feeRecipient: deps.ctx.config.feeRecipient, params: request.params });
+  const planned = planSteps({
+    action: request.action,
+    chain: t.chain,
+    wallet: t.walletAddress,
+    amountMicro: request.amountMicro,
+    feeMicro: fee.feeMicro,
+    feeRecipient: deps.ctx.config.feeRecipient,
+    params: request.params,
+  });
   const steps: Record<string, unknown>[] = [];
   for (const s of planned) {
     if (s.kind === "swap" && !(await deps.sandbox.wouldSucceed(t.chain, t.walletAddress, s))) {
@@ -44,12 +58,23 @@ async function runOnFork(deps: ModeDeps, t: TreasuryRecord, plan: Plan): Promise
     }
     const r = await deps.sandbox.sendAs(t.chain, t.walletAddress, s).catch((err: unknown) => ({ status: "error" as const, error: (err as Error).message }));
     if (r.status !== "success") {
-      throw new TreasuryError("sandbox_execution_failed", `the ${s.kind} step (${s.summary.description}) did not execute on the local fork; the steps before it did: nothing was recorded`, {
-        executed_steps: steps,
-        failed_step: { kind: s.kind, ...("hash" in r ? { tx_hash: r.hash } : { error: r.error }) },
-      });
+      throw new TreasuryError(
+        "sandbox_execution_failed",
+        `the ${s.kind} step (${s.summary.description}) did not execute on the local fork; the steps before it did: nothing was recorded`,
+        {
+          executed_steps: steps,
+          failed_step: { kind: s.kind, ...("hash" in r ? { tx_hash: r.hash } : { error: r.error }) },
+        },
+      );
     }
-    steps.push({ kind: s.kind, description: s.summary.description, tx_hash: r.hash, block_number: Number(r.blockNumber), gas_used: Number(r.gasUsed), status: "mined" });
+    steps.push({
+      kind: s.kind,
+      description: s.summary.description,
+      tx_hash: r.hash,
+      block_number: Number(r.blockNumber),
+      gas_used: Number(r.gasUsed),
+      status: "mined",
+    });
   }
   return { steps, after: await deps.chain.position(t.chain, t.walletAddress) };
 }

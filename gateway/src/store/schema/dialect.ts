@@ -73,7 +73,8 @@ export const POSTGRES: DialectRules = {
   changeColumn: (before: TableState, after: TableState, column: string) => {
     const was = before.columns.find(([n]) => n === column)![1];
     const now = after.columns.find(([n]) => n === column)![1];
-    if (specKey(was, ["oneOf", "check"]) !== specKey(now, ["oneOf", "check"])) throw new Error(`PostgreSQL changes only a column's CHECK in place (${after.name}.${column})`);
+    if (specKey(was, ["oneOf", "check"]) !== specKey(now, ["oneOf", "check"]))
+      throw new Error(`PostgreSQL changes only a column's CHECK in place (${after.name}.${column})`);
     const checks = checksOf(column, now);
     if (checks.length !== 1 || checksOf(column, was).length !== 1) throw new Error(`${after.name}.${column}: one CHECK before and after`);
     const name = `${after.name}_${column}_check`;

@@ -10,7 +10,18 @@
 import { text } from "./column";
 import { addColumns, changeColumn, createIndex, createTable, data, dropOneWay, insertionOrder, oneWay, only, type Version } from "./steps";
 import type { Table } from "./table";
-import { envelopes, envelopeSteps, executions, idempotencyKeys, instances, prepaidRequests, rateLimitHits, signedNonces, treasurySlots, x402Payments } from "./tables/actions";
+import {
+  envelopes,
+  envelopeSteps,
+  executions,
+  idempotencyKeys,
+  instances,
+  prepaidRequests,
+  rateLimitHits,
+  signedNonces,
+  treasurySlots,
+  x402Payments,
+} from "./tables/actions";
 import { delegations, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
 import { accessRequestEvents, accessRequests, apiKeys, feeAudit, feeRatchet, outbox, treasuries } from "./tables/treasury";
 
@@ -107,7 +118,11 @@ export const HISTORY: readonly Version[] = [
     name: "fee_audit_page_order",
     steps: [
       // a page of a treasury's audit trail (ORDER BY created_at, rowid LIMIT n) is one index range, even among equal times
-      only("postgres", "SQLite's fee_audit_treasury index already ends with the implicit rowid", createIndex("fee_audit_treasury_order", feeAudit, ["treasury_id", "created_at", "rowid"])),
+      only(
+        "postgres",
+        "SQLite's fee_audit_treasury index already ends with the implicit rowid",
+        createIndex("fee_audit_treasury_order", feeAudit, ["treasury_id", "created_at", "rowid"]),
+      ),
     ],
   },
   {
@@ -130,7 +145,26 @@ export const HISTORY: readonly Version[] = [
 
 /** the tables the history arrives at */
 export const TABLES: readonly Table[] = [
-  treasuries, apiKeys, accessRequests, accessRequestEvents, outbox, feeAudit, feeRatchet,
-  idempotencyKeys, envelopes, envelopeSteps, executions, x402Payments, signedNonces, treasurySlots, prepaidRequests, rateLimitHits, instances,
-  delegations, protectionActions, protectionClaims, safeTransactions, positionSamples,
+  treasuries,
+  apiKeys,
+  accessRequests,
+  accessRequestEvents,
+  outbox,
+  feeAudit,
+  feeRatchet,
+  idempotencyKeys,
+  envelopes,
+  envelopeSteps,
+  executions,
+  x402Payments,
+  signedNonces,
+  treasurySlots,
+  prepaidRequests,
+  rateLimitHits,
+  instances,
+  delegations,
+  protectionActions,
+  protectionClaims,
+  safeTransactions,
+  positionSamples,
 ] as unknown as readonly Table[];

@@ -12,7 +12,12 @@ import type { IndexDef, OneWay } from "./ddl";
 import type { Columns, Table } from "./table";
 
 export type Step =
-  | { readonly op: "create_table"; readonly table: Table; readonly through?: string; readonly was: Readonly<Record<string, Column<unknown, string | undefined>>> }
+  | {
+      readonly op: "create_table";
+      readonly table: Table;
+      readonly through?: string;
+      readonly was: Readonly<Record<string, Column<unknown, string | undefined>>>;
+    }
   | { readonly op: "add_column"; readonly table: Table; readonly column: string }
   | { readonly op: "change_column"; readonly table: Table; readonly column: string }
   | { readonly op: "create_index"; readonly index: IndexDef }
@@ -34,7 +39,12 @@ type Name<C extends Columns> = keyof C & string;
 export const createTable = <C extends Columns>(
   table: Table<C>,
   opts: { through?: Name<C>; was?: Partial<Record<Name<C>, Column<unknown, string | undefined>>> } = {},
-): Step => ({ op: "create_table", table: table as unknown as Table, through: opts.through, was: (opts.was ?? {}) as Record<string, Column<unknown, string | undefined>> });
+): Step => ({
+  op: "create_table",
+  table: table as unknown as Table,
+  through: opts.through,
+  was: (opts.was ?? {}) as Record<string, Column<unknown, string | undefined>>,
+});
 
 export const addColumns = <C extends Columns>(table: Table<C>, ...columns: Name<C>[]): Step[] =>
   columns.map((column) => ({ op: "add_column", table: table as unknown as Table, column }));
@@ -42,7 +52,12 @@ export const addColumns = <C extends Columns>(table: Table<C>, ...columns: Name<
 /** the column takes its declared definition (on SQLite, a rebuild of the table) */
 export const changeColumn = <C extends Columns>(table: Table<C>, column: Name<C>): Step => ({ op: "change_column", table: table as unknown as Table, column });
 
-export const createIndex = <C extends Columns>(name: string, table: Table<C>, columns: (Name<C> | "rowid" | `${string}(${string})`)[], opts: { unique?: boolean; where?: string } = {}): Step => ({
+export const createIndex = <C extends Columns>(
+  name: string,
+  table: Table<C>,
+  columns: (Name<C> | "rowid" | `${string}(${string})`)[],
+  opts: { unique?: boolean; where?: string } = {},
+): Step => ({
   op: "create_index",
   index: { name, table: table.name, columns, unique: opts.unique ?? false, where: opts.where },
 });

@@ -5,7 +5,14 @@ export const TOKEN_ABI = [
   { type: "function", name: "name", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
   { type: "function", name: "version", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
   { type: "function", name: "authorizationState", stateMutability: "view", inputs: [{ type: "address" }, { type: "bytes32" }], outputs: [{ type: "bool" }] },
-  { type: "event", name: "AuthorizationUsed", inputs: [{ name: "authorizer", type: "address", indexed: true }, { name: "nonce", type: "bytes32", indexed: true }] },
+  {
+    type: "event",
+    name: "AuthorizationUsed",
+    inputs: [
+      { name: "authorizer", type: "address", indexed: true },
+      { name: "nonce", type: "bytes32", indexed: true },
+    ],
+  },
   {
     type: "function",
     name: "transferWithAuthorization",
@@ -53,7 +60,8 @@ export function transferCall(asset: `0x${string}`, p: ExactEvmPayload) {
 
 /** a node's refusal of a nonce another transaction of the account took (viem's error for it, or the node's words) */
 export const nonceTaken = (err: unknown): boolean =>
-  (err instanceof BaseError && err.walk((e) => e instanceof NonceTooLowError) !== null) || /nonce too low|already known|replacement transaction underpriced/i.test(String((err as Error)?.message));
+  (err instanceof BaseError && err.walk((e) => e instanceof NonceTooLowError) !== null) ||
+  /nonce too low|already known|replacement transaction underpriced/i.test(String((err as Error)?.message));
 
 /** the first line of an error, at most 200 characters: what a failure reason carries */
 export function shortError(err: unknown): string {

@@ -6,9 +6,21 @@ import { withNativeEoaCheck } from "./native-eoa-check";
 
 const typed = {
   domain: { name: "USDC", version: "2", chainId: 84532, verifyingContract: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as const },
-  types: { TransferWithAuthorization: [{ name: "from", type: "address" }, { name: "to", type: "address" }, { name: "value", type: "uint256" }, { name: "nonce", type: "bytes32" }] },
+  types: {
+    TransferWithAuthorization: [
+      { name: "from", type: "address" },
+      { name: "to", type: "address" },
+      { name: "value", type: "uint256" },
+      { name: "nonce", type: "bytes32" },
+    ],
+  },
   primaryType: "TransferWithAuthorization" as const,
-  message: { from: "0x1111111111111111111111111111111111111111", to: "0x2222222222222222222222222222222222222222", value: 10_000n, nonce: `0x${"ab".repeat(32)}` },
+  message: {
+    from: "0x1111111111111111111111111111111111111111",
+    to: "0x2222222222222222222222222222222222222222",
+    value: 10_000n,
+    nonce: `0x${"ab".repeat(32)}`,
+  },
 };
 
 /** a client whose own verifyTypedData answers `answer` and counts its calls (viem's, which would ask the chain) */
@@ -36,7 +48,9 @@ describe("withNativeEoaCheck", () => {
       const c = client(answer);
       const check = withNativeEoaCheck(c);
       expect(await check.verifyTypedData({ ...typed, address: claimed, signature } as never)).toBe(answer);
-      expect(await check.verifyTypedData({ ...typed, message: { ...typed.message, value: 10_001n }, address: signer.address, signature } as never)).toBe(answer);
+      expect(await check.verifyTypedData({ ...typed, message: { ...typed.message, value: 10_001n }, address: signer.address, signature } as never)).toBe(
+        answer,
+      );
       // a contract wallet's signature (ERC-6492 wrapped, ERC-1271 bytes)
       expect(await check.verifyTypedData({ ...typed, address: signer.address, signature: `${signature}${"00".repeat(40)}` } as never)).toBe(answer);
       expect(c.calls).toHaveLength(3);

@@ -41,8 +41,6 @@ import { nonceTaken, shortError, TOKEN_ABI, transferCall, type ExactEvmPayload }
 import { withNativeEoaCheck } from "./native-eoa-check";
 import { asVersion1, NETWORK, NETWORK_V2, type AnyPayment, type AnyRequirements } from "./payment-versions";
 
-
-
 /** how long a payment found valid by verify is taken as verified by its settle (see the file's comment) */
 export const VERIFIED_REUSE_MS = 5_000;
 /** at most this many verified payments are remembered (the oldest are forgotten first) */
@@ -50,7 +48,6 @@ const VERIFIED_KEPT = 10_000;
 
 /** how long what a token says of itself (its code, EIP-712 name and version) is taken as known */
 export const TOKEN_FACTS_TTL_MS = 60_000;
-
 
 export class LocalFacilitator {
   private readonly publicClient;
@@ -70,7 +67,9 @@ export class LocalFacilitator {
     this.verifiedReuseMs = opts.verifiedReuseMs ?? VERIFIED_REUSE_MS;
     const transport = rpcHttp(opts.rpcUrl, { retryCount: 0 });
     this.publicClient = withNativeEoaCheck(createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 }));
-    this.wallet = withNativeEoaCheck(createWalletClient({ account: privateKeyToAccount(opts.privateKey), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions));
+    this.wallet = withNativeEoaCheck(
+      createWalletClient({ account: privateKeyToAccount(opts.privateKey), chain: baseSepolia, transport, pollingInterval: 50 }).extend(publicActions),
+    );
   }
 
   /** the tail of the settlement transactions being sent (one at a time; their receipts are awaited together) */
@@ -88,7 +87,10 @@ export class LocalFacilitator {
    */
   private async estimateSettlement(asset: `0x${string}`, p: ExactEvmPayload) {
     const call = transferCall(asset, p);
-    const [gas, fees] = await Promise.all([this.publicClient.estimateContractGas({ ...call, account: this.wallet.account }), this.publicClient.estimateFeesPerGas()]);
+    const [gas, fees] = await Promise.all([
+      this.publicClient.estimateContractGas({ ...call, account: this.wallet.account }),
+      this.publicClient.estimateFeesPerGas(),
+    ]);
     return { ...call, gas: (gas * 5n) / 4n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
   }
 
@@ -160,7 +162,7 @@ export class LocalFacilitator {
   /** verify a payment of either version */
   async verify(payment: AnyPayment, requirements: AnyRequirements): Promise<VerifyResponse> {
     const v1 = asVersion1(payment, requirements);
-    const payer = ((payment.payload as unknown as ExactEvmPayload | undefined)?.authorization?.from);
+    const payer = (payment.payload as unknown as ExactEvmPayload | undefined)?.authorization?.from;
     if ("invalid" in v1) return { isValid: false, invalidReason: v1.invalid as VerifyResponse["invalidReason"], payer };
     return this.verifyV1(v1.payment, v1.requirements);
   }
@@ -191,7 +193,12 @@ export class LocalFacilitator {
       // judged in this order (they were three rounds to the chain one after the other)
       const [stock, used, simulated] = await Promise.allSettled([
         x402Verify(this.publicClient as never, payment, requirements),
-        this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "authorizationState", args: [p.authorization.from, p.authorization.nonce] }),
+        this.publicClient.readContract({
+          address: asset,
+          abi: TOKEN_ABI,
+          functionName: "authorizationState",
+          args: [p.authorization.from, p.authorization.nonce],
+        }),
         this.simulateTransfer(asset, p),
       ]);
       if (stock.status === "rejected") throw stock.reason;
@@ -204,7 +211,12 @@ export class LocalFacilitator {
     } catch (err) {
       // settled by a concurrent request between the nonce check and the simulation: say so, not "reverted"
       const usedMeanwhile = await this.publicClient
-        .readContract({ address: getAddress(requirements.asset), abi: TOKEN_ABI, functionName: "authorizationState", args: [p.authorization.from, p.authorization.nonce] })
+        .readContract({
+          address: getAddress(requirements.asset),
+          abi: TOKEN_ABI,
+          functionName: "authorizationState",
+          args: [p.authorization.from, p.authorization.nonce],
+        })
         .catch(() => false);
       if (usedMeanwhile) return invalid("invalid_exact_evm_payload_authorization_nonce_used");
       return invalid(`invalid_transaction_state: ${shortError(err)}`);
@@ -242,7 +254,13 @@ export class LocalFacilitator {
   async usedBy(asset: `0x${string}`, from: `0x${string}`, nonce: Hex): Promise<`0x${string}` | undefined> {
     const used = await this.publicClient.readContract({ address: asset, abi: TOKEN_ABI, functionName: "authorizationState", args: [from, nonce] });
     if (!used) return undefined;
-    const logs = await this.publicClient.getContractEvents({ address: asset, abi: TOKEN_ABI, eventName: "AuthorizationUsed", args: { authorizer: from, nonce }, fromBlock: 0n });
+    const logs = await this.publicClient.getContractEvents({
+      address: asset,
+      abi: TOKEN_ABI,
+      eventName: "AuthorizationUsed",
+      args: { authorizer: from, nonce },
+      fromBlock: 0n,
+    });
     return logs.at(-1)?.transactionHash ?? undefined;
   }
 
@@ -251,7 +269,13 @@ export class LocalFacilitator {
     const v1 = asVersion1(anyPayment, anyRequirements);
     if ("invalid" in v1) {
       const payer = (anyPayment.payload as unknown as ExactEvmPayload | undefined)?.authorization?.from;
-      return { success: false, errorReason: v1.invalid as SettleResponse["errorReason"], transaction: "", network: anyPayment.x402Version === 2 ? (NETWORK_V2 as never) : NETWORK, payer };
+      return {
+        success: false,
+        errorReason: v1.invalid as SettleResponse["errorReason"],
+        transaction: "",
+        network: anyPayment.x402Version === 2 ? (NETWORK_V2 as never) : NETWORK,
+        payer,
+      };
     }
     const settled = await this.settleV1(v1.payment, v1.requirements);
     return v1.version === 2 ? { ...settled, network: NETWORK_V2 as never } : settled;
@@ -276,9 +300,23 @@ export class LocalFacilitator {
       // an authorization already used on chain fails verification (its nonce's state), and is then answered with
       // the transaction that used it: no look of its own first. A payment verified here just now is not verified
       // again when the estimate (the transfer run at the chain's state now) succeeds; when it fails, verify says why.
-      const fresh = this.takeVerified(payment, requirements) && (await estimated.then(() => true, () => false));
+      const fresh =
+        this.takeVerified(payment, requirements) &&
+        (await estimated.then(
+          () => true,
+          () => false,
+        ));
       const check = fresh ? { isValid: true as const, invalidReason: undefined } : await this.verifyV1(payment, requirements, false);
-      if (!check.isValid) return (await settledBefore()) ?? { success: false, errorReason: check.invalidReason as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
+      if (!check.isValid)
+        return (
+          (await settledBefore()) ?? {
+            success: false,
+            errorReason: check.invalidReason as SettleResponse["errorReason"],
+            transaction: "",
+            network: NETWORK,
+            payer,
+          }
+        );
       try {
         // verified just now (x402's stock checks included); x402's settle would verify again, then send with viem's nonce manager
         const hash = await this.sendSettlement(await estimated);
@@ -290,7 +328,15 @@ export class LocalFacilitator {
             : { success: false, errorReason: "invalid_transaction_state", transaction: hash, network: NETWORK, payer };
         return settled.success ? settled : ((await settledBefore()) ?? settled);
       } catch (err) {
-        return (await settledBefore()) ?? { success: false, errorReason: `settlement_reverted: ${shortError(err)}` as SettleResponse["errorReason"], transaction: "", network: NETWORK, payer };
+        return (
+          (await settledBefore()) ?? {
+            success: false,
+            errorReason: `settlement_reverted: ${shortError(err)}` as SettleResponse["errorReason"],
+            transaction: "",
+            network: NETWORK,
+            payer,
+          }
+        );
       }
     };
     const next = run();

@@ -19,7 +19,10 @@ export type AnyRequirements = PaymentRequirements | RequirementsV2;
  * A version 2 payment as the version 1 payment it is (same authorization and
  * signature), or why it cannot be: its `accepted` must be the requirements.
  */
-export function asVersion1(payment: AnyPayment, requirements: AnyRequirements): { payment: PaymentPayload; requirements: PaymentRequirements; version: 1 | 2 } | { invalid: string } {
+export function asVersion1(
+  payment: AnyPayment,
+  requirements: AnyRequirements,
+): { payment: PaymentPayload; requirements: PaymentRequirements; version: 1 | 2 } | { invalid: string } {
   if (payment.x402Version !== 2) {
     if (payment.x402Version !== 1) return { invalid: "invalid_x402_version" };
     return { payment: payment as PaymentPayload, requirements: requirements as PaymentRequirements, version: 1 };
@@ -29,7 +32,8 @@ export function asVersion1(payment: AnyPayment, requirements: AnyRequirements): 
   if (!p.accepted || typeof r.amount !== "string") return { invalid: "invalid_payload" };
   if (p.accepted.network !== NETWORK_V2 || r.network !== NETWORK_V2) return { invalid: "invalid_network" };
   const same = (a: unknown, b: unknown) => String(a).toLowerCase() === String(b).toLowerCase();
-  if (p.accepted.scheme !== r.scheme || p.accepted.amount !== r.amount || !same(p.accepted.payTo, r.payTo) || !same(p.accepted.asset, r.asset)) return { invalid: "invalid_payment_requirements" };
+  if (p.accepted.scheme !== r.scheme || p.accepted.amount !== r.amount || !same(p.accepted.payTo, r.payTo) || !same(p.accepted.asset, r.asset))
+    return { invalid: "invalid_payment_requirements" };
   return {
     version: 2,
     payment: { x402Version: 1, scheme: p.accepted.scheme as "exact", network: NETWORK, payload: p.payload as never },

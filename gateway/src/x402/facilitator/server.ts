@@ -8,10 +8,28 @@ const BodyV1 = z.object({
   x402Version: z.literal(1),
   paymentPayload: z.object({ x402Version: z.literal(1), scheme: z.string(), network: z.string(), payload: z.record(z.string(), z.unknown()) }).passthrough(),
   paymentRequirements: z
-    .object({ scheme: z.string(), network: z.string(), maxAmountRequired: z.string(), resource: z.string(), payTo: z.string(), asset: z.string(), maxTimeoutSeconds: z.number() })
+    .object({
+      scheme: z.string(),
+      network: z.string(),
+      maxAmountRequired: z.string(),
+      resource: z.string(),
+      payTo: z.string(),
+      asset: z.string(),
+      maxTimeoutSeconds: z.number(),
+    })
     .passthrough(),
 });
-const RequirementsV2 = z.object({ scheme: z.string(), network: z.string(), amount: z.string(), asset: z.string(), payTo: z.string(), maxTimeoutSeconds: z.number(), extra: z.record(z.string(), z.unknown()).optional() }).passthrough();
+const RequirementsV2 = z
+  .object({
+    scheme: z.string(),
+    network: z.string(),
+    amount: z.string(),
+    asset: z.string(),
+    payTo: z.string(),
+    maxTimeoutSeconds: z.number(),
+    extra: z.record(z.string(), z.unknown()).optional(),
+  })
+  .passthrough();
 const BodyV2 = z.object({
   x402Version: z.literal(2),
   paymentPayload: z.object({ x402Version: z.literal(2), accepted: RequirementsV2, payload: z.record(z.string(), z.unknown()) }).passthrough(),
@@ -26,7 +44,11 @@ export function facilitatorApp(facilitator: LocalFacilitator): Express {
   const parse = (body: unknown) => {
     const r = Body.safeParse(body);
     if (!r.success) return { error: r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
-    return { payment: r.data.paymentPayload as unknown as AnyPayment, requirements: r.data.paymentRequirements as unknown as AnyRequirements, version: r.data.x402Version };
+    return {
+      payment: r.data.paymentPayload as unknown as AnyPayment,
+      requirements: r.data.paymentRequirements as unknown as AnyRequirements,
+      version: r.data.x402Version,
+    };
   };
   app.get("/supported", (_req, res) => {
     res.json(facilitator.supported());
@@ -38,7 +60,14 @@ export function facilitatorApp(facilitator: LocalFacilitator): Express {
   });
   app.post("/settle", async (req, res) => {
     const p = parse(req.body);
-    if ("error" in p) return void res.status(400).json({ success: false, errorReason: "invalid_request", error: p.error, transaction: "", network: (req.body as { x402Version?: unknown })?.x402Version === 2 ? "eip155:84532" : "base-sepolia" });
+    if ("error" in p)
+      return void res.status(400).json({
+        success: false,
+        errorReason: "invalid_request",
+        error: p.error,
+        transaction: "",
+        network: (req.body as { x402Version?: unknown })?.x402Version === 2 ? "eip155:84532" : "base-sepolia",
+      });
     res.json(await facilitator.settle(p.payment, p.requirements));
   });
   app.use((err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {

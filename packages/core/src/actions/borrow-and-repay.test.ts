@@ -21,9 +21,24 @@ const wallet = "0x1111111111111111111111111111111111111111" as const;
 const FEE = getAddress("0x000000000000000000000000000000000000fee5");
 const m = AAVE_MARKETS.base;
 const c = stepContext("base", wallet);
-const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }> = {}) => ({ btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n, ...over });
+const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }> = {}) => ({
+  btcUnits: 0n,
+  ethUnits: 0n,
+  usdcMicro: 0n,
+  debtMicro: 0n,
+  ...over,
+});
 const fee = (feeMicro: bigint) => ({ feeMicro, feeBps: 0n, basis: "cycle 1" });
-const call = (role: DecodedCall["role"], token: `0x${string}`, amount: bigint, over: Partial<DecodedCall> = {}): DecodedCall => ({ functionName: role, role, args: [], to: m.pool, token, amount, usdcMoved: 0n, ...over });
+const call = (role: DecodedCall["role"], token: `0x${string}`, amount: bigint, over: Partial<DecodedCall> = {}): DecodedCall => ({
+  functionName: role,
+  role,
+  args: [],
+  to: m.pool,
+  token,
+  amount,
+  usdcMoved: 0n,
+  ...over,
+});
 const check = (d: typeof borrow | typeof repay, calls: DecodedCall[], amountMicro: bigint, maxFee = 0n) =>
   d.signer.check(calls, { amountMicro }, signerRuleContext(d.name, calls, { ...m, router: swapRouter02(m.chainId) }, amountMicro, maxFee, 200));
 
@@ -37,7 +52,11 @@ describe("borrow", () => {
   });
 
   it("on a ledger the debt grows by the amount, the idle USDC by the amount less the fee; on a chain it needs nothing of the wallet", () => {
-    expect(borrow.ledger(h({ usdcMicro: 7n, debtMicro: 100n }), 1_000n, 20n, {})).toEqual({ holdings: h({ usdcMicro: 987n, debtMicro: 1_100n }), bought: {}, repaidMicro: 0n });
+    expect(borrow.ledger(h({ usdcMicro: 7n, debtMicro: 100n }), 1_000n, 20n, {})).toEqual({
+      holdings: h({ usdcMicro: 987n, debtMicro: 1_100n }),
+      bought: {},
+      repaidMicro: 0n,
+    });
     expect(borrow.walletNeeds(5n, { debtMicro: 0n, holdings: { aUsdc: 0n, aWeth: 0n, aBtc: 0n, walletUsdc: 0n } }, {})).toEqual({ usdcMicro: 0n });
     expect(borrow.sandboxUsdcMicro(5n)).toBe(0n);
   });
@@ -51,7 +70,13 @@ describe("borrow", () => {
 
   it("its receipt: the net amount, the fee's basis, the LTV before, the purpose when given", () => {
     const r = { id: "brw_1", amountMicro: 500_000_000n, fee: fee(1_000_000n), ledger: null, ltvBefore: 0.25, debtAfterMicro: 0n };
-    expect(borrow.receipt({ ...r, params: { purpose: "payroll" } })).toEqual({ borrow_id: "brw_1", fee_basis: "cycle 1", current_ltv: 0.25, net_amount: 499, purpose: "payroll" });
+    expect(borrow.receipt({ ...r, params: { purpose: "payroll" } })).toEqual({
+      borrow_id: "brw_1",
+      fee_basis: "cycle 1",
+      current_ltv: 0.25,
+      net_amount: 499,
+      purpose: "payroll",
+    });
     expect(borrow.receipt({ ...r, params: {} })).toEqual({ borrow_id: "brw_1", fee_basis: "cycle 1", current_ltv: 0.25, net_amount: 499 });
     expect(borrow.cli.body(12, {})).toEqual({ amount_usdc: 12 });
   });
@@ -62,23 +87,40 @@ describe("borrow", () => {
     expect(check(borrow, [call("borrow", m.usdc, 500n), fees], 500n, 10n)).toBe(2);
     expect(refusalOf(() => check(borrow, [call("borrow", m.usdc, 500n), fees], 500n, 9n))).toMatch(/^the fee of 0.00001 USDC is above/);
     expect(refusalOf(() => check(borrow, [call("borrow", m.usdc, 501n)], 500n))).toBe("the borrow takes 0.000501 USDC, not 0.0005");
-    expect(refusalOf(() => check(borrow, [call("borrow", m.weth, 500n)], 500n))).toBe("the borrow needs exactly one USDC borrow from the Pool; the envelope has 0");
-    expect(refusalOf(() => check(borrow, [call("borrow", m.usdc, 500n, { to: m.usdc })], 500n))).toBe("the borrow needs exactly one USDC borrow from the Pool; the envelope has 0");
+    expect(refusalOf(() => check(borrow, [call("borrow", m.weth, 500n)], 500n))).toBe(
+      "the borrow needs exactly one USDC borrow from the Pool; the envelope has 0",
+    );
+    expect(refusalOf(() => check(borrow, [call("borrow", m.usdc, 500n, { to: m.usdc })], 500n))).toBe(
+      "the borrow needs exactly one USDC borrow from the Pool; the envelope has 0",
+    );
   });
 });
 
 describe("repay", () => {
   it("a free downward leg; on a ledger it repays at most the debt from idle USDC, and refuses with no debt or too little USDC", () => {
     expect([repay.direction, repay.fee, repay.params({ amount_usdc: 1 })]).toEqual(["down", "none", {}]);
-    expect(repay.ledger(h({ usdcMicro: 1_000n, debtMicro: 300n }), 500n, 0n, {})).toEqual({ holdings: h({ usdcMicro: 700n, debtMicro: 0n }), bought: {}, repaidMicro: 300n });
-    expect(repay.ledger(h({ usdcMicro: 1_000n, debtMicro: 300n }), 100n, 0n, {})).toEqual({ holdings: h({ usdcMicro: 900n, debtMicro: 200n }), bought: {}, repaidMicro: 100n });
+    expect(repay.ledger(h({ usdcMicro: 1_000n, debtMicro: 300n }), 500n, 0n, {})).toEqual({
+      holdings: h({ usdcMicro: 700n, debtMicro: 0n }),
+      bought: {},
+      repaidMicro: 300n,
+    });
+    expect(repay.ledger(h({ usdcMicro: 1_000n, debtMicro: 300n }), 100n, 0n, {})).toEqual({
+      holdings: h({ usdcMicro: 900n, debtMicro: 200n }),
+      bought: {},
+      repaidMicro: 100n,
+    });
     expect(() => repay.ledger(h({ usdcMicro: 1_000n }), 100n, 0n, {})).toThrow("the treasury has no debt to repay");
-    expect(() => repay.ledger(h({ usdcMicro: 99n, debtMicro: 300n }), 100n, 0n, {})).toThrow("repaying 0.0001 USDC needs that much idle USDC; the treasury holds 0.000099");
+    expect(() => repay.ledger(h({ usdcMicro: 99n, debtMicro: 300n }), 100n, 0n, {})).toThrow(
+      "repaying 0.0001 USDC needs that much idle USDC; the treasury holds 0.000099",
+    );
     // the USDC the wallet needs: at most its debt
     const position = (debtMicro: bigint) => ({ debtMicro, holdings: { aUsdc: 0n, aWeth: 0n, aBtc: 0n, walletUsdc: 0n } });
     expect(repay.walletNeeds(500n, position(300n), {})).toEqual({ usdcMicro: 300n });
     expect(repay.walletNeeds(200n, position(300n), {})).toEqual({ usdcMicro: 200n });
-    expect(repay.walletNeeds(200n, position(0n), {})).toEqual({ usdcMicro: 0n, refusal: { code: "no_debt", message: "the wallet has no USDC debt on Aave to repay" } });
+    expect(repay.walletNeeds(200n, position(0n), {})).toEqual({
+      usdcMicro: 0n,
+      refusal: { code: "no_debt", message: "the wallet has no USDC debt on Aave to repay" },
+    });
     expect(repay.sandboxUsdcMicro(7n)).toBe(7n);
   });
 
@@ -89,7 +131,11 @@ describe("repay", () => {
     expect(decodeFunctionData({ abi: AAVE_POOL_ABI, data: r!.data })).toEqual({ functionName: "repay", args: [m.usdc, 100_000_000n, 2n, wallet] });
     const base = { id: "rep_1", amountMicro: 100_000_000n, fee: fee(0n), params: {}, ltvBefore: 0, debtAfterMicro: 50_000_000n };
     expect(repay.receipt({ ...base, ledger: null })).toEqual({ repayment_id: "rep_1", repaid_usdc: 100, remaining_borrow: 50 });
-    expect(repay.receipt({ ...base, ledger: { holdings: h(), bought: {}, repaidMicro: 30_000_000n } })).toEqual({ repayment_id: "rep_1", repaid_usdc: 30, remaining_borrow: 50 });
+    expect(repay.receipt({ ...base, ledger: { holdings: h(), bought: {}, repaidMicro: 30_000_000n } })).toEqual({
+      repayment_id: "rep_1",
+      repaid_usdc: 30,
+      remaining_borrow: 50,
+    });
     expect(repay.onExecuted!({ debtMicro: 2_000_000n })).toEqual({ remaining_borrow: 2 });
   });
 
@@ -97,13 +143,23 @@ describe("repay", () => {
     const ok = [call("approve", m.usdc, 500n, { to: m.usdc, counterparty: m.pool }), call("repay", m.usdc, 500n)];
     expect(check(repay, ok, 500n)).toBe(2);
     expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, 501n)], 500n))).toBe("the repayment moves 0.000501 USDC, not 0.0005");
-    expect(refusalOf(() => check(repay, [call("approve", m.usdc, 501n, { to: m.usdc, counterparty: m.pool }), ok[1]!], 500n))).toBe("the approval does not equal the repayment");
-    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, maxUint256)], 500n))).toBe("the repayment moves 115792089237316195423570985008687907853269984665640564039457584007913129.639935 USDC, not 0.0005");
-    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, 500n, { functionName: "repayWithATokens" })], 500n))).toBe("the repay needs exactly one USDC repayment to the Pool (from the wallet); the envelope has 0");
+    expect(refusalOf(() => check(repay, [call("approve", m.usdc, 501n, { to: m.usdc, counterparty: m.pool }), ok[1]!], 500n))).toBe(
+      "the approval does not equal the repayment",
+    );
+    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, maxUint256)], 500n))).toBe(
+      "the repayment moves 115792089237316195423570985008687907853269984665640564039457584007913129.639935 USDC, not 0.0005",
+    );
+    expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, 500n, { functionName: "repayWithATokens" })], 500n))).toBe(
+      "the repay needs exactly one USDC repayment to the Pool (from the wallet); the envelope has 0",
+    );
     expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.weth, 500n)], 500n))).toMatch(/has 0$/);
     expect(refusalOf(() => check(repay, [ok[0]!, call("repay", m.usdc, 500n, { to: m.weth })], 500n))).toMatch(/has 0$/);
-    expect(refusalOf(() => check(repay, [call("approve", m.usdc, 500n, { to: m.usdc, counterparty: swapRouter02(m.chainId) }), ok[1]!], 500n))).toBe("the repay needs exactly one USDC approval to the Pool; the envelope has 0");
-    expect(refusalOf(() => check(repay, [call("approve", m.weth, 500n, { to: m.weth, counterparty: m.pool }), ok[1]!], 500n))).toMatch(/USDC approval to the Pool; the envelope has 0$/);
+    expect(refusalOf(() => check(repay, [call("approve", m.usdc, 500n, { to: m.usdc, counterparty: swapRouter02(m.chainId) }), ok[1]!], 500n))).toBe(
+      "the repay needs exactly one USDC approval to the Pool; the envelope has 0",
+    );
+    expect(refusalOf(() => check(repay, [call("approve", m.weth, 500n, { to: m.weth, counterparty: m.pool }), ok[1]!], 500n))).toMatch(
+      /USDC approval to the Pool; the envelope has 0$/,
+    );
     expect(repay.cli.body(3, {})).toEqual({ amount_usdc: 3 });
   });
 });

@@ -10,7 +10,9 @@ import { z } from "../schemas/zod";
 import type { ActionDeclaration } from "./declaration";
 import { borrow as borrowCall, feeTransfer } from "./steps";
 
-export const BorrowRequest = z.strictObject({ ...actionAmounts(), purpose: personText({ max: 200 }).optional() }).openapi("BorrowRequest", schemaRules(AMOUNT_ALIAS_RULES));
+export const BorrowRequest = z
+  .strictObject({ ...actionAmounts(), purpose: personText({ max: 200 }).optional() })
+  .openapi("BorrowRequest", schemaRules(AMOUNT_ALIAS_RULES));
 
 export const borrow: ActionDeclaration<"borrow"> = {
   name: "borrow",
@@ -24,7 +26,8 @@ export const borrow: ActionDeclaration<"borrow"> = {
     path: "/api/v1/borrow",
     operationId: "createBorrow",
     summary: "Borrow USDC against BTC/ETH collateral (cycle fee; safety rail)",
-    toolDescription: "Borrow USDC against BTC/ETH collateral (cycle fee). Refused with ltv_limit_exceeded and a safe_amount above the ceiling, before any envelope exists.",
+    toolDescription:
+      "Borrow USDC against BTC/ETH collateral (cycle fee). Refused with ltv_limit_exceeded and a safe_amount above the ceiling, before any envelope exists.",
     example: { amount_usdc: 500 },
     price: { atomic: 50_200n, description: "Prepare or execute a borrow" },
     extraResponses: {

@@ -71,7 +71,9 @@ export const convert: ActionDeclaration<"convert"> = {
     return {
       conversion_id: id,
       target: params.target,
-      estimated_amount: Number(formatDecimal(ledger ? (ledger.bought[symbol] ?? 0n) : sandboxUnitsFor(symbol, amountMicro - fee.feeMicro), ASSETS[symbol].decimals)),
+      estimated_amount: Number(
+        formatDecimal(ledger ? (ledger.bought[symbol] ?? 0n) : sandboxUnitsFor(symbol, amountMicro - fee.feeMicro), ASSETS[symbol].decimals),
+      ),
       fee_basis: fee.basis,
     };
   },
@@ -93,5 +95,8 @@ export const convert: ActionDeclaration<"convert"> = {
       return 4 + (f > 0n ? 1 : 0);
     },
   },
-  cli: { usage: "convert <amount_usdc> --target btc|eth", body: (amount, flags) => ({ amount_usdc: amount, ...(typeof flags.target === "string" ? { target: flags.target as "btc" | "eth" } : {}) }) },
+  cli: {
+    usage: "convert <amount_usdc> --target btc|eth",
+    body: (amount, flags) => ({ amount_usdc: amount, ...(typeof flags.target === "string" ? { target: flags.target as "btc" | "eth" } : {}) }),
+  },
 };

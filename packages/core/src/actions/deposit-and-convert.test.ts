@@ -22,9 +22,24 @@ const FEE = getAddress("0x000000000000000000000000000000000000fee5");
 const m = AAVE_MARKETS.base;
 const router = swapRouter02(m.chainId);
 const c = stepContext("base", wallet);
-const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }> = {}) => ({ btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n, ...over });
+const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }> = {}) => ({
+  btcUnits: 0n,
+  ethUnits: 0n,
+  usdcMicro: 0n,
+  debtMicro: 0n,
+  ...over,
+});
 const fee = (feeMicro: bigint) => ({ feeMicro, feeBps: 200n, basis: "2% of the amount" });
-const call = (role: DecodedCall["role"], token: `0x${string}`, amount: bigint, over: Partial<DecodedCall> = {}): DecodedCall => ({ functionName: role, role, args: [], to: m.pool, token, amount, usdcMoved: 0n, ...over });
+const call = (role: DecodedCall["role"], token: `0x${string}`, amount: bigint, over: Partial<DecodedCall> = {}): DecodedCall => ({
+  functionName: role,
+  role,
+  args: [],
+  to: m.pool,
+  token,
+  amount,
+  usdcMoved: 0n,
+  ...over,
+});
 const decode = (data: `0x${string}`) => decodeFunctionData({ abi: [...AAVE_POOL_ABI, ...ERC20_ABI, ...SWAP_ROUTER_02_ABI], data });
 
 describe("deposit", () => {
@@ -40,7 +55,11 @@ describe("deposit", () => {
   it("on a ledger the net amount buys BTC and ETH at the sandbox's prices in the allocation's split", () => {
     // 1,000 USDC less a 20 fee: 980, 70% to BTC (686 USDC at 60,000 = 0.01143333 BTC), 294 to ETH at 3,000
     const r = deposit.ledger(h({ btcUnits: 1n, ethUnits: 2n }), 1_000_000_000n, 20_000_000n, { allocation: { btc: 70, eth: 30 } });
-    expect(r).toEqual({ holdings: h({ btcUnits: 1n + 1_143_333n, ethUnits: 2n + 98_000_000_000_000_000n }), bought: { BTC: 1_143_333n, ETH: 98_000_000_000_000_000n }, repaidMicro: 0n });
+    expect(r).toEqual({
+      holdings: h({ btcUnits: 1n + 1_143_333n, ethUnits: 2n + 98_000_000_000_000_000n }),
+      bought: { BTC: 1_143_333n, ETH: 98_000_000_000_000_000n },
+      repaidMicro: 0n,
+    });
     expect(deposit.ledger(h(), 600_000_000n, 0n, {}).bought).toEqual({ BTC: 500_000n, ETH: 100_000_000_000_000_000n });
     expect(() => deposit.ledger(h(), 600_000_000n, 0n, { allocation: { btc: 50, eth: 40 } })).toThrow("allocation btc and eth must add up to 100");
     expect(deposit.walletNeeds(5n, { debtMicro: 0n, holdings: { aUsdc: 0n, aWeth: 0n, aBtc: 0n, walletUsdc: 0n } }, {})).toEqual({ usdcMicro: 5n });
@@ -49,22 +68,38 @@ describe("deposit", () => {
 
   it("plans the fee, the approval of the net amount to the Pool, then its supply for the wallet (main); its receipt", () => {
     const steps = deposit.plan(c, { amountMicro: 1_000_000_000n, feeMicro: 20_000_000n, feeRecipient: FEE, params: {} });
-    expect(steps.map((s) => [s.kind, s.main, s.to])).toEqual([["fee_transfer", false, m.usdc], ["approval", false, m.usdc], ["pool_call", true, m.pool]]);
+    expect(steps.map((s) => [s.kind, s.main, s.to])).toEqual([
+      ["fee_transfer", false, m.usdc],
+      ["approval", false, m.usdc],
+      ["pool_call", true, m.pool],
+    ]);
     expect(steps.map((s) => decode(s.data))).toEqual([
       { functionName: "transfer", args: [FEE, 20_000_000n] },
       { functionName: "approve", args: [m.pool, 980_000_000n] },
       { functionName: "supply", args: [m.usdc, 980_000_000n, wallet, 0] },
     ]);
     const r = { id: "dep_1", amountMicro: 1_000_000_000n, fee: fee(20_000_000n), ltvBefore: 0, debtAfterMicro: 0n };
-    expect(deposit.receipt({ ...r, params: {}, ledger: null })).toEqual({ deposit_id: "dep_1", net_amount: 980, fee_basis: "2% of the amount", allocation: { btc: 50, eth: 50 } });
+    expect(deposit.receipt({ ...r, params: {}, ledger: null })).toEqual({
+      deposit_id: "dep_1",
+      net_amount: 980,
+      fee_basis: "2% of the amount",
+      allocation: { btc: 50, eth: 50 },
+    });
     const ledger = { holdings: h(), bought: { BTC: 1_143_333n, ETH: 98_000_000_000_000_000n }, repaidMicro: 0n };
-    expect(deposit.receipt({ ...r, params: { allocation: { btc: 70, eth: 30 } }, ledger })).toEqual({ deposit_id: "dep_1", net_amount: 980, fee_basis: "2% of the amount", allocation: { btc: 70, eth: 30 }, bought: { btc: 0.01143333, eth: 0.098 } });
+    expect(deposit.receipt({ ...r, params: { allocation: { btc: 70, eth: 30 } }, ledger })).toEqual({
+      deposit_id: "dep_1",
+      net_amount: 980,
+      fee_basis: "2% of the amount",
+      allocation: { btc: 70, eth: 30 },
+      bought: { btc: 0.01143333, eth: 0.098 },
+    });
     expect(deposit.receipt({ ...r, params: {}, ledger: { ...ledger, bought: {} } })).toMatchObject({ bought: { btc: 0, eth: 0 } });
     expect(deposit.cli.body(100, {})).toEqual({ amount_usdc: 100 });
   });
 
   it("the signer's rule: the supply and the fee add up to the amount, the approval equals the supply, at most one fee within the rate", () => {
-    const check = (calls: DecodedCall[], amountMicro: bigint, maxFee = 20n) => deposit.signer.check(calls, { amountMicro }, signerRuleContext("deposit", calls, { ...m, router }, amountMicro, maxFee, 200));
+    const check = (calls: DecodedCall[], amountMicro: bigint, maxFee = 20n) =>
+      deposit.signer.check(calls, { amountMicro }, signerRuleContext("deposit", calls, { ...m, router }, amountMicro, maxFee, 200));
     const f = call("fee", m.usdc, 20n, { to: m.usdc, counterparty: FEE });
     const a = call("approve", m.usdc, 980n, { to: m.usdc, counterparty: m.pool });
     const s = call("supply", m.usdc, 980n);
@@ -76,7 +111,9 @@ describe("deposit", () => {
     expect(refusalOf(() => check([f, f, a, s], 1_020n, 40n))).toBe("the envelope pays 2 fees; at most one is allowed");
     expect(refusalOf(() => check([f, a, { ...s, token: m.weth }], 1_000n))).toBe("the deposit needs exactly one USDC supply to the Pool; the envelope has 0");
     expect(refusalOf(() => check([f, a, { ...s, to: m.usdc }], 1_000n))).toMatch(/USDC supply to the Pool; the envelope has 0$/);
-    expect(refusalOf(() => check([f, { ...a, counterparty: router }, s], 1_000n))).toBe("the deposit needs exactly one USDC approval to the Pool; the envelope has 0");
+    expect(refusalOf(() => check([f, { ...a, counterparty: router }, s], 1_000n))).toBe(
+      "the deposit needs exactly one USDC approval to the Pool; the envelope has 0",
+    );
     expect(refusalOf(() => check([f, { ...a, token: m.weth }, s], 1_000n))).toMatch(/USDC approval to the Pool; the envelope has 0$/);
   });
 });
@@ -93,8 +130,16 @@ describe("convert", () => {
   });
 
   it("on a ledger: the idle USDC pays the amount, the net buys the asset at the sandbox's price; too little idle USDC is refused", () => {
-    expect(convert.ledger(h({ usdcMicro: 1_000_000_000n, btcUnits: 5n }), 612_000_000n, 12_000_000n, { target: "btc" })).toEqual({ holdings: h({ usdcMicro: 388_000_000n, btcUnits: 1_000_005n }), bought: { BTC: 1_000_000n }, repaidMicro: 0n });
-    expect(convert.ledger(h({ usdcMicro: 612_000_000n, ethUnits: 5n }), 612_000_000n, 12_000_000n, {})).toEqual({ holdings: h({ usdcMicro: 0n, ethUnits: 200_000_000_000_000_005n }), bought: { ETH: 200_000_000_000_000_000n }, repaidMicro: 0n });
+    expect(convert.ledger(h({ usdcMicro: 1_000_000_000n, btcUnits: 5n }), 612_000_000n, 12_000_000n, { target: "btc" })).toEqual({
+      holdings: h({ usdcMicro: 388_000_000n, btcUnits: 1_000_005n }),
+      bought: { BTC: 1_000_000n },
+      repaidMicro: 0n,
+    });
+    expect(convert.ledger(h({ usdcMicro: 612_000_000n, ethUnits: 5n }), 612_000_000n, 12_000_000n, {})).toEqual({
+      holdings: h({ usdcMicro: 0n, ethUnits: 200_000_000_000_000_005n }),
+      bought: { ETH: 200_000_000_000_000_000n },
+      repaidMicro: 0n,
+    });
     expect(() => convert.ledger(h({ usdcMicro: 611_999_999n }), 612_000_000n, 0n, {})).toThrow("convert needs 612 USDC idle; the treasury holds 611.999999");
     expect(convert.walletNeeds(5n, { debtMicro: 0n, holdings: { aUsdc: 0n, aWeth: 0n, aBtc: 0n, walletUsdc: 0n } }, {})).toEqual({ usdcMicro: 5n });
     expect(convert.sandboxUsdcMicro(5n)).toBe(5n);
@@ -102,11 +147,20 @@ describe("convert", () => {
 
   it("plans the fee, the USDC approval to the router, the swap bounded 1% under the pool's quote, then the bought asset's approval and supply of the bound (main)", () => {
     const steps = convert.plan(c, { amountMicro: 612_000_000n, feeMicro: 12_000_000n, feeRecipient: FEE, params: { target: "btc", quoted: "1000000" } });
-    expect(steps.map((s) => [s.kind, s.main, s.to])).toEqual([["fee_transfer", false, m.usdc], ["approval", false, m.usdc], ["swap", false, router], ["approval", false, m.btc], ["pool_call", true, m.pool]]);
+    expect(steps.map((s) => [s.kind, s.main, s.to])).toEqual([
+      ["fee_transfer", false, m.usdc],
+      ["approval", false, m.usdc],
+      ["swap", false, router],
+      ["approval", false, m.btc],
+      ["pool_call", true, m.pool],
+    ]);
     expect(steps.map((s) => decode(s.data))).toEqual([
       { functionName: "transfer", args: [FEE, 12_000_000n] },
       { functionName: "approve", args: [router, 600_000_000n] },
-      { functionName: "exactInputSingle", args: [{ tokenIn: m.usdc, tokenOut: m.btc, fee: 500, recipient: wallet, amountIn: 600_000_000n, amountOutMinimum: 990_000n, sqrtPriceLimitX96: 0n }] },
+      {
+        functionName: "exactInputSingle",
+        args: [{ tokenIn: m.usdc, tokenOut: m.btc, fee: 500, recipient: wallet, amountIn: 600_000_000n, amountOutMinimum: 990_000n, sqrtPriceLimitX96: 0n }],
+      },
       { functionName: "approve", args: [m.pool, 990_000n] },
       { functionName: "supply", args: [m.btc, 990_000n, wallet, 0] },
     ]);
@@ -117,8 +171,16 @@ describe("convert", () => {
 
   it("its receipt: the target and the estimated amount (the ledger's purchase, else the sandbox's price)", () => {
     const r = { id: "cnv_1", amountMicro: 612_000_000n, fee: fee(12_000_000n), ltvBefore: 0, debtAfterMicro: 0n };
-    expect(convert.receipt({ ...r, params: { target: "btc" }, ledger: null })).toEqual({ conversion_id: "cnv_1", target: "btc", estimated_amount: 0.01, fee_basis: "2% of the amount" });
-    expect(convert.receipt({ ...r, params: { target: "eth" }, ledger: { holdings: h(), bought: { ETH: 5n * 10n ** 17n }, repaidMicro: 0n } })).toMatchObject({ target: "eth", estimated_amount: 0.5 });
+    expect(convert.receipt({ ...r, params: { target: "btc" }, ledger: null })).toEqual({
+      conversion_id: "cnv_1",
+      target: "btc",
+      estimated_amount: 0.01,
+      fee_basis: "2% of the amount",
+    });
+    expect(convert.receipt({ ...r, params: { target: "eth" }, ledger: { holdings: h(), bought: { ETH: 5n * 10n ** 17n }, repaidMicro: 0n } })).toMatchObject({
+      target: "eth",
+      estimated_amount: 0.5,
+    });
     expect(convert.receipt({ ...r, params: { target: "eth" }, ledger: { holdings: h(), bought: {}, repaidMicro: 0n } })).toMatchObject({ estimated_amount: 0 });
     expect(convert.cli.body(5, { target: "btc" })).toEqual({ amount_usdc: 5, target: "btc" });
     expect(convert.cli.body(5, {})).toEqual({ amount_usdc: 5 });
@@ -138,19 +200,29 @@ describe("convert", () => {
     expect(check([{ ...ai, amount: 1_000n }, { ...sw, amount: 1_000n }, ao, su], 1_000n, "eth", [{ ...floors[0]!, amountIn: 1_000n }])).toBe(4);
     expect(refusalOf(() => check([f, ai, sw, ao, su], 1_001n))).toBe("the conversion moves 0.001 USDC, not 0.001001");
     expect(refusalOf(() => check([f, { ...ai, amount: 979n }, sw, ao, su]))).toBe("the USDC approval does not equal the swap");
-    expect(refusalOf(() => check([f, ai, sw, ao, su], 1_000n, "eth", [{ ...floors[0]!, floor: 51n }]))).toBe("the convert's swap accepts as little as 50 units, under the 51 units the policy's maximum slippage allows");
-    expect(refusalOf(() => check([f, ai, sw, { ...ao, amount: 51n }, { ...su, amount: 51n }]))).toBe("the supply of the bought asset does not match the swap's guaranteed output");
+    expect(refusalOf(() => check([f, ai, sw, ao, su], 1_000n, "eth", [{ ...floors[0]!, floor: 51n }]))).toBe(
+      "the convert's swap accepts as little as 50 units, under the 51 units the policy's maximum slippage allows",
+    );
+    expect(refusalOf(() => check([f, ai, sw, { ...ao, amount: 51n }, { ...su, amount: 51n }]))).toBe(
+      "the supply of the bought asset does not match the swap's guaranteed output",
+    );
     expect(refusalOf(() => check([f, ai, sw, { ...ao, amount: 49n }, su]))).toBe("the supply of the bought asset does not match the swap's guaranteed output");
     expect(check([f, ai, sw, { ...ao, amount: 49n }, { ...su, amount: 49n }])).toBe(5);
     // the swap buys another asset than asked, or goes elsewhere than the router
     expect(refusalOf(() => check([f, ai, sw, ao, su], 1_000n, "btc"))).toBe("the convert needs exactly one USDC to btc swap; the envelope has 0");
     expect(refusalOf(() => check([f, ai, { ...sw, to: m.pool }, ao, su]))).toBe("the convert needs exactly one USDC to eth swap; the envelope has 0");
     expect(refusalOf(() => check([f, ai, { ...sw, token: m.weth }, ao, su]))).toMatch(/USDC to eth swap; the envelope has 0$/);
-    expect(refusalOf(() => check([f, { ...ai, counterparty: m.pool }, sw, ao, su]))).toBe("the convert needs exactly one USDC approval to the router; the envelope has 0");
+    expect(refusalOf(() => check([f, { ...ai, counterparty: m.pool }, sw, ao, su]))).toBe(
+      "the convert needs exactly one USDC approval to the router; the envelope has 0",
+    );
     expect(refusalOf(() => check([f, { ...ai, token: m.weth }, sw, ao, su]))).toMatch(/USDC approval to the router; the envelope has 0$/);
-    expect(refusalOf(() => check([f, ai, sw, ao, { ...su, token: m.btc }]))).toBe("the convert needs exactly one supply of the bought asset; the envelope has 0");
+    expect(refusalOf(() => check([f, ai, sw, ao, { ...su, token: m.btc }]))).toBe(
+      "the convert needs exactly one supply of the bought asset; the envelope has 0",
+    );
     expect(refusalOf(() => check([f, ai, sw, ao, { ...su, to: m.weth }]))).toMatch(/supply of the bought asset; the envelope has 0$/);
-    expect(refusalOf(() => check([f, ai, sw, { ...ao, counterparty: router }, su]))).toBe("the convert needs exactly one approval of the bought asset to the Pool; the envelope has 0");
+    expect(refusalOf(() => check([f, ai, sw, { ...ao, counterparty: router }, su]))).toBe(
+      "the convert needs exactly one approval of the bought asset to the Pool; the envelope has 0",
+    );
     expect(refusalOf(() => check([f, ai, sw, { ...ao, token: m.usdc }, su]))).toMatch(/approval of the bought asset to the Pool; the envelope has 0$/);
   });
 });

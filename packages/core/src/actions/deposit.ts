@@ -22,7 +22,12 @@ export const DepositRequest = z
       .strictObject({ btc: z.number().min(0).max(100), eth: z.number().min(0).max(100) })
       .refine((a) => a.btc + a.eth === 100, { message: "btc and eth must add up to 100" })
       .optional()
-      .openapi(schemaRules({ description: "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100", [X_RULES.sumEquals]: { members: ["btc", "eth"], equals: 100 } })),
+      .openapi(
+        schemaRules({
+          description: "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100",
+          [X_RULES.sumEquals]: { members: ["btc", "eth"], equals: 100 },
+        }),
+      ),
   })
   .openapi("DepositRequest", schemaRules(AMOUNT_ALIAS_RULES));
 
@@ -38,7 +43,8 @@ export const deposit: ActionDeclaration<"deposit"> = {
     path: "/api/v1/deposits",
     operationId: "createDeposit",
     summary: "Deposit USDC (2% entry fee; minimum 100 USDC)",
-    toolDescription: "Deposit USDC (minimum 100; 2% fee). Wallet-mode treasuries get an unsigned envelope of real Aave V3 calls to sign and relay; managed ones execute in simulation.",
+    toolDescription:
+      "Deposit USDC (minimum 100; 2% fee). Wallet-mode treasuries get an unsigned envelope of real Aave V3 calls to sign and relay; managed ones execute in simulation.",
     example: { amount_usdc: 1000 },
     price: { atomic: 50_000n, description: "Prepare or execute a deposit" },
   },
@@ -68,7 +74,12 @@ export const deposit: ActionDeclaration<"deposit"> = {
     fee_basis: fee.basis,
     allocation: params.allocation ?? { btc: 50, eth: 50 },
     ...(ledger
-      ? { bought: { btc: Number(formatDecimal(ledger.bought.BTC ?? 0n, ASSETS.BTC.decimals)), eth: Number(formatDecimal(ledger.bought.ETH ?? 0n, ASSETS.ETH.decimals)) } }
+      ? {
+          bought: {
+            btc: Number(formatDecimal(ledger.bought.BTC ?? 0n, ASSETS.BTC.decimals)),
+            eth: Number(formatDecimal(ledger.bought.ETH ?? 0n, ASSETS.ETH.decimals)),
+          },
+        }
       : {}),
   }),
   signer: {
@@ -78,7 +89,10 @@ export const deposit: ActionDeclaration<"deposit"> = {
       const f = x.fee();
       const s = x.only("supply", (c) => c.token === x.usdc && c.to === x.pool, "USDC supply to the Pool");
       const a = x.only("approve", (c) => c.token === x.usdc && c.counterparty === x.pool, "USDC approval to the Pool");
-      if (s.amount + f !== amountMicro) x.refuse(`the deposit moves ${formatDecimal(s.amount + f, 6)} USDC (supply ${formatDecimal(s.amount, 6)} + fee ${formatDecimal(f, 6)}), not the ${formatDecimal(amountMicro, 6)} asked for`);
+      if (s.amount + f !== amountMicro)
+        x.refuse(
+          `the deposit moves ${formatDecimal(s.amount + f, 6)} USDC (supply ${formatDecimal(s.amount, 6)} + fee ${formatDecimal(f, 6)}), not the ${formatDecimal(amountMicro, 6)} asked for`,
+        );
       if (a.amount !== s.amount) x.refuse("the approval does not equal the supply");
       return 2 + (f > 0n ? 1 : 0);
     },

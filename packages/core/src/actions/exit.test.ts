@@ -30,9 +30,12 @@ const snapshot = (over: Partial<ExitSnapshot> = {}): ExitSnapshot => ({
   ...over,
 });
 /** the oracle's value less 0.5%: a pool a little under the oracle */
-const quote = async (symbol: "ETH" | "BTC", units: bigint) => (units * (symbol === "ETH" ? 3_000_000_000n : 60_000_000_000n) * 995n) / (1000n * (symbol === "ETH" ? ETH : 10n ** 8n));
+const quote = async (symbol: "ETH" | "BTC", units: bigint) =>
+  (units * (symbol === "ETH" ? 3_000_000_000n : 60_000_000_000n) * 995n) / (1000n * (symbol === "ETH" ? ETH : 10n ** 8n));
 const calls = (steps: ReturnType<typeof exitSteps>) =>
-  steps.filter((s) => s.to === m.pool).map((s) => decodeFunctionData({ abi: AAVE_POOL_ABI, data: s.data }) as { functionName: string; args: readonly unknown[] });
+  steps
+    .filter((s) => s.to === m.pool)
+    .map((s) => decodeFunctionData({ abi: AAVE_POOL_ABI, data: s.data }) as { functionName: string; args: readonly unknown[] });
 
 describe("exit", () => {
   it("with enough USDC in the wallet: one approval and the max repay, then every supply withdrawn with max", async () => {
@@ -42,7 +45,10 @@ describe("exit", () => {
     const c = calls(exitSteps(stepContext("base", wallet), plan));
     expect(c.map((x) => x.functionName)).toEqual(["repay", "withdraw", "withdraw"]);
     expect(c[0]!.args).toEqual([m.usdc, maxUint256, 2n, wallet]);
-    expect(c.slice(1).map((x) => [x.args[0], x.args[1], x.args[2]])).toEqual([[m.weth, maxUint256, wallet], [m.btc, maxUint256, wallet]]);
+    expect(c.slice(1).map((x) => [x.args[0], x.args[1], x.args[2]])).toEqual([
+      [m.weth, maxUint256, wallet],
+      [m.btc, maxUint256, wallet],
+    ]);
   });
 
   it("supplied USDC repays first (repayWithATokens max); what it leaves over is withdrawn", async () => {
@@ -92,7 +98,12 @@ describe("exit", () => {
   it("supplied USDC within the interest of the debt: a bounded repayWithATokens leaves one unit for the max repayment, the rest of the supply withdrawn", async () => {
     const s = snapshot({ supplied: { USDC: 18_000_000_001n, ETH: ETH, BTC: 0n }, walletUsdc: 20_000_000n });
     const plan = await withQuotes(s, false, quote);
-    expect([plan.repayWithATokens, plan.approval, plan.rounds, plan.withdrawAll]).toEqual([String(s.debt - 1n), String(1n + 18_000_000n + 1n), [], ["USDC", "ETH"]]);
+    expect([plan.repayWithATokens, plan.approval, plan.rounds, plan.withdrawAll]).toEqual([
+      String(s.debt - 1n),
+      String(1n + 18_000_000n + 1n),
+      [],
+      ["USDC", "ETH"],
+    ]);
     const c = calls(exitSteps(stepContext("base", wallet), plan));
     expect(c.map((x) => x.functionName)).toEqual(["repayWithATokens", "repay", "withdraw", "withdraw"]);
     expect(c[1]!.args[1]).toBe(maxUint256);
@@ -102,7 +113,13 @@ describe("exit", () => {
   });
 
   it("a round that takes all that is left of an asset says so (withdrawn with max)", () => {
-    const { rounds } = sizeExit(snapshot({ supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 0n }, debt: 1_000_000_000n, price: { USDC: 1_000_000n, ETH: 3_000_000_000n, BTC: 60_000_000_000n } }));
+    const { rounds } = sizeExit(
+      snapshot({
+        supplied: { USDC: 0n, ETH: 10n * ETH, BTC: 0n },
+        debt: 1_000_000_000n,
+        price: { USDC: 1_000_000n, ETH: 3_000_000_000n, BTC: 60_000_000_000n },
+      }),
+    );
     for (const r of rounds) if (r.all) expect(r.units).toBeGreaterThan(0n);
     const tiny = sizeExit(snapshot({ supplied: { USDC: 0n, ETH: 1n * ETH, BTC: 0n }, debt: 2_000_000_000n, walletUsdc: 0n }));
     expect(tiny.rounds.every((r) => r.all === (r.units === 1n * ETH) || !r.all)).toBe(true);
@@ -147,7 +164,13 @@ describe("exit", () => {
     // a pool far under the oracle: its rounds would repay less than sized, the health factor would fall under 1.05; refused before any envelope
     await expect(withQuotes(snapshot(), false, async (_s, units) => (units * 2_000_000_000n) / ETH)).rejects.toThrow(/too far under/);
     // the wallet's USDC and a little collateral sold at such a pool guarantee less than the debt
-    await expect(withQuotes(snapshot({ debt: 1_000_000_000n, walletUsdc: 990_000_000n, supplied: { USDC: 0n, ETH: ETH, BTC: 0n } }), false, async (_s, units) => (units * 1_500_000_000n) / ETH)).rejects.toThrow(/would guarantee/);
+    await expect(
+      withQuotes(
+        snapshot({ debt: 1_000_000_000n, walletUsdc: 990_000_000n, supplied: { USDC: 0n, ETH: ETH, BTC: 0n } }),
+        false,
+        async (_s, units) => (units * 1_500_000_000n) / ETH,
+      ),
+    ).rejects.toThrow(/would guarantee/);
   });
 
   it("property: for any position under the threshold, every round leaves HF >= 1.05 and the rounds cover the debt", async () => {
@@ -183,7 +206,9 @@ const rule = (cs: DecodedCall[], intent: Partial<SignerIntent> = {}, floors: Swa
   exit.signer.check(cs, { amountMicro: 0n, ...intent }, signerRuleContext("exit", cs, { ...m, router }, 0n, 0n, 200, floors));
 /** the signer's own floors, here exactly each swap's bound */
 const floorsOf = (cs: DecodedCall[]): SwapFloor[] =>
-  cs.filter((c) => c.role === "swap").map((c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: (c.args[0] as { amountOutMinimum: bigint }).amountOutMinimum }));
+  cs
+    .filter((c) => c.role === "swap")
+    .map((c) => ({ token: c.token, tokenOut: c.counterparty!, amountIn: c.amount, floor: (c.args[0] as { amountOutMinimum: bigint }).amountOutMinimum }));
 const pos = (debt: bigint, supplied: Partial<Record<`0x${string}`, bigint>> = {}) => ({ debt, supplied: supplied as Record<`0x${string}`, bigint> });
 
 describe("exit: the declaration", () => {
@@ -201,12 +226,18 @@ describe("exit: the declaration", () => {
     // its value is the debt it repays; unplanned: nothing
     expect(exit.valueMicro!(planned, () => 1n)).toBe(s.debt);
     expect(exit.valueMicro!({}, () => 1n)).toBe(0n);
-    expect(exit.effect({ collateralMicro: 5n, debtMicro: 3n, liquidationThresholdBps: 8000 }, 0n, { feeMicro: 0n, feeBps: 0n, basis: "" })).toEqual({ collateralMicro: 0n, debtMicro: 0n, liquidationThresholdBps: 8000 });
+    expect(exit.effect({ collateralMicro: 5n, debtMicro: 3n, liquidationThresholdBps: 8000 }, 0n, { feeMicro: 0n, feeBps: 0n, basis: "" })).toEqual({
+      collateralMicro: 0n,
+      debtMicro: 0n,
+      liquidationThresholdBps: 8000,
+    });
   });
 
   it("plans the calls of its planned exit only; its title and receipt say what it does", async () => {
     const c = stepContext("base", wallet);
-    expect(() => exit.plan(c, { amountMicro: 0n, feeMicro: 0n, feeRecipient: wallet, params: {} })).toThrow("an exit is planned on the chain's figures first (params.exit)");
+    expect(() => exit.plan(c, { amountMicro: 0n, feeMicro: 0n, feeRecipient: wallet, params: {} })).toThrow(
+      "an exit is planned on the chain's figures first (params.exit)",
+    );
     const planned = await exit.planOnChain!({}, snapshot(), quote);
     const plan = JSON.parse(planned.exit!) as ExitPlan;
     expect(exit.plan(c, { amountMicro: 0n, feeMicro: 0n, feeRecipient: wallet, params: planned })).toEqual(exitSteps(c, plan));
@@ -214,8 +245,20 @@ describe("exit: the declaration", () => {
     expect(exit.title!({ sell: true }, 0n)).toBe("exit: repay all USDC debt, withdraw everything supplied, sell the ETH and BTC for USDC");
     const fee = { feeMicro: 0n, feeBps: 0n, basis: "" };
     const base = { id: "ext_1", amountMicro: 0n, fee, ltvBefore: 0, debtAfterMicro: 0n };
-    expect(exit.receipt({ ...base, params: planned, ledger: null })).toEqual({ exit_id: "ext_1", repaid_usdc: 18_000, sold: false, rounds_from_collateral: plan.rounds.length, withdrawn: ["ETH"] });
-    expect(exit.receipt({ ...base, params: { sell: true }, ledger: { holdings: { btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n }, bought: {}, repaidMicro: 2_500_000n } })).toEqual({ exit_id: "ext_1", repaid_usdc: 2.5, sold: true });
+    expect(exit.receipt({ ...base, params: planned, ledger: null })).toEqual({
+      exit_id: "ext_1",
+      repaid_usdc: 18_000,
+      sold: false,
+      rounds_from_collateral: plan.rounds.length,
+      withdrawn: ["ETH"],
+    });
+    expect(
+      exit.receipt({
+        ...base,
+        params: { sell: true },
+        ledger: { holdings: { btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n }, bought: {}, repaidMicro: 2_500_000n },
+      }),
+    ).toEqual({ exit_id: "ext_1", repaid_usdc: 2.5, sold: true });
     expect(exit.onExecuted!({ debtMicro: 1_500_000n })).toEqual({ remaining_borrow: 1.5 });
     expect(exit.cli.body(0, { sell: true })).toEqual({ sell: true });
     expect(exit.cli.body(0, {})).toEqual({});
@@ -223,15 +266,29 @@ describe("exit: the declaration", () => {
 
   it("on a chain: a wallet with nothing on Aave has nothing to exit; any debt or supply is enough; it spends no USDC of the sandbox's", () => {
     const none = { debtMicro: 0n, holdings: { aUsdc: 0n, aWeth: 0n, aBtc: 0n, walletUsdc: 9n } };
-    expect(exit.walletNeeds(0n, none, {})).toEqual({ usdcMicro: 0n, refusal: { code: "insufficient_collateral", message: "the wallet has no position on Aave to exit" } });
-    for (const some of [{ debtMicro: 1n }, { holdings: { ...none.holdings, aUsdc: 1n } }, { holdings: { ...none.holdings, aWeth: 1n } }, { holdings: { ...none.holdings, aBtc: 1n } }]) {
+    expect(exit.walletNeeds(0n, none, {})).toEqual({
+      usdcMicro: 0n,
+      refusal: { code: "insufficient_collateral", message: "the wallet has no position on Aave to exit" },
+    });
+    for (const some of [
+      { debtMicro: 1n },
+      { holdings: { ...none.holdings, aUsdc: 1n } },
+      { holdings: { ...none.holdings, aWeth: 1n } },
+      { holdings: { ...none.holdings, aBtc: 1n } },
+    ]) {
       expect(exit.walletNeeds(0n, { ...none, ...some }, {})).toEqual({ usdcMicro: 0n });
     }
     expect(exit.sandboxUsdcMicro(5n)).toBe(0n);
   });
 
   it("on a ledger: the idle USDC repays first, then ETH, then BTC at the sandbox's prices; the rest is withdrawn (or sold); nothing held, or too little, is refused", () => {
-    const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }>) => ({ btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n, ...over });
+    const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }>) => ({
+      btcUnits: 0n,
+      ethUnits: 0n,
+      usdcMicro: 0n,
+      debtMicro: 0n,
+      ...over,
+    });
     expect(() => exit.ledger(h({ usdcMicro: 5n }), 0n, 0n, {})).toThrow("the treasury holds nothing to exit");
     // 1,000 USDC of debt, 400 idle: 600 from ETH at 3,000 = 0.2 ETH; 0.3 ETH withdrawn
     const r = exit.ledger(h({ usdcMicro: 400_000_000n, debtMicro: 1_000_000_000n, ethUnits: ETH / 2n, btcUnits: 10n ** 8n }), 0n, 0n, {});
@@ -259,7 +316,12 @@ describe("exit: the edges of its plan and of its rule", () => {
     expect(at(debt)).toEqual({ call: debt - 1n, repaid: debt - 1n, left: 1n, usdcLeftSupplied: true });
     expect(at(debt - 1n)).toEqual({ call: "max", repaid: debt - 1n, left: 1n, usdcLeftSupplied: false });
     expect(at(0n)).toEqual({ call: 0n, repaid: 0n, left: debt, usdcLeftSupplied: false });
-    expect(fromSuppliedUsdc(snapshot({ debt: 0n, supplied: { USDC: 5n, ETH: 0n, BTC: 0n } }))).toEqual({ call: 0n, repaid: 0n, left: 0n, usdcLeftSupplied: true });
+    expect(fromSuppliedUsdc(snapshot({ debt: 0n, supplied: { USDC: 5n, ETH: 0n, BTC: 0n } }))).toEqual({
+      call: 0n,
+      repaid: 0n,
+      left: 0n,
+      usdcLeftSupplied: true,
+    });
   });
 
   it("the order of the rounds follows the liquidation thresholds, whichever asset is lower; an asset with nothing supplied needs no price", () => {
@@ -270,10 +332,16 @@ describe("exit: the edges of its plan and of its rule", () => {
   });
 
   it("refusals say why, with the health factor they keep: too close, too many rounds, a pool too far under", async () => {
-    expect(() => sizeExit(snapshot({ debt: 25_000_000_000n }))).toThrow("the position is too close to liquidation to withdraw collateral first (health factor under 1.05): repay some USDC from the wallet, then exit");
+    expect(() => sizeExit(snapshot({ debt: 25_000_000_000n }))).toThrow(
+      "the position is too close to liquidation to withdraw collateral first (health factor under 1.05): repay some USDC from the wallet, then exit",
+    );
     // just above 1.05: each round may take only a little, and eight do not reach the debt
-    expect(() => sizeExit(snapshot({ debt: 23_000_000_000n }))).toThrow("the exit needs more than 8 rounds of selling collateral: repay some USDC from the wallet first");
-    await expect(withQuotes(snapshot(), false, async (_s, units) => (units * 2_000_000_000n) / ETH)).rejects.toThrow("the pool's prices are too far under the oracle's for the rounds to keep the health factor at 1.05: repay some USDC from the wallet first");
+    expect(() => sizeExit(snapshot({ debt: 23_000_000_000n }))).toThrow(
+      "the exit needs more than 8 rounds of selling collateral: repay some USDC from the wallet first",
+    );
+    await expect(withQuotes(snapshot(), false, async (_s, units) => (units * 2_000_000_000n) / ETH)).rejects.toThrow(
+      "the pool's prices are too far under the oracle's for the rounds to keep the health factor at 1.05: repay some USDC from the wallet first",
+    );
   });
 
   it("an asset a round took whole is neither withdrawn again nor sold; no sale of an asset not supplied; no sale unless asked", async () => {
@@ -291,13 +359,21 @@ describe("exit: the edges of its plan and of its rule", () => {
     expect(steps.at(-1)!.summary.description).toMatch(/\(1% below the pool's quote\) in the 0.05% pool$/);
   });
 
-
   it("on a ledger: collateral alone (no debt) is withdrawn; debt paid by idle USDC alone is closed; the refusal is a ledger error with its code", () => {
-    const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }>) => ({ btcUnits: 0n, ethUnits: 0n, usdcMicro: 0n, debtMicro: 0n, ...over });
+    const h = (over: Partial<{ btcUnits: bigint; ethUnits: bigint; usdcMicro: bigint; debtMicro: bigint }>) => ({
+      btcUnits: 0n,
+      ethUnits: 0n,
+      usdcMicro: 0n,
+      debtMicro: 0n,
+      ...over,
+    });
     expect(exit.ledger(h({ ethUnits: 1n }), 0n, 0n, {}).holdings).toEqual(h({}));
     expect(exit.ledger(h({ btcUnits: 1n }), 0n, 0n, {}).holdings).toEqual(h({}));
     expect(exit.ledger(h({ debtMicro: 5n, usdcMicro: 7n }), 0n, 0n, {})).toEqual({ holdings: h({ usdcMicro: 2n }), bought: {}, repaidMicro: 5n });
-    for (const [held, code] of [[h({}), "insufficient_balance"], [h({ debtMicro: 5n }), "insufficient_balance"]] as const) {
+    for (const [held, code] of [
+      [h({}), "insufficient_balance"],
+      [h({ debtMicro: 5n }), "insufficient_balance"],
+    ] as const) {
       try {
         exit.ledger(held, 0n, 0n, {});
         throw new Error("expected a refusal");
@@ -307,14 +383,34 @@ describe("exit: the edges of its plan and of its rule", () => {
       }
     }
     // unplanned and without a ledger: nothing is said to be repaid
-    expect(exit.receipt({ id: "ext_2", amountMicro: 0n, fee: { feeMicro: 0n, feeBps: 0n, basis: "" }, params: {}, ledger: null, ltvBefore: 0, debtAfterMicro: 0n })).toEqual({ exit_id: "ext_2", repaid_usdc: 0, sold: false });
+    expect(
+      exit.receipt({ id: "ext_2", amountMicro: 0n, fee: { feeMicro: 0n, feeBps: 0n, basis: "" }, params: {}, ledger: null, ltvBefore: 0, debtAfterMicro: 0n }),
+    ).toEqual({ exit_id: "ext_2", repaid_usdc: 0, sold: false });
   });
 
   describe("the rule, on envelopes a tampering gateway could send", () => {
-    const usdcApproval = (amount: bigint): DecodedCall => ({ functionName: "approve", role: "approve", args: [], to: m.usdc, token: m.usdc, amount, counterparty: m.pool, usdcMoved: 0n });
+    const usdcApproval = (amount: bigint): DecodedCall => ({
+      functionName: "approve",
+      role: "approve",
+      args: [],
+      to: m.usdc,
+      token: m.usdc,
+      amount,
+      counterparty: m.pool,
+      usdcMoved: 0n,
+    });
     const maxRepay: DecodedCall = { functionName: "repay", role: "repay", args: [], to: m.pool, token: m.usdc, amount: maxUint256, usdcMoved: 0n };
     const w = (amount: bigint): DecodedCall => ({ functionName: "withdraw", role: "withdraw", args: [], to: m.pool, token: m.weth, amount, usdcMoved: 0n });
-    const sw = (amount: bigint): DecodedCall => ({ functionName: "exactInputSingle", role: "swap", args: [{ amountOutMinimum: 1n }], to: router, token: m.weth, amount, counterparty: m.usdc, usdcMoved: 0n });
+    const sw = (amount: bigint): DecodedCall => ({
+      functionName: "exactInputSingle",
+      role: "swap",
+      args: [{ amountOutMinimum: 1n }],
+      to: router,
+      token: m.weth,
+      amount,
+      counterparty: m.usdc,
+      usdcMoved: 0n,
+    });
     const sold = "a withdrawal before the exit's last repayment must be sold at once for the same units";
     const position = pos(1_000n, { [m.weth]: 10_000n });
 
@@ -327,7 +423,9 @@ describe("exit: the edges of its plan and of its rule", () => {
     });
 
     it("a second sale of one withdrawal (units the wallet held before, sold ahead of the repayment)", () => {
-      expect(refusalOf(() => rule([w(5n), sw(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe("a swap before the exit's last repayment must sell a withdrawal");
+      expect(refusalOf(() => rule([w(5n), sw(5n), sw(5n), usdcApproval(10n), maxRepay], { position }))).toBe(
+        "a swap before the exit's last repayment must sell a withdrawal",
+      );
     });
 
     it("a max withdrawal sold for exactly the supply less 0.1% passes, one unit less is refused", () => {
@@ -336,4 +434,3 @@ describe("exit: the edges of its plan and of its rule", () => {
     });
   });
 });
-

@@ -27,7 +27,20 @@ import { closed } from "../domain/position";
 import { LedgerError, type ActionParams } from "../domain/sandbox-ledger";
 import { z } from "../schemas/zod";
 import { PlanRefusal, type ActionDeclaration, type MarketSnapshot } from "./declaration";
-import { ALL, approve, minOutOf, POOL_NAME, repay as repayCall, repayWithATokens, ROUTER_NAME, swapExactIn, tokenOf, withdraw as withdrawCall, type PlannedStep, type StepContext } from "./steps";
+import {
+  ALL,
+  approve,
+  minOutOf,
+  POOL_NAME,
+  repay as repayCall,
+  repayWithATokens,
+  ROUTER_NAME,
+  swapExactIn,
+  tokenOf,
+  withdraw as withdrawCall,
+  type PlannedStep,
+  type StepContext,
+} from "./steps";
 import { swapRouter02 } from "../contracts/uniswap";
 
 /** the health factor each withdrawal of collateral stops at, in basis points (1.05) */
@@ -41,7 +54,9 @@ export const EXIT_MAX_ROUNDS = 8;
 
 export const ExitRequest = z
   .strictObject({
-    sell: z.boolean().optional().openapi({ description: "also sell the ETH and BTC withdrawn for USDC (each swap bounded 1% under the pool's quote); default false: they stay in the wallet" }),
+    sell: z.boolean().optional().openapi({
+      description: "also sell the ETH and BTC withdrawn for USDC (each swap bounded 1% under the pool's quote); default false: they stay in the wallet",
+    }),
   })
   .openapi("ExitRequest", { description: "close the position: repay all debt, withdraw everything supplied, optionally sell it" });
 
@@ -104,7 +119,8 @@ export function fromSuppliedUsdc(s: ExitSnapshot): { call: "max" | bigint; repai
  * quote: `withQuotes`). Pure: the order and the amounts that never cross Aave's liquidation threshold.
  */
 export function sizeExit(s: ExitSnapshot): { needed: bigint; rounds: { symbol: Volatile; units: bigint; all: boolean }[] } {
-  for (const a of VOLATILE) if (s.supplied[a] > 0n && s.price[a] <= 0n) throw new ExitRefusal(`the oracle gives ${a} no price: an exit cannot be planned on it`);
+  for (const a of VOLATILE)
+    if (s.supplied[a] > 0n && s.price[a] <= 0n) throw new ExitRefusal(`the oracle gives ${a} no price: an exit cannot be planned on it`);
   const { left } = fromSuppliedUsdc(s);
   const needed = left === 0n ? 0n : left + bufferOf(s.debt);
   const remaining: Record<Volatile, bigint> = { ETH: s.supplied.ETH, BTC: s.supplied.BTC };
@@ -121,12 +137,20 @@ export function sizeExit(s: ExitSnapshot): { needed: bigint; rounds: { symbol: V
     // the most this withdrawal may take and leave the health factor at EXIT_HEALTH: (weighted - h x debt) / lt;
     // a supply that is not collateral (lt 0) leaves the health factor where it is
     const room = s.lt[symbol] === 0n ? have : (weighted - EXIT_HEALTH_BPS * debt) / s.lt[symbol];
-    if (room <= 0n) throw new ExitRefusal(`the position is too close to liquidation to withdraw collateral first (health factor under ${Number(EXIT_HEALTH_BPS) / 10_000}): repay some USDC from the wallet, then exit`);
+    if (room <= 0n)
+      throw new ExitRefusal(
+        `the position is too close to liquidation to withdraw collateral first (health factor under ${Number(EXIT_HEALTH_BPS) / 10_000}): repay some USDC from the wallet, then exit`,
+      );
     const want = ceilDiv(short * 10_000n, 10_000n - EXIT_SIZING_HAIRCUT_BPS);
     const take = minBig(have, minBig(room, want));
     // bounded by the health factor: rounded down (never past 1.05); sized to the need: rounded up (its value covers it)
     const byRoom = take === room && room < want;
-    const units = take === have ? remaining[symbol] : byRoom ? unitsFor(symbol, take, s.price[symbol]) : minBig(remaining[symbol], ceilDiv(take * 10n ** BigInt(ASSETS[symbol].decimals), s.price[symbol]));
+    const units =
+      take === have
+        ? remaining[symbol]
+        : byRoom
+          ? unitsFor(symbol, take, s.price[symbol])
+          : minBig(remaining[symbol], ceilDiv(take * 10n ** BigInt(ASSETS[symbol].decimals), s.price[symbol]));
     if (units === 0n) throw new ExitRefusal("the collateral left is too small to sell");
     const all = units === remaining[symbol];
     const value = all ? have : valueOf(symbol, units, s.price[symbol]);
@@ -172,7 +196,9 @@ export async function withQuotes(s: ExitSnapshot, sell: boolean, quote: (from: V
     weighted -= valueOf(r.symbol, r.units, s.price[r.symbol]) * s.lt[r.symbol];
     remaining[r.symbol] -= r.units;
     if (weighted < EXIT_HEALTH_BPS * debt) {
-      throw new ExitRefusal(`the pool's prices are too far under the oracle's for the rounds to keep the health factor at ${Number(EXIT_HEALTH_BPS) / 10_000}: repay some USDC from the wallet first`);
+      throw new ExitRefusal(
+        `the pool's prices are too far under the oracle's for the rounds to keep the health factor at ${Number(EXIT_HEALTH_BPS) / 10_000}: repay some USDC from the wallet first`,
+      );
     }
     const minOut = await next(r.symbol, r.units);
     guaranteed += minOut;
@@ -182,13 +208,24 @@ export async function withQuotes(s: ExitSnapshot, sell: boolean, quote: (from: V
     rounds.push({ symbol: r.symbol, units: r.units.toString(), all: r.all, minOut: minOut.toString(), repay: repay.toString() });
   }
   if (guaranteed < sized.needed) {
-    throw new ExitRefusal(`at the pool's prices the collateral sold would guarantee ${formatDecimal(guaranteed, 6)} USDC of the ${formatDecimal(sized.needed, 6)} the debt needs: repay some USDC from the wallet first`);
+    throw new ExitRefusal(
+      `at the pool's prices the collateral sold would guarantee ${formatDecimal(guaranteed, 6)} USDC of the ${formatDecimal(sized.needed, 6)} the debt needs: repay some USDC from the wallet first`,
+    );
   }
   const withdrawAll: AssetSymbol[] = supplied.usdcLeftSupplied ? ["USDC"] : [];
   for (const a of VOLATILE) if (remaining[a] > 0n) withdrawAll.push(a);
   const sales: ExitPlan["sales"] = [];
-  if (sell) for (const symbol of VOLATILE) if (remaining[symbol] > 0n) sales.push({ symbol, units: remaining[symbol].toString(), minOut: (await next(symbol, remaining[symbol])).toString() });
-  return { debt: s.debt.toString(), repayWithATokens: supplied.call === "max" ? "max" : supplied.call.toString(), approval: sized.needed.toString(), rounds, withdrawAll, sales };
+  if (sell)
+    for (const symbol of VOLATILE)
+      if (remaining[symbol] > 0n) sales.push({ symbol, units: remaining[symbol].toString(), minOut: (await next(symbol, remaining[symbol])).toString() });
+  return {
+    debt: s.debt.toString(),
+    repayWithATokens: supplied.call === "max" ? "max" : supplied.call.toString(),
+    approval: sized.needed.toString(),
+    rounds,
+    withdrawAll,
+    sales,
+  };
 }
 
 /** the calls of a planned exit, in order */
@@ -332,17 +369,22 @@ export const exit: ActionDeclaration<"exit"> = {
       calls.forEach((c, i) => {
         if (i < end && c.role === "withdraw") {
           const next = calls.slice(i + 1).find((n) => n.role === "swap" || n.role === "withdraw");
-          if (!next || next.role !== "swap" || next.token !== c.token) x.refuse("a withdrawal before the exit's last repayment must be sold at once for the same units");
+          if (!next || next.role !== "swap" || next.token !== c.token)
+            x.refuse("a withdrawal before the exit's last repayment must be sold at once for the same units");
           // all of a supply (max): the swap sells about all of it (the supply read here, less the interest that may accrue in between)
           const all = position?.supplied[c.token];
           const sameUnits = c.amount === ALL ? all !== undefined && next!.amount >= all - all / 1_000n : next!.amount === c.amount;
           if (!sameUnits) x.refuse("a withdrawal before the exit's last repayment must be sold at once for the same units");
         }
         if (i < end && c.role === "swap") {
-          const before = calls.slice(0, i).reverse().find((n) => n.role === "swap" || n.role === "withdraw");
+          const before = calls
+            .slice(0, i)
+            .reverse()
+            .find((n) => n.role === "swap" || n.role === "withdraw");
           if (!before || before.role !== "withdraw") x.refuse("a swap before the exit's last repayment must sell a withdrawal");
         }
-        if (i > end && c.role === "withdraw" && c.amount !== ALL) x.refuse("after the exit's last repayment, only withdrawals of everything (type(uint256).max)");
+        if (i > end && c.role === "withdraw" && c.amount !== ALL)
+          x.refuse("after the exit's last repayment, only withdrawals of everything (type(uint256).max)");
         if (i > end && c.role === "swap" && intent.sell !== true) x.refuse("the exit sells collateral after its last repayment, and no sale was asked");
         if (i > end && c.role === "repay") x.refuse("a repayment after the exit's last one");
       });
@@ -350,8 +392,10 @@ export const exit: ActionDeclaration<"exit"> = {
         if (s.counterparty !== x.usdc) x.refuse("an exit's swaps sell for USDC only");
         x.floor(s);
       }
-      for (const a of calls.filter((c) => c.role === "approve")) if (a.counterparty !== x.pool && a.counterparty !== x.router) x.refuse("an exit approves the Pool and the router only");
-      for (const a of calls.filter((c) => c.role === "approve" && c.counterparty === x.pool)) if (a.token !== x.usdc) x.refuse("an exit approves only USDC to the Pool (its repayments)");
+      for (const a of calls.filter((c) => c.role === "approve"))
+        if (a.counterparty !== x.pool && a.counterparty !== x.router) x.refuse("an exit approves the Pool and the router only");
+      for (const a of calls.filter((c) => c.role === "approve" && c.counterparty === x.pool))
+        if (a.token !== x.usdc) x.refuse("an exit approves only USDC to the Pool (its repayments)");
       return calls.length;
     },
   },

@@ -32,7 +32,10 @@ const PREVIEW_ONLY = [
 ] as const satisfies readonly PositionRule[];
 
 /** every action the preview and the audit trail know (spec 4.3) */
-export const ACTIONS = [...TREASURY_ACTIONS, ...PREVIEW_ONLY.map((k) => k.name)] as [TreasuryAction | (typeof PREVIEW_ONLY)[number]["name"], ...(TreasuryAction | (typeof PREVIEW_ONLY)[number]["name"])[]];
+export const ACTIONS = [...TREASURY_ACTIONS, ...PREVIEW_ONLY.map((k) => k.name)] as [
+  TreasuryAction | (typeof PREVIEW_ONLY)[number]["name"],
+  ...(TreasuryAction | (typeof PREVIEW_ONLY)[number]["name"])[],
+];
 export type Action = (typeof ACTIONS)[number];
 
 const RULES = new Map<string, PositionRule>([...DECLARED, ...PREVIEW_ONLY].map((r) => [r.name, r]));
@@ -54,12 +57,12 @@ export const feeKindOf = (action: Action) => ruleOf(action).fee;
 /** the actions that are free, in the order of ACTIONS (fees.json free_actions) */
 export const FREE_ACTIONS = ACTIONS.filter((a) => !isUpwardLeg(a));
 
-
 /** the fee of an action on an amount at a ratchet tier */
 export const feeOf = (action: Action, amountMicro: Micro, tierIndex = 0): Fee => feeFor(feeKindOf(action), amountMicro, tierIndex);
 
 /** an action run against a position under a preset's ceiling (domain/position.ts `simulate` with the action's rule) */
-export const simulateAction = (p: Position, action: Action, amountMicro: Micro, preset: Preset, tierIndex = 0): Simulation => simulate(p, ruleOf(action), amountMicro, preset, tierIndex);
+export const simulateAction = (p: Position, action: Action, amountMicro: Micro, preset: Preset, tierIndex = 0): Simulation =>
+  simulate(p, ruleOf(action), amountMicro, preset, tierIndex);
 
 /** one line saying what an action does, for a person about to sign it */
 export const titleOf = (action: TreasuryAction, params: ActionParams, amountMicro: Micro): string => {

@@ -35,11 +35,17 @@ export const repay: ActionDeclaration<"repay"> = {
   ledger(h, amount) {
     if (h.debtMicro === 0n) throw new LedgerError("no_debt", "the treasury has no debt to repay");
     const repaid = minBig(amount, h.debtMicro);
-    if (h.usdcMicro < repaid) throw new LedgerError("insufficient_balance", `repaying ${formatDecimal(repaid, 6)} USDC needs that much idle USDC; the treasury holds ${formatDecimal(h.usdcMicro, 6)}`);
+    if (h.usdcMicro < repaid)
+      throw new LedgerError(
+        "insufficient_balance",
+        `repaying ${formatDecimal(repaid, 6)} USDC needs that much idle USDC; the treasury holds ${formatDecimal(h.usdcMicro, 6)}`,
+      );
     return { holdings: { ...h, usdcMicro: h.usdcMicro - repaid, debtMicro: h.debtMicro - repaid }, bought: {}, repaidMicro: repaid };
   },
   walletNeeds: (amount, position) =>
-    position.debtMicro === 0n ? { usdcMicro: 0n, refusal: { code: "no_debt", message: "the wallet has no USDC debt on Aave to repay" } } : { usdcMicro: minBig(amount, position.debtMicro) },
+    position.debtMicro === 0n
+      ? { usdcMicro: 0n, refusal: { code: "no_debt", message: "the wallet has no USDC debt on Aave to repay" } }
+      : { usdcMicro: minBig(amount, position.debtMicro) },
   sandboxUsdcMicro: (amount) => amount,
   plan: (c, { amountMicro }) => [approve(c, tokenOf(c, "USDC"), c.market.pool, POOL_NAME, amountMicro), repayCall(c, amountMicro, true)],
   receipt: ({ id, amountMicro, ledger, debtAfterMicro }) => ({

@@ -94,7 +94,11 @@ describe("sell", () => {
     const eth = sell.ledger(holdings, 0n, 0n, { asset: "ETH", units: String(10n ** 18n), quoted: "2475000000" });
     expect(eth).toEqual({ holdings: { ...holdings, ethUnits: 10n ** 18n, usdcMicro: 2_975_000_000n }, bought: {}, repaidMicro: 0n });
     // all that is held can be sold
-    expect(sell.ledger(holdings, 0n, 0n, { asset: "BTC", units: "10000000", quoted: "5000000000" }).holdings).toEqual({ ...holdings, btcUnits: 0n, usdcMicro: 5_500_000_000n });
+    expect(sell.ledger(holdings, 0n, 0n, { asset: "BTC", units: "10000000", quoted: "5000000000" }).holdings).toEqual({
+      ...holdings,
+      btcUnits: 0n,
+      usdcMicro: 5_500_000_000n,
+    });
     // without a quote nothing comes in
     expect(sell.ledger(holdings, 0n, 0n, { asset: "ETH", units: "1" }).holdings).toEqual({ ...holdings, ethUnits: 2n * 10n ** 18n - 1n });
     const refused = (() => {
@@ -106,7 +110,9 @@ describe("sell", () => {
     })();
     expect(refused).toBeInstanceOf(LedgerError);
     expect(refused).toMatchObject({ code: "insufficient_balance", message: "the treasury holds 0.1 BTC; 0.10000001 cannot be sold" });
-    expect(() => sell.ledger(holdings, 0n, 0n, { asset: "ETH", units: String(2n * 10n ** 18n + 1n) })).toThrow("the treasury holds 2 ETH; 2.000000000000000001 cannot be sold");
+    expect(() => sell.ledger(holdings, 0n, 0n, { asset: "ETH", units: String(2n * 10n ** 18n + 1n) })).toThrow(
+      "the treasury holds 2 ETH; 2.000000000000000001 cannot be sold",
+    );
   });
 
   it("on a chain: needs the units supplied (aWETH or the BTC token's aToken), spends no USDC of the wallet, asks the sandbox for none", () => {
@@ -151,7 +157,12 @@ describe("sell", () => {
     const router = swapRouter02(arb.chainId);
     expect(steps.map((s) => s.to)).toEqual([arb.pool, arb.btc, router]);
     expect(decodeFunctionData({ abi: AAVE_POOL_ABI, data: steps[0]!.data }).args).toEqual([arb.btc, 1_500_000n, wallet]);
-    expect(decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data: steps[2]!.data }).args[0]).toMatchObject({ tokenIn: arb.btc, tokenOut: arb.usdc, amountIn: 1_500_000n, amountOutMinimum: 891_000_000n });
+    expect(decodeFunctionData({ abi: SWAP_ROUTER_02_ABI, data: steps[2]!.data }).args[0]).toMatchObject({
+      tokenIn: arb.btc,
+      tokenOut: arb.usdc,
+      amountIn: 1_500_000n,
+      amountOutMinimum: 891_000_000n,
+    });
     expect(steps.map((s) => s.summary.description)).toEqual([
       `Withdraw 0.015 WBTC supplied to Aave V3 on Arbitrum to ${wallet}`,
       `Allow the Uniswap V3 SwapRouter02 (${router}) to take 0.015 WBTC`,
@@ -165,9 +176,25 @@ describe("sell", () => {
   });
 
   it("its receipt: the sale's id, asset and amount, the quote, the least output and the slippage bound", () => {
-    const r = sell.receipt({ id: "sel_1", amountMicro: 0n, fee: { feeMicro: 0n, feeBps: 0n, basis: "" }, params: { asset: "ETH", units: String(HALF_ETH), quoted: "1250000001" }, ledger: null, ltvBefore: 0, debtAfterMicro: 0n });
+    const r = sell.receipt({
+      id: "sel_1",
+      amountMicro: 0n,
+      fee: { feeMicro: 0n, feeBps: 0n, basis: "" },
+      params: { asset: "ETH", units: String(HALF_ETH), quoted: "1250000001" },
+      ledger: null,
+      ltvBefore: 0,
+      debtAfterMicro: 0n,
+    });
     expect(r).toEqual({ sale_id: "sel_1", asset: "ETH", amount: 0.5, quote_usdc: 1250.000001, min_out_usdc: 1237.5, slippage_bps: 100 });
-    const b = sell.receipt({ id: "sel_2", amountMicro: 0n, fee: { feeMicro: 0n, feeBps: 0n, basis: "" }, params: { asset: "BTC", units: "1500000" }, ledger: null, ltvBefore: 0, debtAfterMicro: 0n });
+    const b = sell.receipt({
+      id: "sel_2",
+      amountMicro: 0n,
+      fee: { feeMicro: 0n, feeBps: 0n, basis: "" },
+      params: { asset: "BTC", units: "1500000" },
+      ledger: null,
+      ltvBefore: 0,
+      debtAfterMicro: 0n,
+    });
     expect(b).toEqual({ sale_id: "sel_2", asset: "BTC", amount: 0.015, quote_usdc: 0, min_out_usdc: 0, slippage_bps: 100 });
   });
 
@@ -183,7 +210,8 @@ describe("sell", () => {
     // the signer's own quote less its 1.5%: 1,231.25 USDC
     const floors: SwapFloor[] = [{ token: m.weth, tokenOut: m.usdc, amountIn: HALF_ETH, floor: 1_231_250_000n }];
     const intent: SignerIntent = { amountMicro: 0n, asset: "ETH", units: HALF_ETH, swapFloors: floors };
-    const check = (cs: DecodedCall[], i: SignerIntent = intent, f: SwapFloor[] = floors, mk = market) => sell.signer.check(cs, i, signerRuleContext("sell", cs, mk, 0n, 0n, 200, f));
+    const check = (cs: DecodedCall[], i: SignerIntent = intent, f: SwapFloor[] = floors, mk = market) =>
+      sell.signer.check(cs, i, signerRuleContext("sell", cs, mk, 0n, 0n, 200, f));
 
     it("signs the three calls the gateway plans, and only those functions", () => {
       expect(sell.signer.functions).toEqual(["withdraw", "approve", "exactInputSingle"]);
@@ -198,14 +226,18 @@ describe("sell", () => {
       const f = [{ token: arb.btc, tokenOut: arb.usdc, amountIn: 1_500_000n, floor: 886_500_000n }];
       expect(check(btc, { amountMicro: 0n, asset: "BTC", units: 1_500_000n }, f, { ...arb, router: arbRouter })).toBe(3);
       // the same calls read as an ETH sale: no WETH withdrawal
-      expect(refusalOf(() => check(btc, { amountMicro: 0n, asset: "ETH", units: 1_500_000n }, f, { ...arb, router: arbRouter }))).toBe("the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0");
+      expect(refusalOf(() => check(btc, { amountMicro: 0n, asset: "ETH", units: 1_500_000n }, f, { ...arb, router: arbRouter }))).toBe(
+        "the sell needs exactly one ETH withdrawal from the Pool; the envelope has 0",
+      );
     });
 
     it("refuses a swap bounded under its own floor", () => {
       expect(refusalOf(() => check([w, a, swapWith({ amountOutMinimum: 1_231_249_999n })]))).toBe(
         "the sell's swap accepts as little as 1231.249999 USDC, under the 1231.25 USDC the policy's maximum slippage allows",
       );
-      expect(refusalOf(() => check([w, a, swapWith({ amountOutMinimum: 0n })]))).toBe("the sell's swap accepts as little as 0 USDC, under the 1231.25 USDC the policy's maximum slippage allows");
+      expect(refusalOf(() => check([w, a, swapWith({ amountOutMinimum: 0n })]))).toBe(
+        "the sell's swap accepts as little as 0 USDC, under the 1231.25 USDC the policy's maximum slippage allows",
+      );
     });
 
     it("refuses when it has no floor of its own for the swap (no quote, or one for other units)", () => {
@@ -215,20 +247,26 @@ describe("sell", () => {
 
     it("refuses a swap or an approval of other units than withdrawn", () => {
       const more = HALF_ETH + 1n;
-      expect(refusalOf(() => check([w, a, swapWith({ amountIn: more })], intent, [...floors, { ...floors[0]!, amountIn: more }]))).toBe("the approval and the swap must move exactly the units withdrawn");
+      expect(refusalOf(() => check([w, a, swapWith({ amountIn: more })], intent, [...floors, { ...floors[0]!, amountIn: more }]))).toBe(
+        "the approval and the swap must move exactly the units withdrawn",
+      );
       expect(refusalOf(() => check([w, { ...a, amount: more }, s]))).toBe("the approval and the swap must move exactly the units withdrawn");
     });
 
     it("refuses a withdrawal of other units than asked, or when no units were asked", () => {
       const six = { ...w, amount: 6n };
-      expect(refusalOf(() => check([six, { ...a, amount: 6n }, swapWith({ amountIn: 6n })], intent, [{ ...floors[0]!, amountIn: 6n }]))).toBe(`the sale withdraws 6 units, not the ${HALF_ETH} asked for`);
+      expect(refusalOf(() => check([six, { ...a, amount: 6n }, swapWith({ amountIn: 6n })], intent, [{ ...floors[0]!, amountIn: 6n }]))).toBe(
+        `the sale withdraws 6 units, not the ${HALF_ETH} asked for`,
+      );
       expect(refusalOf(() => check(calls, { ...intent, units: undefined }))).toBe(`the sale withdraws ${HALF_ETH} units, not the ? asked for`);
     });
 
     it("refuses an approval to another spender than the router, or of another token", () => {
       expect(refusalOf(() => check([w, { ...a, counterparty: m.pool }, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 0");
       expect(refusalOf(() => check([w, a, a, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 2");
-      expect(refusalOf(() => check([w, { ...a, token: m.btc, to: m.btc }, s]))).toBe("the sell needs exactly one ETH approval to the router; the envelope has 0");
+      expect(refusalOf(() => check([w, { ...a, token: m.btc, to: m.btc }, s]))).toBe(
+        "the sell needs exactly one ETH approval to the router; the envelope has 0",
+      );
     });
 
     it("refuses a withdrawal of another token, or from elsewhere than the Pool", () => {

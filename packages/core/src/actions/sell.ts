@@ -22,7 +22,11 @@ import { swapRouter02 } from "../contracts/uniswap";
 export const SellRequest = z
   .strictObject({
     asset: z.enum(["ETH", "BTC"]).openapi({ description: "the collateral to sell for USDC" }),
-    amount: usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({ exclusiveMinimum: 0, maximum: 100_000, description: "units of the asset to sell (at most 6 decimals)" }),
+    amount: usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({
+      exclusiveMinimum: 0,
+      maximum: 100_000,
+      description: "units of the asset to sell (at most 6 decimals)",
+    }),
   })
   .openapi("SellRequest", { description: "sell ETH or BTC collateral for USDC, kept in the wallet; the swap is bounded at 1% under the pool's quote" });
 
@@ -60,7 +64,7 @@ export const sell: ActionDeclaration<"sell"> = {
     const symbol = assetOf(params);
     const decimals = ASSETS[symbol].decimals;
     const step = 10n ** BigInt(Math.max(0, decimals - 6));
-    return { amount: formatDecimal((((safeMicro * 10n ** BigInt(decimals)) / price(symbol)) / step) * step, decimals), asset: symbol };
+    return { amount: formatDecimal(((safeMicro * 10n ** BigInt(decimals)) / price(symbol) / step) * step, decimals), asset: symbol };
   },
   effect: (p, amount) => removeCollateral(p, amount),
   safeAmount: withdrawSafeAmount,
@@ -68,16 +72,30 @@ export const sell: ActionDeclaration<"sell"> = {
     const symbol = assetOf(params);
     const units = unitsOf(params);
     const held = symbol === "ETH" ? h.ethUnits : h.btcUnits;
-    if (units > held) throw new LedgerError("insufficient_balance", `the treasury holds ${formatDecimal(held, ASSETS[symbol].decimals)} ${symbol}; ${formatDecimal(units, ASSETS[symbol].decimals)} cannot be sold`);
+    if (units > held)
+      throw new LedgerError(
+        "insufficient_balance",
+        `the treasury holds ${formatDecimal(held, ASSETS[symbol].decimals)} ${symbol}; ${formatDecimal(units, ASSETS[symbol].decimals)} cannot be sold`,
+      );
     const proceeds = quotedOf(params);
-    return { holdings: { ...h, ...(symbol === "ETH" ? { ethUnits: h.ethUnits - units } : { btcUnits: h.btcUnits - units }), usdcMicro: h.usdcMicro + proceeds }, bought: {}, repaidMicro: 0n };
+    return {
+      holdings: { ...h, ...(symbol === "ETH" ? { ethUnits: h.ethUnits - units } : { btcUnits: h.btcUnits - units }), usdcMicro: h.usdcMicro + proceeds },
+      bought: {},
+      repaidMicro: 0n,
+    };
   },
   walletNeeds(_amount, position, params) {
     const symbol = assetOf(params);
     const has = supplied(symbol, position.holdings);
     if (unitsOf(params) > has) {
       const d = ASSETS[symbol].decimals;
-      return { usdcMicro: 0n, refusal: { code: "insufficient_collateral", message: `the wallet has ${formatDecimal(has, d)} ${symbol} supplied to Aave; ${formatDecimal(unitsOf(params), d)} cannot be sold` } };
+      return {
+        usdcMicro: 0n,
+        refusal: {
+          code: "insufficient_collateral",
+          message: `the wallet has ${formatDecimal(has, d)} ${symbol} supplied to Aave; ${formatDecimal(unitsOf(params), d)} cannot be sold`,
+        },
+      };
     }
     return { usdcMicro: 0n };
   },
@@ -88,10 +106,18 @@ export const sell: ActionDeclaration<"sell"> = {
     return [
       withdrawCall(c, token, units, true),
       approve(c, token, swapRouter02(c.market.chainId), ROUTER_NAME, units),
-      swapExactIn(c, token, tokenOf(c, "USDC"), units, minOutOf(quotedOf(params)), `${Number(SWAP_SLIPPAGE_BPS) / 100}% below the pool's quote of ${formatDecimal(quotedOf(params), 6)} USDC`),
+      swapExactIn(
+        c,
+        token,
+        tokenOf(c, "USDC"),
+        units,
+        minOutOf(quotedOf(params)),
+        `${Number(SWAP_SLIPPAGE_BPS) / 100}% below the pool's quote of ${formatDecimal(quotedOf(params), 6)} USDC`,
+      ),
     ];
   },
-  title: (params) => `sell ${formatDecimal(unitsOf(params), ASSETS[assetOf(params)].decimals)} ${assetOf(params)} of collateral for USDC${params.quoted ? ` (at least ${formatDecimal(minOutOf(quotedOf(params)), 6)} USDC)` : ""}`,
+  title: (params) =>
+    `sell ${formatDecimal(unitsOf(params), ASSETS[assetOf(params)].decimals)} ${assetOf(params)} of collateral for USDC${params.quoted ? ` (at least ${formatDecimal(minOutOf(quotedOf(params)), 6)} USDC)` : ""}`,
   receipt: ({ id, params }) => {
     const symbol = assetOf(params);
     const quoted = quotedOf(params);

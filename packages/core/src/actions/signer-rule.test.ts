@@ -12,14 +12,37 @@ import { swapRouter02 } from "../contracts/uniswap";
 import { PolicyRefusal, signerRuleContext, type DecodedCall, type SwapFloor } from "./signer-rule";
 
 const m = AAVE_MARKETS.base;
-const market = { ...m, pool: getAddress(m.pool), usdc: getAddress(m.usdc), weth: getAddress(m.weth), btc: getAddress(m.btc), router: getAddress(swapRouter02(m.chainId)) };
+const market = {
+  ...m,
+  pool: getAddress(m.pool),
+  usdc: getAddress(m.usdc),
+  weth: getAddress(m.weth),
+  btc: getAddress(m.btc),
+  router: getAddress(swapRouter02(m.chainId)),
+};
 const FEE = getAddress("0x000000000000000000000000000000000000fEe5");
 
-const call = (role: DecodedCall["role"], over: Partial<DecodedCall> = {}): DecodedCall => ({ functionName: role, role, args: [], to: market.pool, token: market.usdc, amount: 0n, usdcMoved: 0n, ...over });
+const call = (role: DecodedCall["role"], over: Partial<DecodedCall> = {}): DecodedCall => ({
+  functionName: role,
+  role,
+  args: [],
+  to: market.pool,
+  token: market.usdc,
+  amount: 0n,
+  usdcMoved: 0n,
+  ...over,
+});
 const fee = (amount: bigint) => call("fee", { functionName: "transfer", to: market.usdc, token: market.usdc, amount, counterparty: FEE, usdcMoved: amount });
 /** a swap of `amountIn` of `token` for at least `minOut` of `tokenOut` */
 const swap = (token: `0x${string}`, tokenOut: `0x${string}`, amountIn: bigint, minOut: bigint) =>
-  call("swap", { functionName: "exactInputSingle", to: market.router, token, counterparty: tokenOut, amount: amountIn, args: [{ tokenIn: token, tokenOut, amountIn, amountOutMinimum: minOut }] });
+  call("swap", {
+    functionName: "exactInputSingle",
+    to: market.router,
+    token,
+    counterparty: tokenOut,
+    amount: amountIn,
+    args: [{ tokenIn: token, tokenOut, amountIn, amountOutMinimum: minOut }],
+  });
 const ctxOf = (calls: DecodedCall[], o: { action?: string; amount?: bigint; maxFee?: bigint; maxFeeBps?: number; floors?: SwapFloor[] } = {}) =>
   signerRuleContext(o.action ?? "deposit", calls, market, o.amount ?? 500_000_000n, o.maxFee ?? 10_000_000n, o.maxFeeBps ?? 200, o.floors);
 
@@ -49,10 +72,14 @@ describe("signerRuleContext", () => {
     expect(x.only("supply", (c) => c.token === market.usdc, "USDC supply to the Pool")).toBe(usdc);
     expect(x.only("supply", (c) => c.token === market.weth, "WETH supply")).toBe(weth);
     // the role counts as much as the predicate: the approval of USDC is no USDC supply
-    expect(refusalOf(() => x.only("borrow", (c) => c.token === market.usdc, "USDC borrow from the Pool"))).toBe("the deposit needs exactly one USDC borrow from the Pool; the envelope has 0");
+    expect(refusalOf(() => x.only("borrow", (c) => c.token === market.usdc, "USDC borrow from the Pool"))).toBe(
+      "the deposit needs exactly one USDC borrow from the Pool; the envelope has 0",
+    );
     expect(refusalOf(() => x.only("supply", () => true, "supply"))).toBe("the deposit needs exactly one supply; the envelope has 2");
     expect(refusalOf(() => x.only("supply", () => false, "supply of nothing"))).toBe("the deposit needs exactly one supply of nothing; the envelope has 0");
-    expect(refusalOf(() => ctxOf([usdc, usdc, usdc], { action: "repay" }).only("supply", () => true, "thing"))).toBe("the repay needs exactly one thing; the envelope has 3");
+    expect(refusalOf(() => ctxOf([usdc, usdc, usdc], { action: "repay" }).only("supply", () => true, "thing"))).toBe(
+      "the repay needs exactly one thing; the envelope has 3",
+    );
   });
 
   it("fee: 0 without one; the one fee up to the maximum; above it refused with the rate, the amount and the maximum", () => {
@@ -61,7 +88,9 @@ describe("signerRuleContext", () => {
     expect(ctxOf([call("supply"), fee(0n)]).fee()).toBe(0n);
     expect(ctxOf([fee(3n)], { maxFee: 3n }).fee()).toBe(3n);
     expect(refusalOf(() => ctxOf([fee(10_000_001n)]).fee())).toBe("the fee of 10.000001 USDC is above the 2% rate on 500 (at most 10)");
-    expect(refusalOf(() => ctxOf([fee(4n)], { maxFee: 3n, amount: 150n, maxFeeBps: 150 }).fee())).toBe("the fee of 0.000004 USDC is above the 1.5% rate on 0.00015 (at most 0.000003)");
+    expect(refusalOf(() => ctxOf([fee(4n)], { maxFee: 3n, amount: 150n, maxFeeBps: 150 }).fee())).toBe(
+      "the fee of 0.000004 USDC is above the 1.5% rate on 0.00015 (at most 0.000003)",
+    );
     // a zero maximum: any fee at all is refused
     expect(refusalOf(() => ctxOf([fee(1n)], { maxFee: 0n, maxFeeBps: 0 }).fee())).toBe("the fee of 0.000001 USDC is above the 0% rate on 500 (at most 0)");
   });
@@ -84,9 +113,9 @@ describe("signerRuleContext", () => {
       "the sell's swap accepts as little as 2899.999999 USDC, under the 2900 USDC the policy's maximum slippage allows",
     );
     const buyFloors: SwapFloor[] = [{ token: market.usdc, tokenOut: market.weth, amountIn: 2_940_000_000n, floor: 970_000_000_000_000_000n }];
-    expect(refusalOf(() => ctxOf([], { action: "convert", floors: buyFloors }).floor(swap(market.usdc, market.weth, 2_940_000_000n, 969_999_999_999_999_999n)))).toBe(
-      "the convert's swap accepts as little as 969999999999999999 units, under the 970000000000000000 units the policy's maximum slippage allows",
-    );
+    expect(
+      refusalOf(() => ctxOf([], { action: "convert", floors: buyFloors }).floor(swap(market.usdc, market.weth, 2_940_000_000n, 969_999_999_999_999_999n))),
+    ).toBe("the convert's swap accepts as little as 969999999999999999 units, under the 970000000000000000 units the policy's maximum slippage allows");
     expect(refusalOf(() => ctxOf([], { action: "convert", floors: buyFloors }).floor(swap(market.usdc, market.weth, 2_940_000_000n, 0n)))).toBe(
       "the convert's swap accepts as little as 0 units, under the 970000000000000000 units the policy's maximum slippage allows",
     );
@@ -102,16 +131,22 @@ describe("signerRuleContext", () => {
     const x = ctxOf([], { action: "exit", floors });
     // each swap is held to its own floor, not another's: 60 passes the WETH floor of 50 but not the BTC one of 70
     expect(() => x.floor(swap(market.weth, market.usdc, 100n, 50n))).not.toThrow();
-    expect(refusalOf(() => x.floor(swap(market.weth, market.usdc, 100n, 49n)))).toBe("the exit's swap accepts as little as 0.000049 USDC, under the 0.00005 USDC the policy's maximum slippage allows");
+    expect(refusalOf(() => x.floor(swap(market.weth, market.usdc, 100n, 49n)))).toBe(
+      "the exit's swap accepts as little as 0.000049 USDC, under the 0.00005 USDC the policy's maximum slippage allows",
+    );
     expect(() => x.floor(swap(market.btc, market.usdc, 100n, 70n))).not.toThrow();
     expect(refusalOf(() => x.floor(swap(market.btc, market.usdc, 100n, 60n)))).toMatch(/under the 0.00007 USDC/);
-    expect(refusalOf(() => x.floor(swap(market.weth, market.btc, 100n, 80n)))).toBe("the exit's swap accepts as little as 80 units, under the 90 units the policy's maximum slippage allows");
+    expect(refusalOf(() => x.floor(swap(market.weth, market.btc, 100n, 80n)))).toBe(
+      "the exit's swap accepts as little as 80 units, under the 90 units the policy's maximum slippage allows",
+    );
     expect(refusalOf(() => x.floor(swap(market.weth, market.usdc, 200n, 100n)))).toMatch(/under the 0.00012 USDC/);
     // no floor for these tokens and this amount in: not signed, whatever its bound
     expect(refusalOf(() => x.floor(swap(market.weth, market.usdc, 150n, 10n ** 30n)))).toBe("no quote of its own for the exit's swap: not signed");
     expect(refusalOf(() => x.floor(swap(market.usdc, market.weth, 100n, 10n ** 30n)))).toBe("no quote of its own for the exit's swap: not signed");
     expect(refusalOf(() => x.floor(swap(market.btc, market.weth, 100n, 10n ** 30n)))).toBe("no quote of its own for the exit's swap: not signed");
     // without floors at all (the default), every swap is refused
-    expect(refusalOf(() => ctxOf([], { action: "sell" }).floor(swap(market.weth, market.usdc, 100n, 10n ** 30n)))).toBe("no quote of its own for the sell's swap: not signed");
+    expect(refusalOf(() => ctxOf([], { action: "sell" }).floor(swap(market.weth, market.usdc, 100n, 10n ** 30n)))).toBe(
+      "no quote of its own for the sell's swap: not signed",
+    );
   });
 });

@@ -77,7 +77,15 @@ export interface SignerRuleContext {
   floor(swap: DecodedCall): void;
 }
 
-export function signerRuleContext(action: string, calls: DecodedCall[], market: AaveMarket & { router: `0x${string}` }, amount: bigint, maxFee: bigint, maxFeeBps: number, floors: SwapFloor[] = []): SignerRuleContext {
+export function signerRuleContext(
+  action: string,
+  calls: DecodedCall[],
+  market: AaveMarket & { router: `0x${string}` },
+  amount: bigint,
+  maxFee: bigint,
+  maxFeeBps: number,
+  floors: SwapFloor[] = [],
+): SignerRuleContext {
   const refuse = (why: string): never => {
     throw new PolicyRefusal(why);
   };
@@ -97,7 +105,10 @@ export function signerRuleContext(action: string, calls: DecodedCall[], market: 
       const fees = calls.filter((c) => c.role === "fee");
       if (fees.length > 1) refuse(`the envelope pays ${fees.length} fees; at most one is allowed`);
       const f = fees[0]?.amount ?? 0n;
-      if (f > maxFee) refuse(`the fee of ${formatDecimal(f, 6)} USDC is above the ${maxFeeBps / 100}% rate on ${formatDecimal(amount, 6)} (at most ${formatDecimal(maxFee, 6)})`);
+      if (f > maxFee)
+        refuse(
+          `the fee of ${formatDecimal(f, 6)} USDC is above the ${maxFeeBps / 100}% rate on ${formatDecimal(amount, 6)} (at most ${formatDecimal(maxFee, 6)})`,
+        );
       return f;
     },
     floor: (swap) => {

@@ -182,7 +182,11 @@ describe("borrow", () => {
         description: `Borrow 2500 USDC at the variable rate from Aave V3 on Base against ${wallet}'s collateral`,
       },
     });
-    expect(borrow(arbitrum, 1n, false)).toMatchObject({ main: false, to: arb.pool, summary: { description: `Borrow 0.000001 USDC at the variable rate from Aave V3 on Arbitrum against ${wallet}'s collateral` } });
+    expect(borrow(arbitrum, 1n, false)).toMatchObject({
+      main: false,
+      to: arb.pool,
+      summary: { description: `Borrow 0.000001 USDC at the variable rate from Aave V3 on Arbitrum against ${wallet}'s collateral` },
+    });
   });
 });
 
@@ -319,7 +323,17 @@ describe("swapExactIn", () => {
     const step = swapExactIn(base, tokenOf(base, "ETH"), tokenOf(base, "USDC"), 500_000_000_000_000_000n, 1_237_500_000n, "1% below the quote");
     expect(router(step)).toEqual({
       functionName: "exactInputSingle",
-      args: [{ tokenIn: m.weth, tokenOut: m.usdc, fee: 500, recipient: wallet, amountIn: 500_000_000_000_000_000n, amountOutMinimum: 1_237_500_000n, sqrtPriceLimitX96: 0n }],
+      args: [
+        {
+          tokenIn: m.weth,
+          tokenOut: m.usdc,
+          fee: 500,
+          recipient: wallet,
+          amountIn: 500_000_000_000_000_000n,
+          amountOutMinimum: 1_237_500_000n,
+          sqrtPriceLimitX96: 0n,
+        },
+      ],
     });
     expect(shown(step)).toEqual({
       kind: "swap",
@@ -329,7 +343,15 @@ describe("swapExactIn", () => {
       summary: {
         contract: "Uniswap V3 SwapRouter02",
         function: "exactInputSingle",
-        args: { tokenIn: m.weth, tokenOut: m.usdc, fee: 500, recipient: wallet, amountIn: "500000000000000000", amountOutMinimum: "1237500000", sqrtPriceLimitX96: "0" },
+        args: {
+          tokenIn: m.weth,
+          tokenOut: m.usdc,
+          fee: 500,
+          recipient: wallet,
+          amountIn: "500000000000000000",
+          amountOutMinimum: "1237500000",
+          sqrtPriceLimitX96: "0",
+        },
         amount: { token: `WETH (${m.weth})`, units: "500000000000000000", decimals: 18, display: "0.5 WETH" },
         description: "Swap 0.5 WETH for at least 1237.5 USDC (1% below the quote) in the 0.05% pool",
       },

@@ -193,7 +193,10 @@ export function repayWithATokens(c: StepContext, units: bigint, main: boolean): 
       contract: POOL_NAME,
       function: "repayWithATokens",
       args: { asset: m.usdc, amount: units === ALL ? "max" : units.toString(), interestRateMode: 2 },
-      amount: units === ALL ? { token: `aUSDC of ${m.usdc}`, units: "max", decimals: 6, display: "all the supplied USDC the debt needs" } : tokenAmount(tokenOf(c, "USDC"), units),
+      amount:
+        units === ALL
+          ? { token: `aUSDC of ${m.usdc}`, units: "max", decimals: 6, display: "all the supplied USDC the debt needs" }
+          : tokenAmount(tokenOf(c, "USDC"), units),
       description: `Repay USDC debt on Aave V3 on ${c.chainName} for ${wallet} with ${units === ALL ? "its supplied USDC (as much as the debt needs)" : `${formatDecimal(units, 6)} of its supplied USDC`}`,
     },
   };
@@ -212,7 +215,10 @@ export function withdraw(c: StepContext, token: MarketToken, units: bigint, main
       contract: POOL_NAME,
       function: "withdraw",
       args: { asset: token.address, amount: units === ALL ? "max" : units.toString(), to: wallet },
-      amount: units === ALL ? { token: `${token.name} (${token.address})`, units: "max", decimals: token.decimals, display: `all of the ${token.name}` } : tokenAmount(token, units),
+      amount:
+        units === ALL
+          ? { token: `${token.name} (${token.address})`, units: "max", decimals: token.decimals, display: `all of the ${token.name}` }
+          : tokenAmount(token, units),
       description: `Withdraw ${shown(token, units)} supplied to Aave V3 on ${c.chainName} to ${wallet}`,
     },
   };
@@ -229,13 +235,31 @@ export function swapExactIn(c: StepContext, tokenIn: MarketToken, tokenOut: Mark
     data: encodeFunctionData({
       abi: SWAP_ROUTER_02_ABI,
       functionName: "exactInputSingle",
-      args: [{ tokenIn: tokenIn.address, tokenOut: tokenOut.address, fee: CONVERT_POOL_FEE, recipient: wallet, amountIn, amountOutMinimum: minOut, sqrtPriceLimitX96: 0n }],
+      args: [
+        {
+          tokenIn: tokenIn.address,
+          tokenOut: tokenOut.address,
+          fee: CONVERT_POOL_FEE,
+          recipient: wallet,
+          amountIn,
+          amountOutMinimum: minOut,
+          sqrtPriceLimitX96: 0n,
+        },
+      ],
     }),
     value: "0",
     summary: {
       contract: ROUTER_NAME,
       function: "exactInputSingle",
-      args: { tokenIn: tokenIn.address, tokenOut: tokenOut.address, fee: CONVERT_POOL_FEE, recipient: wallet, amountIn: amountIn.toString(), amountOutMinimum: minOut.toString(), sqrtPriceLimitX96: "0" },
+      args: {
+        tokenIn: tokenIn.address,
+        tokenOut: tokenOut.address,
+        fee: CONVERT_POOL_FEE,
+        recipient: wallet,
+        amountIn: amountIn.toString(),
+        amountOutMinimum: minOut.toString(),
+        sqrtPriceLimitX96: "0",
+      },
       amount: tokenAmount(tokenIn, amountIn),
       description: `Swap ${formatDecimal(amountIn, tokenIn.decimals)} ${tokenIn.name} for at least ${formatDecimal(minOut, tokenOut.decimals)} ${tokenOut.name} (${note}) in the 0.05% pool`,
     },

@@ -65,20 +65,35 @@ describe("withdraw", () => {
   });
 
   it("plans one call: the Pool's withdraw of exactly the units, to the wallet itself", () => {
-    const [step, ...rest] = withdraw.plan(stepContext("base", wallet), { amountMicro: 0n, feeMicro: 0n, feeRecipient: wallet, params: { asset: "ETH", units: "123" } });
+    const [step, ...rest] = withdraw.plan(stepContext("base", wallet), {
+      amountMicro: 0n,
+      feeMicro: 0n,
+      feeRecipient: wallet,
+      params: { asset: "ETH", units: "123" },
+    });
     expect(rest).toEqual([]);
     expect(step).toMatchObject({ kind: "pool_call", main: true, to: m.pool });
     expect(decodeFunctionData({ abi: AAVE_POOL_ABI, data: step!.data })).toEqual({ functionName: "withdraw", args: [m.weth, 123n, wallet] });
   });
 
   it("the signer's rule: exactly one withdrawal of the asked asset and units from the Pool", () => {
-    const call = (token: `0x${string}`, amount: bigint, to = m.pool): DecodedCall => ({ functionName: "withdraw", role: "withdraw", args: [], to, token, amount, usdcMoved: 0n });
+    const call = (token: `0x${string}`, amount: bigint, to = m.pool): DecodedCall => ({
+      functionName: "withdraw",
+      role: "withdraw",
+      args: [],
+      to,
+      token,
+      amount,
+      usdcMoved: 0n,
+    });
     const check = (calls: DecodedCall[], intent: Parameters<typeof withdraw.signer.check>[1]) =>
       withdraw.signer.check(calls, intent, signerRuleContext("withdraw", calls, { ...m, router: swapRouter02(m.chainId) }, 0n, 0n, 200));
     expect(check([call(m.weth, 5n)], { amountMicro: 0n, asset: "ETH", units: 5n })).toBe(1);
     expect(check([call(m.usdc, 5n)], { amountMicro: 0n, units: 5n })).toBe(1);
     expect(() => check([call(m.weth, 6n)], { amountMicro: 0n, asset: "ETH", units: 5n })).toThrow(PolicyRefusal);
-    expect(() => check([call(m.btc, 5n)], { amountMicro: 0n, asset: "ETH", units: 5n })).toThrow("the withdraw needs exactly one ETH withdrawal from the Pool; the envelope has 0");
+    expect(() => check([call(m.btc, 5n)], { amountMicro: 0n, asset: "ETH", units: 5n })).toThrow(
+      "the withdraw needs exactly one ETH withdrawal from the Pool; the envelope has 0",
+    );
     expect(() => check([call(m.weth, 5n), call(m.weth, 5n)], { amountMicro: 0n, asset: "ETH", units: 5n })).toThrow(/has 2/);
     expect(() => check([call(m.weth, 5n, m.usdc)], { amountMicro: 0n, asset: "ETH", units: 5n })).toThrow(/has 0/);
   });
@@ -89,7 +104,11 @@ describe("withdraw", () => {
     expect(withdraw.title!({ asset: "ETH", units: "250000000000000000" }, 0n)).toBe("withdraw 0.25 ETH from Aave");
     expect(withdraw.title!({ asset: "BTC", units: "100" }, 0n)).toBe("withdraw 0.000001 BTC from Aave");
     const r = { amountMicro: 0n, fee: { feeMicro: 0n, feeBps: 0n, basis: "" }, ledger: null, ltvBefore: 0, debtAfterMicro: 0n };
-    expect(withdraw.receipt({ ...r, id: "wdr_1", params: { asset: "ETH", units: "250000000000000000" } })).toEqual({ withdrawal_id: "wdr_1", asset: "ETH", amount: 0.25 });
+    expect(withdraw.receipt({ ...r, id: "wdr_1", params: { asset: "ETH", units: "250000000000000000" } })).toEqual({
+      withdrawal_id: "wdr_1",
+      asset: "ETH",
+      amount: 0.25,
+    });
     expect(withdraw.receipt({ ...r, id: "wdr_2", params: { units: "1500000" } })).toEqual({ withdrawal_id: "wdr_2", asset: "USDC", amount: 1.5 });
     expect(withdraw.cli.body(0.5, { asset: "eth" })).toEqual({ asset: "ETH", amount: 0.5 });
     expect(withdraw.cli.body(5, {})).toEqual({ asset: "USDC", amount: 5 });
@@ -102,23 +121,41 @@ describe("withdraw", () => {
       usdcMicro: 0n,
       refusal: { code: "insufficient_collateral", message: "the wallet has 0.1 ETH supplied to Aave; 0.100000000000000001 cannot be withdrawn" },
     });
-    expect(withdraw.walletNeeds(0n, position, { units: "5000001" }).refusal?.message).toBe("the wallet has 5 USDC supplied to Aave; 5.000001 cannot be withdrawn");
+    expect(withdraw.walletNeeds(0n, position, { units: "5000001" }).refusal?.message).toBe(
+      "the wallet has 5 USDC supplied to Aave; 5.000001 cannot be withdrawn",
+    );
     expect(withdraw.walletNeeds(0n, position, { asset: "BTC", units: "1" })).toEqual({ usdcMicro: 0n });
     expect(withdraw.walletNeeds(0n, position, { asset: "BTC" })).toEqual({ usdcMicro: 0n });
     expect(withdraw.params({})).toEqual({ asset: "USDC", units: "0" });
     expect(withdraw.ledger(holdings, 0n, 0n, { units: "500000000" }).holdings).toEqual({ ...holdings, usdcMicro: 0n });
-    expect(() => withdraw.ledger(holdings, 0n, 0n, { asset: "ETH", units: String(2n * 10n ** 18n + 1n) })).toThrow("the treasury holds 2 ETH; 2.000000000000000001 cannot be withdrawn");
+    expect(() => withdraw.ledger(holdings, 0n, 0n, { asset: "ETH", units: String(2n * 10n ** 18n + 1n) })).toThrow(
+      "the treasury holds 2 ETH; 2.000000000000000001 cannot be withdrawn",
+    );
     expect(() => withdraw.ledger(holdings, 0n, 0n, { units: "500000001" })).toThrow("the treasury holds 500 USDC; 500.000001 cannot be withdrawn");
     const r = withdraw.ledger(holdings, 0n, 0n, { asset: "ETH", units: "1" });
     expect([r.bought, r.repaidMicro]).toEqual([{}, 0n]);
   });
 
   it("the signer's rule names what it expected and what it found", () => {
-    const call = (token: `0x${string}`, amount: bigint): DecodedCall => ({ functionName: "withdraw", role: "withdraw", args: [], to: m.pool, token, amount, usdcMoved: 0n });
+    const call = (token: `0x${string}`, amount: bigint): DecodedCall => ({
+      functionName: "withdraw",
+      role: "withdraw",
+      args: [],
+      to: m.pool,
+      token,
+      amount,
+      usdcMoved: 0n,
+    });
     const ctx = (calls: DecodedCall[]) => signerRuleContext("withdraw", calls, { ...m, router: swapRouter02(m.chainId) }, 0n, 0n, 200);
-    expect(() => withdraw.signer.check([call(m.btc, 6n)], { amountMicro: 0n, asset: "BTC", units: 5n }, ctx([call(m.btc, 6n)]))).toThrow("the withdrawal takes 6 units of BTC, not the 5 asked for");
-    expect(() => withdraw.signer.check([call(m.usdc, 6n)], { amountMicro: 0n }, ctx([call(m.usdc, 6n)]))).toThrow("the withdrawal takes 6 units of USDC, not the ? asked for");
+    expect(() => withdraw.signer.check([call(m.btc, 6n)], { amountMicro: 0n, asset: "BTC", units: 5n }, ctx([call(m.btc, 6n)]))).toThrow(
+      "the withdrawal takes 6 units of BTC, not the 5 asked for",
+    );
+    expect(() => withdraw.signer.check([call(m.usdc, 6n)], { amountMicro: 0n }, ctx([call(m.usdc, 6n)]))).toThrow(
+      "the withdrawal takes 6 units of USDC, not the ? asked for",
+    );
     expect(withdraw.signer.check([call(m.btc, 5n)], { amountMicro: 0n, asset: "BTC", units: 5n }, ctx([call(m.btc, 5n)]))).toBe(1);
-    expect(() => withdraw.signer.check([call(m.usdc, 5n)], { amountMicro: 0n, asset: "USDC", units: 5n }, ctx([call(m.weth, 5n)]))).toThrow("the withdraw needs exactly one USDC withdrawal from the Pool; the envelope has 0");
+    expect(() => withdraw.signer.check([call(m.usdc, 5n)], { amountMicro: 0n, asset: "USDC", units: 5n }, ctx([call(m.weth, 5n)]))).toThrow(
+      "the withdraw needs exactly one USDC withdrawal from the Pool; the envelope has 0",
+    );
   });
 });

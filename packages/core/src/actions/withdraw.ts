@@ -28,8 +28,10 @@ export const WithdrawRequest = z
     ...actionAmounts(),
   })
   .superRefine((b, ctx) => {
-    if (b.amount === undefined && b.amount_usdc === undefined) ctx.addIssue({ code: "custom", path: ["amount"], message: "amount (or amount_usdc for USDC) is required" });
-    if ((b.asset ?? "USDC") !== "USDC" && b.amount_usdc !== undefined) ctx.addIssue({ code: "custom", path: ["amount_usdc"], message: "amount_usdc is for USDC; give ETH and BTC in amount, in the asset's units" });
+    if (b.amount === undefined && b.amount_usdc === undefined)
+      ctx.addIssue({ code: "custom", path: ["amount"], message: "amount (or amount_usdc for USDC) is required" });
+    if ((b.asset ?? "USDC") !== "USDC" && b.amount_usdc !== undefined)
+      ctx.addIssue({ code: "custom", path: ["amount_usdc"], message: "amount_usdc is for USDC; give ETH and BTC in amount, in the asset's units" });
   })
   .openapi(
     "WithdrawRequest",
@@ -76,7 +78,7 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
     const decimals = ASSETS[symbol].decimals;
     // rounded down to what a request can say (6 decimals), so the retry with it is accepted and passes
     const step = 10n ** BigInt(Math.max(0, decimals - 6));
-    const units = (((safeMicro * 10n ** BigInt(decimals)) / price(symbol)) / step) * step;
+    const units = ((safeMicro * 10n ** BigInt(decimals)) / price(symbol) / step) * step;
     return { amount: formatDecimal(units, decimals), asset: symbol };
   },
   effect: (p, amount) => removeCollateral(p, amount),
@@ -85,8 +87,17 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
     const symbol = assetOf(params);
     const units = unitsOf(params);
     const held = symbol === "USDC" ? h.usdcMicro : symbol === "ETH" ? h.ethUnits : h.btcUnits;
-    if (units > held) throw new LedgerError("insufficient_balance", `the treasury holds ${formatDecimal(held, ASSETS[symbol].decimals)} ${symbol}; ${formatDecimal(units, ASSETS[symbol].decimals)} cannot be withdrawn`);
-    const holdings = symbol === "USDC" ? { ...h, usdcMicro: h.usdcMicro - units } : symbol === "ETH" ? { ...h, ethUnits: h.ethUnits - units } : { ...h, btcUnits: h.btcUnits - units };
+    if (units > held)
+      throw new LedgerError(
+        "insufficient_balance",
+        `the treasury holds ${formatDecimal(held, ASSETS[symbol].decimals)} ${symbol}; ${formatDecimal(units, ASSETS[symbol].decimals)} cannot be withdrawn`,
+      );
+    const holdings =
+      symbol === "USDC"
+        ? { ...h, usdcMicro: h.usdcMicro - units }
+        : symbol === "ETH"
+          ? { ...h, ethUnits: h.ethUnits - units }
+          : { ...h, btcUnits: h.btcUnits - units };
     return { holdings, bought: {}, repaidMicro: 0n };
   },
   walletNeeds(_amount, position, params) {
@@ -95,13 +106,22 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
     const has = supplied(symbol, position.holdings);
     if (units > has) {
       const d = ASSETS[symbol].decimals;
-      return { usdcMicro: 0n, refusal: { code: "insufficient_collateral", message: `the wallet has ${formatDecimal(has, d)} ${symbol} supplied to Aave; ${formatDecimal(units, d)} cannot be withdrawn` } };
+      return {
+        usdcMicro: 0n,
+        refusal: {
+          code: "insufficient_collateral",
+          message: `the wallet has ${formatDecimal(has, d)} ${symbol} supplied to Aave; ${formatDecimal(units, d)} cannot be withdrawn`,
+        },
+      };
     }
     return { usdcMicro: 0n };
   },
   sandboxUsdcMicro: () => 0n,
   plan: (c, { params }) => [withdrawCall(c, tokenOf(c, assetOf(params)), unitsOf(params), true)],
-  title: (params, amountMicro) => (assetOf(params) === "USDC" ? `withdraw ${formatDecimal(amountMicro, 6)} USDC from Aave` : `withdraw ${formatDecimal(unitsOf(params), ASSETS[assetOf(params)].decimals)} ${assetOf(params)} from Aave`),
+  title: (params, amountMicro) =>
+    assetOf(params) === "USDC"
+      ? `withdraw ${formatDecimal(amountMicro, 6)} USDC from Aave`
+      : `withdraw ${formatDecimal(unitsOf(params), ASSETS[assetOf(params)].decimals)} ${assetOf(params)} from Aave`,
   receipt: ({ id, params }) => {
     const symbol = assetOf(params);
     return { withdrawal_id: id, asset: symbol, amount: Number(formatDecimal(unitsOf(params), ASSETS[symbol].decimals)) };
@@ -113,7 +133,8 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
       const symbol = intent.asset ?? "USDC";
       const token = symbol === "USDC" ? x.usdc : symbol === "ETH" ? x.market.weth : x.market.btc;
       const w = x.only("withdraw", (c) => c.token === token && c.to === x.pool, `${symbol} withdrawal from the Pool`);
-      if (intent.units === undefined || w.amount !== intent.units) x.refuse(`the withdrawal takes ${w.amount} units of ${symbol}, not the ${intent.units ?? "?"} asked for`);
+      if (intent.units === undefined || w.amount !== intent.units)
+        x.refuse(`the withdrawal takes ${w.amount} units of ${symbol}, not the ${intent.units ?? "?"} asked for`);
       return 1;
     },
   },
@@ -122,4 +143,3 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
     body: (amount, flags) => ({ asset: (typeof flags.asset === "string" ? flags.asset.toUpperCase() : "USDC") as "USDC" | "ETH" | "BTC", amount }),
   },
 };
-

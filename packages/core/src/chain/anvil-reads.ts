@@ -24,7 +24,9 @@ export class AnvilReads {
 
   isAnvil(): Promise<boolean> {
     if (!this.anvil) {
-      const asked = this.client.request({ method: "web3_clientVersion" } as never).then((v: unknown) => typeof v === "string" && v.toLowerCase().startsWith("anvil"));
+      const asked = this.client
+        .request({ method: "web3_clientVersion" } as never)
+        .then((v: unknown) => typeof v === "string" && v.toLowerCase().startsWith("anvil"));
       this.anvil = asked;
       asked.catch(() => (this.anvil = undefined));
     }

@@ -28,7 +28,12 @@ export interface PlanInput {
 
 export function planSteps(input: PlanInput): PlannedStep[] {
   const params: ActionParams = { ...(input.params ?? {}), ...(input.target ? { target: input.target } : {}) };
-  const planned = declarationOf(input.action).plan(stepContext(input.chain, input.wallet), { amountMicro: input.amountMicro, feeMicro: input.feeMicro, feeRecipient: input.feeRecipient, params });
+  const planned = declarationOf(input.action).plan(stepContext(input.chain, input.wallet), {
+    amountMicro: input.amountMicro,
+    feeMicro: input.feeMicro,
+    feeRecipient: input.feeRecipient,
+    params,
+  });
   // a zero fee (tiny amounts) needs no transfer
   return planned.filter((s) => s.kind !== "fee_transfer" || input.feeMicro > 0n);
 }

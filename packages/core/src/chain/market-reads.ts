@@ -20,7 +20,8 @@ import { QUOTER_V2_ABI } from "../contracts/uniswap-quoter";
 export type Address = `0x${string}`;
 
 /** the block the reads are made at: a number, a tag, or (empty or omitted) "latest" */
-export type ReadAt = { blockNumber: bigint; blockTag?: undefined } | { blockNumber?: undefined; blockTag: BlockTag } | { blockNumber?: undefined; blockTag?: undefined };
+export type ReadAt =
+  { blockNumber: bigint; blockTag?: undefined } | { blockNumber?: undefined; blockTag: BlockTag } | { blockNumber?: undefined; blockTag?: undefined };
 
 /** the client calls these functions make */
 export type MarketReader = Pick<PublicClient, "readContract" | "simulateContract">;
@@ -31,7 +32,15 @@ export type MarketReader = Pick<PublicClient, "readContract" | "simulateContract
  * view: it runs the swap and reverts with the result). Exactly what SwapRouter02.exactInputSingle would return
  * in the same state. No price limit. 0 in quotes 0 out (the pool refuses a zero swap).
  */
-export async function quoteExactIn(client: MarketReader, quoter: Address, tokenIn: Address, tokenOut: Address, fee: number, amountIn: bigint, at: ReadAt = {}): Promise<bigint> {
+export async function quoteExactIn(
+  client: MarketReader,
+  quoter: Address,
+  tokenIn: Address,
+  tokenOut: Address,
+  fee: number,
+  amountIn: bigint,
+  at: ReadAt = {},
+): Promise<bigint> {
   if (amountIn < 0n) throw new RangeError(`amountIn is negative: ${amountIn}`);
   if (amountIn === 0n) return 0n;
   const { result } = await client.simulateContract({
@@ -48,7 +57,15 @@ export async function quoteExactIn(client: MarketReader, quoter: Address, tokenI
  * How much `tokenIn` buying exactly `amountOut` of `tokenOut` costs now (QuoterV2's quoteExactOutputSingle, an
  * eth_call; the amount SwapRouter02.exactOutputSingle would take). 0 out costs 0.
  */
-export async function quoteExactOut(client: MarketReader, quoter: Address, tokenIn: Address, tokenOut: Address, fee: number, amountOut: bigint, at: ReadAt = {}): Promise<bigint> {
+export async function quoteExactOut(
+  client: MarketReader,
+  quoter: Address,
+  tokenIn: Address,
+  tokenOut: Address,
+  fee: number,
+  amountOut: bigint,
+  at: ReadAt = {},
+): Promise<bigint> {
   if (amountOut < 0n) throw new RangeError(`amountOut is negative: ${amountOut}`);
   if (amountOut === 0n) return 0n;
   const { result } = await client.simulateContract({
@@ -131,7 +148,12 @@ export async function readReserves(client: MarketReader, pool: Address, assets: 
     assets.map(async (asset) => {
       const data = await client.readContract({ address: pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [asset], ...at });
       if (/^0x0{40}$/.test(data.aTokenAddress)) throw new Error(`${asset} is not a reserve of the pool ${pool}`);
-      return { ...decodeReserveConfiguration(data.configuration.data), aToken: data.aTokenAddress, variableDebtToken: data.variableDebtTokenAddress, id: data.id };
+      return {
+        ...decodeReserveConfiguration(data.configuration.data),
+        aToken: data.aTokenAddress,
+        variableDebtToken: data.variableDebtTokenAddress,
+        id: data.id,
+      };
     }),
   );
 }
@@ -210,7 +232,10 @@ export async function readMarket(client: MarketReader, market: MarketAddresses, 
     supplied: { usdc: aUsdc, weth: aWeth, btc: aBtc },
     debtUsdc,
     wallet: { usdc: wUsdc, weth: wWeth, btc: wBtc },
-    collateral: { usdc: usedAsCollateral(userConfiguration, usdc.id), weth: usedAsCollateral(userConfiguration, weth.id), btc: usedAsCollateral(userConfiguration, btc.id) },
+    collateral: {
+      usdc: usedAsCollateral(userConfiguration, usdc.id),
+      weth: usedAsCollateral(userConfiguration, weth.id),
+      btc: usedAsCollateral(userConfiguration, btc.id),
+    },
   };
 }
-

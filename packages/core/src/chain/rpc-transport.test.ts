@@ -23,7 +23,13 @@ const result = (id: unknown, value: unknown) => ({ jsonrpc: "2.0", id, result: v
 const outcome = (run: () => Promise<unknown>) =>
   run().then(
     (value) => ({ value }),
-    (err: Error & { status?: number; details?: string; shortMessage?: string; code?: number }) => ({ error: err.constructor.name, status: err.status, details: err.details, short: err.shortMessage, code: err.code }),
+    (err: Error & { status?: number; details?: string; shortMessage?: string; code?: number }) => ({
+      error: err.constructor.name,
+      status: err.status,
+      details: err.details,
+      short: err.shortMessage,
+      code: err.code,
+    }),
   );
 
 /** the same call through viem's http transport and through rpcHttp, what the server saw of each and what each answered */
@@ -46,7 +52,9 @@ describe("rpcHttp: viem's http transport over Node's HTTP client", () => {
     const r = await both((c) => c.getBlockNumber({ cacheTime: 0 }));
     expect(r.ours).toEqual({ value: 42n });
     expect(r.ours).toEqual(r.stock);
-    expect(r.requests).toEqual([{ method: "POST", contentType: "application/json", auth: undefined, body: { jsonrpc: "2.0", id: "number", method: "eth_blockNumber" } }]);
+    expect(r.requests).toEqual([
+      { method: "POST", contentType: "application/json", auth: undefined, body: { jsonrpc: "2.0", id: "number", method: "eth_blockNumber" } },
+    ]);
   });
 
   it("passes the URL's credentials and the configured headers", async () => {
@@ -65,7 +73,10 @@ describe("rpcHttp: viem's http transport over Node's HTTP client", () => {
   });
 
   it("answers a JSON-RPC error as the same typed error", async () => {
-    answerWith((b) => ({ status: 200, body: JSON.stringify({ jsonrpc: "2.0", id: b.id, error: { code: -32601, message: "the method eth_nope does not exist" } }) }));
+    answerWith((b) => ({
+      status: 200,
+      body: JSON.stringify({ jsonrpc: "2.0", id: b.id, error: { code: -32601, message: "the method eth_nope does not exist" } }),
+    }));
     const r = await both((c) => c.request({ method: "eth_nope" } as never));
     expect(r.ours).toMatchObject({ error: "MethodNotFoundRpcError", code: -32601 });
     expect(r.ours).toEqual(r.stock);

@@ -11,7 +11,9 @@ function addressOn(name: string, d: Deployment, chainId: number): `0x${string}` 
 }
 
 /** Safe's MultiSendCallOnly 1.4.1 on a chain (by chain id): calls only, never a delegatecall inside the batch */
-export const multiSendCallOnly = (chainId: number) => addressOn("MultiSendCallOnly", getMultiSendCallOnlyDeployment({ version: "1.4.1", network: String(chainId) }), chainId);
+export const multiSendCallOnly = (chainId: number) =>
+  addressOn("MultiSendCallOnly", getMultiSendCallOnlyDeployment({ version: "1.4.1", network: String(chainId) }), chainId);
 
 /** Safe's SimulateTxAccessor 1.4.1: what a Safe transaction would do, run in the Safe's context and reverted */
-export const simulateTxAccessor = (chainId: number) => addressOn("SimulateTxAccessor", getSimulateTxAccessorDeployment({ version: "1.4.1", network: String(chainId) }), chainId);
+export const simulateTxAccessor = (chainId: number) =>
+  addressOn("SimulateTxAccessor", getSimulateTxAccessorDeployment({ version: "1.4.1", network: String(chainId) }), chainId);

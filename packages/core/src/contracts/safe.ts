@@ -23,6 +23,8 @@ export const SAFE_ABI = parseAbi([
 ]);
 
 /** Safe's SimulateTxAccessor: delegatecalled by simulateAndRevert, it runs one operation in the Safe's context and reports */
-export const SIMULATE_TX_ACCESSOR_ABI = parseAbi(["function simulate(address to, uint256 value, bytes data, uint8 operation) returns (uint256 estimate, bool success, bytes returnData)"]);
+export const SIMULATE_TX_ACCESSOR_ABI = parseAbi([
+  "function simulate(address to, uint256 value, bytes data, uint8 operation) returns (uint256 estimate, bool success, bytes returnData)",
+]);
 
 export const MULTI_SEND_ABI = parseAbi(["function multiSend(bytes transactions) payable"]);

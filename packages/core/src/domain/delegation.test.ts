@@ -6,7 +6,8 @@ import { FEE_INVARIANTS } from "./fee-schedule";
 import { PRESETS } from "./presets";
 
 describe("delegationState", () => {
-  const s = (moduleEnabled: boolean, everApproved: boolean, hasFunds: boolean, automationInFlight: boolean) => delegationState({ moduleEnabled, everApproved, hasFunds, automationInFlight });
+  const s = (moduleEnabled: boolean, everApproved: boolean, hasFunds: boolean, automationInFlight: boolean) =>
+    delegationState({ moduleEnabled, everApproved, hasFunds, automationInFlight });
   it("derives every state from the facts", () => {
     expect(s(false, false, false, false)).toBe("not_granted");
     expect(s(false, false, true, true)).toBe("not_granted");
@@ -38,8 +39,12 @@ describe("repaymentToPark guards and units", () => {
     }
     expect(repaymentToPark({ ...base, parkTargetBps: 9_999n, fromCollateral: false })).toBe(0n);
     // the module's floored LTV is exactly the target: nothing it would accept
-    expect(repaymentToPark({ collateralBase: 10_000n, debtBase: 2_500n + 0n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: false })).toBe(0n);
-    expect(repaymentToPark({ collateralBase: 1_000_000_000n, debtBase: 250_009_999n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: true })).toBe(0n);
+    expect(repaymentToPark({ collateralBase: 10_000n, debtBase: 2_500n + 0n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: false })).toBe(
+      0n,
+    );
+    expect(
+      repaymentToPark({ collateralBase: 1_000_000_000n, debtBase: 250_009_999n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: true }),
+    ).toBe(0n);
     expect(repaymentToPark({ collateralBase: 0n, debtBase: 1n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral: false })).toBe(0n);
     // a dust position (one cent of collateral at LTV 25.01%): above the target, but within the safety margin of it
     for (const fromCollateral of [false, true]) {
@@ -69,7 +74,12 @@ describe("the policy state document", () => {
       ltv_bands: { safe: { min: 0, max: 35 }, live: { min: 35, max: 50 }, recommended_ceiling: 60, park_target: 25 },
       plan_version: "v3",
       protection_status: "active",
-      dormancy_clock: { last_fee_bearing_activity_at: "2026-08-31T12:00:00.000Z", window_months: 6, expires_at: "2027-02-28T12:00:00.000Z", note: "Any buy or borrow transaction resets the clock." },
+      dormancy_clock: {
+        last_fee_bearing_activity_at: "2026-08-31T12:00:00.000Z",
+        window_months: 6,
+        expires_at: "2027-02-28T12:00:00.000Z",
+        note: "Any buy or borrow transaction resets the clock.",
+      },
       protection_authority: {
         target_ltv_after_rewind: 25,
         trigger_metric: "health_score",
@@ -102,7 +112,19 @@ describe("the policy state document", () => {
     expect(doc.protection_authority.repayment_order).toHaveLength(3);
     expect(doc.protection_authority.repayment_order[2]).toMatch(/collateral, sold for USDC in one transaction/);
     expect(doc.protection_authority.on_chain_bounds.join(" ")).toMatch(/oracle value .* less 100 bps.*park target.*equity.*no delegatecall/s);
-    const inactive = policyStateDocument({ ...{ environment: "x", address: "0x1", preset: PRESETS.conservative, delegationState: "not_granted", lastFeeBearingActivityAt: new Date(0), feeScheduleUrl: "", docsUrl: "", executionMode: "wallet" }, protectionStatus: "inactive" });
+    const inactive = policyStateDocument({
+      ...{
+        environment: "x",
+        address: "0x1",
+        preset: PRESETS.conservative,
+        delegationState: "not_granted",
+        lastFeeBearingActivityAt: new Date(0),
+        feeScheduleUrl: "",
+        docsUrl: "",
+        executionMode: "wallet",
+      },
+      protectionStatus: "inactive",
+    });
     expect(inactive.monitoring_tier.tier).toBe("standby");
     expect(inactive.protection_authority.scope).toBe("pay down loan and deleverage toward the 15% parked target only");
     expect([PLAN_VERSION, DORMANCY_WINDOW_MONTHS, GAS_CAPS.per_action_usd]).toEqual(["v3", 6, 0.25]);

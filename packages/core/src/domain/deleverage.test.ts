@@ -25,7 +25,7 @@ function position(eth: number, debt: bigint, btc = 0n): DeleverageInput {
 /** Aave's health factor x 10,000 after withdrawing `amount` of ETH with `repaid` USDC repaid first */
 const hfAfter = (p: DeleverageInput, amount: bigint, repaid: bigint) => {
   const value = valueMicro(p, "ETH", amount) * 100n;
-  return ((p.collateralBase * p.liquidationThresholdBps - value * 8250n) ) / (p.debtBase - repaid * 100n);
+  return (p.collateralBase * p.liquidationThresholdBps - value * 8250n) / (p.debtBase - repaid * 100n);
 };
 
 describe("deleverage from collateral: which, how much, minimum out, flash", () => {
@@ -38,7 +38,7 @@ describe("deleverage from collateral: which, how much, minimum out, flash", () =
     expect(choice.amount).toBeGreaterThan(3_333_000_000_000_000_000n);
     const call = deleverageCall(p, choice.asset, choice.amount)!;
     expect(call.flashAmount).toBe(0n);
-    expect(call.minOut).toBe(((choice.amount * 3_000n * 1_000_000n) / E18 * 9_900n) / 10_000n);
+    expect(call.minOut).toBe((((choice.amount * 3_000n * 1_000_000n) / E18) * 9_900n) / 10_000n);
     // the park line after a sale at the oracle: (D - x) / (C - x) just above 25%
     const x = call.valueMicro * 100n;
     const ltv = ((p.debtBase - x) * 10_000n) / (p.collateralBase - x);

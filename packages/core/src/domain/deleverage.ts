@@ -65,11 +65,18 @@ export interface DeleverageCall {
 const unit = (asset: CollateralAsset) => 10n ** BigInt(ASSETS[asset].decimals);
 
 /** the oracle's value of `amount` of `asset`, micro-USD (rounded down) */
-export const valueMicro = (input: DeleverageInput, asset: CollateralAsset, amount: bigint): bigint => (amount * input.collateral[asset].priceBase) / (100n * unit(asset));
+export const valueMicro = (input: DeleverageInput, asset: CollateralAsset, amount: bigint): bigint =>
+  (amount * input.collateral[asset].priceBase) / (100n * unit(asset));
 
 /** the collateral to sell and how much, or null when nothing needs (or can be) sold */
 export function chooseDeleverage(input: DeleverageInput): DeleverageChoice | null {
-  const repay = repaymentToPark({ collateralBase: input.collateralBase, debtBase: input.debtBase, usdcPriceBase: input.usdcPriceBase, parkTargetBps: input.parkTargetBps, fromCollateral: true });
+  const repay = repaymentToPark({
+    collateralBase: input.collateralBase,
+    debtBase: input.debtBase,
+    usdcPriceBase: input.usdcPriceBase,
+    parkTargetBps: input.parkTargetBps,
+    fromCollateral: true,
+  });
   // the repayment's value in micro-USD (0 at or under the park target)
   const targetMicro = (repay * input.usdcPriceBase) / 100_000_000n;
   const candidates = (Object.keys(input.collateral) as CollateralAsset[])

@@ -1,6 +1,21 @@
 /** Exact money: parsing, formatting and arithmetic on micro-units, including their refusals. */
 import { describe, expect, it } from "vitest";
-import { AmountPrecisionError, applyBps, BPS, ceilDiv, formatDecimal, isExactUsdc, maxBig, MICRO_PER_USDC, minBig, parseDecimal, parseUsdc, ratioToPct, USDC_DECIMALS, usdcToNumber } from "./money";
+import {
+  AmountPrecisionError,
+  applyBps,
+  BPS,
+  ceilDiv,
+  formatDecimal,
+  isExactUsdc,
+  maxBig,
+  MICRO_PER_USDC,
+  minBig,
+  parseDecimal,
+  parseUsdc,
+  ratioToPct,
+  USDC_DECIMALS,
+  usdcToNumber,
+} from "./money";
 
 describe("parseDecimal and parseUsdc", () => {
   it("parses whole, fractional, exponent and negative forms exactly", () => {

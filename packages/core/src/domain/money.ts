@@ -13,7 +13,10 @@ export const MICRO_PER_USDC = 1_000_000n;
 export const BPS = 10_000n;
 
 export class AmountPrecisionError extends Error {
-  constructor(readonly value: number, readonly decimals: number) {
+  constructor(
+    readonly value: number,
+    readonly decimals: number,
+  ) {
     super(`amount ${value} has more than ${decimals} decimal places`);
   }
 }

@@ -7,13 +7,7 @@ import { DELEGATION_MECHANISM, ON_CHAIN_BOUNDS, REPAYMENT_ORDER } from "./protec
 import { DELEVERAGE_MAX_SLIPPAGE_BPS } from "../contracts/protection-module";
 import type { Preset } from "./presets";
 
-export const DELEGATION_STATES = [
-  "not_granted",
-  "approved_pending_funds",
-  "active",
-  "revoked_pending_settlement",
-  "revoked",
-] as const;
+export const DELEGATION_STATES = ["not_granted", "approved_pending_funds", "active", "revoked_pending_settlement", "revoked"] as const;
 export type DelegationState = (typeof DELEGATION_STATES)[number];
 
 export const DORMANCY_WINDOW_MONTHS = 6;

@@ -22,7 +22,13 @@ describe("assets and presets", () => {
   it("presets: bands, ceilings, park targets, thresholds; the policy object and the ceiling in bps", () => {
     expect(PRESET_NAMES).toEqual(["conservative", "balanced", "aggressive"]);
     expect(DEFAULT_PRESET).toBe("balanced");
-    expect(PRESETS.balanced).toMatchObject({ liveBand: { min: 35, max: 50 }, ceiling: 60, parkTarget: 25, protectBelowHealthScore: 1.3, repayAboveHealthScore: 3 });
+    expect(PRESETS.balanced).toMatchObject({
+      liveBand: { min: 35, max: 50 },
+      ceiling: 60,
+      parkTarget: 25,
+      protectBelowHealthScore: 1.3,
+      repayAboveHealthScore: 3,
+    });
     expect(PRESETS.conservative).toMatchObject({ liveBand: { min: 20, max: 35 }, ceiling: 45, parkTarget: 15, protectBelowHealthScore: 1.5 });
     expect(PRESETS.aggressive).toMatchObject({ liveBand: { min: 45, max: 60 }, ceiling: 65, parkTarget: 35, protectBelowHealthScore: 1.2 });
     expect(policyOf(PRESETS.balanced)).toEqual({ live_band: { min: 35, max: 50 }, ceiling: 60, park_target: 25 });
@@ -91,7 +97,11 @@ describe("the sandbox ledger", () => {
     expect(declarationOf("convert").ledger(h, 10_000_000_000n, 0n, { target: "eth" }).holdings.usdcMicro).toBe(0n);
   });
   it("borrow: debt up by the amount, the proceeds less the fee as idle USDC", () => {
-    expect(declarationOf("borrow").ledger(h, 1_000_000_000n, 20_000_000n, {}).holdings).toEqual({ ...h, debtMicro: 2_000_000_000n, usdcMicro: 10_980_000_000n });
+    expect(declarationOf("borrow").ledger(h, 1_000_000_000n, 20_000_000n, {}).holdings).toEqual({
+      ...h,
+      debtMicro: 2_000_000_000n,
+      usdcMicro: 10_980_000_000n,
+    });
   });
   it("repay: at most the debt, from idle USDC; refused without debt or without the USDC", () => {
     const r = declarationOf("repay").ledger(h, 5_000_000_000n, 0n, {});

@@ -53,7 +53,14 @@ describe("figures", () => {
   it("zones and their bounds", () => {
     const p = PRESETS.balanced;
     expect(ltvZonesOf(p)).toEqual({ safe: { min: 0, max: 35 }, active: { min: 35, max: 50 }, ceiling: { min: 50, max: 60 }, hard_ceiling: 60 });
-    expect([zoneOf(34.99, p), zoneOf(35, p), zoneOf(49.99, p), zoneOf(50, p), zoneOf(60, p), zoneOf(60.01, p)]).toEqual(["safe", "active", "active", "ceiling", "ceiling", "over_ceiling"]);
+    expect([zoneOf(34.99, p), zoneOf(35, p), zoneOf(49.99, p), zoneOf(50, p), zoneOf(60, p), zoneOf(60.01, p)]).toEqual([
+      "safe",
+      "active",
+      "active",
+      "ceiling",
+      "ceiling",
+      "over_ceiling",
+    ]);
   });
 
   it("positionAtLtv restates a debt at an LTV", () => {

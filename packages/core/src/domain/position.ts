@@ -73,7 +73,10 @@ export function zoneOf(ltv: number, preset: Preset): LtvZone {
 }
 
 export class PositionError extends Error {
-  constructor(readonly code: "insufficient_collateral" | "insufficient_debt", message: string) {
+  constructor(
+    readonly code: "insufficient_collateral" | "insufficient_debt",
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -102,7 +105,8 @@ export const repayDebt = (p: Position, amount: Micro): Position => ({ ...p, debt
 
 /** collateral out (withdrawn or sold) */
 export function removeCollateral(p: Position, amount: Micro): Position {
-  if (amount > p.collateralMicro) throw new PositionError("insufficient_collateral", `amount exceeds the collateral of ${formatDecimal(p.collateralMicro, 6)} USDC`);
+  if (amount > p.collateralMicro)
+    throw new PositionError("insufficient_collateral", `amount exceeds the collateral of ${formatDecimal(p.collateralMicro, 6)} USDC`);
   return { ...p, collateralMicro: p.collateralMicro - amount };
 }
 

@@ -31,6 +31,7 @@ export const PROTECTION_COSTS = {
   service_fee_pct: 0,
   max_swap_slippage_bps: DELEVERAGE_MAX_SLIPPAGE_BPS,
   swap: `a deleverage sells collateral on the Uniswap V3 0.05% pool and accepts no less than Aave's oracle value less ${DELEVERAGE_MAX_SLIPPAGE_BPS} bps (the pool's fee and price impact fall within it)`,
-  flash_loan: "Aave's flash-loan premium (the Pool's FLASHLOAN_PREMIUM_TOTAL) on the USDC borrowed for the length of one transaction, only when the position is too close to its liquidation threshold to withdraw first",
+  flash_loan:
+    "Aave's flash-loan premium (the Pool's FLASHLOAN_PREMIUM_TOTAL) on the USDC borrowed for the length of one transaction, only when the position is too close to its liquidation threshold to withdraw first",
   gas: "paid by the service's automation key, within the published gas caps",
 } as const;

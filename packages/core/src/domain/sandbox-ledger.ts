@@ -10,7 +10,10 @@ import type { Micro } from "./money";
 import type { Holdings } from "./portfolio";
 
 export class LedgerError extends Error {
-  constructor(readonly code: "insufficient_balance" | "no_debt" | "invalid_request", message: string) {
+  constructor(
+    readonly code: "insufficient_balance" | "no_debt" | "invalid_request",
+    message: string,
+  ) {
     super(message);
   }
 }

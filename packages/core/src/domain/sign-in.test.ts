@@ -36,7 +36,16 @@ describe("signInMessage", () => {
 
   it("changes with every fact it names", () => {
     const base = signInMessage(facts);
-    for (const [k, v] of Object.entries({ domain: "evil.example", uri: "https://evil.example/console", owner: "0x0000000000000000000000000000000000000001", safe: "0x0000000000000000000000000000000000000002", chainId: 42161, nonce: "fedcba9876543210fedcba9876543210", issuedAt: "2026-11-24T11:00:01.000Z", expiresAt: "2026-11-24T11:10:01.000Z" })) {
+    for (const [k, v] of Object.entries({
+      domain: "evil.example",
+      uri: "https://evil.example/console",
+      owner: "0x0000000000000000000000000000000000000001",
+      safe: "0x0000000000000000000000000000000000000002",
+      chainId: 42161,
+      nonce: "fedcba9876543210fedcba9876543210",
+      issuedAt: "2026-11-24T11:00:01.000Z",
+      expiresAt: "2026-11-24T11:10:01.000Z",
+    })) {
       expect(signInMessage({ ...facts, [k]: v }), k).not.toBe(base);
     }
   });

@@ -2,10 +2,26 @@
 import { hashTypedData } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { delegationStatement, registrationStatement, safeMessageFor, STATEMENT_MAX_AGE_SECONDS, STATEMENT_NONCE_PATTERN, statementDomain, statementHash, statementTimeProblem } from "./statements";
+import {
+  delegationStatement,
+  registrationStatement,
+  safeMessageFor,
+  STATEMENT_MAX_AGE_SECONDS,
+  STATEMENT_NONCE_PATTERN,
+  statementDomain,
+  statementHash,
+  statementTimeProblem,
+} from "./statements";
 
 const wallet = "0x00000000000000000000000000000000000000AA" as const;
-const facts = { service: "https://gw.example", wallet, chain: "base" as const, executionMode: "wallet" as const, nonce: "nonce-0123456789ab", issuedAt: "2026-11-22T00:00:00.000Z" };
+const facts = {
+  service: "https://gw.example",
+  wallet,
+  chain: "base" as const,
+  executionMode: "wallet" as const,
+  nonce: "nonce-0123456789ab",
+  issuedAt: "2026-11-22T00:00:00.000Z",
+};
 
 describe("statements", () => {
   it("the domain names the service and the chain id of the treasury's chain", () => {
@@ -16,12 +32,30 @@ describe("statements", () => {
   it("RegisterTreasury carries every fact, in order", () => {
     const s = registrationStatement(facts);
     expect(s.primaryType).toBe("RegisterTreasury");
-    expect(s.types.RegisterTreasury.map((f) => `${f.type} ${f.name}`)).toEqual(["string service", "address wallet", "string chain", "string executionMode", "string nonce", "string issuedAt"]);
+    expect(s.types.RegisterTreasury.map((f) => `${f.type} ${f.name}`)).toEqual([
+      "string service",
+      "address wallet",
+      "string chain",
+      "string executionMode",
+      "string nonce",
+      "string issuedAt",
+    ]);
     expect(s.message).toEqual({ service: facts.service, wallet, chain: "base", executionMode: "wallet", nonce: facts.nonce, issuedAt: facts.issuedAt });
   });
 
   it("AttachDelegation carries treasury, Safe, module and thresholds as integers", () => {
-    const s = delegationStatement({ service: "s", chain: "arbitrum", treasuryId: "trs_1", safe: wallet, module: wallet, protectBelowHealthCentis: 130, parkTargetBps: 2500, maxSlippageBps: 100, nonce: "n", issuedAt: "t" });
+    const s = delegationStatement({
+      service: "s",
+      chain: "arbitrum",
+      treasuryId: "trs_1",
+      safe: wallet,
+      module: wallet,
+      protectBelowHealthCentis: 130,
+      parkTargetBps: 2500,
+      maxSlippageBps: 100,
+      nonce: "n",
+      issuedAt: "t",
+    });
     expect(s.primaryType).toBe("AttachDelegation");
     expect(s.domain.chainId).toBe(42161);
     expect(s.types.AttachDelegation.map((f) => `${f.type} ${f.name}`)).toEqual([
@@ -35,24 +69,47 @@ describe("statements", () => {
       "string nonce",
       "string issuedAt",
     ]);
-    expect(s.message).toEqual({ service: "s", treasuryId: "trs_1", safe: wallet, module: wallet, protectBelowHealthCentis: 130n, parkTargetBps: 2500n, maxSlippageBps: 100n, nonce: "n", issuedAt: "t" });
+    expect(s.message).toEqual({
+      service: "s",
+      treasuryId: "trs_1",
+      safe: wallet,
+      module: wallet,
+      protectBelowHealthCentis: 130n,
+      parkTargetBps: 2500n,
+      maxSlippageBps: 100n,
+      nonce: "n",
+      issuedAt: "t",
+    });
   });
 
   it("every fact changes the hash a wallet signs, and a wallet's signature recovers to it", async () => {
     const h = statementHash(registrationStatement(facts));
     expect(h).toBe(hashTypedData(registrationStatement(facts) as never));
-    for (const change of [{ service: "https://other.example" }, { chain: "arbitrum" as const }, { executionMode: "managed" as const }, { nonce: "nonce-0123456789ac" }, { issuedAt: "2026-11-22T00:00:01.000Z" }]) {
+    for (const change of [
+      { service: "https://other.example" },
+      { chain: "arbitrum" as const },
+      { executionMode: "managed" as const },
+      { nonce: "nonce-0123456789ac" },
+      { issuedAt: "2026-11-22T00:00:01.000Z" },
+    ]) {
       expect(statementHash(registrationStatement({ ...facts, ...change }))).not.toBe(h);
     }
     const account = privateKeyToAccount(generatePrivateKey());
     const signed = await account.signTypedData(registrationStatement({ ...facts, wallet: account.address }));
     const { recoverTypedDataAddress } = await import("viem");
-    expect(await recoverTypedDataAddress({ ...(registrationStatement({ ...facts, wallet: account.address }) as object), signature: signed } as never)).toBe(account.address);
+    expect(await recoverTypedDataAddress({ ...(registrationStatement({ ...facts, wallet: account.address }) as object), signature: signed } as never)).toBe(
+      account.address,
+    );
   });
 
   it("a Safe's message wraps the statement hash in the Safe's own domain", () => {
     const hash = `0x${"ab".repeat(32)}` as const;
-    expect(safeMessageFor(wallet, 8453, hash)).toEqual({ domain: { chainId: 8453, verifyingContract: wallet }, types: { SafeMessage: [{ name: "message", type: "bytes" }] }, primaryType: "SafeMessage", message: { message: hash } });
+    expect(safeMessageFor(wallet, 8453, hash)).toEqual({
+      domain: { chainId: 8453, verifyingContract: wallet },
+      types: { SafeMessage: [{ name: "message", type: "bytes" }] },
+      primaryType: "SafeMessage",
+      message: { message: hash },
+    });
   });
 
   it("a statement is fresh for 600 seconds, a minute of skew into the future, and must be ISO 8601", () => {

@@ -24,7 +24,8 @@ export const STATEMENT_DOMAIN_VERSION = "1";
 export const STATEMENT_MAX_AGE_SECONDS = 600;
 export const STATEMENT_NONCE_PATTERN = /^[A-Za-z0-9._:-]{16,128}$/;
 
-export const statementDomain = (chain: TreasuryChain) => ({ name: STATEMENT_DOMAIN_NAME, version: STATEMENT_DOMAIN_VERSION, chainId: AAVE_MARKETS[chain].chainId }) as const;
+export const statementDomain = (chain: TreasuryChain) =>
+  ({ name: STATEMENT_DOMAIN_NAME, version: STATEMENT_DOMAIN_VERSION, chainId: AAVE_MARKETS[chain].chainId }) as const;
 
 export interface RegistrationFacts {
   service: string;

@@ -99,7 +99,12 @@ export class TreasuryError extends Error {
     /** what caused it (another error, kept as `cause`): its message is the details of `message` */
     options: { cause?: unknown } = {},
   ) {
-    super(options.cause === undefined ? shortMessage : `${shortMessage}\n\nDetails: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      options.cause === undefined
+        ? shortMessage
+        : `${shortMessage}\n\nDetails: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.shortMessage = shortMessage;
   }
 }

@@ -68,11 +68,18 @@ export function keepAlivePost(url: string | URL, headers: Record<string, string>
         res.on("error", fail);
         res.on("end", () => {
           done();
-          resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", headers: res.headers, text: chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8") });
+          resolve({
+            status: res.statusCode ?? 0,
+            statusText: res.statusMessage ?? "",
+            headers: res.headers,
+            text: chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"),
+          });
         });
       },
     );
-    const timer = opts.timeoutMs ? setTimeout(() => req.destroy(new Error(`no answer from ${target.host} in ${opts.timeoutMs} ms`)), opts.timeoutMs) : undefined;
+    const timer = opts.timeoutMs
+      ? setTimeout(() => req.destroy(new Error(`no answer from ${target.host} in ${opts.timeoutMs} ms`)), opts.timeoutMs)
+      : undefined;
     const onAbort = () => req.destroy(signal!.reason instanceof Error ? signal!.reason : new DOMException("This operation was aborted", "AbortError"));
     signal?.addEventListener("abort", onAbort, { once: true });
     function done() {

@@ -146,7 +146,9 @@ export const personText = (opts: { max: number; min?: number; multiline?: boolea
 
 /** an action's amount, USDC: greater than 0 (or at least `min`) and at most 100,000 (spec 8) */
 const actionAmountField = (min?: number) =>
-  min === undefined ? usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({ exclusiveMinimum: 0, maximum: 100_000 }) : usdcAmount({ min, max: 100_000 }).openapi({ minimum: min, maximum: 100_000 });
+  min === undefined
+    ? usdcAmount({ exclusiveMin: 0, max: 100_000 }).openapi({ exclusiveMinimum: 0, maximum: 100_000 })
+    : usdcAmount({ min, max: 100_000 }).openapi({ minimum: min, maximum: 100_000 });
 
 /** the amount fields of an action's body: `amount_usdc` and its alias `amount` (spec 4.5) */
 export const actionAmounts = (min?: number) => ({
