@@ -1,6 +1,7 @@
 /** one protection scenario in its own process (runner.ts runScenario): SCENARIO (JSON options) in, SCENARIO_OUT (a file) out */
 import fs from "node:fs";
-import { runScenarioHere, type ScenarioOptions } from "./runner";
+import { runScenarioHere } from "./runner";
+import type { ScenarioOptions } from "./scenario";
 
 const options = JSON.parse(process.env.SCENARIO ?? "{}") as ScenarioOptions;
 const result = await runScenarioHere(options);

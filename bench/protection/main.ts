@@ -10,7 +10,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { healthPicture } from "./picture";
-import { runScenario, type ScenarioOptions, type ScenarioResult } from "./runner";
+import { runScenario } from "./runner";
+import type { ScenarioOptions, ScenarioResult } from "./scenario";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const args = process.argv.slice(2);

@@ -3,7 +3,7 @@
  * protection, from a real run's series, as an SVG (text, so it lives in git
  * and renders where Markdown does).
  */
-import type { ScenarioResult } from "./runner";
+import type { ScenarioResult } from "./scenario";
 import { BLOCK_SECONDS } from "./paths";
 
 export function healthPicture(r: ScenarioResult, opts: { width?: number; height?: number; maxHealth?: number } = {}): string {

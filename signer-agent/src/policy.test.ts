@@ -29,7 +29,8 @@ import {
   type StepTx,
 } from "./policy";
 import { feeOf } from "@treasury/core/actions";
-import { withQuotes, type ExitSnapshot } from "@treasury/core/actions/exit";
+import { withQuotes } from "@treasury/core/actions/exit-plan";
+import type { ExitSnapshot } from "@treasury/core/actions/exit-sizing";
 import type { SignerIntent } from "@treasury/core/actions/signer-rule";
 import { ALL } from "@treasury/core/actions/steps";
 

@@ -6,7 +6,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "vitest";
-import { runScenario, type ScenarioOptions, type ScenarioResult } from "../../bench/protection/runner";
+import { runScenario } from "../../bench/protection/runner";
+import type { ScenarioOptions, ScenarioResult } from "../../bench/protection/scenario";
 import { freshDatabase, TEST_STORE } from "./store";
 
 export async function play(o: ScenarioOptions): Promise<ScenarioResult> {

@@ -14,17 +14,14 @@
  *              transaction. A chain-backed treasury's figures are read back from the chain; a simulated
  *              treasury's step is checked and recorded at once, the action applied to its sandbox ledger.
  *
- * The relay (relay-service.ts) decides whether a signed transaction may enter this life (exact call,
- * right signer, next nonce, earlier steps relayed); the sandbox's own part (steps prepared or provided
- * without a signature, swap output taken back) is envelopes/sandbox-steps.ts.
+ * The relay (relay-service.ts) decides whether a signed transaction may enter this life (exact call, right signer,
+ * next nonce, earlier steps relayed); the sandbox's part (steps prepared or provided without a signature, swap output
+ * taken back) is envelopes/sandbox-steps.ts; the receipts the record writes, envelopes/receipts.ts; the fee as signed, envelopes/fee.ts.
  */
 import { planSteps } from "@treasury/core/chain/envelope-plan";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
-import { declarationOf } from "@treasury/core/actions";
-import { feeFor, type Fee } from "@treasury/core/domain/fees";
 import { positionOf } from "@treasury/core/domain/portfolio";
 import { ltvPct } from "@treasury/core/domain/position";
-import { usdcToNumber } from "@treasury/core/domain/money";
 import type { ActionParams } from "@treasury/core/domain/sandbox-ledger";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import { newId } from "@treasury/core/lib/ids";
@@ -32,10 +29,12 @@ import { chainHealthScore, type ChainGateway, type ChainPosition } from "../../c
 import type { VerifiedTransaction } from "../../chain/signed-transaction";
 import type { EnvelopeRecord, StepRecord } from "../../store/envelope-store";
 import type { TreasuryRecord } from "../../store/treasury-store";
-import type { Links, ServiceContext } from "../context";
+import type { ServiceContext } from "../context";
 import type { TreasuryBacking } from "../execution/backing";
 import type { Plan, Planner } from "../execution/planner";
 import type { ExecutionRecorder } from "../execution-recorder";
+import { envelopeFee } from "./fee";
+import { broadcastingReceipt, relayReceipt, simulatedProvision } from "./receipts";
 import type { SandboxSteps } from "./sandbox-steps";
 
 export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
@@ -193,13 +192,12 @@ export class EnvelopeLifecycle {
       const execution = last && chainAfter ? await this.recordMined(current, envelope, chainAfter, at) : undefined;
       const answer = relayReceipt(envelope, step, {
         oneSignature: envelope.params.one_signature === true,
-        provided: steps.filter((s) => s.txId !== txId && s.txHash === null && s.receipt),
+        steps,
         txHash: hash,
         simulated: false,
         block: { number: Number(mined.blockNumber), gasUsed: Number(mined.gasUsed) },
         resultingLtv: chainAfter ? ltvPct(chainAfter) : ltvPct(positionOf(current.holdings)),
         last,
-        remaining: steps.filter((s) => s.status !== "relayed" && s.txId !== txId).length,
         execution,
         signer: fresh.signer!,
         at,
@@ -253,16 +251,7 @@ export class EnvelopeLifecycle {
       const envelope = (await this.ctx.stores.envelopes.get(step.envelopeTxId))!;
       const at = this.ctx.clock.now();
       for (const s of one?.provide ?? []) {
-        const provided = {
-          object: "provided_step",
-          provided_by: "sandbox",
-          method: "simulation",
-          effect: `${s.kind} applied with the action to the sandbox ledger`,
-          tx_id: s.txId,
-          seq: s.seq,
-          kind: s.kind,
-        };
-        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, provided, at.toISOString())))
+        if (!(await this.ctx.stores.envelopes.provideStep(s.txId, simulatedProvision(s), at.toISOString())))
           throw new TreasuryError("step_in_flight", `step ${s.seq} (${s.kind}) of ${envelope.txId} was relayed meanwhile; retry`);
       }
       const steps = await this.ctx.stores.envelopes.steps(envelope.txId);
@@ -288,12 +277,11 @@ export class EnvelopeLifecycle {
       }
       const receipt = relayReceipt(envelope, step, {
         oneSignature: one !== undefined,
-        provided: steps.filter((s) => s.txId !== txId && s.txHash === null && s.receipt),
+        steps,
         txHash: verified.hash,
         simulated: true,
         resultingLtv: resultLtv,
         last,
-        remaining: steps.filter((s) => s.status !== "relayed" && s.txId !== txId).length,
         execution,
         signer: verified.signer,
         at,
@@ -338,75 +326,4 @@ export class EnvelopeLifecycle {
       },
     );
   }
-}
-
-/** the fee of an envelope, exactly as it was planned and signed */
-export function envelopeFee(envelope: EnvelopeRecord): Fee {
-  if (envelope.feeBps !== null && envelope.feeBasis !== null) return { feeMicro: envelope.feeMicro, feeBps: BigInt(envelope.feeBps), basis: envelope.feeBasis };
-  // envelopes from before the fee was kept with them: the amount is theirs, the basis of their action
-  const f = feeFor(declarationOf(envelope.action).fee, envelope.amountMicro, 0);
-  return { ...f, feeMicro: envelope.feeMicro };
-}
-
-/** the figures of one relayed step that its receipt reports */
-interface RelayedStep {
-  oneSignature: boolean;
-  provided: StepRecord[];
-  txHash: string;
-  simulated: boolean;
-  block?: { number: number; gasUsed: number };
-  resultingLtv: number;
-  last: boolean;
-  remaining: number;
-  execution?: Record<string, unknown>;
-  signer: string;
-  at: Date;
-}
-
-/** spec 2.6: the relay receipt of one step, with the action's receipt when it was the last */
-function relayReceipt(envelope: EnvelopeRecord, step: StepRecord, r: RelayedStep): Record<string, unknown> {
-  return {
-    sandbox: true,
-    object: "relay_receipt",
-    // the one-signature path answers under the envelope's tx_id, the steps path under the step's
-    tx_id: r.oneSignature ? envelope.txId : step.txId,
-    tx_hash: r.txHash,
-    simulated: r.simulated,
-    ...(r.block ? { block_number: r.block.number, gas_used: r.block.gasUsed } : {}),
-    chain: envelope.chain,
-    chain_id: envelope.chainId,
-    status: "confirmed",
-    result: {
-      action: envelope.action,
-      amount_usdc: usdcToNumber(envelope.amountMicro),
-      resulting_ltv: r.resultingLtv,
-      step: step.kind,
-      sequence_complete: r.last,
-      remaining_steps: r.remaining,
-      ...(r.execution ? { receipt: r.execution } : {}),
-    },
-    ...(r.provided.length > 0 ? { provided_steps: r.provided.map((s) => s.receipt) } : {}),
-    ...(r.oneSignature ? { step_tx_id: step.txId } : {}),
-    envelope_tx_id: envelope.txId,
-    signer: r.signer,
-    relayed_at: r.at.toISOString(),
-  };
-}
-
-/** a step sent and not mined in time: it stays claimed, reconciled later */
-function broadcastingReceipt(links: Links, envelope: EnvelopeRecord, txId: string, hash: string): Record<string, unknown> {
-  return {
-    sandbox: true,
-    object: "relay_receipt",
-    tx_id: txId,
-    tx_hash: hash,
-    simulated: false,
-    chain: envelope.chain,
-    chain_id: envelope.chainId,
-    status: "broadcasting",
-    status_url: links.url(`/api/v1/relay/${txId}`),
-    message:
-      "the transaction was sent and is not mined yet; its step stays claimed (no other signature of it will be sent). Poll status_url or relay the same step again.",
-    envelope_tx_id: envelope.txId,
-  };
 }

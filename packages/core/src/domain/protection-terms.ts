@@ -7,7 +7,7 @@
  */
 import { DELEVERAGE_MAX_SLIPPAGE_BPS } from "../contracts/protection-module";
 
-/** the order the engine repays in, cheapest first (gateway/src/protection/engine.ts, plan) */
+/** the order the engine repays in, cheapest first (gateway/src/protection/repayment-source.ts) */
 export const REPAYMENT_ORDER = [
   "the Safe's idle USDC (approve and repay)",
   "the Safe's supplied USDC (repayWithATokens)",

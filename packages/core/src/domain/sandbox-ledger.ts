@@ -32,7 +32,7 @@ export interface ActionParams {
   quoted?: string;
   /** exit: also sell the ETH and BTC withdrawn */
   sell?: boolean;
-  /** exit: the plan made on the chain's figures (actions/exit.ts ExitPlan, as JSON) */
+  /** exit: the plan made on the chain's figures (actions/exit-plan.ts ExitPlan, as JSON) */
   exit?: string;
 }
 
