@@ -28,6 +28,18 @@ const optionalUrl = z
   .transform((v) => (v && v.trim() !== "" ? v.trim() : undefined))
   .pipe(z.string().url().optional());
 
+/** an address, or nothing when unset or empty */
+const optionalAddress = z
+  .string()
+  .optional()
+  .transform((v) => (v && v !== "" ? v : undefined))
+  .pipe(
+    z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
+      .optional(),
+  );
+
 const envSchema = z.object({
   PORT: z
     .string()
@@ -106,30 +118,12 @@ const envSchema = z.object({
   X402_ENABLED: z.enum(["true", "false"]).optional().default("true"),
   X402_FACILITATOR: z.enum(["local", "public", "cdp"]).optional().default("local"),
   X402_FACILITATOR_URL: optionalUrl,
-  X402_PAY_TO: z
-    .string()
-    .optional()
-    .transform((v) => (v && v !== "" ? v : undefined))
-    .pipe(
-      z
-        .string()
-        .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
-        .optional(),
-    ),
+  X402_PAY_TO: optionalAddress,
   X402_MAX_TIMEOUT_SECONDS: positiveInt(120),
   X402_FACILITATOR_TIMEOUT_MS: positiveInt(30_000),
   CDP_API_KEY_ID: z.string().optional(),
   CDP_API_KEY_SECRET: z.string().optional(),
-  AUTOMATION_ADDRESS: z
-    .string()
-    .optional()
-    .transform((v) => (v && v !== "" ? v : undefined))
-    .pipe(
-      z
-        .string()
-        .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
-        .optional(),
-    ),
+  AUTOMATION_ADDRESS: optionalAddress,
   FEE_RECIPIENT: z
     .string()
     .optional()

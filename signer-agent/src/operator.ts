@@ -65,6 +65,10 @@ export interface QueuedSafeTransaction {
   calls: { to: `0x${string}`; value: string; data: Hex }[];
 }
 
+/** a queued Safe transaction's fields in the order the Safe's getTransactionHash and execTransaction take them */
+const safeTxFields = (t: QueuedSafeTransaction["safe_tx"]) =>
+  [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver] as const;
+
 /** the calls a Safe transaction makes: the one call, or MultiSendCallOnly's packed batch (delegatecall) */
 export function decodeBatch(t: QueuedSafeTransaction["safe_tx"]): { to: `0x${string}`; value: bigint; data: Hex }[] {
   if (t.operation === 0) return [{ to: t.to, value: BigInt(t.value), data: t.data }];
@@ -218,22 +222,11 @@ export class Operator {
     const safe = this.safeAddress!;
     const t = p.safe_tx;
     if (getAddress(p.safe) !== getAddress(safe)) throw new Error(`the upgrade is for ${p.safe}, not this operator's Safe ${safe}`);
-    const fields = [
-      t.to,
-      BigInt(t.value),
-      t.data,
-      t.operation,
-      BigInt(t.safeTxGas),
-      BigInt(t.baseGas),
-      BigInt(t.gasPrice),
-      t.gasToken,
-      t.refundReceiver,
-    ] as const;
     const onChain = await this.publicClient.readContract({
       address: safe,
       abi: SAFE_ABI,
       functionName: "getTransactionHash",
-      args: [...fields, BigInt(t.nonce)],
+      args: [...safeTxFields(t), BigInt(t.nonce)],
     });
     if (onChain.toLowerCase() !== p.safe_tx_hash.toLowerCase())
       throw new Error(`the listed hash ${p.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
@@ -252,7 +245,13 @@ export class Operator {
     )
       throw new Error("the upgrade does more than enable the new module and disable the one it replaces");
     const signature = await this.account.sign({ hash: p.safe_tx_hash });
-    const hash = await this.wallet.writeContract({ address: safe, abi: SAFE_ABI, functionName: "execTransaction", args: [...fields, signature], chain: base });
+    const hash = await this.wallet.writeContract({
+      address: safe,
+      abi: SAFE_ABI,
+      functionName: "execTransaction",
+      args: [...safeTxFields(t), signature],
+      chain: base,
+    });
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error(`the Safe transaction ${p.safe_tx_hash} reverted (${hash})`);
     return hash;
@@ -332,18 +331,7 @@ export class Operator {
       address: safe,
       abi: SAFE_ABI,
       functionName: "getTransactionHash",
-      args: [
-        t.to,
-        BigInt(t.value),
-        t.data,
-        t.operation,
-        BigInt(t.safeTxGas),
-        BigInt(t.baseGas),
-        BigInt(t.gasPrice),
-        t.gasToken,
-        t.refundReceiver,
-        BigInt(t.nonce),
-      ],
+      args: [...safeTxFields(t), BigInt(t.nonce)],
     });
     if (onChain.toLowerCase() !== q.safe_tx_hash.toLowerCase())
       throw new Error(`the listed hash ${q.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);

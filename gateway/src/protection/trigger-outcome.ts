@@ -39,22 +39,7 @@ export async function finishTrigger({ ctx, chain, recorder }: EngineParts, run: 
   const action = deleverage ? "auto_deleverage" : "protection";
   const note = claim.plan && deleverage ? claim.plan.note : null;
   await ctx.tx.transaction(async () => {
-    // fenced: an engine that lost the claim records nothing (its successor does)
-    if (!(await ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
-    await ctx.stores.delegations.recordAction({
-      id: claim.actionId,
-      treasuryId: d.treasuryId,
-      safe: d.safe,
-      status: "executed",
-      reason: note,
-      healthBefore: claim.healthBefore,
-      ltvBefore: claim.ltvBefore,
-      ltvAfter: ltvPct(after),
-      repayMicro: repay,
-      txHashes: landedHashes(run),
-      gasUsd: gasUsd(run, ethPrice),
-      createdAt: now.toISOString(),
-    });
+    await endClaim(ctx, run, ethPrice, { status: "executed", reason: note, ltvAfter: ltvPct(after), repayMicro: repay, createdAt: now });
     await recorder.record({
       treasury: t,
       action,
@@ -79,25 +64,39 @@ export async function finishTrigger({ ctx, chain, recorder }: EngineParts, run: 
   };
 }
 
+/**
+ * Inside the caller's transaction: the claim ended, fenced (an engine that lost it records nothing: its successor
+ * does), and its action recorded on the Safe with what landed and what it cost.
+ */
+async function endClaim(
+  ctx: EngineParts["ctx"],
+  run: Run,
+  ethPrice: bigint,
+  end: { status: "executed" | "failed"; reason: string | null; ltvAfter: number | null; repayMicro: bigint | null; createdAt: Date },
+): Promise<void> {
+  const { d, claim } = run;
+  if (!(await ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
+  await ctx.stores.delegations.recordAction({
+    id: claim.actionId,
+    treasuryId: d.treasuryId,
+    safe: d.safe,
+    status: end.status,
+    reason: end.reason,
+    healthBefore: claim.healthBefore,
+    ltvBefore: claim.ltvBefore,
+    ltvAfter: end.ltvAfter,
+    repayMicro: end.repayMicro,
+    txHashes: landedHashes(run),
+    gasUsd: gasUsd(run, ethPrice),
+    createdAt: end.createdAt.toISOString(),
+  });
+}
+
 /** the action failed: recorded with its reason, the claim ended and the trigger re-armed (retried within the gas caps) */
 export async function failTrigger({ ctx }: EngineParts, run: Run, ethPrice: bigint, reason: string): Promise<TickResult> {
   const { d, claim } = run;
   await ctx.tx.transaction(async () => {
-    if (!(await ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
-    await ctx.stores.delegations.recordAction({
-      id: claim.actionId,
-      treasuryId: d.treasuryId,
-      safe: d.safe,
-      status: "failed",
-      reason,
-      healthBefore: claim.healthBefore,
-      ltvBefore: claim.ltvBefore,
-      ltvAfter: null,
-      repayMicro: claim.repayMicro,
-      txHashes: landedHashes(run),
-      gasUsd: gasUsd(run, ethPrice),
-      createdAt: ctx.clock.now().toISOString(),
-    });
+    await endClaim(ctx, run, ethPrice, { status: "failed", reason, ltvAfter: null, repayMicro: claim.repayMicro, createdAt: ctx.clock.now() });
     await ctx.stores.delegations.setArmed(d.treasuryId, true);
   });
   return { treasuryId: d.treasuryId, outcome: "failed", detail: reason };

@@ -18,7 +18,6 @@
  * next nonce, earlier steps relayed); the sandbox's part (steps prepared or provided without a signature, swap output
  * taken back) is envelopes/sandbox-steps.ts; the receipts the record writes, envelopes/receipts.ts; the fee as signed, envelopes/fee.ts.
  */
-import { planSteps } from "@treasury/core/chain/envelope-plan";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { positionOf } from "@treasury/core/domain/portfolio";
 import { ltvPct } from "@treasury/core/domain/position";
@@ -31,7 +30,7 @@ import type { EnvelopeRecord, StepRecord } from "../../store/envelope-store";
 import type { TreasuryRecord } from "../../store/treasury-store";
 import type { ServiceContext } from "../context";
 import type { TreasuryBacking } from "../execution/backing";
-import type { Plan, Planner } from "../execution/planner";
+import { plannedSteps, type Plan, type Planner } from "../execution/planner";
 import type { ExecutionRecorder } from "../execution-recorder";
 import { envelopeFee } from "./fee";
 import { broadcastingReceipt, relayReceipt, simulatedProvision } from "./receipts";
@@ -59,15 +58,7 @@ export class EnvelopeLifecycle {
   /** create: the planned action's steps, stored awaiting the wallet's signatures; `nonce` the hint of the wallet's next nonce */
   async create(treasury: TreasuryRecord, plan: Plan, now: Date, nonce: { nonce: number | null }): Promise<{ envelope: EnvelopeRecord; steps: StepRecord[] }> {
     const { request, fee } = plan;
-    const planned = planSteps({
-      action: request.action,
-      chain: treasury.chain,
-      wallet: treasury.walletAddress,
-      amountMicro: request.amountMicro,
-      feeMicro: fee.feeMicro,
-      feeRecipient: this.ctx.config.feeRecipient,
-      params: request.params,
-    });
+    const planned = plannedSteps(treasury, plan, this.ctx.config.feeRecipient);
     const stepIds = planned.map(() => newId("tx"));
     // the envelope's own id: relaying the one unsigned_transaction under it is the one-signature path (relay-service.ts)
     const envelopeTxId = newId("tx");

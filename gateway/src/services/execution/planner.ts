@@ -19,6 +19,7 @@ import { positionOf } from "@treasury/core/domain/portfolio";
 import { healthScore, ltvPct, PositionError, simulate, type Simulation } from "@treasury/core/domain/position";
 import { PRESETS, type Preset } from "@treasury/core/domain/presets";
 import { LedgerError, type ActionParams, type LedgerResult } from "@treasury/core/domain/sandbox-ledger";
+import { planSteps, type PlannedStep } from "@treasury/core/chain/envelope-plan";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import { chainAsPosition, type ChainGateway, type ChainPosition } from "../../chain/chain-gateway";
 import type { TreasuryRecord } from "../../store/treasury-store";
@@ -41,6 +42,18 @@ export interface Plan {
   healthAfter: number;
   debtAfterMicro: Micro;
 }
+
+/** the calls of a planned action from the treasury's wallet (a Safe's, an envelope's, the sandbox's run) */
+export const plannedSteps = (t: TreasuryRecord, plan: Plan, feeRecipient: `0x${string}`): PlannedStep[] =>
+  planSteps({
+    action: plan.request.action,
+    chain: t.chain,
+    wallet: t.walletAddress,
+    amountMicro: plan.request.amountMicro,
+    feeMicro: plan.fee.feeMicro,
+    feeRecipient,
+    params: plan.request.params,
+  });
 
 /**
  * The safety rail's refusal (spec 2.2); for an amount in a token (withdraw of ETH, say) `safe_amount` is in the

@@ -8,14 +8,13 @@
  * `approved`: it has not happened yet); its fee is audited only when it executes.
  */
 import { declarationOf } from "@treasury/core/actions";
-import { planSteps } from "@treasury/core/chain/envelope-plan";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { newId } from "@treasury/core/lib/ids";
 import { safeTxFor, safeTxHash } from "../../chain/safe-transaction";
 import type { TreasuryRecord } from "../../store/treasury-store";
 import { actionReceipt } from "../execution-recorder";
 import { SAFE_TX_TTL_MS, safeTransactionRef } from "../safe-transaction-service";
-import type { Plan } from "./planner";
+import { plannedSteps, type Plan } from "./planner";
 import { managedOrigin, type ExecutionStrategy, type ModeDeps } from "./strategy";
 
 export const safeMode = (deps: ModeDeps): ExecutionStrategy => ({
@@ -37,15 +36,7 @@ export const safeMode = (deps: ModeDeps): ExecutionStrategy => ({
 async function propose(deps: ModeDeps, t: TreasuryRecord, plan: Plan, trigger: string, now: Date, nonce: bigint): Promise<Record<string, unknown>> {
   const { ctx, recorder } = deps;
   const { request, fee } = plan;
-  const planned = planSteps({
-    action: request.action,
-    chain: t.chain,
-    wallet: t.walletAddress,
-    amountMicro: request.amountMicro,
-    feeMicro: fee.feeMicro,
-    feeRecipient: ctx.config.feeRecipient,
-    params: request.params,
-  });
+  const planned = plannedSteps(t, plan, ctx.config.feeRecipient);
   const chainId = AAVE_MARKETS[t.chain].chainId;
   const safeTx = safeTxFor(chainId, planned, nonce);
   const hash = safeTxHash(chainId, t.walletAddress, safeTx);

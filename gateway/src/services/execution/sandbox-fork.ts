@@ -7,12 +7,11 @@
  * The chain then holds the result: the receipt takes its figures from the
  * position after, and the plan is not made again in the transaction.
  */
-import { planSteps } from "@treasury/core/chain/envelope-plan";
 import { ltvPct } from "@treasury/core/domain/position";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import { chainHealthScore, type ChainPosition } from "../../chain/chain-gateway";
 import type { TreasuryRecord } from "../../store/treasury-store";
-import type { Plan } from "./planner";
+import { plannedSteps, type Plan } from "./planner";
 import { managedOrigin, type ExecutionStrategy, type ModeDeps } from "./strategy";
 
 export const sandboxForkMode = (deps: ModeDeps): ExecutionStrategy => ({
@@ -41,15 +40,7 @@ export const sandboxForkMode = (deps: ModeDeps): ExecutionStrategy => ({
 /** the planned steps, run on the fork; what ran and the position after */
 async function runOnFork(deps: ModeDeps, t: TreasuryRecord, plan: Plan): Promise<{ steps: Record<string, unknown>[]; after: ChainPosition }> {
   const { request, fee } = plan;
-  const planned = planSteps({
-    action: request.action,
-    chain: t.chain,
-    wallet: t.walletAddress,
-    amountMicro: request.amountMicro,
-    feeMicro: fee.feeMicro,
-    feeRecipient: deps.ctx.config.feeRecipient,
-    params: request.params,
-  });
+  const planned = plannedSteps(t, plan, deps.ctx.config.feeRecipient);
   const steps: Record<string, unknown>[] = [];
   for (const s of planned) {
     if (s.kind === "swap" && !(await deps.sandbox.wouldSucceed(t.chain, t.walletAddress, s))) {
