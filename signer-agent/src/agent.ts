@@ -151,7 +151,7 @@ export class SignerAgent {
       decoded = checkStep(this.opts.policy, step.unsigned_transaction, this.address);
     } catch (err) {
       this.opts.audit.append({ event: "refused", reason: (err as Error).message, tx_id: step.tx_id, to: step.unsigned_transaction.to });
-      throw new RefusedError("policy", (err as Error).message);
+      throw new RefusedError("policy", (err as Error).message, undefined, { cause: err });
     }
     const moved = decoded.usdcMoved;
     let release: () => void;
@@ -160,7 +160,7 @@ export class SignerAgent {
     } catch (err) {
       const reason = (err as Error).message;
       this.opts.audit.append({ event: "refused", reason, tx_id: step.tx_id });
-      throw new RefusedError("policy", reason);
+      throw new RefusedError("policy", reason, undefined, { cause: err });
     }
     try {
       let prepared;
@@ -169,7 +169,7 @@ export class SignerAgent {
       } catch (err) {
         const reason = err instanceof PreflightError ? err.message : String(err);
         this.opts.audit.append({ event: "refused", reason: `preflight: ${reason}`, tx_id: step.tx_id });
-        throw new RefusedError("preflight", reason);
+        throw new RefusedError("preflight", reason, undefined, { cause: err });
       }
       const signed = await this.account.signTransaction({ type: "eip1559", ...prepared });
       this.opts.audit.append({
@@ -319,7 +319,7 @@ export class SignerAgent {
     } catch (err) {
       if (err instanceof PolicyRefusal) {
         this.opts.audit.append({ event: "refused", reason: err.message, tx_id: envelope.tx_id });
-        throw new RefusedError("policy", err.message);
+        throw new RefusedError("policy", err.message, undefined, { cause: err });
       }
       throw err;
     }

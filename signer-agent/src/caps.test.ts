@@ -16,6 +16,7 @@ describe("the daily signing cap", () => {
     audit.append({ event: "signed", amount_micro: "100000000" });
     expect(() => caps.reserveSigning(100_000_000n, 150_000_000n)).toThrow(CapExceeded);
     expect(() => caps.reserveSigning(100_000_000n, 150_000_000n)).toThrow("100 USDC would exceed the daily cap of 150 (signed or being signed today: 100)");
+    expect(() => caps.reserveSigning(100_000_000n, 150_000_000n)).toThrow(expect.objectContaining({ name: "CapExceeded", code: "cap_exceeded" }));
     // exactly up to the cap is allowed
     expect(() => caps.reserveSigning(50_000_000n, 150_000_000n)).not.toThrow();
   });

@@ -7,8 +7,9 @@
  */
 import { formatDecimal } from "@treasury/core/domain/money";
 import type { AuditLog } from "./audit-log";
+import { CapExceeded } from "./errors";
 
-export class CapExceeded extends Error {}
+export { CapExceeded };
 
 export class SpendingCaps {
   /** micro-USDC being signed right now (reserved, not yet in the log) */

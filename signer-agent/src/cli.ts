@@ -7,16 +7,16 @@
  * commands live in cli/*-commands.ts.
  *
  * Exit codes: 0 done; 1 failed (gateway, chain, keystore); 2 usage error (the
- * argument, flag or input at fault named); 3 refused (policy, preflight, gateway).
+ * argument, flag or input at fault named); 3 refused (policy, preflight, gateway):
+ * each error code's in one table, cli/exit-codes.ts.
  * stdout carries the answer, stderr the progress and errors.
  */
 import { agentConfig } from "./config";
-import { EnvelopeError } from "./envelope";
-import { AlreadyRegisteredError, KeystoreError, RefusedError, StatementMismatch } from "./errors";
-import { GatewayError, GatewayUnreachable } from "./gateway-client";
+import { RefusedError, SignerAgentError, UsageError } from "./errors";
 import type { CommandContext } from "./cli/agent-commands";
 import { checkUsage } from "./cli/amounts";
-import { checkArguments, parseArgv, UsageError } from "./cli/args";
+import { checkArguments, parseArgv } from "./cli/args";
+import { EXIT_STATUS } from "./cli/exit-codes";
 import { commandHelp, overview, synopsis } from "./cli/help";
 import { out, progress } from "./cli/io";
 import { commandNamed, subcommandNamed, type CommandSpec } from "./cli/spec";
@@ -78,35 +78,24 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** the error in plain words on stderr, and its exit code */
+/** the error in plain words on stderr (its short message; a usage error with the command's usage), and its code's exit status */
 function fail(err: unknown, about: string): number {
   const say = (line: string) => process.stderr.write(`${line}\n`);
   if (err instanceof UsageError) {
     const command = commandNamed(err.command) ?? commandNamed(err.command.split(" ")[0] ?? "");
     const spec = command && err.command.includes(" ") ? (subcommandNamed(command, err.command.split(" ")[1]!) ?? command) : command;
-    say(`signer-agent${err.command ? ` ${err.command}` : ""}: ${err.message}`);
+    say(`signer-agent${err.command ? ` ${err.command}` : ""}: ${err.shortMessage}`);
     if (spec) say(`usage: ${synopsis(spec)}`);
     say(`more: signer-agent ${err.command ? `${err.command} ` : ""}--help`);
-    return 2;
+    return EXIT_STATUS[err.code];
   }
   const where = `signer-agent${about ? ` ${about}` : ""}`;
-  if (err instanceof EnvelopeError) {
-    say(`${where}: ${err.code === "expired" ? "refused: " : ""}${err.message}`);
-    return err.exitCode;
-  }
-  if (err instanceof RefusedError) {
-    say(`${where}: refused at ${err.stage}: ${err.message}`);
-    return 3;
-  }
-  if (
-    err instanceof KeystoreError ||
-    err instanceof GatewayError ||
-    err instanceof GatewayUnreachable ||
-    err instanceof AlreadyRegisteredError ||
-    err instanceof StatementMismatch
-  ) {
-    say(`${where}: ${err.message}`);
-    return 1;
+  if (err instanceof SignerAgentError) {
+    const status = EXIT_STATUS[err.code];
+    // a refusal says so, and where when it knows (refused at policy: ...)
+    const refused = status === 3 ? (err instanceof RefusedError ? `refused at ${err.stage}: ` : "refused: ") : "";
+    say(`${where}: ${refused}${err.shortMessage}`);
+    return status;
   }
   const message = err instanceof Error ? err.message : String(err);
   // a chain that does not answer, in plain words (viem's text names the RPC URL)

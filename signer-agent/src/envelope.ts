@@ -9,8 +9,11 @@
 import { getAddress, maxUint256 } from "viem";
 import { TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
 import type { DecodedCall } from "@treasury/core/actions/signer-rule";
+import { EnvelopeError } from "./errors";
 import { tokenAmount } from "./format";
 import type { StepTx } from "./policy";
+
+export { EnvelopeError, type EnvelopeProblem } from "./errors";
 
 export interface EnvelopeStep {
   tx_id: string;
@@ -32,21 +35,6 @@ export interface Envelope {
   [k: string]: unknown;
 }
 
-export type EnvelopeProblem = "not_json" | "not_an_envelope" | "expired" | "intent_missing";
-
-/** what is wrong with what was handed over as an envelope; `exitCode` 2 for input that is not one (or lacks what to check it against), 3 for one refused as stale */
-export class EnvelopeError extends Error {
-  constructor(
-    readonly code: EnvelopeProblem,
-    message: string,
-  ) {
-    super(message);
-  }
-  get exitCode(): number {
-    return this.code === "expired" ? 3 : 2;
-  }
-}
-
 const WHAT = "the gateway's 202 answer to an action (the JSON POST /api/v1/deposits, /convert, /borrow, /repay, /withdraw, /sell or /exit returned)";
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -58,7 +46,7 @@ export function readEnvelope(text: string, source: string, now = new Date()): En
     body = JSON.parse(text);
   } catch {
     const start = text.trim().slice(0, 40);
-    throw new EnvelopeError("not_json", `${source} is not JSON${start ? ` (it starts "${start}")` : " (it is empty)"}: relay reads ${WHAT}`);
+    throw new EnvelopeError("envelope_not_json", `${source} is not JSON${start ? ` (it starts "${start}")` : " (it is empty)"}: relay reads ${WHAT}`);
   }
   const not = (what: string): never => {
     throw new EnvelopeError("not_an_envelope", `${source} is ${what}, not an envelope: nothing to sign. relay reads ${WHAT}`);
@@ -93,7 +81,7 @@ export function readEnvelope(text: string, source: string, now = new Date()): En
   if (typeof envelope.amount_usdc !== "number") return not("an envelope without amount_usdc");
   if (typeof envelope.expires_at === "string" && Date.parse(envelope.expires_at) <= now.getTime()) {
     throw new EnvelopeError(
-      "expired",
+      "envelope_expired",
       `envelope ${envelope.tx_id} (${envelope.action}) expired at ${envelope.expires_at}: ask the gateway for the ${envelope.action} again and relay the new answer`,
     );
   }

@@ -2,20 +2,11 @@
  * JSON requests to the gateway for the command line's own calls (register,
  * summary, the operator's): a typed error for the gateway's refusal (its
  * status, code and message) and another, worded for a person, when it does
- * not answer at all.
+ * not answer at all (both in errors.ts).
  */
-export class GatewayError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly body?: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
+import { GatewayError, GatewayUnreachable } from "./errors";
 
-export class GatewayUnreachable extends Error {}
+export { GatewayError, GatewayUnreachable };
 
 export interface GatewayCall {
   body?: unknown;
@@ -63,23 +54,27 @@ async function gatewayJsonOnce(base: string, method: string, path: string, o: Ga
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
     throw new GatewayUnreachable(
       `the gateway at ${base} does not answer (${cause}): is the local stack running (npm start)? Else point --gateway or SIGNER_GATEWAY_URL at it`,
+      { cause: err },
     );
   }
   const text = await res.text();
   let json: Record<string, any>;
   try {
     json = text ? (JSON.parse(text) as Record<string, any>) : {};
-  } catch {
-    throw new GatewayError(res.status, "not_json", `${method} ${path}: ${res.status}, and the answer is not JSON (is ${base} the gateway?)`);
+  } catch (err) {
+    throw new GatewayError(
+      res.status,
+      "gateway_not_json",
+      `${method} ${path}: ${res.status}, and the answer is not JSON (is ${base} the gateway?)`,
+      undefined,
+      {
+        cause: err,
+      },
+    );
   }
   if (!res.ok) {
     const reason = typeof json.reason === "string" ? ` (${json.reason})` : "";
-    throw new GatewayError(
-      res.status,
-      String(json.error ?? res.status),
-      `${method} ${path}: ${res.status} ${json.error ?? ""}: ${json.message ?? text}${reason}`,
-      json,
-    );
+    throw new GatewayError(res.status, "gateway_refused", `${method} ${path}: ${res.status} ${json.error ?? ""}: ${json.message ?? text}${reason}`, json);
   }
   return json;
 }

@@ -5,7 +5,7 @@ export { checkIntent, checkStep, defaultPolicy, loadPolicy, PolicyRefusal, type 
 export { Preflight, PreflightError } from "./preflight";
 export { createKeystore, unlockKeystore, loadKey } from "./keystore";
 export { serveAgent } from "./serve";
-export { ExecutedByService, KeystoreError } from "./errors";
+export { ExecutedByService, KeystoreError, SIGNER_ERROR_CODES, SignerAgentError, type SignerErrorCode } from "./errors";
 export { EnvelopeError, readEnvelope, type Envelope } from "./envelope";
 export { readPosition, type WalletPosition } from "./position";
 export { existingTreasury, registerTreasury, TreasuryRecord } from "./registration";

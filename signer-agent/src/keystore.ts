@@ -13,7 +13,7 @@ import { KeystoreError } from "./errors";
 export { KeystoreError };
 
 export async function createKeystore(file: string, passphrase: string, privateKey?: Hex): Promise<`0x${string}`> {
-  if (fs.existsSync(file)) throw new Error(`${file} exists; refusing to overwrite a keystore`);
+  if (fs.existsSync(file)) throw new KeystoreError("keystore_exists", `${file} exists; refusing to overwrite a keystore`);
   const wallet = privateKey ? new Wallet(privateKey) : Wallet.createRandom();
   const json = await wallet.encrypt(passphrase);
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -76,7 +76,8 @@ export interface KeySource {
 
 export async function loadKey(src: KeySource): Promise<Hex> {
   if (src.rawKey) {
-    if (!src.allowRawKey) throw new Error("a raw private key needs the explicit --dev-raw-key flag (development only); use an encrypted keystore");
+    if (!src.allowRawKey)
+      throw new KeystoreError("raw_key_not_allowed", "a raw private key needs the explicit --dev-raw-key flag (development only); use an encrypted keystore");
     return src.rawKey;
   }
   if (!src.keystore || !fs.existsSync(src.keystore)) throw missing(src.keystore);

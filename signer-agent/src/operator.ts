@@ -33,13 +33,14 @@ import { PROTECTION_MODULE_ABI, protectionModuleConfig, DELEVERAGE_MAX_SLIPPAGE_
 import { swapRouter02 } from "@treasury/core/contracts/uniswap";
 import { randomBytes } from "node:crypto";
 import { delegationStatement, registrationStatement, safeMessageFor, statementHash, type Statement } from "@treasury/core/domain/statements";
+import { SignerAgentError } from "./errors";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const WETH_ABI = parseAbi(["function deposit() payable"]);
 
 export function protectionModuleArtifact(): { abi: readonly unknown[]; bytecode: { object: Hex } } {
   const file = path.join(ROOT, "out", "ProtectionModule.sol", "ProtectionModule.json");
-  if (!fs.existsSync(file)) throw new Error("ProtectionModule is not built: run npm run build:contracts");
+  if (!fs.existsSync(file)) throw new SignerAgentError("contracts_not_built", "ProtectionModule is not built: run npm run build:contracts");
   return JSON.parse(fs.readFileSync(file, "utf8"));
 }
 
@@ -72,14 +73,15 @@ const safeTxFields = (t: QueuedSafeTransaction["safe_tx"]) =>
 /** the calls a Safe transaction makes: the one call, or MultiSendCallOnly's packed batch (delegatecall) */
 export function decodeBatch(t: QueuedSafeTransaction["safe_tx"]): { to: `0x${string}`; value: bigint; data: Hex }[] {
   if (t.operation === 0) return [{ to: t.to, value: BigInt(t.value), data: t.data }];
-  if (getAddress(t.to) !== multiSendCallOnly(base.id)) throw new Error(`a delegatecall to ${t.to}, not Safe's MultiSendCallOnly`);
+  if (getAddress(t.to) !== multiSendCallOnly(base.id))
+    throw new SignerAgentError("safe_check_failed", `a delegatecall to ${t.to}, not Safe's MultiSendCallOnly`);
   const { args } = decodeFunctionData({ abi: MULTI_SEND_ABI, data: t.data });
   const packed = args[0];
   const calls: { to: `0x${string}`; value: bigint; data: Hex }[] = [];
   // each: operation (1 byte), to (20), value (32), data length (32), data
   for (let at = 0; at < (packed.length - 2) / 2;) {
     const operation = Number(hexToBigInt(sliceHex(packed, at, at + 1)));
-    if (operation !== 0) throw new Error("a delegatecall inside the batch");
+    if (operation !== 0) throw new SignerAgentError("safe_check_failed", "a delegatecall inside the batch");
     const to = getAddress(sliceHex(packed, at + 1, at + 21));
     const value = hexToBigInt(sliceHex(packed, at + 21, at + 53));
     const length = Number(hexToBigInt(sliceHex(packed, at + 53, at + 85)));
@@ -128,7 +130,7 @@ export class Operator {
     });
     this.step(`waiting for the deployment's receipt (${hash})`);
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
-    if (receipt.status !== "success") throw new Error("Safe deployment reverted");
+    if (receipt.status !== "success") throw new SignerAgentError("safe_transaction_reverted", "Safe deployment reverted");
     return this.connect(address);
   }
 
@@ -139,7 +141,7 @@ export class Operator {
   }
 
   private kit(): Safe {
-    if (!this.safeKit) throw new Error("no Safe: create or connect one first");
+    if (!this.safeKit) throw new SignerAgentError("no_safe", "no Safe: create or connect one first");
     return this.safeKit;
   }
 
@@ -153,7 +155,7 @@ export class Operator {
     const result = await kit.executeTransaction(tx, { gasLimit: SAFE_TX_GAS_LIMIT.toString() });
     const hash = result.hash as Hex;
     const receipt = await this.publicClient.waitForTransactionReceipt({ hash });
-    if (receipt.status !== "success") throw new Error(`Safe transaction ${hash} reverted`);
+    if (receipt.status !== "success") throw new SignerAgentError("safe_transaction_reverted", `Safe transaction ${hash} reverted`);
     return hash;
   }
 
@@ -221,7 +223,8 @@ export class Operator {
   ): Promise<Hex> {
     const safe = this.safeAddress!;
     const t = p.safe_tx;
-    if (getAddress(p.safe) !== getAddress(safe)) throw new Error(`the upgrade is for ${p.safe}, not this operator's Safe ${safe}`);
+    if (getAddress(p.safe) !== getAddress(safe))
+      throw new SignerAgentError("safe_check_failed", `the upgrade is for ${p.safe}, not this operator's Safe ${safe}`);
     const onChain = await this.publicClient.readContract({
       address: safe,
       abi: SAFE_ABI,
@@ -229,21 +232,23 @@ export class Operator {
       args: [...safeTxFields(t), BigInt(t.nonce)],
     });
     if (onChain.toLowerCase() !== p.safe_tx_hash.toLowerCase())
-      throw new Error(`the listed hash ${p.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
-    if (BigInt(t.gasPrice) !== 0n || BigInt(t.baseGas) !== 0n) throw new Error("the Safe transaction would refund gas from the Safe");
+      throw new SignerAgentError("safe_check_failed", `the listed hash ${p.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
+    if (BigInt(t.gasPrice) !== 0n || BigInt(t.baseGas) !== 0n)
+      throw new SignerAgentError("safe_check_failed", "the Safe transaction would refund gas from the Safe");
     const calls = decodeBatch(t);
     const decoded = calls.map((c) => {
-      if (getAddress(c.to) !== getAddress(safe) || c.value !== 0n) throw new Error(`a call of the upgrade goes to ${c.to}, not to the Safe itself`);
+      if (getAddress(c.to) !== getAddress(safe) || c.value !== 0n)
+        throw new SignerAgentError("safe_check_failed", `a call of the upgrade goes to ${c.to}, not to the Safe itself`);
       return decodeFunctionData({ abi: SAFE_ABI, data: c.data });
     });
     const [enable, disable] = decoded;
     if (enable?.functionName !== "enableModule" || getAddress(enable.args[0] as string) !== getAddress(module))
-      throw new Error(`the upgrade does not enable ${module}`);
+      throw new SignerAgentError("safe_check_failed", `the upgrade does not enable ${module}`);
     if (
       decoded.length > 2 ||
       (disable && (disable.functionName !== "disableModule" || !p.replaces || getAddress(disable.args[1] as string) !== getAddress(p.replaces)))
     )
-      throw new Error("the upgrade does more than enable the new module and disable the one it replaces");
+      throw new SignerAgentError("safe_check_failed", "the upgrade does more than enable the new module and disable the one it replaces");
     const signature = await this.account.sign({ hash: p.safe_tx_hash });
     const hash = await this.wallet.writeContract({
       address: safe,
@@ -253,7 +258,7 @@ export class Operator {
       chain: base,
     });
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
-    if (receipt.status !== "success") throw new Error(`the Safe transaction ${p.safe_tx_hash} reverted (${hash})`);
+    if (receipt.status !== "success") throw new SignerAgentError("safe_transaction_reverted", `the Safe transaction ${p.safe_tx_hash} reverted (${hash})`);
     return hash;
   }
 
@@ -325,7 +330,8 @@ export class Operator {
    */
   async signQueued(q: QueuedSafeTransaction): Promise<Hex> {
     const safe = this.safeAddress!;
-    if (getAddress(q.safe) !== getAddress(safe)) throw new Error(`the Safe transaction is for ${q.safe}, not this operator's Safe ${safe}`);
+    if (getAddress(q.safe) !== getAddress(safe))
+      throw new SignerAgentError("safe_check_failed", `the Safe transaction is for ${q.safe}, not this operator's Safe ${safe}`);
     const t = q.safe_tx;
     const onChain = await this.publicClient.readContract({
       address: safe,
@@ -334,7 +340,7 @@ export class Operator {
       args: [...safeTxFields(t), BigInt(t.nonce)],
     });
     if (onChain.toLowerCase() !== q.safe_tx_hash.toLowerCase())
-      throw new Error(`the listed hash ${q.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
+      throw new SignerAgentError("safe_check_failed", `the listed hash ${q.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
     const decoded = decodeBatch(t);
     if (
       decoded.length !== q.calls.length ||
@@ -343,12 +349,15 @@ export class Operator {
           getAddress(c.to) !== getAddress(q.calls[i]!.to) || c.data.toLowerCase() !== q.calls[i]!.data.toLowerCase() || c.value !== BigInt(q.calls[i]!.value),
       )
     ) {
-      throw new Error("the Safe transaction's batch is not the calls it lists");
+      throw new SignerAgentError("safe_check_failed", "the Safe transaction's batch is not the calls it lists");
     }
     const m = AAVE_MARKETS.base;
     const known = new Set([m.pool, m.usdc, m.weth, m.btc, swapRouter02(m.chainId)].map((a) => getAddress(a)));
-    for (const c of decoded) if (!known.has(getAddress(c.to))) throw new Error(`a call goes to ${c.to}, not a contract of the Aave market or the swap router`);
-    if (BigInt(t.gasPrice) !== 0n || BigInt(t.baseGas) !== 0n) throw new Error("the Safe transaction would refund gas from the Safe");
+    for (const c of decoded)
+      if (!known.has(getAddress(c.to)))
+        throw new SignerAgentError("safe_check_failed", `a call goes to ${c.to}, not a contract of the Aave market or the swap router`);
+    if (BigInt(t.gasPrice) !== 0n || BigInt(t.baseGas) !== 0n)
+      throw new SignerAgentError("safe_check_failed", "the Safe transaction would refund gas from the Safe");
     return this.account.sign({ hash: q.safe_tx_hash });
   }
 

@@ -7,9 +7,10 @@
 import { BaseError, ContractFunctionRevertedError, createPublicClient, type Hex, type PublicClient } from "viem";
 import { AnvilReads } from "@treasury/core/chain/anvil-reads";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
+import { PreflightError } from "./errors";
 import type { StepTx } from "./policy";
 
-export class PreflightError extends Error {}
+export { PreflightError };
 
 export interface PreparedTx {
   chainId: number;

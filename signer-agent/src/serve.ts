@@ -6,7 +6,8 @@
  */
 import http from "node:http";
 import { timingSafeEqual, createHash } from "node:crypto";
-import { RefusedError, type SignerAgent } from "./agent";
+import type { SignerAgent } from "./agent";
+import { RefusedError, SignerAgentError } from "./errors";
 
 const same = (a: string, b: string) => timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
 
@@ -37,8 +38,11 @@ export function serveAgent(agent: SignerAgent, opts: { port: number; token: stri
         if (req.url === "/sign") return reply(200, { signed_transaction: await agent.signStep(body.step) });
         return reply(404, { error: "not_found", message: `no route ${req.url}` });
       } catch (err) {
-        if (err instanceof RefusedError) return reply(403, { error: "refused", stage: err.stage, message: err.message, detail: err.body });
-        return reply(400, { error: "invalid_request", message: err instanceof Error ? err.message : String(err) });
+        if (err instanceof RefusedError) return reply(403, { error: "refused", stage: err.stage, message: err.shortMessage, detail: err.body });
+        return reply(400, {
+          error: "invalid_request",
+          message: err instanceof SignerAgentError ? err.shortMessage : err instanceof Error ? err.message : String(err),
+        });
       }
     });
   });

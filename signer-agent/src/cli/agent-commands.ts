@@ -11,7 +11,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { declarationOf } from "@treasury/core/actions";
 import { SignerAgent } from "../agent";
-import { ExecutedByService } from "../errors";
+import { ExecutedByService, SignerAgentError } from "../errors";
 import { AuditLog } from "../audit-log";
 import type { AgentConfig } from "../config";
 import { pct } from "../format";
@@ -36,13 +36,21 @@ export interface CommandContext {
 /** the agent with its key (the keystore opened with its passphrase) and its policy */
 export async function agentFrom(cfg: AgentConfig, log: (line: string) => void): Promise<SignerAgent> {
   const privateKey = await loadKey({ keystore: cfg.keystore, passphrase: cfg.passphrase, rawKey: cfg.devRawKey, allowRawKey: Boolean(cfg.devRawKey) });
-  if (!fs.existsSync(cfg.policy)) throw new Error(`no policy at ${cfg.policy}: create one with \`signer-agent init\` (or point SIGNER_POLICY at yours)`);
+  if (!fs.existsSync(cfg.policy))
+    throw new SignerAgentError("no_policy", `no policy at ${cfg.policy}: create one with \`signer-agent init\` (or point SIGNER_POLICY at yours)`);
+  let policy;
+  try {
+    policy = loadPolicy(cfg.policy);
+  } catch (err) {
+    // a file that is not a policy: loadPolicy's own words (a plain Error, or JSON's), typed here
+    throw new SignerAgentError("invalid_policy", (err as Error).message.split("\n")[0]!, { cause: err });
+  }
   return new SignerAgent({
     privateKey,
     gatewayUrl: cfg.gatewayUrl,
     rpcUrl: cfg.rpcUrl,
     x402RpcUrl: cfg.x402RpcUrl,
-    policy: loadPolicy(cfg.policy),
+    policy,
     audit: new AuditLog(cfg.auditLog),
     bearer: cfg.bearer,
     progress: log,

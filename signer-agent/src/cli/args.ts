@@ -4,17 +4,10 @@
  * of its choices), the arguments it takes. Anything else is a UsageError that
  * names the word at fault and why (exit code 2).
  */
+import { UsageError } from "../errors";
 import { commandNamed, COMMANDS, GLOBAL_FLAGS, subcommandNamed, type CommandSpec, type FlagSpec } from "./spec";
 
-export class UsageError extends Error {
-  constructor(
-    /** the command the usage is about ("run", "operator approve"), or "" for the tool itself */
-    readonly command: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { UsageError };
 
 export interface ParsedArgs {
   /** the command (a subcommand for operator), none for the bare tool */

@@ -1,10 +1,11 @@
 /**
  * Help, rendered from the declarations (spec.ts; the actions from the
  * gateway's, actions.ts): the tool's overview, and each command's arguments,
- * flags, units, what it prints, examples and exit codes.
+ * flags, units, what it prints, examples and exit codes (exit-codes.ts).
  */
 import { actionLines } from "./actions";
-import { AMOUNTS, COMMANDS, ENVIRONMENT, EXIT_CODES, GLOBAL_FLAGS, type CommandSpec, type FlagSpec } from "./spec";
+import { EXIT_CODES } from "./exit-codes";
+import { AMOUNTS, COMMANDS, ENVIRONMENT, GLOBAL_FLAGS, type CommandSpec, type FlagSpec } from "./spec";
 
 const flagLine = (f: FlagSpec) => `--${f.name}${f.value ? ` ${f.value}` : ""}`;
 

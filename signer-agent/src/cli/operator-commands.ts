@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import { declarationOf } from "@treasury/core/actions";
 import { SignerAgent } from "../agent";
 import { agentConfig } from "../config";
+import { SignerAgentError } from "../errors";
 import { eth, pct, usdc, usdcNumber } from "../format";
 import { gatewayJson } from "../gateway-client";
 import { loadKey } from "../keystore";
@@ -35,7 +36,11 @@ export async function operatorCommand(sub: string, rest: string[], flags: Record
   const save = () => fs.writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
   const gateway = (method: string, p: string, body?: unknown) => gatewayJson(cfg.gatewayUrl, method, p, { body, bearer: state.api_key });
   const needs = (what: keyof OperatorState, how: string) => {
-    if (!state[what]) throw new Error(`no ${what === "safe" ? "Safe" : what === "api_key" ? "registered treasury" : "module"} yet in ${stateFile}: ${how}`);
+    if (!state[what])
+      throw new SignerAgentError(
+        "operator_not_set_up",
+        `no ${what === "safe" ? "Safe" : what === "api_key" ? "registered treasury" : "module"} yet in ${stateFile}: ${how}`,
+      );
   };
   /** the operator's key and its Safe, for the subcommands that sign */
   const operator = async () => {
@@ -96,7 +101,7 @@ export async function operatorCommand(sub: string, rest: string[], flags: Record
       needs("api_key", "signer-agent operator register");
       log("reading the delegation's requirements from the gateway");
       const d = await gateway("GET", "/api/v1/delegation");
-      if (!d.requirements.automation) throw new Error("the gateway has no automation address configured");
+      if (!d.requirements.automation) throw new SignerAgentError("automation_unconfigured", "the gateway has no automation address configured");
       const o = await operator();
       // --upgrade: a module of this build replaces the one in force, which keeps protecting until the Safe enables the new one
       const upgrade = Boolean(flags.upgrade) && Boolean(d.module);
@@ -205,8 +210,9 @@ async function sign(
         out(`executed ${q.id} in ${now.tx_hash}; receipt ${now.receipt_id} completed`);
         break;
       }
-      if (now.status === "failed" || now.status === "expired") throw new Error(`${q.id} ${now.status}: ${now.failure?.error}: ${now.failure?.message}`);
-      if (i === 599) throw new Error(`${q.id} not executed within a minute (is the protection process running?)`);
+      if (now.status === "failed" || now.status === "expired")
+        throw new SignerAgentError("safe_execution_failed", `${q.id} ${now.status}: ${now.failure?.error}: ${now.failure?.message}`);
+      if (i === 599) throw new SignerAgentError("safe_execution_timed_out", `${q.id} not executed within a minute (is the protection process running?)`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

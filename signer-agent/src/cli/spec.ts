@@ -35,9 +35,6 @@ export interface CommandSpec {
   subcommands?: CommandSpec[];
 }
 
-export const EXIT_CODES =
-  "exit codes: 0 done; 1 failed (gateway, chain or keystore: the message says which); 2 usage error (the argument, flag or input at fault is named); 3 refused (by the policy, the preflight or the gateway)";
-
 export const AMOUNTS = [
   "amounts: USDC in whole units: 500 means 500 USDC; decimals allowed up to 6 places (0.5, 1234.567891).",
   "  Digits and one point only: no thousands separators (1000, not 1,000), no unit (500, not 500usdc).",

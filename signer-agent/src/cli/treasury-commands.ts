@@ -84,8 +84,9 @@ export async function relay({ cfg, positional, flags, log }: CommandContext): Pr
     const body = err instanceof RefusedError ? (err.body as { error?: string } | undefined) : undefined;
     if (body?.error === "envelope_expired")
       throw new EnvelopeError(
-        "expired",
+        "envelope_expired",
         `envelope ${envelope.tx_id} (${envelope.action}) has expired (the gateway says so): ask the gateway for the ${envelope.action} again and relay the new answer`,
+        { cause: err },
       );
     throw err;
   }
