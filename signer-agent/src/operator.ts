@@ -27,7 +27,7 @@ import { base } from "viem/chains";
 import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
-import { MULTI_SEND_ABI, SAFE_ABI } from "@treasury/core/contracts/safe";
+import { MULTI_SEND_ABI, SAFE_ABI, safeTxArgs } from "@treasury/core/contracts/safe";
 import { multiSendCallOnly } from "@treasury/core/contracts/safe-deployments";
 import { PROTECTION_MODULE_ABI, protectionModuleConfig, DELEVERAGE_MAX_SLIPPAGE_BPS } from "@treasury/core/contracts/protection-module";
 import { swapRouter02 } from "@treasury/core/contracts/uniswap";
@@ -65,10 +65,6 @@ export interface QueuedSafeTransaction {
   };
   calls: { to: `0x${string}`; value: string; data: Hex }[];
 }
-
-/** a queued Safe transaction's fields in the order the Safe's getTransactionHash and execTransaction take them */
-const safeTxFields = (t: QueuedSafeTransaction["safe_tx"]) =>
-  [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver] as const;
 
 /** the calls a Safe transaction makes: the one call, or MultiSendCallOnly's packed batch (delegatecall) */
 export function decodeBatch(t: QueuedSafeTransaction["safe_tx"]): { to: `0x${string}`; value: bigint; data: Hex }[] {
@@ -229,7 +225,7 @@ export class Operator {
       address: safe,
       abi: SAFE_ABI,
       functionName: "getTransactionHash",
-      args: [...safeTxFields(t), BigInt(t.nonce)],
+      args: [...safeTxArgs(t), BigInt(t.nonce)],
     });
     if (onChain.toLowerCase() !== p.safe_tx_hash.toLowerCase())
       throw new SignerAgentError("safe_check_failed", `the listed hash ${p.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);
@@ -254,7 +250,7 @@ export class Operator {
       address: safe,
       abi: SAFE_ABI,
       functionName: "execTransaction",
-      args: [...safeTxFields(t), signature],
+      args: [...safeTxArgs(t), signature],
       chain: base,
     });
     const receipt = await this.wallet.waitForTransactionReceipt({ hash });
@@ -337,7 +333,7 @@ export class Operator {
       address: safe,
       abi: SAFE_ABI,
       functionName: "getTransactionHash",
-      args: [...safeTxFields(t), BigInt(t.nonce)],
+      args: [...safeTxArgs(t), BigInt(t.nonce)],
     });
     if (onChain.toLowerCase() !== q.safe_tx_hash.toLowerCase())
       throw new SignerAgentError("safe_check_failed", `the listed hash ${q.safe_tx_hash} is not the Safe's own ${onChain} for these fields`);

@@ -31,7 +31,7 @@
 import { declarationOf } from "@treasury/core/actions";
 import { decodeAbiParameters, encodeFunctionData, hexToBigInt, keccak256, parseEventLogs, size, sliceHex, type Hex, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { SAFE_ABI, SIMULATE_TX_ACCESSOR_ABI } from "@treasury/core/contracts/safe";
+import { SAFE_ABI, safeTxArgs, SIMULATE_TX_ACCESSOR_ABI } from "@treasury/core/contracts/safe";
 import { simulateTxAccessor } from "@treasury/core/contracts/safe-deployments";
 import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
 import { ChainGateway, chainHealthScore, describeRevert, describeRevertData, revertDataOf, usdOfWei } from "../chain/chain-gateway";
@@ -166,18 +166,7 @@ export class SafeExecutor {
     const data = encodeFunctionData({
       abi: SAFE_ABI,
       functionName: "execTransaction",
-      args: [
-        t.to,
-        BigInt(t.value),
-        t.data,
-        t.operation,
-        BigInt(t.safeTxGas),
-        BigInt(t.baseGas),
-        BigInt(t.gasPrice),
-        t.gasToken,
-        t.refundReceiver,
-        packSignatures(owners),
-      ],
+      args: [...safeTxArgs(t), packSignatures(owners)],
     });
     const client = this.chain.client(r.chain);
     try {

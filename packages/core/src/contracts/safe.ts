@@ -22,6 +22,23 @@ export const SAFE_ABI = parseAbi([
   "event ExecutionFailure(bytes32 indexed txHash, uint256 payment)",
 ]);
 
+/** a Safe transaction's fields as JSON carries them (amounts as decimal strings) */
+export interface SafeTxFields {
+  to: `0x${string}`;
+  value: string;
+  data: `0x${string}`;
+  operation: 0 | 1;
+  safeTxGas: string;
+  baseGas: string;
+  gasPrice: string;
+  gasToken: `0x${string}`;
+  refundReceiver: `0x${string}`;
+}
+
+/** the fields in the order the Safe's getTransactionHash (then the nonce) and execTransaction (then the signatures) take them */
+export const safeTxArgs = (t: SafeTxFields) =>
+  [t.to, BigInt(t.value), t.data, t.operation, BigInt(t.safeTxGas), BigInt(t.baseGas), BigInt(t.gasPrice), t.gasToken, t.refundReceiver] as const;
+
 /** Safe's SimulateTxAccessor: delegatecalled by simulateAndRevert, it runs one operation in the Safe's context and reports */
 export const SIMULATE_TX_ACCESSOR_ABI = parseAbi([
   "function simulate(address to, uint256 value, bytes data, uint8 operation) returns (uint256 estimate, bool success, bytes returnData)",
