@@ -212,6 +212,10 @@ async function main() {
           FACILITATOR_RUN_MAIN: "1",
           FACILITATOR_RPC_URL: `http://127.0.0.1:${PORTS.sepolia}`,
           FACILITATOR_PRIVATE_KEY: hexKey(1),
+          // sessions (batch-settlement): the account that sends deposits, claims and settlements, and the receiver authorizer; upto's own account
+          FACILITATOR_SESSION_PRIVATE_KEY: hexKey(6),
+          FACILITATOR_AUTHORIZER_PRIVATE_KEY: hexKey(7),
+          FACILITATOR_UPTO_PRIVATE_KEY: hexKey(8),
           FACILITATOR_PORT: String(PORTS.facilitator),
         },
         /facilitator listening/,
@@ -255,6 +259,9 @@ async function main() {
             X402_FACILITATOR: "local",
             X402_FACILITATOR_URL: `http://127.0.0.1:${PORTS.facilitator}`,
             X402_PAY_TO: payTo,
+            // x402 sessions and upto, with the facilitator's receiver authorizer and upto account (Base Sepolia dev accounts 7 and 8)
+            X402_SESSION_RECEIVER_AUTHORIZER: devAccount(7).address,
+            X402_UPTO_FACILITATOR: devAccount(8).address,
             FEE_RECIPIENT: feeRecipient,
             AUTOMATION_ADDRESS: automation.address,
             LOG_LEVEL: env.LOG_LEVEL ?? "info",

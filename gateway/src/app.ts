@@ -5,7 +5,7 @@
 import { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import express, { type Express } from "express";
 import type { Logger } from "pino";
-import { jsonBody } from "./http/content-type";
+import { jsonBody, keepRawBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
 import { consoleRouter } from "./console/serve";
 import { errorHandler, notFoundHandler, sendError } from "./http/errors";
@@ -35,6 +35,9 @@ import { treasuryReadRoutes } from "./routes/treasury-reads";
 import { safeTransactionRoutes } from "./routes/safe-transactions";
 import { consoleRoutes } from "./routes/console";
 import { x402Routes } from "./routes/x402";
+import { receiptKeyRoutes } from "./routes/receipt-keys";
+import { paidAnswers } from "./x402/receipts/paid-answers";
+import type { ReceiptSigningKey } from "./x402/receipts/receipt-key";
 import { X402_ASSET } from "./x402/asset";
 import { hasPayment, X402_NETWORK } from "./x402/payment-gate";
 import { mcpRoutes } from "./routes/mcp";
@@ -53,7 +56,8 @@ export interface GatewayApp {
   services: Services;
 }
 
-export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
+/** `receiptKey`: the key that signs x402 offers and receipts (x402/receipts/receipt-key.ts, loaded once by server.ts) */
+export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: ReceiptSigningKey): GatewayApp {
   // every line the gateway writes passes the credential scrubber (http/log-scrub.ts)
   const secrets = [ctx.config.adminToken ?? ""].filter(Boolean);
   const logger = baseLogger.child({}, { formatters: { log: (o) => scrubLogObject(o, secrets) as Record<string, unknown> } });
@@ -96,8 +100,8 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
       // only an identity that cost something picks a bucket: a valid API key, or a payer this service has been paid by
       credentialOf: (req) => {
         if (req.headers.authorization) return credentialIdentity(keys, req);
-        // a sign-in costs nothing (and decides over a payment header beside it): counted by address
-        if (hasWalletSignature(req)) return undefined;
+        // a sign-in (it decides over a payment header beside it) is counted as a payer: its signer's own bucket once proven, else unproven
+        if (hasWalletSignature(req)) return services.walletSignature.provenSigner(req).then((signer) => (signer === null ? UNPROVEN_PAYER : `payer:${signer}`));
         if (!services.payments.enabled || !hasPayment(req)) return undefined; // nothing to look up: counted by address at once
         return services.payments.provenPayer(req).then((payer) => (payer === undefined ? undefined : payer === null ? UNPROVEN_PAYER : `payer:${payer}`));
       },
@@ -114,9 +118,18 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   app.use(
     jsonBody({
       limitBytes: ctx.config.bodyLimitBytes,
-      fallback: express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"] }),
+      fallback: express.json({ limit: ctx.config.bodyLimitBytes, strict: true, type: ["application/json", "application/*+json"], verify: keepRawBody }),
     }),
   );
+
+  // x402's offer-receipt extension: signed offers on every 402, a signed receipt on every paid answer
+  const receipts = paidAnswers({
+    key: receiptKey,
+    clock: ctx.clock,
+    links: { url: (path) => ctx.links.url(path) },
+    accepts: (route) => services.payments.paymentRequired(route).accepts,
+    log: (err, message) => logger.error({ err }, message),
+  });
 
   const registry = new OpenAPIRegistry();
   const table = new RouteTable();
@@ -124,6 +137,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   const kit = createKit(api, registry, table, {
     authenticate: services.authenticate,
     payments: services.payments,
+    receipts,
     walletSignature: services.walletSignature,
     prices: services.prices,
     catalog: services.catalog,
@@ -151,6 +165,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
   safeTransactionRoutes(kit, services.safeTransactions);
   consoleRoutes(kit, services.consoleSessions, services.treasuries);
   x402Routes(kit, services.prices, services.catalog, services.payments, { network: X402_NETWORK, asset: X402_ASSET.address, payTo: ctx.config.x402.payTo });
+  receiptKeyRoutes(kit, [receiptKey]);
   // the MCP tools: derived from the routes that declare one, once every route is registered
   let tools: ToolDefinition[] | undefined;
   const toolList = () => (tools ??= toolsOf(table.toolRoutes(), (method, path) => table.routeOf(method, path)));
@@ -158,6 +173,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger): GatewayApp {
     tools: toolList,
     payments: services.payments,
     walletSignature: services.walletSignature,
+    receipts,
     version: SERVICE_VERSION,
     log: (err) => logger.error({ err }, "mcp tool failed"),
   });

@@ -123,6 +123,21 @@ const envSchema = z.object({
   X402_FACILITATOR_TIMEOUT_MS: positiveInt(30_000),
   CDP_API_KEY_ID: z.string().optional(),
   CDP_API_KEY_SECRET: z.string().optional(),
+  X402_RECEIPT_SIGNING_KEY: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim())),
+  X402_SESSION_RECEIVER_AUTHORIZER: optionalAddress,
+  X402_UPTO_FACILITATOR: optionalAddress,
+  X402_SESSION_WITHDRAW_DELAY_SECONDS: positiveInt(900),
+  X402_SESSION_REDEEM_VOUCHERS: positiveInt(100),
+  X402_SESSION_REDEEM_AMOUNT: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? "1000000" : v))
+    .pipe(z.string().regex(/^[1-9]\d{0,30}$/, "must be a positive integer amount in token units")),
+  X402_SESSION_REDEEM_SECONDS: positiveInt(60),
+  X402_SESSION_SYNC_SECONDS: positiveInt(30),
   AUTOMATION_ADDRESS: optionalAddress,
   FEE_RECIPIENT: z
     .string()
@@ -193,10 +208,50 @@ export interface Config {
     facilitatorTimeoutMs: number;
     cdpKeyId: string | undefined;
     cdpKeySecret: string | undefined;
+    /**
+     * The Ed25519 seed (`ed25519:<base64url>`) that signs x402 offers and receipts (x402/receipts/receipt-key.ts);
+     * default DATA_DIR/x402-receipt-signing.key, generated once, mode 0600. It controls no funds (no Ethereum
+     * account). Instances sharing a database must share it: each publishes and signs with its own.
+     */
+    receiptSigningKey: string | undefined;
+    /** x402 sessions (`batch-settlement`): offered beside `exact` when the facilitator's receiver authorizer is set */
+    sessions: SessionConfig | undefined;
+    /** x402 `upto` on metered routes: offered when the facilitator's upto settlement account is set (the payer's Permit2 witness names it) */
+    uptoFacilitator: `0x${string}` | undefined;
   };
 }
 
+/** x402 sessions: the channel terms a 402 offers and when charged vouchers are redeemed on chain */
+export interface SessionConfig {
+  /** the facilitator's key that signs claims and refunds for this receiver (ChannelConfig.receiverAuthorizer) */
+  receiverAuthorizer: `0x${string}`;
+  /** how long a payer's withdrawal waits on chain: every charged voucher is redeemed well within it */
+  withdrawDelaySeconds: number;
+  /** redeem when this many vouchers are unredeemed, or this amount (token units), or the oldest is this old */
+  redeem: { vouchers: number; amount: bigint; maxAgeSeconds: number };
+  /** a channel's on-chain state (balance, claims, a pending withdrawal) is read again when older than this */
+  syncSeconds: number;
+}
+
 export class ConfigError extends Error {}
+
+function sessionConfig(e: z.infer<typeof envSchema>): SessionConfig | undefined {
+  if (!e.X402_SESSION_RECEIVER_AUTHORIZER) return undefined;
+  const withdrawDelaySeconds = e.X402_SESSION_WITHDRAW_DELAY_SECONDS;
+  // a payer may withdraw what is unclaimed after the delay: every voucher charged here is claimed long before
+  if (withdrawDelaySeconds < 900 || withdrawDelaySeconds > 2_592_000)
+    throw new ConfigError("invalid configuration:\n  X402_SESSION_WITHDRAW_DELAY_SECONDS: must be within 900..2592000 (the scheme's bounds)");
+  if (e.X402_SESSION_REDEEM_SECONDS * 3 > withdrawDelaySeconds || e.X402_SESSION_SYNC_SECONDS * 3 > withdrawDelaySeconds)
+    throw new ConfigError(
+      "invalid configuration:\n  X402_SESSION_REDEEM_SECONDS and X402_SESSION_SYNC_SECONDS: must each be at most a third of X402_SESSION_WITHDRAW_DELAY_SECONDS",
+    );
+  return {
+    receiverAuthorizer: getAddress(e.X402_SESSION_RECEIVER_AUTHORIZER.toLowerCase()),
+    withdrawDelaySeconds,
+    redeem: { vouchers: e.X402_SESSION_REDEEM_VOUCHERS, amount: BigInt(e.X402_SESSION_REDEEM_AMOUNT), maxAgeSeconds: e.X402_SESSION_REDEEM_SECONDS },
+    syncSeconds: e.X402_SESSION_SYNC_SECONDS,
+  };
+}
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = envSchema.safeParse(env);
@@ -240,6 +295,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       facilitatorTimeoutMs: e.X402_FACILITATOR_TIMEOUT_MS,
       cdpKeyId: e.CDP_API_KEY_ID,
       cdpKeySecret: e.CDP_API_KEY_SECRET,
+      receiptSigningKey: e.X402_RECEIPT_SIGNING_KEY,
+      sessions: sessionConfig(e),
+      uptoFacilitator: e.X402_UPTO_FACILITATOR ? getAddress(e.X402_UPTO_FACILITATOR.toLowerCase()) : undefined,
     },
   };
 }

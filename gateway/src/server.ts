@@ -12,6 +12,7 @@ import { SecretBox } from "./lib/secrets";
 import { startSweeper } from "./store/retention";
 import { HEARTBEAT_MS } from "./store/instance-store";
 import { INSTANCE_ID } from "./store/lease";
+import { loadReceiptSigningKey } from "./x402/receipts/receipt-key";
 
 export interface RunningGateway {
   url: string;
@@ -30,6 +31,9 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
   // links need the port, which is known once listening; a holder fills it in
   // sealed secrets: SECRETS_KEY, else DATA_DIR/secrets.key (instances sharing a PostgreSQL must share the key)
   const box = SecretBox.fromConfig(opts.config.secretsKey, opts.config.dataDir);
+  // x402 offers and receipts: X402_RECEIPT_SIGNING_KEY, else DATA_DIR/x402-receipt-signing.key (instances sharing a database share it)
+  const receiptKey = loadReceiptSigningKey({ configured: opts.config.x402.receiptSigningKey, dataDir: opts.config.dataDir });
+  opts.logger.info({ kid: receiptKey.kid, source: receiptKey.source }, "x402 receipt signing key");
   const ctx: AppContext = { config: opts.config, db, tx: db, stores: createStores(db, box), clock, links: linksFor("http://placeholder") };
   const server: Server = await new Promise((resolve, reject) => {
     const s = http.createServer().listen(opts.config.port, opts.config.host, () => resolve(s));
@@ -38,7 +42,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
   const port = (server.address() as AddressInfo).port;
   const url = `http://${opts.config.host}:${port}`;
   ctx.links = linksFor(opts.config.publicBaseUrl ?? url);
-  const gateway = createApp(ctx, opts.logger);
+  const gateway = createApp(ctx, opts.logger, receiptKey);
   server.on("request", gateway.app);
   server.keepAliveTimeout = 5_000;
   const stopSweeper =
@@ -56,6 +60,9 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
     HEARTBEAT_MS,
   );
   heartbeat.unref();
+  // x402 sessions: charged vouchers redeemed on chain when the batch policy says so (x402/sessions/redeemer.ts)
+  const redeemer = gateway.services.payments.redeemer;
+  redeemer?.start(1_000, (err) => opts.logger.warn({ err }, "session redemption failed"));
 
   let closed = false;
   return {
@@ -72,6 +79,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
       });
       clearInterval(heartbeat);
+      await redeemer?.stop();
       await stopSweeper();
       await db.close();
     },

@@ -21,6 +21,18 @@ import { ageRow, rowCount } from "./rows";
 /** Anvil's dev account 1's key: the local facilitator's settlement account (public test key) */
 export const FACILITATOR_KEY: Hex = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 
+/** Anvil's dev accounts 6 and 7: sessions' sending account and their receiver authorizer; 8: `upto`'s settlement account (public test keys) */
+export const SESSION_KEY: Hex = "0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e";
+export const AUTHORIZER_KEY: Hex = "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356";
+export const UPTO_KEY: Hex = "0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97";
+/** the facilitator's keys of every scheme it settles */
+export const FACILITATOR_KEYS = { privateKey: FACILITATOR_KEY, session: { privateKey: SESSION_KEY, authorizerKey: AUTHORIZER_KEY }, uptoKey: UPTO_KEY };
+/** the gateway's configuration of sessions and upto with this facilitator */
+export const SCHEME_ENV = {
+  X402_SESSION_RECEIVER_AUTHORIZER: privateKeyToAccount(AUTHORIZER_KEY).address,
+  X402_UPTO_FACILITATOR: privateKeyToAccount(UPTO_KEY).address,
+};
+
 export interface X402Stack {
   chain: BaseSepoliaNode;
   facilitator: Awaited<ReturnType<typeof startFacilitator>>;
@@ -31,7 +43,7 @@ export interface X402Stack {
 
 export async function startX402Stack(env: Record<string, string> = {}): Promise<X402Stack> {
   const chain = await startBaseSepolia();
-  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: FACILITATOR_KEY, port: 0 });
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, ...FACILITATOR_KEYS, port: 0 });
   const payTo = devAccount(2).address;
   const gateway = await startTestGateway({ X402_FACILITATOR: "local", X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo, ...env });
   return {

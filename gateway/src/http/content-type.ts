@@ -6,7 +6,8 @@
  * `jsonBody` runs the three as one middleware, and none of them for a request
  * without a body (a GET): one check instead of three passes.
  */
-import type { RequestHandler } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { RequestHandler, Response } from "express";
 import { TreasuryError } from "@treasury/core/lib/errors";
 
 /** body-parser's own test for a body (type-is's hasBody): a Transfer-Encoding, or a Content-Length that is a number */
@@ -25,7 +26,8 @@ const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*("?)utf-8\1\s*)?$/
  * parser does (an empty body is {}; anything but an object or array is malformed), with its error types.
  * Anything else (another charset, a compressed or chunked body, a length over the limit) goes to
  * `fallback` (express.json), which answers it as before. body-parser's stream reading and decoding (raw-body,
- * iconv-lite) was 11% of a preview's CPU in the bench's profile.
+ * iconv-lite) was 11% of a preview's CPU in the bench's profile. The bytes as received stay in
+ * `res.locals.rawBody` (a paid answer's receipt binds their digest; `keepRawBody` does the same for the fallback).
  */
 function readPlainJson(limitBytes: number, fallback: RequestHandler): RequestHandler {
   return (req, res, next) => {
@@ -61,8 +63,10 @@ function readPlainJson(limitBytes: number, fallback: RequestHandler): RequestHan
     };
     const onEnd = () => {
       if (received !== length) return finish(bodyError("request.size.invalid", 400, "request size did not match content length"));
+      const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+      res.locals.rawBody = raw;
       // a UTF-8 byte order mark is dropped, as body-parser's decoder drops it
-      const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString("utf8").replace(/^\uFEFF/, "");
+      const text = raw.toString("utf8").replace(/^\uFEFF/, "");
       if (text.length === 0) {
         req.body = {};
         return finish();
@@ -85,6 +89,11 @@ function readPlainJson(limitBytes: number, fallback: RequestHandler): RequestHan
     req.on("error", onError);
   };
 }
+
+/** express.json's `verify`: the request's content bytes (decompressed, before decoding) kept in `res.locals.rawBody`, as `readPlainJson` keeps them */
+export const keepRawBody = (_req: IncomingMessage, res: ServerResponse, buf: Buffer): void => {
+  (res as Response).locals.rawBody = buf;
+};
 
 /** the body stage: content type, then the JSON body (read here, or by `fallback`: express.json), then the depth limit; a request without a body passes at once */
 export function jsonBody(opts: { limitBytes: number; fallback: RequestHandler }): RequestHandler {

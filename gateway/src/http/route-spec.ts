@@ -12,7 +12,8 @@ import { z } from "@treasury/core/schemas/zod";
 import type { IdempotencyStore } from "../store/idempotency-store";
 import type { BazaarCatalog } from "../x402/bazaar";
 import type { PaymentGate } from "../x402/payment-gate";
-import type { PriceList } from "../x402/prices";
+import type { Meter, PriceList } from "../x402/prices";
+import type { PaidAnswers } from "../x402/receipts/paid-answers";
 
 export type Method = "get" | "post";
 
@@ -40,6 +41,8 @@ export interface ResponseSpec {
 export interface PriceSpec {
   atomic: bigint;
   description: string;
+  /** a metered route: `atomic` is the most a call costs, x402 `upto` charges what the answer used (x402/prices.ts) */
+  meter?: Meter;
 }
 
 /**
@@ -83,8 +86,10 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   /** the x402 price (required with bearer_or_x402, refused without) */
   price?: PriceSpec;
   /**
-   * A route a wallet must never be kept from by money (a downward leg): it also takes the wallet's own
-   * signature, x402's sign-in-with-x (header SIGN-IN-WITH-X), free. Its 402 offers the extension beside the price.
+   * A route a wallet must never be kept from by money (a downward leg, a read of its own treasury): it also
+   * takes the wallet's own signature, x402's sign-in-with-x (header SIGN-IN-WITH-X), free, for the treasury the
+   * wallet stands behind (services/wallet-signature.ts). Its 402 offers the extension beside the price; a
+   * key-only route's 401 carries it.
    */
   siwx?: boolean;
   /** the MCP tool this route serves */
@@ -138,6 +143,8 @@ export interface RouteHooks {
   authenticate?: (req: Request, res: Response) => Promise<void> | void;
   /** the x402 credential: challenge without a credential, pay-per-request with X-PAYMENT */
   payments?: PaymentGate;
+  /** x402's offer-receipt extension: signed offers on every 402, a signed receipt on every paid answer */
+  receipts?: PaidAnswers;
   /** the wallet's own signature (x402 sign-in-with-x) on the routes that declare `siwx` */
   walletSignature?: { authenticate(req: Request, res: Response): Promise<void>; challenge(req: Request): unknown; unauthorized?(req: Request): Error };
   /** the price list each priced route's declared price is entered in */

@@ -10,7 +10,10 @@
  * (the x402 MCP transport, version 2) carries `_meta["x402/payment"]` in the
  * header of its version (PAYMENT-SIGNATURE, or X-PAYMENT for a version 1
  * payload); its settlement comes back in `result._meta["x402/payment-response"]`
- * and a settlement that failed returns only the payment error.
+ * and a settlement that failed returns only the payment error. The settlement's
+ * signed receipt (x402's offer-receipt extension) is the REST twin's, bound
+ * again to the tool's name, the arguments as the client sent them and the tool
+ * result (x402/receipts/paid-answers.ts).
  *
  * The loopback request carries this process's dispatch token and the MCP
  * client's address: the rate limiter counts a paid call under the verified
@@ -23,6 +26,8 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Request } from "express";
 import { fromHeaderJson, PAYMENT_HEADERS, toHeaderJson } from "../x402/payment-match";
+import type { ToolCallFacts } from "../x402/receipts/digest";
+import type { PaidAnswers } from "../x402/receipts/paid-answers";
 
 /** the MCP `_meta` keys of the x402 MCP transport */
 export const MCP_PAYMENT_META = "x402/payment";
@@ -87,6 +92,8 @@ export async function callRestTwin(
   call: RestCall,
   auth: { bearer?: string; payment?: unknown; signIn?: string },
   requestId: string,
+  /** a paid call's receipt: the tool call as the client sent it */
+  receipt?: { answers: PaidAnswers; call: ToolCallFacts },
 ): Promise<CallToolResult> {
   const paid = auth.payment !== undefined;
   const version = (auth.payment as { x402Version?: unknown } | null)?.x402Version === 1 ? 1 : 2;
@@ -129,9 +136,8 @@ export async function callRestTwin(
   if (res.status >= 400) return asResult({ ...body, http_status: res.status }, true);
   const settlement = paid ? fromHeaderJson(res.headers.get(PAYMENT_HEADERS[version].response)) : undefined;
   const replayed = res.headers.get("idempotent-replayed");
-  return asResult(
-    { ...body, http_status: res.status, ...(replayed === null ? {} : { idempotent_replayed: replayed === "true" }) },
-    false,
-    settlement ? { [MCP_PAYMENT_RESPONSE_META]: settlement } : undefined,
-  );
+  const result = asResult({ ...body, http_status: res.status, ...(replayed === null ? {} : { idempotent_replayed: replayed === "true" }) }, false);
+  if (!settlement) return result;
+  const signed = receipt ? await receipt.answers.signToolCall(settlement, receipt.call, result as Record<string, unknown>) : settlement;
+  return { ...result, _meta: { [MCP_PAYMENT_RESPONSE_META]: signed } };
 }

@@ -20,6 +20,8 @@ import type { Request, Response } from "express";
 import { statusOf } from "../http/errors";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { PaymentGate } from "../x402/payment-gate";
+import type { ToolCallFacts } from "../x402/receipts/digest";
+import type { PaidAnswers } from "../x402/receipts/paid-answers";
 import type { WalletSignatureAuth } from "../services/wallet-signature";
 import { callRestTwin, MCP_PAYMENT_META, MCP_SIGN_IN_META } from "./rest-twin";
 import type { ToolDefinition, TwinRoute } from "./tools";
@@ -31,10 +33,12 @@ export interface ToolContext {
   requestId: string;
   /** the MCP request's Authorization header (a bearer key decides, as on REST) */
   bearer?: string;
-  /** the PaymentRequired of a priced route (absent when x402 is off: priced tools then need a key) */
-  paymentRequired?: (route: TwinRoute & { siwx?: boolean }, args: Record<string, unknown>) => Record<string, unknown>;
-  /** serve the call by the REST route, with the request's key, the payment, or the wallet's sign-in */
-  dispatch(route: TwinRoute, args: Record<string, unknown>, auth?: { payment?: unknown; signIn?: string }): Promise<CallToolResult>;
+  /** the PaymentRequired of a priced route, with its signed offers (absent when x402 is off: priced tools then need a key) */
+  paymentRequired?: (route: TwinRoute & { siwx?: boolean }, args: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  /** serve the call by the REST route, with the request's key, the payment (and the tool call its receipt binds), or the wallet's sign-in */
+  dispatch(route: TwinRoute, args: Record<string, unknown>, auth?: { payment?: unknown; signIn?: string; call?: ToolCallFacts }): Promise<CallToolResult>;
+  /** the `arguments` of the tools/call request of this id, as the client sent them (before the input schema parsed them) */
+  sentArguments(id: string | number | undefined): unknown;
   /** take one write from the caller's write budget, or throw the typed 429 */
   chargeWrite(): Promise<void>;
 }
@@ -51,7 +55,7 @@ function paymentRequiredResult(required: Record<string, unknown>, requestId: str
     message:
       `payment required: pay with x402 (params._meta["${MCP_PAYMENT_META}"] = a PaymentPayload for one of accepts), or send Authorization: Bearer <API key> on the HTTP request` +
       ((required.extensions as Record<string, unknown> | undefined)?.[MCP_SIGN_IN_META]
-        ? `; or, free on this downward leg, sign in with the wallet: params._meta["${MCP_SIGN_IN_META}"] = the SIGN-IN-WITH-X header value for extensions["${MCP_SIGN_IN_META}"] (the same arguments)`
+        ? `; or, free, sign in with the wallet (for the treasury it stands behind): params._meta["${MCP_SIGN_IN_META}"] = the SIGN-IN-WITH-X header value for extensions["${MCP_SIGN_IN_META}"] (the same arguments)`
         : ""),
     request_id: requestId,
     http_status: 402,
@@ -82,20 +86,18 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
         outputSchema: tool.outputSchema,
         annotations: { title: tool.title, ...tool.annotations },
       },
-      async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown> }) => {
+      async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown>; requestId?: string | number }) => {
         try {
-          // a downward leg's tool signed in by the wallet (free, whether or not x402 is on): a signature costs nothing,
-          // so the call takes a write of the caller's budget
+          // a tool signed in by the wallet (a downward leg or a read of its own treasury; free, whether or not x402 is on):
+          // counted as a paid call is, by its REST twin (the signer's own bucket once proven, else a write of the client's address)
           const signIn = tool.paid?.siwx && !tc.bearer ? extra?._meta?.[MCP_SIGN_IN_META] : undefined;
-          if (typeof signIn === "string" && extra?._meta?.[MCP_PAYMENT_META] === undefined) {
-            await tc.chargeWrite();
-            return await tc.dispatch(tool.paid!, args ?? {}, { signIn });
-          }
+          if (typeof signIn === "string" && extra?._meta?.[MCP_PAYMENT_META] === undefined) return await tc.dispatch(tool.paid!, args ?? {}, { signIn });
           // a priced tool without a bearer key: paid with x402, or told how to pay
           if (tool.paid && tc.paymentRequired && !tc.bearer) {
             const payment = extra?._meta?.[MCP_PAYMENT_META];
-            if (payment === undefined) return paymentRequiredResult(tc.paymentRequired(tool.paid, args ?? {}), tc.requestId);
-            return await tc.dispatch(tool.paid, args ?? {}, { payment });
+            if (payment === undefined) return paymentRequiredResult(await tc.paymentRequired(tool.paid, args ?? {}), tc.requestId);
+            const call = { tool: tool.name, arguments: tc.sentArguments(extra?.requestId) ?? args ?? {} };
+            return await tc.dispatch(tool.paid, args ?? {}, { payment, call });
           }
           if (!tool.annotations.readOnlyHint) await tc.chargeWrite();
           return await tc.dispatch(tc.bearer && tool.keyedTwin ? tool.keyedTwin : tool.twin, args ?? {});
@@ -132,39 +134,47 @@ export interface McpDeps {
   payments?: PaymentGate;
   /** the wallet's sign-in on the downward legs' tools */
   walletSignature?: Pick<WalletSignatureAuth, "challengeForCall">;
+  /** signed offers in a priced tool's PaymentRequired, a signed receipt in a paid call's settlement */
+  receipts?: PaidAnswers;
 }
 
 export async function handleMcpPost(req: Request, res: Response, deps: McpDeps): Promise<void> {
   const { tools, version, log, payments } = deps;
   const requestId = res.locals.requestId as string;
   const bearer = req.header("authorization");
+  const message = nullIdAsRequest(req.body, res);
   const tc: ToolContext = {
     requestId,
     bearer,
     paymentRequired: payments?.enabled
-      ? (route, args) => {
-          const required = payments.paymentRequired(route);
+      ? async (route, args) => {
+          const stated = payments.paymentRequired(route);
+          const offers = deps.receipts ? await deps.receipts.offers(stated.resource.url, stated.accepts) : {};
+          const required = { ...stated, extensions: { ...stated.extensions, ...offers } };
           if (!route.siwx || !deps.walletSignature) return required;
-          // a downward leg: beside the price, the wallet's sign-in bound to this very call's REST twin
+          // a downward leg or an own read: beside the price, the wallet's sign-in bound to this very call's REST twin
           const { idempotency_key: key, ...rest } = args;
           return {
             ...required,
             extensions: {
               ...required.extensions,
-              [MCP_SIGN_IN_META]: deps.walletSignature.challengeForCall(route.path, typeof key === "string" ? key : undefined, rest),
+              [MCP_SIGN_IN_META]: deps.walletSignature.challengeForCall(route.path, typeof key === "string" ? key : undefined, rest, route.method),
             },
           };
         }
       : undefined,
     dispatch: (route, args, auth) => {
       const { idempotency_key: key, ...rest } = args;
+      const { call, ...credential } = auth ?? { bearer };
       return callRestTwin(
         req,
         { ...route, args: rest, idempotencyKey: typeof key === "string" ? key : undefined },
-        auth === undefined ? { bearer } : auth,
+        credential,
         requestId,
+        call && deps.receipts ? { answers: deps.receipts, call } : undefined,
       );
     },
+    sentArguments: (id) => sentArguments(message, id),
     chargeWrite: async () => {
       const charge = res.locals.chargeWrite as (() => Promise<TreasuryError | undefined>) | undefined;
       const refused = await charge?.();
@@ -179,7 +189,18 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
   });
   acceptJsonAndStream(req);
   await server.connect(transport);
-  await transport.handleRequest(req, res, nullIdAsRequest(req.body, res));
+  await transport.handleRequest(req, res, message);
+}
+
+/** the `params.arguments` of the tools/call message of this id in a JSON-RPC body (one message, or a batch) */
+function sentArguments(body: unknown, id: string | number | undefined): unknown {
+  if (id === undefined) return undefined;
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  const call = messages.find(
+    (m): m is { params?: { arguments?: unknown } } =>
+      typeof m === "object" && m !== null && (m as { id?: unknown }).id === id && (m as { method?: unknown }).method === "tools/call",
+  );
+  return call ? (call.params?.arguments ?? {}) : undefined;
 }
 
 /**

@@ -11,7 +11,14 @@ import { err, RATE_LIMITED, type RouteKit } from "./kit";
 export function mcpRoutes(
   kit: RouteKit,
   ctx: Runtime,
-  deps: { tools: () => ToolDefinition[]; version: string; log: (err: unknown) => void; payments?: PaymentGate; walletSignature?: McpDeps["walletSignature"] },
+  deps: {
+    tools: () => ToolDefinition[];
+    version: string;
+    log: (err: unknown) => void;
+    payments?: PaymentGate;
+    walletSignature?: McpDeps["walletSignature"];
+    receipts?: McpDeps["receipts"];
+  },
 ): void {
   kit.route({
     method: "get",

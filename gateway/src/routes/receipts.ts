@@ -1,6 +1,8 @@
 /**
  * What the authenticated treasury's executions left on record (extensions): its fee audit trail, page by
- * page, and a receipt read again by its id, as recorded when the action executed.
+ * page, and a receipt read again by its id, as recorded when the action executed. Both also take the
+ * wallet's own signature (sign-in-with-x, free: services/wallet-signature.ts), so a keyless agent reads what
+ * it paid for without paying again; the audit trail's 402 offers the sign-in beside its price.
  */
 import { DECLARED } from "@treasury/core/actions";
 import { TreasuryError } from "@treasury/core/lib/errors";
@@ -27,10 +29,17 @@ export function receiptRoutes(kit: RouteKit, treasuries: TreasuryService): void 
     path: "/api/v1/audit",
     operationId: "getFeeAudit",
     summary: "Fee audit trail of the authenticated treasury (extension)",
-    description: "Extension of the spec: every execution with amount, fee, basis, tier, trigger and time (spec 1, rule 5).",
+    description:
+      "Extension of the spec: every execution with amount, fee, basis, tier, trigger and time (spec 1, rule 5). Without a key: pay with x402, or sign in free with the wallet a treasury stands behind (SIGN-IN-WITH-X; the 402 offers both).",
     tags: ["Reads"],
     security: "bearer_or_x402",
-    price: { atomic: 1_300n, description: "Treasury fee audit trail" },
+    // metered: with x402 `upto` a page costs 300 + 2 per entry it returns (at most 1,300: a full page of 500); `exact` pays 1,300
+    price: {
+      atomic: 1_300n,
+      description: "Treasury fee audit trail",
+      meter: { baseAtomic: 300n, unitAtomic: 2n, unit: "entry", units: (answer) => ((answer as { data?: unknown[] }).data ?? []).length },
+    },
+    siwx: true,
     extension: true,
     request: { query: AuditQuery },
     responses: {
@@ -57,9 +66,10 @@ export function receiptRoutes(kit: RouteKit, treasuries: TreasuryService): void 
     },
     summary: "A receipt of the authenticated treasury, by its id (extension)",
     description:
-      "Extension of the spec: the receipt an executed action answered (deposit_id, conversion_id, borrow_id or repayment_id of a managed action; the execution of a relayed envelope), as recorded when it executed, read again; the answer's `chain_execution` (how that request ran) is not part of it. Another treasury's receipt is not found.",
+      "Extension of the spec: the receipt an executed action answered (deposit_id, conversion_id, borrow_id or repayment_id of a managed action; the execution of a relayed envelope), as recorded when it executed, read again; the answer's `chain_execution` (how that request ran) is not part of it. Another treasury's receipt is not found. Without a key: sign in free with the wallet a treasury stands behind (SIGN-IN-WITH-X; the 401 offers the challenge).",
     tags: ["Reads"],
     security: "bearer",
+    siwx: true,
     extension: true,
     request: { params: ReceiptIdParams },
     responses: {

@@ -1,6 +1,7 @@
 /**
  * Reads of the authenticated treasury (spec 4.7): its health, its state and its policy state, each priced
- * for an x402 payer. A chain-backed treasury's figures are read from its chain (its relay steps in flight
+ * for an x402 payer, and free with the wallet's own signature (sign-in-with-x: services/wallet-signature.ts)
+ * for the treasury that wallet stands behind; the 402 offers both. A chain-backed treasury's figures are read from its chain (its relay steps in flight
  * reconciled first), and its delegation's state with them: a chain that does not answer is 503 chain_unavailable.
  */
 import { requireCredential } from "../http/credential";
@@ -26,6 +27,7 @@ export function treasuryReadRoutes(kit: RouteKit, deps: TreasuryReadDeps): void 
     tags: ["Reads"],
     security: "bearer_or_x402",
     price: { atomic: 1_000n, description: "Treasury health score, LTV and zones" },
+    siwx: true,
     tool: { name: "get_health", title: "Treasury health", description: "Health score, LTV, LTV zone and zone bounds of the authenticated treasury." },
     responses: { 200: { description: "health state (spec 2.9)", schema: HealthState }, ...bearerRefusals(), ...RATE_LIMITED },
     errors: ["chain_unavailable"],
@@ -40,6 +42,7 @@ export function treasuryReadRoutes(kit: RouteKit, deps: TreasuryReadDeps): void 
     tags: ["Reads"],
     security: "bearer_or_x402",
     price: { atomic: 1_100n, description: "Treasury state" },
+    siwx: true,
     tool: {
       name: "get_treasury_state",
       title: "Treasury state",
@@ -58,6 +61,7 @@ export function treasuryReadRoutes(kit: RouteKit, deps: TreasuryReadDeps): void 
     tags: ["Reads"],
     security: "bearer_or_x402",
     price: { atomic: 1_200n, description: "Treasury policy state" },
+    siwx: true,
     responses: { 200: { description: "policy state (spec 2.12)", schema: PolicyState }, ...bearerRefusals(), ...RATE_LIMITED },
     errors: ["chain_unavailable"],
     handler: async ({ res }) => {

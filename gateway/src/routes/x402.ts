@@ -23,6 +23,13 @@ export const PriceListDocument = z
         display: z.string(),
         description: z.string(),
         tool: z.string().optional().openapi({ description: "the MCP tool this route serves (its name finds the capability's path)" }),
+        metered: z
+          .object({ scheme: z.literal("upto"), max_atomic: z.string(), base_atomic: z.string(), per_unit_atomic: z.string(), unit: z.string() })
+          .optional()
+          .openapi({
+            description:
+              "a metered route: with x402 `upto` the payer signs `max_atomic` and is charged base + per unit of the answer (at most the maximum); `exact` pays the maximum",
+          }),
       }),
     ),
   })
@@ -39,7 +46,9 @@ export const DiscoveryResources = z
           type: z.literal("http"),
           x402Version: z.literal(2),
           accepts: z.array(
-            z.object({ scheme: z.literal("exact"), network: z.string(), amount: z.string(), asset: z.string(), payTo: z.string() }).passthrough(),
+            z
+              .object({ scheme: z.enum(["exact", "batch-settlement", "upto"]), network: z.string(), amount: z.string(), asset: z.string(), payTo: z.string() })
+              .passthrough(),
           ),
           lastUpdated: z.string(),
           metadata: z.object({ method: z.string(), description: z.string(), bazaar: z.record(z.string(), z.unknown()) }).passthrough(),

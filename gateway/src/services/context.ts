@@ -11,6 +11,7 @@ import type { Db } from "../store/db";
 import type { SecretBox } from "../lib/secrets";
 import { AccessRequestStore } from "../store/access-request-store";
 import { ApiKeyStore } from "../store/api-key-store";
+import { ChannelStore } from "../store/channel-store";
 import { DelegationStore } from "../store/delegation-store";
 import { EnvelopeStore } from "../store/envelope-store";
 import { ExecutionStore } from "../store/execution-store";
@@ -36,6 +37,7 @@ export interface Stores {
   envelopes: EnvelopeStore;
   executions: ExecutionStore;
   payments: PaymentStore;
+  channels: ChannelStore;
   delegations: DelegationStore;
   slots: SlotStore;
   signedNonces: SignedNonceStore;
@@ -59,6 +61,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     envelopes: new EnvelopeStore(db),
     executions: new ExecutionStore(db),
     payments: new PaymentStore(db),
+    channels: new ChannelStore(db),
     delegations: new DelegationStore(db),
     slots: new SlotStore(db),
     signedNonces: new SignedNonceStore(db),

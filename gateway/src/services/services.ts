@@ -97,7 +97,7 @@ export function createServices(ctx: AppContext): Services {
     authenticate: bearerAuthenticator(scope(ctx, "apiKeys"), new ConsoleOwnership(scope(ctx, "apiKeys", "treasuries"), chain)),
     prices,
     catalog,
-    payments: createPaymentGate(scope(ctx, "payments", "treasuries"), {
+    payments: createPaymentGate(scope(ctx, "payments", "treasuries", "channels"), {
       prices,
       catalog,
       asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },

@@ -1,16 +1,24 @@
 /**
- * The wallet's own signature as a credential, for the routes a wallet must
- * never be kept from by money: the downward legs (repay, withdraw, sell, exit). A
- * wallet-sovereign agent without an API key and without USDC to pay x402 signs
- * in with x402's sign-in-with-x extension instead (header `SIGN-IN-WITH-X`:
- * an EIP-4361 message signed by the wallet, EIP-1271 for a Safe), checked by
- * x402/sign-in-with-x.ts: this service's domain, this route's URL, a treasury
- * chain, a fresh issuedAt, and `resources` naming a digest of this exact
- * request (method, path, Idempotency-Key, body), so a signature cannot be
- * replayed on another request. Its nonce is spent once per signer before the
- * request runs. The treasury is the one the wallet stands behind (its proven
- * registration, else the one its payments created); a registration of its
- * address without proof is never chosen.
+ * The wallet's own signature as a credential, for the routes a wallet must never be kept from by money:
+ * the downward legs (repay, withdraw, sell, exit), and the reads of its own treasury (state, health,
+ * policy state, fee audit trail, a receipt by its id), so an agent that paid once never pays again to see
+ * what it paid for. A wallet-sovereign agent without an API key and without USDC to pay x402 signs in with
+ * x402's sign-in-with-x extension instead (header `SIGN-IN-WITH-X`: an EIP-4361 message signed by the
+ * wallet, EIP-1271 for a Safe), checked by x402/sign-in-with-x.ts: this service's domain, this route's URL,
+ * a treasury chain, a fresh issuedAt, and `resources` naming a digest of this exact request (method, path
+ * and query, Idempotency-Key, body; a GET has none), so a signature cannot be replayed on another route or
+ * request. Its nonce is spent once per signer before the request runs.
+ *
+ * Trust, as the x402 gate's for a payer (x402/payer-treasury.ts): the signature proves an address, and the
+ * address reaches only the treasury it stands behind on the chain it signed for: one registered with its
+ * signed ownership proof, else the one its own paid call created. A bare registration of its address is
+ * never chosen; a wallet that stands behind none is refused (401, the typed error body with a fresh
+ * challenge). Every read then answers for that treasury only: another treasury's receipt is not found.
+ *
+ * Rate limits, as for a payer (http/rate-limit.ts, app.ts): a sign-in whose EOA signature verifies for this
+ * URL, with its nonce unspent, from a wallet a treasury stands behind, is counted in the bucket of that
+ * address (the bucket its x402 payments are counted in); any other sign-in is an unproven identity,
+ * counted by client address in the write window.
  */
 import type { Request, Response } from "express";
 import { CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
@@ -24,6 +32,9 @@ import type { ServiceContext } from "./context";
 export const WALLET_SIGNATURE_MAX_AGE_SECONDS = 300;
 
 const CHAIN_IDS = TREASURY_CHAINS.map((c) => CHAINS[c].chainId);
+const BODILESS = new Set(["GET", "HEAD"]);
+/** the treasury chain of a chain id a sign-in was accepted on (one of CHAIN_IDS) */
+const chainOf = (chainId: number) => TREASURY_CHAINS.find((c) => CHAINS[c].chainId === chainId)!;
 
 export const hasWalletSignature = (req: Request): boolean => typeof req.header(SIWX_HEADER) === "string";
 
@@ -33,9 +44,9 @@ export class WalletSignatureAuth {
     private readonly chain: ChainGateway,
   ) {}
 
-  /** the digest a sign-in for this request must name in its resources */
+  /** the digest a sign-in for this request must name in its resources (a GET or HEAD has no body: null) */
   digestOf(req: Request): string {
-    return requestDigest(req.method, req.originalUrl, req.header("idempotency-key"), req.body);
+    return requestDigest(req.method, req.originalUrl, req.header("idempotency-key"), BODILESS.has(req.method) ? undefined : req.body);
   }
 
   /** what a caller signs in with for this request (the 402's and 401's `extensions["sign-in-with-x"]`) */
@@ -43,9 +54,12 @@ export class WalletSignatureAuth {
     return this.challengeFor(req.path, this.digestOf(req));
   }
 
-  /** the same for a request not yet made: an MCP tool call's REST twin (POST `path` with this Idempotency-Key and body) */
-  challengeForCall(path: string, idempotencyKey: string | undefined, body: unknown) {
-    return this.challengeFor(path, requestDigest("POST", path, idempotencyKey, body));
+  /**
+   * The same for a request not yet made: an MCP tool call's REST twin, POST `path` with this Idempotency-Key
+   * and body, or GET `path` (a read tool with a sign-in takes no arguments: its twin's URL is the path).
+   */
+  challengeForCall(path: string, idempotencyKey: string | undefined, body: unknown, method: "GET" | "POST" = "POST") {
+    return this.challengeFor(path, requestDigest(method, path, idempotencyKey, method === "GET" ? undefined : body));
   }
 
   private challengeFor(path: string, digest: string) {
@@ -54,7 +68,7 @@ export class WalletSignatureAuth {
       resourceUrl: this.ctx.links.url(path),
       chainIds: CHAIN_IDS,
       now: this.ctx.clock.now(),
-      statement: "Sign in to act on your own treasury (a downward leg: free, never paid for).",
+      statement: "Sign in to your own treasury: its downward legs and its reads are free with the wallet's signature.",
       requestDigest: digest,
     });
   }
@@ -67,6 +81,27 @@ export class WalletSignatureAuth {
       { extensions: { "sign-in-with-x": this.challenge(req) } },
       { "WWW-Authenticate": 'Bearer realm="treasury", SIWX realm="treasury"' },
     );
+  }
+
+  /**
+   * The rate limiter's identity of a request that signs in (app.ts), chosen as a payer's: the signer's address,
+   * lower case (the bucket its x402 payments are counted in), when its EOA signature verifies for this URL, its
+   * nonce is unspent and a treasury stands behind it on the chain it signed for; else null, an unproven
+   * identity. Nothing here asks a chain (a Safe's EIP-1271 sign-in is unproven to the limiter) or spends the
+   * nonce, and the request's digest is not checked (its body is not read yet): the route checks it all again.
+   */
+  async provenSigner(req: Request): Promise<string | null> {
+    const verified = await verifySignInWithX(req.header(SIWX_HEADER), {
+      publicBaseUrl: this.ctx.links.base,
+      resourceUrl: this.ctx.links.url(req.path),
+      chainIds: CHAIN_IDS,
+      now: this.ctx.clock.now(),
+      maxAgeSeconds: WALLET_SIGNATURE_MAX_AGE_SECONDS,
+    });
+    if (!verified.ok) return null;
+    if (!(await this.ctx.stores.treasuries.findOwnedByWallet(verified.address, chainOf(verified.chainId)))) return null;
+    if (await this.ctx.stores.signedNonces.used(verified.address, verified.nonce)) return null;
+    return verified.address.toLowerCase();
   }
 
   /** sets res.locals.credential for the wallet that signed this request, or throws the typed 401 */
@@ -94,7 +129,7 @@ export class WalletSignatureAuth {
     });
     if (!verified.ok) return refuse(`${verified.reason}: ${verified.message}`);
     // the treasury the wallet stands behind on the chain it signed in for
-    const chain = TREASURY_CHAINS.find((c) => CHAINS[c].chainId === verified.chainId)!;
+    const chain = chainOf(verified.chainId);
     const treasury = await this.ctx.stores.treasuries.findOwnedByWallet(verified.address, chain);
     if (!treasury) return refuse(`no treasury on ${chain} stands behind ${verified.address} (register it with its ownership proof, or pay once with x402)`);
     if (!(await this.ctx.stores.signedNonces.spend(verified.address, verified.nonce, "sign_in_with_x", this.ctx.clock.now().toISOString()))) {

@@ -119,12 +119,14 @@ export class PaymentStore {
     );
   }
 
-  async settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string): Promise<void> {
+  /** `amount`: what was charged when it differs from the locked amount (an `upto` payment's use, below its maximum) */
+  async settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string, amount?: bigint): Promise<void> {
     await this.db.run(
-      "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ?, pending_settlement = NULL WHERE payer = ? AND nonce = ?",
+      "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ?, pending_settlement = NULL, amount_atomic = COALESCE(?, amount_atomic) WHERE payer = ? AND nonce = ?",
       transactionHash,
       treasuryId,
       at,
+      amount === undefined ? null : amount.toString(),
       payer.toLowerCase(),
       nonce.toLowerCase(),
     );

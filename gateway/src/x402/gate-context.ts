@@ -3,6 +3,7 @@
  * boundary and its two stores (services/context.ts's `ServiceContext<"payments" | "treasuries">` is one),
  * and its options: the price list, the bazaar catalogue, the asset and the facilitator.
  */
+import type { ChannelStore } from "../store/channel-store";
 import type { FacilitatorConfig } from "x402/types";
 import type { Config } from "../config";
 import type { Clock } from "../lib/clock";
@@ -16,7 +17,7 @@ export interface PaymentGateContext {
   clock: Clock;
   links: { url(path: string): string };
   tx: { transaction<T>(fn: () => Promise<T>): Promise<T> };
-  stores: { payments: PaymentStore; treasuries: TreasuryStore };
+  stores: { payments: PaymentStore; treasuries: TreasuryStore; channels: ChannelStore };
 }
 
 export interface PaymentGateOptions {

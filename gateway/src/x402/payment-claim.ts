@@ -17,8 +17,11 @@ export interface PaymentClaim {
   payer: `0x${string}`;
   nonce: string;
   treasuryId: string;
-  /** move the money; on failure the 402 is written, everything undone, and false returned */
-  settle(): Promise<boolean>;
+  /**
+   * move the money; on failure the 402 is written, everything undone, and false returned. `used`: what a metered
+   * call used, charged by an `upto` payment (at most its signed maximum); any other scheme charges its price
+   */
+  settle(used?: bigint): Promise<boolean>;
   /** the request will not be charged: free the proof (and a treasury created for it) */
   release(): Promise<void>;
   outcome(status: number): Promise<void>;
@@ -79,20 +82,23 @@ export function paymentClaim(
     release,
     renew: async () => await payments.renew(payer, nonce, holder, ctx.clock.now()),
     outcome: async (status) => await payments.outcome(payer, nonce, status),
-    settle: async () => {
+    settle: async (used) => {
       if (done) throw new Error("payment already settled or released");
+      // an `upto` payment settles what the call used (the facilitator refuses more than the signed maximum)
+      const metered = (requirements.scheme as string) === "upto" && used !== undefined;
+      const settling = metered ? ({ ...requirements, amount: used.toString() } as PaymentRequirements) : requirements;
       if (alreadySettled) {
         done = true;
         res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: alreadySettled.transaction, payer }));
         return true;
       }
       // the facilitator settles an authorization at most once: a takeover's second call returns the first settlement
-      const outcome = await settleOnce(deps.facilitator, payment, requirements);
+      const outcome = await settleOnce(deps.facilitator, payment, settling);
       if (outcome.kind === "unknown") {
         // no answer: the transfer may be on its way. Not a failure: the lock is kept (its lease lapsed, so the retry
         // takes it over at once) with what to settle again, and the retry with the same proof is served once
         done = true;
-        await payments.pending(payer, nonce, holder, JSON.stringify({ payment, requirements }), ctx.clock.now());
+        await payments.pending(payer, nonce, holder, JSON.stringify({ payment, requirements: settling }), ctx.clock.now());
         forget();
         throw settlementUnknown(payer);
       }
@@ -103,9 +109,17 @@ export function paymentClaim(
         return false;
       }
       done = true;
-      await payments.settled(payer, nonce, outcome.transaction, treasuryId, ctx.clock.now().toISOString());
+      await payments.settled(payer, nonce, outcome.transaction, treasuryId, ctx.clock.now().toISOString(), outcome.amount);
       deps.knownPayers.add(payer);
-      res.setHeader(PAYMENT_HEADERS[version].response, settlementHeader({ success: true, transaction: outcome.transaction, payer }));
+      res.setHeader(
+        PAYMENT_HEADERS[version].response,
+        settlementHeader({
+          success: true,
+          transaction: outcome.transaction,
+          payer,
+          ...(metered ? { amount: outcome.amount?.toString() ?? used.toString() } : {}),
+        }),
+      );
       return true;
     },
   };

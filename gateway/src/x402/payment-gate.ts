@@ -39,6 +39,7 @@ import type { PaymentClaim } from "./payment-claim";
 import { paymentOf, signedPayer, type RequirementsV2 } from "./payment-match";
 import { routeRequirements } from "./route-requirements";
 import { settlePending } from "./settlement";
+import { SessionRedeemer } from "./sessions/redeemer";
 
 export { X402_NETWORK } from "./payment-match";
 export type { PaymentGateContext } from "./gate-context";
@@ -80,6 +81,8 @@ export interface PaymentGate {
    * was not pending), `failed` (it cannot be collected; the record says so), or `unknown` again.
    */
   settlePending(payment: { payer: string; nonce: string }): Promise<"settled" | "failed" | "unknown">;
+  /** x402 sessions' vouchers redeemed on chain in batches (when sessions are offered) */
+  redeemer: SessionRedeemer | undefined;
   /** the request a payment paid for (its own, or a key's credit) answered with this status: the payment is spent */
   spent(payment: { payer: string; nonce: string }, status: number): Promise<void>;
 }
@@ -92,8 +95,13 @@ export function createPaymentGate(ctx: PaymentGateContext, opts: PaymentGateOpti
   const requirements = routeRequirements(ctx, opts);
   const knownPayers = new KnownPayers((payer) => ctx.stores.payments.hasSettled(payer));
 
+  const sessions = ctx.config.x402.sessions;
   return {
     enabled: ctx.config.x402.enabled,
+    redeemer:
+      ctx.config.x402.enabled && sessions
+        ? new SessionRedeemer(ctx, facilitator, { payTo: requirements.payTo, asset: opts.asset.address, policy: sessions.redeem })
+        : undefined,
     paymentRequired: (route, error = "payment_required") => requirements.paymentRequired(route.path, requirements.priceOf(route), error),
     verifiedPayer: async (header) => signedPayer(paymentOf(header)?.decoded, opts.asset),
     settlePending: (payment) => settlePending(ctx, facilitator, knownPayers, payment),

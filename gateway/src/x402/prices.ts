@@ -17,6 +17,25 @@ export interface RoutePrice {
   description: string;
   /** the MCP tool that is served by this route, if any (agents find a capability's path by it) */
   tool?: string;
+  /** a metered route: `atomic` is the most a call costs; what it used is charged with x402's `upto` (meteredAmount) */
+  meter?: Meter;
+}
+
+/** what a call of a metered route costs: a base, plus a price per unit of its answer (entries returned, say), at most the route's price */
+export interface Meter {
+  baseAtomic: bigint;
+  unitAtomic: bigint;
+  /** what one unit is, for the price list (`entry`) */
+  unit: string;
+  /** how many units an answer's body holds */
+  units(answer: unknown): number;
+}
+
+/** what a call of a metered route used, by its answer: base + unit x units, never above the route's price */
+export function meteredAmount(price: Pick<RoutePrice, "atomic" | "meter">, answer: unknown): bigint {
+  if (!price.meter) return price.atomic;
+  const used = price.meter.baseAtomic + price.meter.unitAtomic * BigInt(Math.max(0, Math.floor(price.meter.units(answer))));
+  return used < price.atomic ? used : price.atomic;
 }
 
 /**
@@ -36,6 +55,8 @@ export class PriceList {
   add(p: RoutePrice): void {
     const route = `${p.method} ${p.path}`;
     if (p.atomic <= 0n) throw new Error(`x402 price of ${route} must be positive`);
+    if (p.meter && (p.meter.baseAtomic <= 0n || p.meter.unitAtomic < 0n || p.meter.baseAtomic > p.atomic))
+      throw new Error(`x402 meter of ${route} must charge a positive base no greater than the route's price`);
     const other = this.amounts.get(p.atomic);
     if (other !== undefined && other !== route) throw new Error(`x402 prices must be distinct per route (${p.atomic} is used twice)`);
     if (this.byRoute.has(route)) throw new Error(`x402 price of ${route} is declared twice`);
@@ -73,6 +94,17 @@ export class PriceList {
         display: `$${formatDecimal(p.atomic, 6)}`,
         description: p.description,
         ...(p.tool ? { tool: p.tool } : {}),
+        ...(p.meter
+          ? {
+              metered: {
+                scheme: "upto",
+                max_atomic: p.atomic.toString(),
+                base_atomic: p.meter.baseAtomic.toString(),
+                per_unit_atomic: p.meter.unitAtomic.toString(),
+                unit: p.meter.unit,
+              },
+            }
+          : {}),
       })),
     };
   }

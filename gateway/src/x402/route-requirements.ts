@@ -18,6 +18,8 @@ import {
   type RequirementsV2,
 } from "./payment-match";
 import type { RoutePrice } from "./prices";
+import { sessionRequirements, type SessionTerms } from "./sessions/voucher";
+import { UPTO_SCHEME } from "./upto/permit";
 
 export function wwwAuthenticate(): string {
   return `Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="${X402_NETWORK}" header="${PAYMENT_HEADERS[1].payment}", X402 realm="treasury" scheme="exact" network="${X402_NETWORK_V2}" header="${PAYMENT_HEADERS[2].payment}"`;
@@ -30,6 +32,13 @@ export type RouteRequirements = ReturnType<typeof routeRequirements>;
 export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "links">, opts: PaymentGateOptions) {
   const cfg = ctx.config.x402;
   const payTo = getAddress(cfg.payTo);
+  /** x402 sessions (`batch-settlement`), offered beside `exact` when configured */
+  const sessions: SessionTerms | undefined = cfg.sessions && {
+    payTo,
+    receiverAuthorizer: cfg.sessions.receiverAuthorizer,
+    asset: getAddress(opts.asset.address),
+    withdrawDelaySeconds: cfg.sessions.withdrawDelaySeconds,
+  };
 
   const priceOf = (route: { method: string; path: string }): RoutePrice => {
     const price = opts.prices.for(route.method, route.path);
@@ -63,12 +72,31 @@ export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "link
     extra: { name: opts.asset.name, version: opts.asset.version },
   });
 
+  /** the session offer of this route: the price of a call, the channel's terms, and (a corrective 402) the channel's state here */
+  const session = (p: RoutePrice, state?: Record<string, unknown>) => {
+    if (!sessions) return [];
+    const r = sessionRequirements({ priceAtomic: p.atomic, maxTimeoutSeconds: cfg.maxTimeoutSeconds, asset: opts.asset }, sessions);
+    return [{ ...r, extra: { ...r.extra, ...state } }];
+  };
+
+  /** the `upto` offer of a metered route: the payer signs the route's price as a maximum, and is charged what the call used */
+  const upto = (p: RoutePrice) =>
+    p.meter && cfg.uptoFacilitator
+      ? [
+          {
+            ...v2(p),
+            scheme: UPTO_SCHEME,
+            extra: { name: opts.asset.name, version: opts.asset.version, assetTransferMethod: "permit2", facilitatorAddress: cfg.uptoFacilitator },
+          },
+        ]
+      : [];
+
   /** x402 version 2's PaymentRequired for this route: the PAYMENT-REQUIRED header of every 402 (and a paid MCP tool's refusal) */
-  const paymentRequired = (path: string, p: RoutePrice, error: string) => ({
+  const paymentRequired = (path: string, p: RoutePrice, error: string, sessionState?: Record<string, unknown>) => ({
     x402Version: 2 as const,
     error,
     resource: { url: ctx.links.url(path), description: p.description, mimeType: "application/json" },
-    accepts: [v2(p)],
+    accepts: [v2(p), ...session(p, sessionState), ...upto(p)],
     extensions: {
       [PAYMENT_IDENTIFIER]: paymentIdentifierDeclaration(),
       ...withBazaar(opts.catalog?.extension(p.method, p.path)),
@@ -76,9 +104,9 @@ export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "link
   });
 
   /** a 402 in both versions: v1's body (with the typed-error fields) and v2's PAYMENT-REQUIRED header */
-  const refuse = (req: Request, res: Response, p: RoutePrice, error: string, extra: Record<string, unknown> = {}) => {
+  const refuse = (req: Request, res: Response, p: RoutePrice, error: string, extra: Record<string, unknown> = {}, sessionState?: Record<string, unknown>) => {
     res.setHeader("WWW-Authenticate", wwwAuthenticate());
-    res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequired(req.path, p, error)));
+    res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequired(req.path, p, error, sessionState)));
     res.status(402).json({
       x402Version: 1,
       error,
@@ -89,5 +117,5 @@ export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "link
     });
   };
 
-  return { payTo, priceOf, v1, v2, paymentRequired, refuse };
+  return { payTo, priceOf, v1, v2, sessions, session, upto, paymentRequired, refuse };
 }

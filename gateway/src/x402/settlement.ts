@@ -23,14 +23,16 @@ export const settlementUnknown = (payer: string) =>
 /** the code of a facilitator's reason (`invalid_transaction_state: <the node's words>` -> `invalid_transaction_state`): no parser or node text reaches the client */
 export const reasonCode = (reason: string | undefined): string | undefined => reason?.match(/^[a-z0-9_]+/)?.[0];
 
-export type Settlement = { kind: "settled"; transaction: string } | { kind: "failed"; reason: string } | { kind: "unknown" };
+/** `amount`: what was settled, when the facilitator says (an `upto` settlement's may be less than the maximum) */
+export type Settlement = { kind: "settled"; transaction: string; amount?: bigint } | { kind: "failed"; reason: string } | { kind: "unknown" };
 
 /** one settlement call, judged */
 export async function settleOnce(facilitator: FacilitatorClient, payment: PaymentPayload, requirements: PaymentRequirements): Promise<Settlement> {
   try {
     const settled = await facilitator.settle(payment, requirements);
+    const amount = (settled as { amount?: unknown }).amount;
     return settled.success
-      ? { kind: "settled", transaction: settled.transaction }
+      ? { kind: "settled", transaction: settled.transaction, ...(typeof amount === "string" && /^\d+$/.test(amount) ? { amount: BigInt(amount) } : {}) }
       : { kind: "failed", reason: reasonCode(settled.errorReason) ?? "settlement_refused" };
   } catch (err) {
     if (err instanceof SettleError && err.statusCode < 500) return { kind: "failed", reason: reasonCode(err.errorReason) ?? "settlement_refused" };
@@ -57,7 +59,7 @@ export async function settlePending(
     await ctx.stores.payments.settlementFailed(payment.payer, payment.nonce);
     return "failed";
   }
-  await ctx.stores.payments.settled(payment.payer, payment.nonce, outcome.transaction, pending.treasuryId ?? "", ctx.clock.now().toISOString());
+  await ctx.stores.payments.settled(payment.payer, payment.nonce, outcome.transaction, pending.treasuryId ?? "", ctx.clock.now().toISOString(), outcome.amount);
   knownPayers.add(payment.payer);
   return "settled";
 }

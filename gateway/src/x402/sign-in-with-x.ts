@@ -1,8 +1,10 @@
 /**
  * x402 sign-in-with-x (SIWX): a wallet proves who it is with its own
  * signature, no USDC and no API key needed. The free "downward legs"
- * (repay, withdraw, sell, exit) take it next to a bearer key, so an agent that holds
- * only a key to its wallet is never blocked by money.
+ * (repay, withdraw, sell, exit) and the reads of the wallet's own treasury
+ * (its state, health, policy state, fee audit trail and receipts) take it
+ * next to a bearer key and a payment, so an agent that holds only a key to its
+ * wallet is never blocked by money, nor pays again to see what it paid for.
  *
  * Wire format (x402 v2, `@x402/extensions/sign-in-with-x`): the header
  * `SIGN-IN-WITH-X` is base64 of a JSON object
@@ -31,8 +33,15 @@
  *
  * - METHOD upper case; path = pathname and query of the public URL called
  *   (e.g. `/v1/treasuries/t_1/withdraw`); Idempotency-Key = the header, or ""
- *   when absent; body = the JSON body as parsed (null when none), object keys
- *   sorted (lib/canonical-json.ts `canonicalJson`, as the Idempotency-Key fingerprint).
+ *   when absent; body = the JSON body as parsed (null when none, as for a GET),
+ *   object keys sorted (lib/canonical-json.ts `canonicalJson`, as the
+ *   Idempotency-Key fingerprint).
+ *
+ * What a header is good for, then: this host (`domain`), this route's exact
+ * URL (`uri`: a signature for /api/v1/health is refused by /api/v1/treasury),
+ * this request (the digest), one of the accepted chains, a short window
+ * (`issuedAt` within maxAge, `expirationTime`, `notBefore`), and once (the
+ * caller spends the nonce). Who the signer may act for is the caller's rule.
  *
  * The 401 challenge of a refused request already carries that digest in
  * `info.resources`, so a client retrying the same request signs the challenge

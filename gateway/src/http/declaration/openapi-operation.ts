@@ -47,7 +47,7 @@ export function openApiOperation(spec: AnyRouteSpec): RouteConfig {
       spec.security === "bearer_or_x402"
         ? [{ bearerAuth: [] }, { x402Payment: [] }, { x402PaymentV2: [] }, ...(spec.siwx ? [{ signInWithX: [] }] : [])]
         : spec.security === "bearer"
-          ? [{ bearerAuth: [] }]
+          ? [{ bearerAuth: [] }, ...(spec.siwx ? [{ signInWithX: [] }] : [])]
           : spec.security === "admin"
             ? [{ adminToken: [] }]
             : [],

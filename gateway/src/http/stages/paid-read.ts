@@ -1,19 +1,21 @@
 /**
  * x402 on a route without an Idempotency-Key (a read): run the handler while the payment's lease is kept,
- * then settle. A refusal or a failure is never charged: its proof is released.
+ * then settle. A refusal or a failure is never charged: its proof is released. The paid answer's settlement
+ * header carries the receipt signed for this request and these exact answer bytes (x402/receipts/).
  */
 import { whileLeased } from "../../services/idempotency";
-import { sendJson } from "../json-response";
+import { meteredAmount } from "../../x402/prices";
+import { jsonTextOf, sendJson, sendJsonText } from "../json-response";
 import type { HandlerResult } from "../route-spec";
 import { settledResult } from "./respond";
-import { takesPayment, type RequestStage } from "./stage";
+import { paidRoute, takesPayment, type RequestStage } from "./stage";
 import { handlerContext } from "./validate";
 
 export const paidRead: RequestStage = {
   name: "paid-read",
   takesPart: (spec) => takesPayment(spec) && !spec.idempotencyKey,
   errors: () => ["payment_settlement_unknown"],
-  async run({ req, res, spec, payment: claim }, next) {
+  async run({ req, res, spec, hooks, payment: claim }, next) {
     if (!claim) return next();
     let result: HandlerResult;
     try {
@@ -32,9 +34,12 @@ export const paidRead: RequestStage = {
       sendJson(res, result.status, result.body);
       return;
     }
-    if (!(await claim.settle())) return;
+    // a metered route charges what its answer used (an `upto` payment; any other pays the route's price)
+    if (!(await claim.settle(spec.price?.meter ? meteredAmount(spec.price, result.body) : undefined))) return;
     for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
     await claim.outcome(result.status);
-    sendJson(res, result.status, result.body);
+    const text = jsonTextOf(result.body);
+    await hooks.receipts?.signHttpAnswer(req, res, paidRoute(spec), claim.payer, text);
+    sendJsonText(res, result.status, text);
   },
 };

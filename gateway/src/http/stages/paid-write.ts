@@ -9,7 +9,8 @@
  *
  * A request that is replayed, refused or conflicted before settlement is never settled (its proof is
  * released); one that was settled but did not execute leaves a prepaid credit on its key, so its retry is
- * not charged. A settlement whose outcome is unknown keeps that payment as the key's credit, so a retry
+ * not charged. The answer that carries a settlement carries its signed receipt (x402/receipts/), bound to
+ * this request and the answer's bytes; a retry paid by the key's credit carries neither. A settlement whose outcome is unknown keeps that payment as the key's credit, so a retry
  * with a fresh proof settles the first payment, never both.
  */
 import { TreasuryError } from "@treasury/core/lib/errors";
@@ -17,7 +18,7 @@ import { checkIdempotencyKey, requestFingerprint, whileLeased } from "../../serv
 import { newHolder } from "../../store/lease";
 import { settlementUnknown } from "../../x402/settlement";
 import { outcomeOf, sendOutcome } from "./respond";
-import { holderOf, takesPayment, type RequestStage } from "./stage";
+import { holderOf, paidRoute, takesPayment, type RequestStage } from "./stage";
 import { handlerContext } from "./validate";
 
 /** a payment, by its payer and the EIP-3009 nonce of its authorization */
@@ -102,6 +103,8 @@ export const paidWrite: RequestStage = {
           // the payment that paid for it is spent: this proof's, or the key's credit's
           if (samePayment(charged, claim)) await claim.outcome(outcome.status);
           else await hooks.payments!.spent(charged, outcome.status);
+          // the settlement this answer carries (none when a key's credit paid) gets its receipt, bound to these bytes
+          await hooks.receipts?.signHttpAnswer(req, res, paidRoute(spec), charged.payer, outcome.body);
           sendOutcome(res, outcome, false);
         },
       );

@@ -23,6 +23,7 @@ import {
   x402Payments,
 } from "./tables/actions";
 import { delegations, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
+import { x402Channels, x402Redemptions } from "./tables/sessions";
 import { accessRequestEvents, accessRequests, apiKeys, feeAudit, feeRatchet, outbox, treasuries } from "./tables/treasury";
 
 /** the ratchet only moves one way: the database refuses a lower tier */
@@ -141,6 +142,15 @@ export const HISTORY: readonly Version[] = [
   { version: 10, name: "console_session_owner", steps: addColumns(apiKeys, "owner_address", "revoked_reason") },
   { version: 11, name: "instances_and_pending_settlements", steps: [createTable(instances), ...addColumns(x402Payments, "pending_settlement")] },
   { version: 12, name: "delegation_upgrade", steps: addColumns(delegations, "pending_upgrade") },
+  {
+    version: 13,
+    name: "x402_sessions",
+    steps: [
+      createTable(x402Channels),
+      createIndex("x402_channels_unredeemed", x402Channels, ["first_unredeemed_at"], { where: "vouchers_unredeemed > 0" }),
+      createTable(x402Redemptions),
+    ],
+  },
 ];
 
 /** the tables the history arrives at */
@@ -167,4 +177,6 @@ export const TABLES: readonly Table[] = [
   protectionClaims,
   safeTransactions,
   positionSamples,
+  x402Channels,
+  x402Redemptions,
 ] as unknown as readonly Table[];

@@ -38,7 +38,15 @@ import { baseSepolia } from "viem/chains";
 import { verify as x402Verify } from "x402/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
 import { nonceTaken, shortError, TOKEN_ABI, transferCall, type ExactEvmPayload } from "./authorization-call";
+import { isBatchSettlementPayment, type BatchSettlementFacilitator } from "./batch-settlement";
 import { withNativeEoaCheck } from "./native-eoa-check";
+import { isUptoPayment, type UptoFacilitator } from "./upto";
+
+/** the schemes beside `exact` this facilitator settles, when their keys are given */
+export interface OtherSchemes {
+  batch?: BatchSettlementFacilitator;
+  upto?: UptoFacilitator;
+}
 import { asVersion1, NETWORK, NETWORK_V2, type AnyPayment, type AnyRequirements } from "./payment-versions";
 
 /** how long a payment found valid by verify is taken as verified by its settle (see the file's comment) */
@@ -63,8 +71,12 @@ export class LocalFacilitator {
   private readonly verified = new Map<string, number>();
   private readonly verifiedReuseMs: number;
 
-  constructor(opts: { rpcUrl: string; privateKey: Hex; verifiedReuseMs?: number }) {
+  /** the other schemes, each settled by the official @x402/evm scheme with a key of its own (batch-settlement.ts, upto.ts) */
+  private readonly others: OtherSchemes;
+
+  constructor(opts: { rpcUrl: string; privateKey: Hex; verifiedReuseMs?: number; schemes?: OtherSchemes }) {
     this.verifiedReuseMs = opts.verifiedReuseMs ?? VERIFIED_REUSE_MS;
+    this.others = opts.schemes ?? {};
     const transport = rpcHttp(opts.rpcUrl, { retryCount: 0 });
     this.publicClient = withNativeEoaCheck(createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 }));
     this.wallet = withNativeEoaCheck(
@@ -147,12 +159,21 @@ export class LocalFacilitator {
     return this.wallet.account.address;
   }
 
+  /** the scheme other than `exact` a version 2 payment is made in, when this facilitator settles it */
+  private otherScheme(payment: AnyPayment): BatchSettlementFacilitator | UptoFacilitator | undefined {
+    if (this.others.batch && isBatchSettlementPayment(payment as never)) return this.others.batch;
+    if (this.others.upto && isUptoPayment(payment as never)) return this.others.upto;
+    return undefined;
+  }
+
   /** x402 version 2's /supported: each version's kind, the extensions, and the settling account per network family */
   supported() {
     return {
       kinds: [
         { x402Version: 2, scheme: "exact", network: NETWORK_V2 },
         { x402Version: 1, scheme: "exact", network: NETWORK },
+        ...(this.others.batch ? [this.others.batch.supportedKind()] : []),
+        ...(this.others.upto ? [this.others.upto.supportedKind()] : []),
       ],
       extensions: [],
       signers: { "eip155:*": [this.address] },
@@ -161,6 +182,8 @@ export class LocalFacilitator {
 
   /** verify a payment of either version */
   async verify(payment: AnyPayment, requirements: AnyRequirements): Promise<VerifyResponse> {
+    const other = this.otherScheme(payment);
+    if (other) return (await other.verify(payment as never, requirements as never)) as unknown as VerifyResponse;
     const v1 = asVersion1(payment, requirements);
     const payer = (payment.payload as unknown as ExactEvmPayload | undefined)?.authorization?.from;
     if ("invalid" in v1) return { isValid: false, invalidReason: v1.invalid as VerifyResponse["invalidReason"], payer };
@@ -266,6 +289,8 @@ export class LocalFacilitator {
 
   /** verify again (or, just verified here, run the transfer's estimate: see the file's comment), then settle (either version, answered in its version); concurrent across authorizations, idempotent per authorization */
   async settle(anyPayment: AnyPayment, anyRequirements: AnyRequirements): Promise<SettleResponse> {
+    const other = this.otherScheme(anyPayment);
+    if (other) return (await other.settle(anyPayment as never, anyRequirements as never)) as unknown as SettleResponse;
     const v1 = asVersion1(anyPayment, anyRequirements);
     if ("invalid" in v1) {
       const payer = (anyPayment.payload as unknown as ExactEvmPayload | undefined)?.authorization?.from;

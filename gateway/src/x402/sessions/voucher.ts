@@ -1,0 +1,154 @@
+/**
+ * The pure half of x402 sessions (`batch-settlement`, EVM): decode a session payment (a deposit with its first
+ * voucher, or a voucher alone), check that its channel is one this service offers (receiver, receiver
+ * authorizer, token, withdraw delay, the id bound to the configuration), and check the voucher's signature
+ * by the channel's payer authorizer. No I/O; the charge itself is store/channel-store.ts's.
+ */
+import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, BATCH_SETTLEMENT_SCHEME, voucherTypes } from "@x402/evm";
+import { computeChannelId } from "@x402/evm/batch-settlement/client";
+import { getAddress, verifyTypedData, type Hex } from "viem";
+import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "../payment-match";
+
+export { BATCH_SETTLEMENT_SCHEME };
+
+export interface ChannelConfig {
+  payer: `0x${string}`;
+  payerAuthorizer: `0x${string}`;
+  receiver: `0x${string}`;
+  receiverAuthorizer: `0x${string}`;
+  token: `0x${string}`;
+  withdrawDelay: number;
+  salt: Hex;
+}
+
+export interface SessionVoucher {
+  channelId: Hex;
+  maxClaimableAmount: bigint;
+  signature: Hex;
+}
+
+export type SessionPayment =
+  | { type: "voucher"; config: ChannelConfig; voucher: SessionVoucher; payload: PaymentPayloadV2 }
+  | { type: "deposit"; config: ChannelConfig; voucher: SessionVoucher; deposit: { amount: bigint; salt: string }; payload: PaymentPayloadV2 };
+
+/** what this service offers a channel: to whom, through which authorizer, in which token, with which delay */
+export interface SessionTerms {
+  payTo: `0x${string}`;
+  receiverAuthorizer: `0x${string}`;
+  asset: `0x${string}`;
+  withdrawDelaySeconds: number;
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
+const UINT = /^\d{1,39}$/;
+const SIGNATURE = /^0x[0-9a-fA-F]{130,}$/;
+
+/** is this decoded PAYMENT-SIGNATURE a session payment (whatever its content)? */
+export const isSessionPayment = (payment: unknown): payment is PaymentPayloadV2 =>
+  typeof payment === "object" &&
+  payment !== null &&
+  (payment as PaymentPayloadV2).x402Version === 2 &&
+  (payment as PaymentPayloadV2).accepted?.scheme === BATCH_SETTLEMENT_SCHEME;
+
+function channelConfigOf(raw: unknown): ChannelConfig | undefined {
+  const c = raw as Record<string, unknown> | undefined;
+  if (!c || typeof c !== "object") return undefined;
+  for (const k of ["payer", "payerAuthorizer", "receiver", "receiverAuthorizer", "token"])
+    if (typeof c[k] !== "string" || !ADDRESS.test(c[k])) return undefined;
+  if (typeof c.withdrawDelay !== "number" || !Number.isInteger(c.withdrawDelay) || typeof c.salt !== "string" || !BYTES32.test(c.salt)) return undefined;
+  return {
+    payer: getAddress(c.payer as string),
+    payerAuthorizer: getAddress(c.payerAuthorizer as string),
+    receiver: getAddress(c.receiver as string),
+    receiverAuthorizer: getAddress(c.receiverAuthorizer as string),
+    token: getAddress(c.token as string),
+    withdrawDelay: c.withdrawDelay,
+    salt: c.salt as Hex,
+  };
+}
+
+function voucherOf(raw: unknown): SessionVoucher | undefined {
+  const v = raw as Record<string, unknown> | undefined;
+  if (!v || typeof v !== "object") return undefined;
+  if (typeof v.channelId !== "string" || !BYTES32.test(v.channelId)) return undefined;
+  if (typeof v.maxClaimableAmount !== "string" || !UINT.test(v.maxClaimableAmount)) return undefined;
+  if (typeof v.signature !== "string" || !SIGNATURE.test(v.signature)) return undefined;
+  return { channelId: v.channelId.toLowerCase() as Hex, maxClaimableAmount: BigInt(v.maxClaimableAmount), signature: v.signature as Hex };
+}
+
+/** the session payment a PAYMENT-SIGNATURE carries, or undefined when it is malformed */
+export function decodeSessionPayment(payment: PaymentPayloadV2): SessionPayment | undefined {
+  const p = payment.payload as Record<string, unknown>;
+  const config = channelConfigOf(p.channelConfig);
+  const voucher = voucherOf(p.voucher);
+  if (!config || !voucher) return undefined;
+  if (p.type === "voucher") return { type: "voucher", config, voucher, payload: payment };
+  if (p.type !== "deposit") return undefined;
+  const d = p.deposit as { amount?: unknown; authorization?: { erc3009Authorization?: { salt?: unknown } } } | undefined;
+  const salt = d?.authorization?.erc3009Authorization?.salt;
+  if (typeof d?.amount !== "string" || !UINT.test(d.amount) || BigInt(d.amount) === 0n || (typeof salt !== "string" && typeof salt !== "number"))
+    return undefined;
+  return { type: "deposit", config, voucher, deposit: { amount: BigInt(d.amount), salt: String(salt) }, payload: payment };
+}
+
+/** why this session payment cannot pay this route under these terms, or null */
+export function sessionMismatch(
+  s: SessionPayment,
+  route: { priceAtomic: bigint; terms: SessionTerms },
+): { error: string; extra?: Record<string, unknown> } | null {
+  const a = s.payload.accepted;
+  const { terms } = route;
+  const same = (x: unknown, y: string) => typeof x === "string" && ADDRESS.test(x) && x.toLowerCase() === y.toLowerCase();
+  if (a.network !== X402_NETWORK_V2) return { error: "unsupported_scheme_or_network" };
+  if (a.amount !== route.priceAtomic.toString())
+    return { error: "payment_does_not_match_route", extra: { expected_amount: route.priceAtomic.toString(), received_amount: String(a.amount) } };
+  if (!same(a.payTo, terms.payTo) || !same(s.config.receiver, terms.payTo)) return { error: "payment_recipient_mismatch" };
+  if (!same(a.asset, terms.asset) || !same(s.config.token, terms.asset)) return { error: "payment_asset_mismatch" };
+  if (!same(s.config.receiverAuthorizer, terms.receiverAuthorizer) || s.config.withdrawDelay !== terms.withdrawDelaySeconds)
+    return { error: "session_terms_mismatch", extra: { receiver_authorizer: terms.receiverAuthorizer, withdraw_delay: terms.withdrawDelaySeconds } };
+  // vouchers are checked here by their signer's key: a channel whose vouchers a contract wallet signs is not offered
+  if (s.config.payerAuthorizer === "0x0000000000000000000000000000000000000000")
+    return { error: "session_terms_mismatch", extra: { reason: "payer_authorizer_required" } };
+  if (computeChannelId(s.config, X402_NETWORK_V2).toLowerCase() !== s.voucher.channelId)
+    return { error: "invalid_payment", extra: { reason: "channel_id_mismatch" } };
+  return null;
+}
+
+/** is the voucher signed by the channel's payer authorizer (EIP-712, the scheme's domain on this chain)? */
+export async function voucherSigned(s: SessionPayment): Promise<boolean> {
+  try {
+    return await verifyTypedData({
+      address: s.config.payerAuthorizer,
+      domain: { ...BATCH_SETTLEMENT_DOMAIN, chainId: X402_CHAIN_ID, verifyingContract: getAddress(BATCH_SETTLEMENT_ADDRESS) },
+      types: voucherTypes,
+      primaryType: "Voucher",
+      message: { channelId: s.voucher.channelId, maxClaimableAmount: s.voucher.maxClaimableAmount },
+      signature: s.voucher.signature,
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** the requirements a session is offered with (one entry of a 402's `accepts`) */
+export function sessionRequirements(
+  p: { priceAtomic: bigint; maxTimeoutSeconds: number; asset: { address: `0x${string}`; name: string; version: string } },
+  terms: SessionTerms,
+) {
+  return {
+    scheme: BATCH_SETTLEMENT_SCHEME,
+    network: X402_NETWORK_V2,
+    amount: p.priceAtomic.toString(),
+    asset: getAddress(p.asset.address),
+    payTo: terms.payTo,
+    maxTimeoutSeconds: p.maxTimeoutSeconds,
+    extra: {
+      name: p.asset.name,
+      version: p.asset.version,
+      receiverAuthorizer: terms.receiverAuthorizer,
+      withdrawDelay: terms.withdrawDelaySeconds,
+      assetTransferMethod: "eip3009",
+    },
+  };
+}

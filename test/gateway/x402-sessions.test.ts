@@ -1,0 +1,154 @@
+/**
+ * x402 sessions (`batch-settlement`) against the gateway, paid by the OFFICIAL client (@x402/core's x402Client
+ * with @x402/evm's batch-settlement scheme, through @x402/fetch): one deposit on chain, then vouchers checked
+ * by the gateway alone (no transaction per call), redeemed on chain in a batch that pays the receiver exactly
+ * what was charged. A replayed, stale, over-deposit or foreign voucher is refused with a typed error and
+ * nothing is served or charged.
+ */
+import { x402Client } from "@x402/core/client";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { toClientEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme, signVoucher } from "@x402/evm/batch-settlement/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { createPublicClient, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { baseSepolia } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rowsOf } from "../helpers/rows";
+import { AUTHORIZER_KEY, newPayer, startX402Suite, type X402Stack } from "../helpers/x402-stack";
+
+const PRICE = 1_000n; // GET /api/v1/health
+const PATH = "/api/v1/health";
+const AUTHORIZER = privateKeyToAccount(AUTHORIZER_KEY).address;
+
+let stack: X402Stack;
+let base: string;
+
+beforeAll(async () => {
+  // redemption only when asked (the policy's count is out of reach; the time and amount far off)
+  ({ stack, base } = await startX402Suite({
+    X402_SESSION_RECEIVER_AUTHORIZER: AUTHORIZER,
+    X402_SESSION_REDEEM_VOUCHERS: "100000",
+    X402_SESSION_REDEEM_SECONDS: "300",
+    X402_SESSION_REDEEM_AMOUNT: "1000000000",
+  }));
+}, 120_000);
+afterAll(async () => stack?.close());
+
+function sessionClient(account: PrivateKeyAccount) {
+  const publicClient = createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) });
+  const signer = toClientEvmSigner(account, publicClient);
+  const scheme = new BatchSettlementEvmScheme(signer, { depositPolicy: { depositMultiplier: 20 } });
+  const client = new x402Client();
+  client.register("eip155:84532", scheme);
+  return { fetch: wrapFetchWithPayment(fetch, client), scheme, publicClient };
+}
+
+const redeemer = () => stack.gateway.gateway.services.payments.redeemer!;
+const blockNumber = () => createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) }).getBlockNumber();
+
+describe("x402 sessions with the official batch-settlement client", () => {
+  it("the 402 offers a session beside exact, with this service's channel terms", async () => {
+    const r = await fetch(`${base}${PATH}`);
+    expect(r.status).toBe(402);
+    const required = decodePaymentRequiredHeader(r.headers.get("payment-required")!);
+    const session = required.accepts.find((a) => a.scheme === "batch-settlement")!;
+    expect(session).toMatchObject({ amount: PRICE.toString(), payTo: stack.payTo, network: "eip155:84532" });
+    expect(session.extra).toMatchObject({ receiverAuthorizer: AUTHORIZER, withdrawDelay: 900, assetTransferMethod: "eip3009" });
+  });
+
+  it("deposits once, then pays each call with a voucher and no transaction; a batch redeems exactly what was charged", async () => {
+    const payer = await newPayer(stack.chain);
+    const { fetch: paid } = sessionClient(payer.account);
+    const first = await paid(`${base}${PATH}`);
+    expect(first.status, await first.clone().text()).toBe(200);
+    const firstSettle = decodePaymentResponseHeader(first.headers.get("payment-response")!);
+    expect(firstSettle.transaction).toMatch(/^0x[0-9a-f]{64}$/); // the deposit's transaction
+    const depositBlock = await blockNumber();
+    const payerAfterDeposit = await stack.chain.balanceOf(payer.account.address);
+    expect(payerAfterDeposit).toBe(10_000_000n - 20n * PRICE);
+
+    for (let i = 2; i <= 6; i++) {
+      const r = await paid(`${base}${PATH}`);
+      expect(r.status).toBe(200);
+      const settle = decodePaymentResponseHeader(r.headers.get("payment-response")!);
+      expect(settle.extra).toMatchObject({ chargedAmount: PRICE.toString(), channelState: { chargedCumulativeAmount: (BigInt(i) * PRICE).toString() } });
+    }
+    // five answered calls, no transaction: the chain did not move
+    expect(await blockNumber()).toBe(depositBlock);
+    expect(await stack.chain.balanceOf(payer.account.address)).toBe(payerAfterDeposit);
+
+    const receiverBefore = await stack.chain.balanceOf(stack.payTo);
+    const r = await redeemer().redeem();
+    expect(r).toMatchObject({ channels: 1, vouchers: 6, amount: 6n * PRICE });
+    expect(r!.claimTx).toMatch(/^0x/);
+    expect(r!.settleTx).toMatch(/^0x/);
+    expect((await stack.chain.balanceOf(stack.payTo)) - receiverBefore).toBe(6n * PRICE);
+    const [channel] = await rowsOf(stack.gateway.ctx.db, "x402_channels", { payer: payer.account.address.toLowerCase() });
+    expect(channel).toMatchObject({ charged: (6n * PRICE).toString(), total_claimed: (6n * PRICE).toString(), vouchers_unredeemed: 0 });
+    // nothing left to redeem: a second round sends nothing
+    expect(await redeemer().redeem()).toBeUndefined();
+  });
+
+  it("a replayed voucher is refused with the scheme's corrective 402 and serves nothing; a stale one too", async () => {
+    const payer = await newPayer(stack.chain);
+    const { scheme } = sessionClient(payer.account);
+    const client = new x402Client();
+    client.register("eip155:84532", scheme);
+    const required = decodePaymentRequiredHeader((await fetch(`${base}${PATH}`)).headers.get("payment-required")!);
+    const deposit = await client.createPaymentPayload(required);
+    const header = encodePaymentSignatureHeader(deposit);
+    const ok = await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": header } });
+    expect(ok.status).toBe(200);
+    const charged = () => rowsOf(stack.gateway.ctx.db, "x402_channels", { payer: payer.account.address.toLowerCase() }).then((r) => r[0]!.charged);
+    expect(await charged()).toBe(PRICE.toString());
+    // the same proof again: already served
+    const again = await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": header } });
+    expect(again.status).toBe(402);
+    const refusal = decodePaymentRequiredHeader(again.headers.get("payment-required")!);
+    expect(refusal.error).toBe("invalid_batch_settlement_evm_cumulative_amount_mismatch");
+    expect(refusal.accepts.find((a) => a.scheme === "batch-settlement")!.extra).toMatchObject({
+      channelState: { chargedCumulativeAmount: PRICE.toString() },
+      voucherState: { signedMaxClaimable: PRICE.toString() },
+    });
+    expect(await charged()).toBe(PRICE.toString());
+    // a voucher for a cumulative amount that skips ahead (or falls behind) is not this call's
+    const channelId = (deposit.payload as { voucher: { channelId: `0x${string}` } }).voucher.channelId;
+    const signer = toClientEvmSigner(payer.account);
+    for (const amount of [3n * PRICE, PRICE]) {
+      const voucher = await signVoucher(signer, channelId, amount.toString(), "eip155:84532");
+      const payload = { ...deposit, payload: { type: "voucher", channelConfig: (deposit.payload as { channelConfig: unknown }).channelConfig, voucher } };
+      const r = await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(payload as never) } });
+      expect(r.status).toBe(402);
+      expect(decodePaymentRequiredHeader(r.headers.get("payment-required")!).error).toBe("invalid_batch_settlement_evm_cumulative_amount_mismatch");
+    }
+    expect(await charged()).toBe(PRICE.toString());
+  });
+
+  it("a voucher above the deposit, or signed by another key, is refused with a typed error", async () => {
+    const payer = await newPayer(stack.chain);
+    const { scheme } = sessionClient(payer.account);
+    const client = new x402Client();
+    client.register("eip155:84532", scheme);
+    const required = decodePaymentRequiredHeader((await fetch(`${base}${PATH}`)).headers.get("payment-required")!);
+    const deposit = await client.createPaymentPayload(required);
+    expect((await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(deposit) } })).status).toBe(200);
+    const { channelConfig, voucher: first } = deposit.payload as { channelConfig: unknown; voucher: { channelId: `0x${string}` } };
+    const send = async (signer: ReturnType<typeof toClientEvmSigner>, amount: bigint) => {
+      const voucher = await signVoucher(signer, first.channelId, amount.toString(), "eip155:84532");
+      return fetch(`${base}${PATH}`, {
+        headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader({ ...deposit, payload: { type: "voucher", channelConfig, voucher } } as never) },
+      });
+    };
+    // the deposit covers 20 calls: a voucher for a 21st call's cumulative amount is over it (the base matches only if 20 were made; here the base is 1)
+    const stranger = toClientEvmSigner(privateKeyToAccount(generatePrivateKey()));
+    const foreign = await send(stranger, 2n * PRICE);
+    expect(foreign.status).toBe(402);
+    expect(((await foreign.json()) as { error: string }).error).toBe("invalid_payment");
+    const signer = toClientEvmSigner(payer.account);
+    for (let i = 2n; i <= 20n; i++) expect((await send(signer, i * PRICE)).status).toBe(200);
+    const over = await send(signer, 21n * PRICE);
+    expect(over.status).toBe(402);
+    expect(((await over.json()) as { error: string }).error).toBe("session_deposit_exceeded");
+  });
+});
