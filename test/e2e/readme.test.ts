@@ -75,6 +75,16 @@ const EXPECTED: { file: string; has: string; prints: (string | RegExp)[] }[] = [
   { file: "README.md", has: 'from "@x402/fetch"', prints: [/^200 \{/m, "object: 'health_state'", "success: true", "network: 'eip155:84532'"] },
   // `signer-agent register` and `signer-agent relay` print the gateway's JSON answers
   { file: "README.md", has: "npx signer-agent register", prints: [/"status":\s*"confirmed"/, /"simulated":\s*false/, /"tx_hash":\s*"0x[0-9a-f]{64}"/] },
+  {
+    file: "docs/API.md",
+    has: "@x402/evm/batch-settlement/client",
+    prints: [
+      /^call 1: 200, charged so far \d+$/m,
+      /^call 3: 200, charged so far \d+$/m,
+      /^receipt for GET \/api\/v1\/health, paid by 0x90F79bf6EB2c4f870365E785982E1f101E93b906$/im,
+    ],
+  },
+  { file: "docs/API.md", has: "@x402/evm/upto/client", prints: [/^200: \d+ entries, charged \d+ of at most 1300$/m] },
   { file: "docs/API.md", has: '"method":"tools/list"', prints: ['"tools":[', '"name":"prepare_deposit"'] },
   {
     file: "docs/API.md",

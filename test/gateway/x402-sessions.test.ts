@@ -7,18 +7,22 @@
  */
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import { toClientEvmSigner } from "@x402/evm";
-import { BatchSettlementEvmScheme, signVoucher } from "@x402/evm/batch-settlement/client";
+import { BATCH_SETTLEMENT_ADDRESS, toClientEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme, computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import { createPublicClient, http } from "viem";
+import { createPublicClient, createTestClient, createWalletClient, http, parseAbi, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rowsOf } from "../helpers/rows";
+import { schemePayer } from "../../gateway/src/x402/scheme-payer";
+import { rowsOf, setRow } from "../helpers/rows";
 import { AUTHORIZER_KEY, newPayer, startX402Suite, type X402Stack } from "../helpers/x402-stack";
 
 const PRICE = 1_000n; // GET /api/v1/health
 const PATH = "/api/v1/health";
+const CHANNEL_CONFIG =
+  "(address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt)";
+const WITHDRAW_ABI = parseAbi([`function initiateWithdraw(${CHANNEL_CONFIG} config, uint128 amount)`, `function finalizeWithdraw(${CHANNEL_CONFIG} config)`]);
 const AUTHORIZER = privateKeyToAccount(AUTHORIZER_KEY).address;
 
 let stack: X402Stack;
@@ -150,5 +154,62 @@ describe("x402 sessions with the official batch-settlement client", () => {
     const over = await send(signer, 21n * PRICE);
     expect(over.status).toBe(402);
     expect(((await over.json()) as { error: string }).error).toBe("session_deposit_exceeded");
+  });
+
+  it("the rate limit's identity: a voucher proves its payer only on a channel this service holds", async () => {
+    const payer = await newPayer(stack.chain);
+    const { scheme } = sessionClient(payer.account);
+    const client = new x402Client();
+    client.register("eip155:84532", scheme);
+    const required = decodePaymentRequiredHeader((await fetch(`${base}${PATH}`)).headers.get("payment-required")!);
+    const deposit = await client.createPaymentPayload(required);
+    const channels = stack.gateway.ctx.stores.channels;
+    // before its deposit is settled here, the channel proves nothing
+    expect(await schemePayer(deposit, channels)).toBeNull();
+    expect((await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(deposit) } })).status).toBe(200);
+    expect(await schemePayer(deposit, channels)).toBe(payer.account.address.toLowerCase());
+    // an attacker's channel naming the victim as payer, with the attacker as voucher signer: another channel id, none here
+    const attacker = privateKeyToAccount(generatePrivateKey());
+    const { channelConfig } = deposit.payload as { channelConfig: Record<string, unknown> };
+    const forgedConfig = { ...channelConfig, payerAuthorizer: attacker.address };
+    const forgedId = computeChannelId(forgedConfig as never, "eip155:84532");
+    const voucher = await signVoucher(toClientEvmSigner(attacker), forgedId, PRICE.toString(), "eip155:84532");
+    expect(await schemePayer({ ...deposit, payload: { type: "voucher", channelConfig: forgedConfig, voucher } }, channels)).toBeNull();
+  });
+
+  it("the payer reclaims its unused deposit as the scheme allows (withdrawal after the delay); what was charged is claimed first", async () => {
+    const payer = await newPayer(stack.chain);
+    const { fetch: paid } = sessionClient(payer.account);
+    for (let i = 0; i < 3; i++) expect((await paid(`${base}${PATH}`)).status).toBe(200);
+    const [row] = await rowsOf<{ channel_id: string; config: string }>(stack.gateway.ctx.db, "x402_channels", { payer: payer.account.address.toLowerCase() });
+    const config = JSON.parse(row!.config) as Record<string, unknown>;
+    const transport = http(stack.chain.rpcUrl);
+    const test = createTestClient({ mode: "anvil", chain: baseSepolia, transport });
+    await test.setBalance({ address: payer.account.address, value: parseEther("1") });
+    const wallet = createWalletClient({ account: payer.account, chain: baseSepolia, transport });
+    const publicClient = createPublicClient({ chain: baseSepolia, transport });
+    const send = async (functionName: "initiateWithdraw" | "finalizeWithdraw", args: readonly unknown[]) =>
+      publicClient.waitForTransactionReceipt({
+        hash: await wallet.writeContract({ address: BATCH_SETTLEMENT_ADDRESS, abi: WITHDRAW_ABI, functionName, args: args as never }),
+      });
+    await send("initiateWithdraw", [config, 20n * PRICE]);
+    // the gateway reads the channel again (its state is older than the sync interval): a pending withdrawal makes a batch due at once
+    await setRow(stack.gateway.ctx.db, "x402_channels", { channel_id: row!.channel_id }, { synced_at: "2000-01-01T00:00:00.000Z" });
+    expect((await paid(`${base}${PATH}`)).status).toBe(200);
+    const [seen] = await rowsOf<{ withdraw_requested_at: number }>(stack.gateway.ctx.db, "x402_channels", { channel_id: row!.channel_id });
+    expect(seen!.withdraw_requested_at).toBeGreaterThan(0);
+    expect(await redeemer().due()).toBe(true);
+    // the batch takes every channel with unredeemed vouchers (the earlier tests' too): this one's four are claimed
+    expect((await redeemer().redeem())?.claimTx).toMatch(/^0x/);
+    expect((await rowsOf(stack.gateway.ctx.db, "x402_channels", { channel_id: row!.channel_id }))[0]).toMatchObject({
+      total_claimed: (4n * PRICE).toString(),
+      vouchers_unredeemed: 0,
+    });
+    // the delay passes on chain; the payer takes back what no voucher was charged for, not a unit more
+    await test.increaseTime({ seconds: 901 });
+    await test.mine({ blocks: 1 });
+    const before = await stack.chain.balanceOf(payer.account.address);
+    await send("finalizeWithdraw", [config]);
+    expect((await stack.chain.balanceOf(payer.account.address)) - before).toBe(16n * PRICE);
   });
 });

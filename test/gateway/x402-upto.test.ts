@@ -7,6 +7,7 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePayment
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { schemePayer } from "../../gateway/src/x402/scheme-payer";
 import { rowsOf } from "../helpers/rows";
 import { approvedUptoPayer, uptoClient } from "../helpers/upto";
 import { SCHEME_ENV, startX402Suite, UPTO_KEY, type Payer, type X402Stack } from "../helpers/x402-stack";
@@ -78,5 +79,17 @@ describe("x402 upto with the official client", () => {
     expect(misrouted.status).toBe(402);
     expect(["payment_does_not_match_route", "unsupported_scheme_or_network"]).toContain(((await misrouted.json()) as { error: string }).error);
     expect(await stack.chain.balanceOf(payer.account.address)).toBe(after);
+  });
+
+  it("the rate limit's identity: an upto authorization proves its Permit2 signer, and an edited one proves no one", async () => {
+    const payer = await approvedPayer();
+    const { client } = payingWith(payer);
+    const required = decodePaymentRequiredHeader((await fetch(`${base}${PATH}`)).headers.get("payment-required")!);
+    const payload = await client.createPaymentPayload(required);
+    const channels = stack.gateway.ctx.stores.channels;
+    expect(await schemePayer(payload, channels)).toBe(payer.account.address.toLowerCase());
+    const a = (payload.payload as { permit2Authorization: { witness: { to: string } } }).permit2Authorization;
+    const edited = { ...payload, payload: { ...payload.payload, permit2Authorization: { ...a, witness: { ...a.witness, to: payer.account.address } } } };
+    expect(await schemePayer(edited, channels)).toBeNull();
   });
 });

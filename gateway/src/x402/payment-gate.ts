@@ -36,7 +36,8 @@ import { facilitatorClient } from "./facilitator-client";
 import type { PaymentGateContext, PaymentGateOptions } from "./gate-context";
 import { KnownPayers } from "./known-payers";
 import type { PaymentClaim } from "./payment-claim";
-import { paymentOf, signedPayer, type RequirementsV2 } from "./payment-match";
+import { fromHeaderJson, paymentOf, signedPayer, type RequirementsV2 } from "./payment-match";
+import { schemePayer } from "./scheme-payer";
 import { routeRequirements } from "./route-requirements";
 import { settlePending } from "./settlement";
 import { SessionRedeemer } from "./sessions/redeemer";
@@ -110,7 +111,10 @@ export function createPaymentGate(ctx: PaymentGateContext, opts: PaymentGateOpti
     },
     async provenPayer(req) {
       if (!opts.prices.for(req.method === "HEAD" ? "GET" : req.method, req.path)) return undefined;
-      const payer = await signedPayer(paymentOf((n) => req.header(n))?.decoded, opts.asset);
+      const sent = paymentOf((n) => req.header(n));
+      // a session's voucher or an upto authorization: its signer, checked here; else the EIP-3009 signer
+      const other = sent?.version === 2 ? await schemePayer(fromHeaderJson(sent.header), ctx.stores.channels) : undefined;
+      const payer = other === undefined ? await signedPayer(sent?.decoded, opts.asset) : other;
       return payer && (await knownPayers.has(payer)) ? payer : null;
     },
     challenge: challenger(ctx, opts, requirements),

@@ -1,0 +1,49 @@
+/**
+ * Who signed a session voucher or an `upto` authorization, for the rate limit's identity (payment-gate.ts
+ * `provenPayer`): checked here without the facilitator. A voucher names its channel's payer only when the
+ * channel is one this service holds (its id binds the payer and the voucher signer; a deposit it settled
+ * made it); an `upto` authorization's payer is the Permit2 signature's signer.
+ */
+import { PERMIT2_ADDRESS, uptoPermit2WitnessTypes } from "@x402/evm";
+import { computeChannelId } from "@x402/evm/batch-settlement/client";
+import { getAddress, verifyTypedData } from "viem";
+import type { ChannelStore } from "../store/channel-store";
+import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "./payment-match";
+import { decodeSessionPayment, isSessionPayment, voucherSigned } from "./sessions/voucher";
+import { decodeUptoAuthorization, isUptoPayment } from "./upto/permit";
+
+/** the payer (lower-case) whose signature a session or upto payment carries, null when it is not signed by one, undefined for other schemes */
+export async function schemePayer(raw: unknown, channels: ChannelStore): Promise<string | null | undefined> {
+  if (isSessionPayment(raw)) {
+    const s = decodeSessionPayment(raw);
+    if (!s || computeChannelId(s.config, X402_NETWORK_V2).toLowerCase() !== s.voucher.channelId) return null;
+    if (!(await voucherSigned(s)) || !(await channels.get(s.voucher.channelId))) return null;
+    return s.config.payer.toLowerCase();
+  }
+  if (isUptoPayment(raw)) return uptoSigner(raw);
+  return undefined;
+}
+
+async function uptoSigner(payment: PaymentPayloadV2): Promise<string | null> {
+  const a = decodeUptoAuthorization(payment);
+  if (!a) return null;
+  try {
+    const ok = await verifyTypedData({
+      address: a.from,
+      domain: { name: "Permit2", chainId: X402_CHAIN_ID, verifyingContract: getAddress(PERMIT2_ADDRESS) },
+      types: uptoPermit2WitnessTypes,
+      primaryType: "PermitWitnessTransferFrom",
+      message: {
+        permitted: { token: a.token, amount: a.maximum },
+        spender: a.spender,
+        nonce: BigInt(a.nonce),
+        deadline: a.deadline,
+        witness: { to: a.to, facilitator: a.facilitator, validAfter: a.validAfter },
+      },
+      signature: (payment.payload as { signature: `0x${string}` }).signature,
+    });
+    return ok ? a.from.toLowerCase() : null;
+  } catch {
+    return null;
+  }
+}
