@@ -12,6 +12,7 @@
  * funds), writes its encrypted keystore and policy under .data/agent, prints
  * every URL and account, and stops every child process on Ctrl-C.
  */
+import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -202,6 +203,8 @@ async function main() {
   const buildStarted = performance.now();
   const entries = given ?? (await stackEntries(ROOT, env));
   const buildMs = given ? given.build_ms : performance.now() - buildStarted;
+  // a new key at every start, shared by the facilitator and the gateways it serves (nobody else may ask it to settle)
+  const facilitatorApiKey = randomBytes(24).toString("hex");
   const facilitatorReady = timed(
     "facilitator",
     () =>
@@ -216,6 +219,8 @@ async function main() {
           FACILITATOR_SESSION_PRIVATE_KEY: hexKey(6),
           FACILITATOR_AUTHORIZER_PRIVATE_KEY: hexKey(7),
           FACILITATOR_UPTO_PRIVATE_KEY: hexKey(8),
+          // it answers its gateways only
+          FACILITATOR_API_KEY: facilitatorApiKey,
           FACILITATOR_PORT: String(PORTS.facilitator),
         },
         /facilitator listening/,
@@ -262,6 +267,7 @@ async function main() {
             // x402 sessions and upto, with the facilitator's receiver authorizer and upto account (Base Sepolia dev accounts 7 and 8)
             X402_SESSION_RECEIVER_AUTHORIZER: devAccount(7).address,
             X402_UPTO_FACILITATOR: devAccount(8).address,
+            X402_FACILITATOR_API_KEY: facilitatorApiKey,
             FEE_RECIPIENT: feeRecipient,
             AUTOMATION_ADDRESS: automation.address,
             LOG_LEVEL: env.LOG_LEVEL ?? "info",

@@ -129,6 +129,10 @@ const envSchema = z.object({
     .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim())),
   X402_SESSION_RECEIVER_AUTHORIZER: optionalAddress,
   X402_UPTO_FACILITATOR: optionalAddress,
+  X402_FACILITATOR_API_KEY: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim())),
   X402_SESSION_WITHDRAW_DELAY_SECONDS: positiveInt(900),
   X402_SESSION_REDEEM_VOUCHERS: positiveInt(100),
   X402_SESSION_REDEEM_AMOUNT: z
@@ -208,6 +212,8 @@ export interface Config {
     facilitatorTimeoutMs: number;
     cdpKeyId: string | undefined;
     cdpKeySecret: string | undefined;
+    /** the local facilitator's API key (its FACILITATOR_API_KEY), sent as a bearer token on every call to it */
+    facilitatorApiKey: string | undefined;
     /**
      * The Ed25519 seed (`ed25519:<base64url>`) that signs x402 offers and receipts (x402/receipts/receipt-key.ts);
      * default DATA_DIR/x402-receipt-signing.key, generated once, mode 0600. It controls no funds (no Ethereum
@@ -295,6 +301,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       facilitatorTimeoutMs: e.X402_FACILITATOR_TIMEOUT_MS,
       cdpKeyId: e.CDP_API_KEY_ID,
       cdpKeySecret: e.CDP_API_KEY_SECRET,
+      facilitatorApiKey: e.X402_FACILITATOR_API_KEY,
       receiptSigningKey: e.X402_RECEIPT_SIGNING_KEY,
       sessions: sessionConfig(e),
       uptoFacilitator: e.X402_UPTO_FACILITATOR ? getAddress(e.X402_UPTO_FACILITATOR.toLowerCase()) : undefined,

@@ -193,16 +193,19 @@ describe("x402 sessions with the official batch-settlement client", () => {
         hash: await wallet.writeContract({ address: BATCH_SETTLEMENT_ADDRESS, abi: WITHDRAW_ABI, functionName, args: args as never }),
       });
     await send("initiateWithdraw", [config, 20n * PRICE]);
-    // the gateway reads the channel again (its state is older than the sync interval): a pending withdrawal makes a batch due at once
+    // the gateway reads the channel again (its state is older than the sync interval): a payer leaving pays no more
+    // calls, and its pending withdrawal makes a batch due at once
     await setRow(stack.gateway.ctx.db, "x402_channels", { channel_id: row!.channel_id }, { synced_at: "2000-01-01T00:00:00.000Z" });
-    expect((await paid(`${base}${PATH}`)).status).toBe(200);
+    const leaving = await paid(`${base}${PATH}`);
+    expect(leaving.status).toBe(402);
+    expect(((await leaving.json()) as { error: string }).error).toBe("session_withdrawal_pending");
     const [seen] = await rowsOf<{ withdraw_requested_at: number }>(stack.gateway.ctx.db, "x402_channels", { channel_id: row!.channel_id });
     expect(seen!.withdraw_requested_at).toBeGreaterThan(0);
     expect(await redeemer().due()).toBe(true);
-    // the batch takes every channel with unredeemed vouchers (the earlier tests' too): this one's four are claimed
+    // the batch takes every channel with unredeemed vouchers (the earlier tests' too): this one's three are claimed
     expect((await redeemer().redeem())?.claimTx).toMatch(/^0x/);
     expect((await rowsOf(stack.gateway.ctx.db, "x402_channels", { channel_id: row!.channel_id }))[0]).toMatchObject({
-      total_claimed: (4n * PRICE).toString(),
+      total_claimed: (3n * PRICE).toString(),
       vouchers_unredeemed: 0,
     });
     // the delay passes on chain; the payer takes back what no voucher was charged for, not a unit more
@@ -210,6 +213,6 @@ describe("x402 sessions with the official batch-settlement client", () => {
     await test.mine({ blocks: 1 });
     const before = await stack.chain.balanceOf(payer.account.address);
     await send("finalizeWithdraw", [config]);
-    expect((await stack.chain.balanceOf(payer.account.address)) - before).toBe(16n * PRICE);
+    expect((await stack.chain.balanceOf(payer.account.address)) - before).toBe(17n * PRICE);
   });
 });

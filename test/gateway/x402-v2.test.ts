@@ -29,6 +29,7 @@ import {
   startX402Suite,
   UPTO_KEY,
   type X402Stack,
+  FACILITATOR_AUTH,
 } from "../helpers/x402-stack";
 
 let stack: X402Stack;
@@ -214,7 +215,7 @@ describe("the guarantees hold in version 2 and across versions", () => {
 
 describe("the facilitator speaks version 2", () => {
   it("answers /supported in the v2 shape and verifies and settles a v2 payment once", async () => {
-    const supported = await (await fetch(`${stack.facilitator.url}/supported`)).json();
+    const supported = await (await fetch(`${stack.facilitator.url}/supported`, { headers: FACILITATOR_AUTH })).json();
     expect(supported).toEqual({
       kinds: [
         { x402Version: 2, scheme: "exact", network: "eip155:84532" },
@@ -232,7 +233,7 @@ describe("the facilitator speaks version 2", () => {
     const post = (path: string, paymentRequirements: unknown) =>
       fetch(`${stack.facilitator.url}${path}`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...FACILITATOR_AUTH },
         body: JSON.stringify({ x402Version: 2, paymentPayload, paymentRequirements }),
       }).then((r) => r.json());
     const reqs = required.accepts[0]!;

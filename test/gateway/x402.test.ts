@@ -23,6 +23,8 @@ import {
   paymentHeader,
   startX402Suite,
   type X402Stack,
+  FACILITATOR_AUTH,
+  FACILITATOR_API_KEY,
 } from "../helpers/x402-stack";
 
 let stack: X402Stack;
@@ -268,6 +270,7 @@ describe("either credential", () => {
     const limited = await startTestGateway({
       X402_FACILITATOR: "local",
       X402_FACILITATOR_URL: stack.facilitator.url,
+      X402_FACILITATOR_API_KEY: FACILITATOR_API_KEY,
       X402_PAY_TO: stack.payTo,
       RATE_LIMIT_READ_PER_MIN: "2",
     });
@@ -308,7 +311,7 @@ describe("either credential", () => {
 
 describe("the local facilitator", () => {
   it("answers /supported, refuses a used nonce and a wrong EIP-712 domain", async () => {
-    const supported = (await (await fetch(`${stack.facilitator.url}/supported`)).json()) as { kinds: unknown[] };
+    const supported = (await (await fetch(`${stack.facilitator.url}/supported`, { headers: FACILITATOR_AUTH })).json()) as { kinds: unknown[] };
     expect(supported.kinds).toContainEqual({ x402Version: 1, scheme: "exact", network: "base-sepolia" });
     const { wallet } = await newPayer(stack.chain);
     const requirements = await challengeFor(base, "GET", "/api/v1/audit");
@@ -317,7 +320,7 @@ describe("the local facilitator", () => {
     const verify = (reqs: unknown) =>
       fetch(`${stack.facilitator.url}/verify`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...FACILITATOR_AUTH },
         body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: reqs }),
       }).then((r) => r.json());
     expect(await verify(requirements)).toMatchObject({ isValid: true });
@@ -327,16 +330,24 @@ describe("the local facilitator", () => {
     });
     const settle = await fetch(`${stack.facilitator.url}/settle`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...FACILITATOR_AUTH },
       body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements }),
     }).then((r) => r.json());
     expect(settle).toMatchObject({ success: true });
     expect(await verify(requirements)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_payload_authorization_nonce_used" });
     const bad = await fetch(`${stack.facilitator.url}/verify`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...FACILITATOR_AUTH },
       body: JSON.stringify({ nope: 1 }),
     });
     expect(bad.status).toBe(400);
+    // it answers its gateway only: without the stack's key, a payer cannot settle (its own authorization, for less, say)
+    const anonymous = await fetch(`${stack.facilitator.url}/settle`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements }),
+    });
+    expect(anonymous.status).toBe(401);
+    expect((await fetch(`${stack.facilitator.url}/supported`, { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
   });
 });

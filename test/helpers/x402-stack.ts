@@ -25,6 +25,10 @@ export const FACILITATOR_KEY: Hex = "0x59c6995e998f97a5a0044966f0945389dc9e86dae
 export const SESSION_KEY: Hex = "0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e";
 export const AUTHORIZER_KEY: Hex = "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356";
 export const UPTO_KEY: Hex = "0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97";
+/** the stack's facilitator answers its gateway only: this bearer token (FACILITATOR_API_KEY) */
+export const FACILITATOR_API_KEY = "test-facilitator-api-key";
+/** the headers a test sends to call the stack's facilitator itself */
+export const FACILITATOR_AUTH = { authorization: `Bearer ${FACILITATOR_API_KEY}` };
 /** the facilitator's keys of every scheme it settles */
 export const FACILITATOR_KEYS = { privateKey: FACILITATOR_KEY, session: { privateKey: SESSION_KEY, authorizerKey: AUTHORIZER_KEY }, uptoKey: UPTO_KEY };
 /** the gateway's configuration of sessions and upto with this facilitator */
@@ -43,9 +47,15 @@ export interface X402Stack {
 
 export async function startX402Stack(env: Record<string, string> = {}): Promise<X402Stack> {
   const chain = await startBaseSepolia();
-  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, ...FACILITATOR_KEYS, port: 0 });
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, ...FACILITATOR_KEYS, apiKey: FACILITATOR_API_KEY, port: 0 });
   const payTo = devAccount(2).address;
-  const gateway = await startTestGateway({ X402_FACILITATOR: "local", X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo, ...env });
+  const gateway = await startTestGateway({
+    X402_FACILITATOR: "local",
+    X402_FACILITATOR_URL: facilitator.url,
+    X402_FACILITATOR_API_KEY: FACILITATOR_API_KEY,
+    X402_PAY_TO: payTo,
+    ...env,
+  });
   return {
     chain,
     facilitator,

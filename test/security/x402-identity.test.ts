@@ -24,7 +24,16 @@ import { TEST_USDC_ABI } from "../../fixtures/base-sepolia";
 import { call, startTestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
 import { newIdempotencyKey } from "../helpers/treasury";
-import { challengeFor, newPayer, paymentHeader, paymentRequiredFor, paymentSignature, startX402Stack, type X402Stack } from "../helpers/x402-stack";
+import {
+  challengeFor,
+  FACILITATOR_API_KEY,
+  newPayer,
+  paymentHeader,
+  paymentRequiredFor,
+  paymentSignature,
+  startX402Stack,
+  type X402Stack,
+} from "../helpers/x402-stack";
 
 const LIMITS = { read: 10, write: 5 };
 let stack: X402Stack;
@@ -148,6 +157,7 @@ describe("a proof signed by a throwaway key buys no budget of its own", () => {
     const gw = await startTestGateway({
       X402_FACILITATOR: "local",
       X402_FACILITATOR_URL: stack.facilitator.url,
+      X402_FACILITATOR_API_KEY: FACILITATOR_API_KEY,
       X402_PAY_TO: stack.payTo,
       RATE_LIMIT_READ_PER_MIN: "1000",
       RATE_LIMIT_WRITE_PER_MIN: String(LIMITS.write),

@@ -101,10 +101,12 @@ export function createServices(ctx: AppContext): Services {
       prices,
       catalog,
       asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
-      facilitator: facilitatorConfig(ctx.config.x402.facilitator, ctx.config.x402.facilitatorUrl, {
-        keyId: ctx.config.x402.cdpKeyId,
-        keySecret: ctx.config.x402.cdpKeySecret,
-      }),
+      facilitator: facilitatorConfig(
+        ctx.config.x402.facilitator,
+        ctx.config.x402.facilitatorUrl,
+        { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret },
+        ctx.config.x402.facilitatorApiKey,
+      ),
     }),
   };
 }

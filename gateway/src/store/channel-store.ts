@@ -138,6 +138,16 @@ export class ChannelStore {
     });
   }
 
+  /** a channel whose own claim failed: set aside (no redeemer leases it) until `until`, then tried again */
+  async holdBack(channelId: string, holder: string, until: Date): Promise<void> {
+    await this.db.run(
+      "UPDATE x402_channels SET redeem_holder = 'held', redeem_until = ? WHERE channel_id = ? AND redeem_holder = ?",
+      until.toISOString(),
+      channelId,
+      holder,
+    );
+  }
+
   /** give a leased channel back without redeeming it (the claim failed: the next round tries again) */
   async unlease(channelId: string, holder: string): Promise<void> {
     await this.db.run("UPDATE x402_channels SET redeem_holder = NULL, redeem_until = NULL WHERE channel_id = ? AND redeem_holder = ?", channelId, holder);

@@ -27,10 +27,21 @@ export type FacilitatorMode = "local" | "public" | "cdp";
 export const PUBLIC_FACILITATOR_URL = "https://x402.org/facilitator";
 export const DEFAULT_LOCAL_FACILITATOR_URL = "http://127.0.0.1:4021";
 
-export function facilitatorConfig(mode: FacilitatorMode, url: string | undefined, cdp: { keyId?: string; keySecret?: string }): FacilitatorConfig {
+export function facilitatorConfig(
+  mode: FacilitatorMode,
+  url: string | undefined,
+  cdp: { keyId?: string; keySecret?: string },
+  localApiKey?: string,
+): FacilitatorConfig {
   switch (mode) {
-    case "local":
-      return { url: (url ?? DEFAULT_LOCAL_FACILITATOR_URL) as `${string}://${string}` };
+    case "local": {
+      // the local facilitator answers only its gateway when it has an API key (facilitator/server.ts)
+      const auth = localApiKey ? { Authorization: `Bearer ${localApiKey}` } : undefined;
+      return {
+        url: (url ?? DEFAULT_LOCAL_FACILITATOR_URL) as `${string}://${string}`,
+        ...(auth ? { createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }) } : {}),
+      };
+    }
     case "public":
       return { url: (url ?? PUBLIC_FACILITATOR_URL) as `${string}://${string}` };
     case "cdp":

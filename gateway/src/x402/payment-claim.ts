@@ -110,6 +110,13 @@ export function paymentClaim(
       }
       done = true;
       await payments.settled(payer, nonce, outcome.transaction, treasuryId, ctx.clock.now().toISOString(), outcome.amount);
+      if (metered && outcome.amount !== undefined && outcome.amount < used) {
+        // the authorization was settled for less than this call used (by someone else, before it): the call is not served
+        await payments.outcome(payer, nonce, 402);
+        forget();
+        answer.refuse("settlement_failed", { reason: "settled_below_use", payer, settled_amount: outcome.amount.toString() });
+        return false;
+      }
       deps.knownPayers.add(payer);
       res.setHeader(
         PAYMENT_HEADERS[version].response,

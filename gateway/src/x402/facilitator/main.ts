@@ -6,7 +6,9 @@
  * account that sends sessions' deposits, claims and settlements, and the
  * receiver authorizer that signs their claims (`batch-settlement`, offered
  * when both are set); FACILITATOR_UPTO_PRIVATE_KEY: the settlement account of
- * `upto`; FACILITATOR_PORT (default 4021), FACILITATOR_HOST (default 127.0.0.1).
+ * `upto`; FACILITATOR_API_KEY: when set, every call must carry it as a bearer
+ * token (the gateway's X402_FACILITATOR_API_KEY); FACILITATOR_PORT (default
+ * 4021), FACILITATOR_HOST (default 127.0.0.1).
  * Each scheme sends with its own key, so their nonces never collide.
  */
 import type { Hex } from "viem";
@@ -24,7 +26,7 @@ export interface FacilitatorKeys {
   uptoKey?: Hex;
 }
 
-export async function startFacilitator(opts: FacilitatorKeys & { rpcUrl: string; port: number; host?: string }) {
+export async function startFacilitator(opts: FacilitatorKeys & { rpcUrl: string; port: number; host?: string; apiKey?: string }) {
   const schemes = {
     ...(opts.session
       ? {
@@ -38,7 +40,7 @@ export async function startFacilitator(opts: FacilitatorKeys & { rpcUrl: string;
     ...(opts.uptoKey ? { upto: createUptoFacilitator({ rpcUrl: opts.rpcUrl, privateKey: opts.uptoKey }) } : {}),
   };
   const facilitator = new LocalFacilitator({ rpcUrl: opts.rpcUrl, privateKey: opts.privateKey, schemes });
-  const app = facilitatorApp(facilitator);
+  const app = facilitatorApp(facilitator, { apiKey: opts.apiKey });
   const server = await new Promise<import("node:http").Server>((resolve) => {
     const s = app.listen(opts.port, opts.host ?? "127.0.0.1", () => resolve(s));
   });
@@ -67,6 +69,7 @@ if (isMain) {
     privateKey,
     ...(sessionKey && authorizerKey ? { session: { privateKey: sessionKey, authorizerKey } } : {}),
     ...(uptoKey ? { uptoKey } : {}),
+    ...(process.env.FACILITATOR_API_KEY ? { apiKey: process.env.FACILITATOR_API_KEY } : {}),
     port: Number(process.env.FACILITATOR_PORT ?? 4021),
     host: process.env.FACILITATOR_HOST,
   }).then((f) => {

@@ -1,4 +1,5 @@
 /** HTTP face of the local facilitator: POST /verify, POST /settle, GET /supported (x402 wire format, versions 1 and 2). */
+import { createHash, timingSafeEqual } from "node:crypto";
 import express, { type Express } from "express";
 import { z } from "zod";
 import type { LocalFacilitator } from "./local-facilitator";
@@ -37,9 +38,22 @@ const BodyV2 = z.object({
 });
 const Body = z.union([BodyV1, BodyV2]);
 
-export function facilitatorApp(facilitator: LocalFacilitator): Express {
+/**
+ * With an API key, every call must carry it as a bearer token (compared in constant time): the facilitator
+ * moves money and signs claims for the gateway, so nobody else may ask it to (a payer settling its own
+ * authorization for less, say). Without one it answers anyone who can reach it (tests, a loopback-only host).
+ */
+export function facilitatorApp(facilitator: LocalFacilitator, opts: { apiKey?: string } = {}): Express {
   const app = express();
   app.disable("x-powered-by");
+  if (opts.apiKey) {
+    const expected = createHash("sha256").update(opts.apiKey).digest();
+    app.use((req, res, next) => {
+      const sent = /^Bearer (.+)$/.exec(req.header("authorization") ?? "")?.[1] ?? "";
+      if (timingSafeEqual(createHash("sha256").update(sent).digest(), expected)) return next();
+      res.status(401).json({ error: "unauthorized", message: "this facilitator answers its gateway only (Authorization: Bearer <FACILITATOR_API_KEY>)" });
+    });
+  }
   app.use(express.json({ limit: "32kb" }));
   const parse = (body: unknown) => {
     const r = Body.safeParse(body);

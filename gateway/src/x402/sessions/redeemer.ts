@@ -23,6 +23,8 @@ import { BATCH_SETTLEMENT_SCHEME } from "./voucher";
 
 /** at most this many channels in one claim transaction */
 export const MAX_CLAIMS_PER_BATCH = 50;
+/** a channel whose own claim the chain refused is tried again after this long (the others are not held up) */
+export const HOLD_BACK_MS = 10 * 60_000;
 
 export interface RedemptionResult {
   channels: number;
@@ -106,23 +108,38 @@ export class SessionRedeemer {
       { id, holder, claims: leased.map((c) => ({ channel_id: c.channelId, amount: c.charged.toString() })), amount },
       this.ctx.clock.now(),
     );
-    const claims = leased.map((c) => ({
+    const claimOf = (c: ChannelRecord) => ({
       voucher: { channel: c.config, maxClaimableAmount: c.charged.toString() },
       signature: c.voucherSignature,
       totalClaimed: c.charged.toString(),
-    }));
-    const claimed = await this.call({ type: "claim", claims });
+    });
+    let claimed = await this.call({ type: "claim", claims: leased.map(claimOf) });
+    let redeemedChannels = claimed.ok ? leased : [];
     if (!claimed.ok) {
-      // the outcome may be unknown, or part of it claimed already: the chain says what is claimed
+      // the outcome may be unknown, or part of it claimed already: the chain says what is claimed; the rest is
+      // claimed channel by channel, so one channel the chain refuses (its payer withdrew, say) holds up no other
+      const reason = claimed.reason;
+      const left: ChannelRecord[] = [];
       for (const c of leased) {
         const onChain = await this.claimedOnChain(c);
         if (onChain !== undefined && onChain >= c.charged) await channels.redeemed(c.channelId, holder, onChain, c.vouchersUnredeemed, this.ctx.clock.now());
-        else await channels.unlease(c.channelId, holder);
+        else left.push(c);
       }
-      await channels.redemptionState(id, "failed", { reason: claimed.reason.slice(0, 200) }, this.ctx.clock.now());
-      return { channels: leased.length, vouchers, amount, failed: claimed.reason };
+      const transactions: string[] = [];
+      for (const c of left) {
+        const one = leased.length > 1 ? await this.call({ type: "claim", claims: [claimOf(c)] }) : claimed;
+        if (one.ok) {
+          transactions.push(one.transaction);
+          redeemedChannels = [...redeemedChannels, c];
+        } else await channels.holdBack(c.channelId, holder, new Date(this.ctx.clock.now().getTime() + HOLD_BACK_MS));
+      }
+      claimed = transactions.length > 0 ? { ok: true, transaction: transactions.join(",") } : { ok: false, reason };
+      if (!claimed.ok) {
+        await channels.redemptionState(id, "failed", { reason: reason.slice(0, 200) }, this.ctx.clock.now());
+        return { channels: leased.length, vouchers, amount, failed: reason };
+      }
     }
-    for (const c of leased) await channels.redeemed(c.channelId, holder, c.charged, c.vouchersUnredeemed, this.ctx.clock.now());
+    for (const c of redeemedChannels) await channels.redeemed(c.channelId, holder, c.charged, c.vouchersUnredeemed, this.ctx.clock.now());
     await channels.redemptionState(id, "claimed", { claimTx: claimed.transaction }, this.ctx.clock.now());
     // the claimed funds to the receiver (anyone may call it; a second call finds nothing to settle)
     const settled = await this.call({ type: "settle", receiver: this.terms.payTo, token: this.terms.asset });

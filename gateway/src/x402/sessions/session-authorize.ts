@@ -15,7 +15,6 @@ import type { Credential } from "@treasury/core/domain/credential";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { Request, Response } from "express";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
-import type { ChannelRecord } from "../../store/channel-store";
 import { newHolder } from "../../store/lease";
 import type { FacilitatorClient } from "../facilitator-client";
 import type { KnownPayers } from "../known-payers";
@@ -25,6 +24,7 @@ import type { PaymentPayloadV2 } from "../payment-match";
 import type { RoutePrice } from "../prices";
 import type { RouteRequirements } from "../route-requirements";
 import { reasonCode } from "../settlement";
+import { syncChannel } from "./channel-sync";
 import { channelState, sessionClaim, type SessionContext } from "./session-claim";
 import { decodeSessionPayment, sessionMismatch, voucherSigned, type SessionPayment } from "./voucher";
 
@@ -39,19 +39,6 @@ export interface SessionDeps {
 
 /** the session's requirements as the facilitator gets them (this route's price, this service's terms) */
 const requirementsOf = (deps: SessionDeps, price: RoutePrice) => deps.requirements.session(price)[0] as unknown as PaymentRequirements;
-
-/** the channel's state as the chain says it, read through the facilitator's verification of this voucher */
-async function syncChannel(ctx: SessionContext, deps: SessionDeps, s: SessionPayment, price: RoutePrice): Promise<ChannelRecord | undefined> {
-  const verified = await deps.facilitator.verify(s.payload as unknown as PaymentPayload, requirementsOf(deps, price)).catch(() => undefined);
-  const extra = (verified as { extra?: Record<string, unknown> } | undefined)?.extra;
-  if (!extra || typeof extra.balance !== "string") return ctx.stores.channels.get(s.voucher.channelId);
-  await ctx.stores.channels.sync(
-    { channelId: s.voucher.channelId, payer: s.config.payer, config: { ...s.config } },
-    { balance: BigInt(extra.balance), totalClaimed: BigInt(String(extra.totalClaimed ?? "0")), withdrawRequestedAt: Number(extra.withdrawRequestedAt ?? 0) },
-    ctx.clock.now(),
-  );
-  return ctx.stores.channels.get(s.voucher.channelId);
-}
 
 export function sessionAuthorizer(ctx: SessionContext, deps: SessionDeps) {
   const terms = deps.requirements.sessions;
@@ -86,8 +73,15 @@ export function sessionAuthorizer(ctx: SessionContext, deps: SessionDeps) {
     } else if (s.type === "voucher") {
       if (!channel) return (refuse("session_channel_unknown", { payer: s.config.payer }), null);
       const stale = Date.parse(channel.syncedAt) + ctx.config.x402.sessions!.syncSeconds * 1000 < now.getTime() || channel.withdrawRequestedAt > 0;
-      if (stale) channel = await syncChannel(ctx, deps, s, price);
+      if (stale && !retryOfLast) {
+        // the chain's word: a voucher it would not pay (after a withdrawal, say) is refused, not charged on what was remembered
+        const refused = await syncChannel(ctx, deps.facilitator, s, requirementsOf(deps, price));
+        if (refused) return (refuse(refused.refused, { payer: s.config.payer }), null);
+        channel = await ctx.stores.channels.get(s.voucher.channelId);
+      }
     }
+    // a payer leaving (its withdrawal pending on chain) pays no more calls here: what it was charged is redeemed at once
+    if (channel && channel.withdrawRequestedAt > 0 && !retryOfLast) return (refuse("session_withdrawal_pending", { payer: s.config.payer }), null);
     const charged = channel?.charged ?? 0n;
     if (cumulative !== charged + price.atomic && !retryOfLast) {
       // the client's base is not ours: tell it where the channel stands (the last voucher it signed), it signs again

@@ -14,6 +14,7 @@ import type { PaymentClaim } from "../payment-claim";
 import { PAYMENT_HEADERS, toHeaderJson, X402_NETWORK_V2 } from "../payment-match";
 import { settleOnce, settlementUnknown } from "../settlement";
 import type { PaymentGateContext } from "../gate-context";
+import { readChannel } from "./channel-sync";
 import type { SessionPayment } from "./voucher";
 
 /** the channel as the scheme's client reads it (a corrective 402's `channelState` and `voucherState`) */
@@ -122,13 +123,29 @@ export function sessionClaim(
           return false;
         }
         transaction = outcome.transaction;
+        // the channel as the chain has it now, the deposit in (a withdrawal pending on it refuses the call below)
+        const read = await readChannel(deps.facilitator, s, deps.requirements);
         const known = await ctx.stores.channels.get(s.voucher.channelId);
-        // the deposit is on chain: the channel's balance is what it was plus the deposit (read again at the next sync)
+        const chain =
+          read.kind === "read"
+            ? read.chain
+            : {
+                balance: (known?.balance ?? 0n) + s.deposit.amount,
+                totalClaimed: known?.totalClaimed ?? 0n,
+                withdrawRequestedAt: known?.withdrawRequestedAt ?? 0,
+              };
+        // not read: recorded as never synced, so the channel's next voucher reads the chain before it is charged
         await ctx.stores.channels.sync(
           { channelId: s.voucher.channelId, payer, config: { ...s.config } },
-          { balance: (known?.balance ?? 0n) + s.deposit.amount, totalClaimed: known?.totalClaimed ?? 0n, withdrawRequestedAt: known?.withdrawRequestedAt ?? 0 },
-          ctx.clock.now(),
+          chain,
+          read.kind === "read" ? ctx.clock.now() : new Date(0),
         );
+        if (chain.withdrawRequestedAt > 0) {
+          await release();
+          forget();
+          answer.refuse("session_withdrawal_pending", { payer });
+          return false;
+        }
       }
       const outcome = await charge(transaction);
       if (outcome.kind !== "charged") {

@@ -42,7 +42,11 @@ export interface SessionTerms {
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
 const UINT = /^\d{1,39}$/;
-const SIGNATURE = /^0x[0-9a-fA-F]{130,}$/;
+/** a 65-byte ECDSA signature (r, s, v): the contract verifies nothing else, so the gateway accepts nothing else */
+const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
+/** half the secp256k1 order: a signature with a higher s is the malleable twin the contract refuses (EIP-2) */
+const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+const lowS = (signature: string) => BigInt(`0x${signature.slice(66, 130)}`) <= HALF_ORDER;
 
 /** is this decoded PAYMENT-SIGNATURE a session payment (whatever its content)? */
 export const isSessionPayment = (payment: unknown): payment is PaymentPayloadV2 =>
@@ -73,7 +77,7 @@ function voucherOf(raw: unknown): SessionVoucher | undefined {
   if (!v || typeof v !== "object") return undefined;
   if (typeof v.channelId !== "string" || !BYTES32.test(v.channelId)) return undefined;
   if (typeof v.maxClaimableAmount !== "string" || !UINT.test(v.maxClaimableAmount)) return undefined;
-  if (typeof v.signature !== "string" || !SIGNATURE.test(v.signature)) return undefined;
+  if (typeof v.signature !== "string" || !SIGNATURE.test(v.signature) || !lowS(v.signature)) return undefined;
   return { channelId: v.channelId.toLowerCase() as Hex, maxClaimableAmount: BigInt(v.maxClaimableAmount), signature: v.signature as Hex };
 }
 
