@@ -5,6 +5,8 @@
  * what was charged. A replayed, stale, over-deposit or foreign voucher is refused with a typed error and
  * nothing is served or charged.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import { BATCH_SETTLEMENT_ADDRESS, toClientEvmSigner } from "@x402/evm";
@@ -177,6 +179,33 @@ describe("x402 sessions with the official batch-settlement client", () => {
     expect(await schemePayer({ ...deposit, payload: { type: "voucher", channelConfig: forgedConfig, voucher } }, channels)).toBeNull();
   });
 
+  it("a paid MCP tool call pays with the session too: the official client's deposit, then its vouchers in _meta", async () => {
+    const payer = await newPayer(stack.chain);
+    const { scheme } = sessionClient(payer.account);
+    const client = new x402Client();
+    client.register("eip155:84532", scheme);
+    const mcp = new Client({ name: "session-agent", version: "1.0.0" });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${base}/api/mcp`)));
+    try {
+      const required = (await mcp.callTool({ name: "get_health", arguments: {} })).structuredContent as never;
+      const blockBefore = await blockNumber();
+      for (let call = 1n; call <= 3n; call++) {
+        const payment = await client.createPaymentPayload(required);
+        const paid = await mcp.callTool({ name: "get_health", arguments: {}, _meta: { "x402/payment": payment } });
+        expect(paid.isError, JSON.stringify(paid.structuredContent)).toBeFalsy();
+        const settled = paid._meta?.["x402/payment-response"] as { extra: { channelState: { chargedCumulativeAmount: string } } };
+        expect(settled.extra.channelState.chargedCumulativeAmount).toBe((call * PRICE).toString());
+        // the client learns what was charged from the settlement, as over HTTP
+        await scheme.schemeHooks!.onPaymentResponse!({ settleResponse: settled, paymentPayload: payment, requirements: payment.accepted } as never);
+      }
+      // one transaction: the deposit
+      expect(await blockNumber()).toBe(blockBefore + 1n);
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  // last: it moves the chain's clock past the withdrawal delay (authorizations signed by the wall clock expire on chain)
   it("the payer reclaims its unused deposit as the scheme allows (withdrawal after the delay); what was charged is claimed first", async () => {
     const payer = await newPayer(stack.chain);
     const { fetch: paid } = sessionClient(payer.account);
