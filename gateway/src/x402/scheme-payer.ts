@@ -6,7 +6,8 @@
  */
 import { PERMIT2_ADDRESS, uptoPermit2WitnessTypes } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { getAddress, verifyTypedData } from "viem";
+import { getAddress, hashTypedData } from "viem";
+import { recoverHashSigner } from "../lib/recover-signer";
 import type { ChannelStore } from "../store/channel-store";
 import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "./payment-match";
 import { decodeSessionPayment, isSessionPayment, voucherSigned } from "./sessions/voucher";
@@ -28,8 +29,8 @@ async function uptoSigner(payment: PaymentPayloadV2): Promise<string | null> {
   const a = decodeUptoAuthorization(payment);
   if (!a) return null;
   try {
-    const ok = await verifyTypedData({
-      address: a.from,
+    // recovered natively (lib/recover-signer.ts), as a voucher's signer is
+    const hash = hashTypedData({
       domain: { name: "Permit2", chainId: X402_CHAIN_ID, verifyingContract: getAddress(PERMIT2_ADDRESS) },
       types: uptoPermit2WitnessTypes,
       primaryType: "PermitWitnessTransferFrom",
@@ -40,9 +41,9 @@ async function uptoSigner(payment: PaymentPayloadV2): Promise<string | null> {
         deadline: a.deadline,
         witness: { to: a.to, facilitator: a.facilitator, validAfter: a.validAfter },
       },
-      signature: (payment.payload as { signature: `0x${string}` }).signature,
     });
-    return ok ? a.from.toLowerCase() : null;
+    const signer = await recoverHashSigner(hash, (payment.payload as { signature: `0x${string}` }).signature);
+    return signer.toLowerCase() === a.from.toLowerCase() ? a.from.toLowerCase() : null;
   } catch {
     return null;
   }

@@ -57,6 +57,8 @@ export interface PaidAnswers {
 }
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+/** at most this many routes' signed offers are kept (one per priced route and resource URL) */
+const OFFERS_KEPT = 1_000;
 
 /** the settlement header on this answer: its name and value (v2's first), or undefined when nothing was settled */
 function settlementHeader(res: Response): { name: string; value: string } | undefined {
@@ -82,7 +84,20 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 export function paidAnswers(deps: PaidAnswerDeps): PaidAnswers {
   const { key, clock, links } = deps;
-  const offers = async (resourceUrl: string, accepts: readonly OfferTerms[]) => ({ [OFFER_EXTENSION_KEY]: await signOffers(key, resourceUrl, accepts, clock) });
+  // a route's signed offers are signed again when a quarter of their validity is gone, not for every request
+  const signed = new Map<string, { until: number; offers: Promise<Awaited<ReturnType<typeof signOffers>>> }>();
+  const offers = async (resourceUrl: string, accepts: readonly OfferTerms[]) => {
+    const id = `${resourceUrl} ${JSON.stringify(accepts)}`;
+    const now = clock.now().getTime();
+    let entry = signed.get(id);
+    if (!entry || entry.until <= now) {
+      const ttl = Math.min(...accepts.map((a) => a.maxTimeoutSeconds)) * 250;
+      entry = { until: now + ttl, offers: signOffers(key, resourceUrl, accepts, clock) };
+      if (signed.size >= OFFERS_KEPT) signed.delete(signed.keys().next().value!);
+      signed.set(id, entry);
+    }
+    return { [OFFER_EXTENSION_KEY]: await entry.offers };
+  };
   const offersFor = (req: Request, route: PricedRoute) => offers(links.url(req.path), deps.accepts(route));
 
   const paymentOf = (req: Request, route: PricedRoute, payer: string, settlement: Record<string, unknown>): PaymentFacts => {

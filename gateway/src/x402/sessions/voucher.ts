@@ -6,7 +6,8 @@
  */
 import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, BATCH_SETTLEMENT_SCHEME, voucherTypes } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { getAddress, verifyTypedData, type Hex } from "viem";
+import { getAddress, hashTypedData, type Hex } from "viem";
+import { recoverHashSigner } from "../../lib/recover-signer";
 import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "../payment-match";
 
 export { BATCH_SETTLEMENT_SCHEME };
@@ -119,20 +120,34 @@ export function sessionMismatch(
   return null;
 }
 
-/** is the voucher signed by the channel's payer authorizer (EIP-712, the scheme's domain on this chain)? */
+/** vouchers whose signature was checked lately (the rate limit's identity and the payment's check see the same one) */
+const checked = new Map<string, boolean>();
+const CHECKED_KEPT = 10_000;
+
+/**
+ * Is the voucher signed by the channel's payer authorizer (EIP-712, the scheme's domain on this chain)? The
+ * signer is recovered natively (lib/recover-signer.ts: about 75 us, against about 3 ms in JavaScript), once
+ * per voucher in a while.
+ */
 export async function voucherSigned(s: SessionPayment): Promise<boolean> {
+  const key = `${s.voucher.channelId}:${s.voucher.maxClaimableAmount}:${s.voucher.signature}:${s.config.payerAuthorizer}`;
+  const known = checked.get(key);
+  if (known !== undefined) return known;
+  let ok = false;
   try {
-    return await verifyTypedData({
-      address: s.config.payerAuthorizer,
+    const hash = hashTypedData({
       domain: { ...BATCH_SETTLEMENT_DOMAIN, chainId: X402_CHAIN_ID, verifyingContract: getAddress(BATCH_SETTLEMENT_ADDRESS) },
       types: voucherTypes,
       primaryType: "Voucher",
       message: { channelId: s.voucher.channelId, maxClaimableAmount: s.voucher.maxClaimableAmount },
-      signature: s.voucher.signature,
     });
+    ok = (await recoverHashSigner(hash, s.voucher.signature)).toLowerCase() === s.config.payerAuthorizer.toLowerCase();
   } catch {
-    return false;
+    ok = false;
   }
+  if (checked.size >= CHECKED_KEPT) checked.delete(checked.keys().next().value!);
+  checked.set(key, ok);
+  return ok;
 }
 
 /** the requirements a session is offered with (one entry of a 402's `accepts`) */
