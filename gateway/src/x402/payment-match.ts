@@ -80,9 +80,9 @@ export function decodePaymentHeader(header: string): DecodedPaymentV1 | undefine
 /** the x402 version 2 payment (PAYMENT-SIGNATURE: base64 JSON) and its authorization, or undefined */
 export function decodePaymentSignatureHeader(header: string): DecodedPaymentV2 | undefined {
   try {
-    // JSON.parse throws on anything that is not JSON; a property of null throws too: both are "not a proof"
-    const payment = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as PaymentPayloadV2;
-    if (payment.x402Version !== 2) return undefined;
+    // not base64 JSON of an object: not a proof; a property of null throws: not a proof either
+    const payment = fromHeaderJson(header) as PaymentPayloadV2 | undefined;
+    if (payment?.x402Version !== 2) return undefined;
     if (typeof payment.accepted.scheme !== "string" || typeof payment.accepted.network !== "string") return undefined;
     const authorization = (payment.payload as { authorization?: Authorization }).authorization!;
     if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.from))) return undefined;
@@ -95,14 +95,25 @@ export function decodePaymentSignatureHeader(header: string): DecodedPaymentV2 |
 /** x402 version 2 carries objects in headers as base64 of their JSON */
 export const toHeaderJson = (value: unknown): string => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
-/** the object a version 2 header carries, or undefined when it is absent or not base64 JSON of an object */
+/** headers decoded lately: a request's proof is read by several stages (identity, payment-identifier, authorize, receipt) */
+const decodedHeaders = new Map<string, Record<string, unknown> | undefined>();
+const DECODED_KEPT = 256;
+
+/** the object a version 2 header carries, or undefined when it is absent or not base64 JSON of an object (a copy: callers may edit it) */
 export function fromHeaderJson(value: string | null | undefined): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(value!, "base64").toString("utf8"));
-    return parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
+  if (!value) return undefined;
+  let decoded = decodedHeaders.get(value);
+  if (decoded === undefined && !decodedHeaders.has(value)) {
+    try {
+      const parsed: unknown = JSON.parse(Buffer.from(value, "base64").toString("utf8"));
+      decoded = parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
+    } catch {
+      decoded = undefined;
+    }
+    if (decodedHeaders.size >= DECODED_KEPT) decodedHeaders.delete(decodedHeaders.keys().next().value!);
+    decodedHeaders.set(value, decoded);
   }
+  return decoded === undefined ? undefined : structuredClone(decoded);
 }
 
 /** the proof a request carries: v2's PAYMENT-SIGNATURE if sent, else v1's X-PAYMENT; undefined when neither */

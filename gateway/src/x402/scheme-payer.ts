@@ -5,19 +5,18 @@
  * made it); an `upto` authorization's payer is the Permit2 signature's signer.
  */
 import { PERMIT2_ADDRESS, uptoPermit2WitnessTypes } from "@x402/evm";
-import { computeChannelId } from "@x402/evm/batch-settlement/client";
 import { getAddress, hashTypedData } from "viem";
 import { recoverHashSigner } from "../lib/recover-signer";
 import type { ChannelStore } from "../store/channel-store";
-import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "./payment-match";
-import { decodeSessionPayment, isSessionPayment, voucherSigned } from "./sessions/voucher";
+import { X402_CHAIN_ID, type PaymentPayloadV2 } from "./payment-match";
+import { channelIdOf, decodeSessionPayment, isSessionPayment, voucherSigned } from "./sessions/voucher";
 import { decodeUptoAuthorization, isUptoPayment } from "./upto/permit";
 
 /** the payer (lower-case) whose signature a session or upto payment carries, null when it is not signed by one, undefined for other schemes */
 export async function schemePayer(raw: unknown, channels: ChannelStore): Promise<string | null | undefined> {
   if (isSessionPayment(raw)) {
     const s = decodeSessionPayment(raw);
-    if (!s || computeChannelId(s.config, X402_NETWORK_V2).toLowerCase() !== s.voucher.channelId) return null;
+    if (!s || channelIdOf(s.config) !== s.voucher.channelId) return null;
     if (!(await voucherSigned(s)) || !(await channels.get(s.voucher.channelId))) return null;
     return s.config.payer.toLowerCase();
   }

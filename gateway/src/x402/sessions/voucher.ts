@@ -40,6 +40,8 @@ export interface SessionTerms {
   withdrawDelaySeconds: number;
 }
 
+/** at most this many checked vouchers and channel ids are remembered (the oldest are forgotten first) */
+const CHECKED_KEPT = 10_000;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
 const UINT = /^\d{1,39}$/;
@@ -48,6 +50,21 @@ const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 /** half the secp256k1 order: a signature with a higher s is the malleable twin the contract refuses (EIP-2) */
 const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 const lowS = (signature: string) => BigInt(`0x${signature.slice(66, 130)}`) <= HALF_ORDER;
+
+/** channel ids computed lately, by configuration (a channel's every voucher carries the same one) */
+const channelIds = new Map<string, string>();
+
+/** the channel id of a configuration (the EIP-712 hash of ChannelConfig in the scheme's domain on this chain), lower-case */
+export function channelIdOf(config: ChannelConfig): string {
+  const key = JSON.stringify(config);
+  let id = channelIds.get(key);
+  if (id === undefined) {
+    id = computeChannelId(config, X402_NETWORK_V2).toLowerCase();
+    if (channelIds.size >= CHECKED_KEPT) channelIds.delete(channelIds.keys().next().value!);
+    channelIds.set(key, id);
+  }
+  return id;
+}
 
 /** is this decoded PAYMENT-SIGNATURE a session payment (whatever its content)? */
 export const isSessionPayment = (payment: unknown): payment is PaymentPayloadV2 =>
@@ -115,14 +132,12 @@ export function sessionMismatch(
   // vouchers are checked here by their signer's key: a channel whose vouchers a contract wallet signs is not offered
   if (s.config.payerAuthorizer === "0x0000000000000000000000000000000000000000")
     return { error: "session_terms_mismatch", extra: { reason: "payer_authorizer_required" } };
-  if (computeChannelId(s.config, X402_NETWORK_V2).toLowerCase() !== s.voucher.channelId)
-    return { error: "invalid_payment", extra: { reason: "channel_id_mismatch" } };
+  if (channelIdOf(s.config) !== s.voucher.channelId) return { error: "invalid_payment", extra: { reason: "channel_id_mismatch" } };
   return null;
 }
 
 /** vouchers whose signature was checked lately (the rate limit's identity and the payment's check see the same one) */
 const checked = new Map<string, boolean>();
-const CHECKED_KEPT = 10_000;
 
 /**
  * Is the voucher signed by the channel's payer authorizer (EIP-712, the scheme's domain on this chain)? The
