@@ -16,8 +16,8 @@ export interface Target {
   headers?: Record<string, string>;
   /** the body of the i-th request (POST) */
   body?: (i: number) => string;
-  /** extra headers of the i-th request (an Idempotency-Key...) */
-  headersOf?: (i: number) => Record<string, string>;
+  /** extra headers of the i-th request (an Idempotency-Key...), sent by client `client` (its own closed loop: a session's vouchers) */
+  headersOf?: (i: number, client: number) => Record<string, string>;
   /** the expected status (default: any 2xx) */
   ok?: (status: number, body: string) => boolean;
 }
@@ -37,9 +37,9 @@ export interface LoadFigures {
 
 export const percentileOf = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
-function send(agent: http.Agent, t: Target, i: number): Promise<{ status: number; body: string }> {
+function send(agent: http.Agent, t: Target, i: number, client: number): Promise<{ status: number; body: string }> {
   const body = t.body?.(i);
-  const headers: Record<string, string> = { ...t.headers, ...t.headersOf?.(i) };
+  const headers: Record<string, string> = { ...t.headers, ...t.headersOf?.(i, client) };
   if (body !== undefined) {
     headers["content-type"] ??= "application/json";
     headers["content-length"] = String(Buffer.byteLength(body));
@@ -69,12 +69,12 @@ export async function load(
   let next = 0;
   const run = async (until: () => boolean, record: boolean, latencies: number[], failures: { n: number }) => {
     await Promise.all(
-      Array.from({ length: opts.connections }, async () => {
+      Array.from({ length: opts.connections }, async (_, client) => {
         while (until()) {
           const i = next++;
           const t0 = process.hrtime.bigint();
           try {
-            const r = await send(agent, t, i);
+            const r = await send(agent, t, i, client);
             const dt = Number(process.hrtime.bigint() - t0) / 1000;
             if (record) latencies.push(dt);
             if (!(t.ok ? t.ok(r.status, r.body) : r.status >= 200 && r.status < 300) && record) failures.n++;

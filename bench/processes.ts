@@ -70,10 +70,27 @@ export async function startProcess(
   }
 }
 
+/**
+ * The stack's bundles, copied for this run: a start elsewhere in the tree that builds changed sources removes
+ * the bundles it replaces, and a process of this run still loads chunks from its own (code splitting) long
+ * after it started. The copy stays inside node_modules (the packages left outside the bundle resolve from
+ * there) and is removed when the run exits.
+ */
+async function entriesForRun(): Promise<Record<string, string[]>> {
+  const { args } = (await stackEntries(ROOT, process.env)) as { args: Record<string, string[]> };
+  const bundle = args.gateway?.[0];
+  if (!bundle?.endsWith(".mjs")) return args; // through tsx: the sources themselves
+  const from = path.dirname(bundle);
+  const to = path.join(ROOT, "node_modules", ".cache", "treasury-bench", `${path.basename(from)}-${process.pid}`);
+  fs.cpSync(from, to, { recursive: true });
+  process.once("exit", () => fs.rmSync(to, { recursive: true, force: true }));
+  return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, v.map((a) => (a.startsWith(from) ? path.join(to, path.relative(from, a)) : a))]));
+}
+
 let entries: Promise<Record<string, string[]>> | undefined;
 /** the node arguments of a stack program (its bundle) */
 export async function entry(name: "gateway" | "facilitator"): Promise<string[]> {
-  entries ??= stackEntries(ROOT, process.env).then((e: { args: Record<string, string[]> }) => e.args);
+  entries ??= entriesForRun();
   return (await entries)[name]!;
 }
 
@@ -104,7 +121,29 @@ export async function startGatewayProcess(dir: string, env: Record<string, strin
   return { ...p, url: urlOf(p.line) };
 }
 
-export async function startFacilitatorProcess(dir: string, rpcUrl: string, port: number, nodeFlags: string[] = []): Promise<ServerProcess & { url: string }> {
+/**
+ * x402 sessions (`batch-settlement`): the facilitator's sending account and receiver authorizer (Anvil's dev
+ * accounts 6 and 7, public test keys), and the gateway's side of them: the authorizer's address and the
+ * redemption policy (the count is the gateway's default; the age is short so that a run's last vouchers are
+ * redeemed within seconds of its end).
+ */
+export const SESSION_FACILITATOR_ENV = {
+  FACILITATOR_SESSION_PRIVATE_KEY: "0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
+  FACILITATOR_AUTHORIZER_PRIVATE_KEY: "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
+};
+export const SESSION_GATEWAY_ENV = {
+  X402_SESSION_RECEIVER_AUTHORIZER: "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955",
+  X402_SESSION_REDEEM_VOUCHERS: "100",
+  X402_SESSION_REDEEM_SECONDS: "2",
+};
+
+export async function startFacilitatorProcess(
+  dir: string,
+  rpcUrl: string,
+  port: number,
+  nodeFlags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ServerProcess & { url: string }> {
   const p = await startProcess(
     await entry("facilitator"),
     {
@@ -112,6 +151,7 @@ export async function startFacilitatorProcess(dir: string, rpcUrl: string, port:
       FACILITATOR_RPC_URL: rpcUrl,
       FACILITATOR_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
       FACILITATOR_PORT: String(port),
+      ...env,
     },
     /facilitator listening/,
     path.join(dir, "facilitator.log"),

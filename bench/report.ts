@@ -9,7 +9,9 @@ import { CONNECTIONS, LOOP_ONLY, PAID_ONLY, PROFILE, QUICK, RESULTS, ROUTES_ONLY
 import type { InstanceFigures } from "./instances";
 import type { paid } from "./paid";
 import type { relayNoBroadcast } from "./relay";
+import type { agentLoopBySchemes } from "./agent-schemes";
 import type { routes } from "./routes";
+import type { sessions } from "./sessions";
 import type { soak } from "./soak";
 import type { TableFigures, TABLE_ROWS } from "./tables";
 import type { walletLoop } from "./wallet-loop";
@@ -115,6 +117,60 @@ export function printPaid(paidRows: Awaited<ReturnType<typeof paid>>): void {
       ].join(" ") + cpu,
     );
   }
+}
+
+/** x402 sessions: the paid route in a session against a bearer key (and exact), and the transactions per 1,000 calls */
+export function printSessions(s: Awaited<ReturnType<typeof sessions>>): void {
+  console.log(
+    `\nx402 sessions on ${s.route} (price ${s.price_micro} micro-USDC), ${s.clients} clients, each session client its own channel; the three rows take ${s.rows[0]?.turns} turns:`,
+  );
+  console.log(
+    [
+      "row".padEnd(20),
+      "req/s".padStart(8),
+      "p50 ms".padStart(8),
+      "p99 ms".padStart(8),
+      "fail".padStart(5),
+      "rps vs bearer".padStart(14),
+      "p50 vs bearer".padStart(14),
+      "  CPU ms per request (gateway, facilitator, anvil, load generator); machine busy",
+    ].join(" "),
+  );
+  const bearer = s.rows[0]!;
+  for (const r of s.rows)
+    console.log(
+      [
+        r.row.padEnd(20),
+        fmt(r.rps, 8, 1),
+        fmt(r.p50_us / 1000, 8, 2),
+        fmt(r.p99_us / 1000, 8, 2),
+        fmt(r.failures, 5),
+        fmt(r.rps / bearer.rps, 14, 2),
+        fmt(r.p50_us / bearer.p50_us, 14, 2),
+      ].join(" ") +
+        `  ${Object.values(r.cpu_ms_per_request)
+          .map((v) => v.toFixed(2))
+          .join(" / ")}; ${r.machine_busy_pct}%`,
+    );
+  console.log(
+    `session / bearer: throughput ${s.session_vs_bearer.rps_ratio}x, p50 ${s.session_vs_bearer.p50_ratio}x (exact / bearer: ${s.exact_vs_bearer.rps_ratio}x, ${s.exact_vs_bearer.p50_ratio}x)`,
+  );
+  const t = s.transactions;
+  if (!t) return; // --quick: not counted
+  console.log(
+    `on-chain transactions per ${t.calls.toLocaleString("en")} session calls (${t.clients} channels, ${t.calls_seconds} s, then the last batch): ${t.measured} (${t.deposits} deposits, ${t.claims} claims, ${t.settles} settles, ${t.other} other); the batch policy (${t.policy.redeem_vouchers} vouchers or ${t.policy.redeem_seconds} s) says at most ${t.policy.expected}; exact: ${t.exact.toLocaleString("en")}; redeemed ${t.redeemed_micro} of ${t.charged_micro} micro-USDC charged, ${t.failures} failed calls`,
+  );
+}
+
+/** the signer agent's full loop paid with exact and with a session, in the same run */
+export function printAgentSchemes(a: Awaited<ReturnType<typeof agentLoopBySchemes>>): void {
+  const line = (name: string, f: typeof a.exact, what: string) =>
+    `  ${name.padEnd(8)} p50 ${f.p50_ms} ms (the paid request ${f.request_p50_ms} ms), p90 ${f.p90_ms} ms, max ${f.max_ms} ms, first run ${f.first_ms} ms; ${f.payment_transactions} ${what}`;
+  console.log(`
+signer agent full loop by x402 scheme (deposit of 100 USDC, ${a.exact.runs} runs each, taking turns):`);
+  console.log(line("exact", a.exact, "settlement transactions"));
+  console.log(line("session", a.session, "deposit transaction(s)"));
+  console.log(`  session / exact p50: ${a.session_vs_exact_p50}x`);
 }
 
 export function printLoop(loop: Awaited<ReturnType<typeof walletLoop>>): void {

@@ -6,7 +6,9 @@
  * against those. Prints a table and writes bench/results/<time>.json (and
  * latest.json; --quick writes quick-latest.json).
  *
- *   --quick     under a minute: 1 s per route, the paid path at one concurrency, no fork, no instances
+ *   --quick     under a minute: 1 s per route, the paid path at one concurrency, sessions, no fork, no instances
+ *   --paid      only the paid path: stock and gateway (v1, v2, MCP), x402 sessions against a bearer key and exact
+ *               (and on-chain transactions per 1,000 session calls), the signer agent's loop by x402 scheme
  *   --routes-only  only the HTTP routes against the baseline
  *   --tables    only the routes on an empty and on a full store, SQLite and PostgreSQL (bench/tables.ts)
  *   --wallet-loop  only the wallet loop on the fork: relays with broadcast (one wallet, then many at once), the agent's loop
@@ -22,9 +24,11 @@ import os from "node:os";
 import { CONNECTIONS, LOOP_ONLY, PAID_ONLY, PROFILE, QUICK, ROUTES_ONLY, SECONDS, TABLES_ONLY, WARMUP } from "./args";
 import { paid } from "./paid";
 import { relayNoBroadcast } from "./relay";
-import { printInstances, printLoop, printMemory, printPaid, printRelay, printRoutes, printTables, write } from "./report";
+import { agentLoopBySchemes } from "./agent-schemes";
+import { printAgentSchemes, printInstances, printLoop, printMemory, printPaid, printRelay, printRoutes, printSessions, printTables, write } from "./report";
 import { routes } from "./routes";
 import { closeSession, dir } from "./session";
+import { sessions } from "./sessions";
 import { soak } from "./soak";
 import { walletLoop } from "./wallet-loop";
 
@@ -36,10 +40,18 @@ async function tables(result: Record<string, unknown>): Promise<void> {
   printTables(figures, TABLE_ROWS);
 }
 
+/** the paid path, then x402 sessions against a bearer key and exact, then (not --quick: it needs the fork) the agent's loop by scheme */
 async function paidPart(result: Record<string, unknown>): Promise<void> {
   const paidRows = await paid();
   result.paid = paidRows;
   printPaid(paidRows);
+  const session = await sessions();
+  result.sessions = session;
+  printSessions(session);
+  if (QUICK) return;
+  const loops = await agentLoopBySchemes();
+  result.agent_loop_by_scheme = loops;
+  printAgentSchemes(loops);
 }
 
 async function main(): Promise<void> {

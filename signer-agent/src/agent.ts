@@ -19,7 +19,7 @@ import { describeCall, EnvelopeError, type Envelope } from "./envelope";
 import { readPosition } from "./position";
 import { parseUsdc } from "@treasury/core/domain/money";
 import { Preflight, PreflightError } from "./preflight";
-import { GatewayAccess } from "./gateway-access";
+import { GatewayAccess, type X402Scheme } from "./gateway-access";
 import { ExecutedByService, RefusedError } from "./errors";
 import { SpendingCaps } from "./caps";
 
@@ -56,8 +56,12 @@ export interface AgentOptions {
   audit: AuditLog;
   /** pay with a bearer key instead of x402 */
   bearer?: string;
-  /** Base Sepolia RPC for x402 payments (signing needs none; kept for balance reads) */
+  /** Base Sepolia RPC for x402 payments (exact signs without it; a session reads its channel there) */
   x402RpcUrl?: string;
+  /** how x402 is paid: `exact` (one transfer a call, the default) or `session` (one deposit, then vouchers) */
+  x402Scheme?: X402Scheme;
+  /** where a session's channel state is kept, so a restarted agent continues its channel (default: x402-sessions beside the audit log) */
+  x402SessionDir?: string;
   progress?: (line: string) => void;
   /** how long a relay is retried while the gateway is down or the step in progress (default 120 s) */
   relayRetryMs?: number;

@@ -3,8 +3,11 @@ import fs from "node:fs";
 import path from "node:path";
 
 export interface AuditEvent {
-  /** executed: an envelope's every step relayed (its action, amount_micro, fee_micro, treasury_id) */
-  event: "signed" | "refused" | "x402_payment" | "x402_refused" | "relayed" | "executed";
+  /**
+   * executed: an envelope's every step relayed (its action, amount_micro, fee_micro, treasury_id); x402_payment: a
+   * request paid (what was charged); x402_deposit: USDC put into an x402 session's channel (held there, not spent)
+   */
+  event: "signed" | "refused" | "x402_payment" | "x402_deposit" | "x402_refused" | "relayed" | "executed";
   reason?: string;
   tx_id?: string;
   chain_id?: number;

@@ -37,6 +37,12 @@ export class SpendingCaps {
     };
   }
 
+  /** micro-USDC left of today's x402 budget (none below zero) */
+  x402Left(dailyBudgetMicro: bigint): bigint {
+    const left = dailyBudgetMicro - this.audit.todayMicro("x402_payment");
+    return left > 0n ? left : 0n;
+  }
+
   /** why paying `price` for one request is not allowed, or null */
   x402Refusal(price: bigint, maxPriceMicro: bigint, dailyBudgetMicro: bigint): string | null {
     if (price > maxPriceMicro) return `x402 price ${formatDecimal(price, 6)} USDC is above the policy cap of ${formatDecimal(maxPriceMicro, 6)}`;

@@ -13,6 +13,10 @@ export interface AgentConfig {
   gatewayUrl: string;
   rpcUrl: string;
   x402RpcUrl: string;
+  /** how x402 is paid: exact (one transfer a call) or session (one deposit, then vouchers) */
+  x402Scheme: string;
+  /** a session's channel state (<dir>/x402-sessions): a restarted agent continues its channel */
+  x402SessionDir: string;
   passphrase: string | undefined;
   bearer: string | undefined;
   devRawKey: `0x${string}` | undefined;
@@ -33,6 +37,8 @@ export function agentConfig(
     gatewayUrl: pick("gateway", "SIGNER_GATEWAY_URL", stack?.gateway_url ?? "http://127.0.0.1:4020"),
     rpcUrl: pick("rpc", "SIGNER_RPC_URL", stack?.fork_rpc_url ?? "http://127.0.0.1:8545"),
     x402RpcUrl: pick("x402-rpc", "SIGNER_X402_RPC_URL", stack?.x402_rpc_url ?? "http://127.0.0.1:8546"),
+    x402Scheme: pick("x402-scheme", "SIGNER_X402_SCHEME", "exact"),
+    x402SessionDir: path.join(dir, "x402-sessions"),
     passphrase: env.SIGNER_PASSPHRASE,
     bearer: (flags["bearer"] as string) ?? env.SIGNER_BEARER_KEY,
     devRawKey: flags["dev-raw-key"]

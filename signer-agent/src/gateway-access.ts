@@ -1,9 +1,11 @@
 /**
  * How the signer agent gets through the gateway's door for a request: its
  * bearer key; or x402, paid within the policy's price cap and daily budget
- * (a route whose requirements a 402 already stated is paid up front); or, for
- * a downward leg, the wallet's own sign-in (x402 sign-in-with-x), never paid.
+ * (a route whose requirements a 402 already stated is paid up front), one
+ * transfer per call (`exact`) or a voucher of a session (x402-session.ts); or,
+ * for a downward leg, the wallet's own sign-in (x402 sign-in-with-x), never paid.
  */
+import { dirname, join, resolve } from "node:path";
 import { createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
 import { createWalletClient } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
@@ -17,6 +19,11 @@ import type { AuditLog } from "./audit-log";
 import type { SpendingCaps } from "./caps";
 import { RefusedError } from "./errors";
 import { policyMicro, type Policy } from "./policy";
+import { SessionPayer } from "./x402-session";
+
+/** how x402 is paid: one EIP-3009 transfer per call (`exact`), or vouchers of a session (`batch-settlement`) */
+export type X402Scheme = "exact" | "session";
+export const X402_SCHEMES: readonly X402Scheme[] = ["exact", "session"];
 
 /** one entry of the gateway's /x402/prices.json */
 interface GatewayPrice {
@@ -33,6 +40,9 @@ export class GatewayAccess {
       gatewayUrl: string;
       bearer?: string;
       x402RpcUrl?: string;
+      x402Scheme?: X402Scheme;
+      /** where a session's channel state is kept (default: x402-sessions beside the audit log) */
+      x402SessionDir?: string;
       policy: Policy;
       audit: AuditLog;
       account: PrivateKeyAccount;
@@ -41,6 +51,21 @@ export class GatewayAccess {
       log: (line: string) => void;
     },
   ) {}
+
+  private sessions?: SessionPayer;
+  /** the session payer (one per agent: its channel state is shared by every route) */
+  private session(): SessionPayer {
+    const { audit, caps, policy } = this.opts;
+    this.sessions ??= new SessionPayer({
+      account: this.opts.account,
+      rpcUrl: this.opts.x402RpcUrl,
+      directory: this.opts.x402SessionDir ?? join(dirname(resolve(audit.file)), "x402-sessions"),
+      audit,
+      log: this.opts.log,
+      budgetLeft: () => caps.x402Left(policyMicro(policy.x402_daily_budget_usdc)),
+    });
+    return this.sessions;
+  }
 
   private prices?: Promise<GatewayPrice[]>;
   /** the gateway's price list (read once): each priced capability's route, amount and MCP tool */
@@ -116,6 +141,7 @@ export class GatewayAccess {
       this.opts.audit.append({ event: "x402_refused", reason: refusal, amount_micro: amount.toString() });
       throw new RefusedError("x402", refusal);
     }
+    if (this.opts.x402Scheme === "session") return this.session().fetchFor(`${method} ${path}`, amount);
     const wallet = createWalletClient({ account: this.opts.account, chain: baseSepolia, transport: rpcHttp(this.opts.x402RpcUrl) });
     const route = `${method} ${path}`;
     // x402-fetch's client (ask, get the 402, pay), each 402's requirements remembered for the route

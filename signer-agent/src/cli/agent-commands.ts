@@ -12,6 +12,7 @@ import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { declarationOf } from "@treasury/core/actions";
 import { SignerAgent } from "../agent";
 import { ExecutedByService, SignerAgentError } from "../errors";
+import { X402_SCHEMES } from "../gateway-access";
 import { AuditLog } from "../audit-log";
 import type { AgentConfig } from "../config";
 import { pct } from "../format";
@@ -45,11 +46,15 @@ export async function agentFrom(cfg: AgentConfig, log: (line: string) => void): 
     // a file that is not a policy: loadPolicy's own words (a plain Error, or JSON's), typed here
     throw new SignerAgentError("invalid_policy", (err as Error).message.split("\n")[0]!, { cause: err });
   }
+  const x402Scheme = X402_SCHEMES.find((s) => s === cfg.x402Scheme);
+  if (!x402Scheme) throw new UsageError("", `SIGNER_X402_SCHEME "${cfg.x402Scheme}" is not one of ${X402_SCHEMES.join("|")}`);
   return new SignerAgent({
     privateKey,
     gatewayUrl: cfg.gatewayUrl,
     rpcUrl: cfg.rpcUrl,
     x402RpcUrl: cfg.x402RpcUrl,
+    x402Scheme,
+    x402SessionDir: cfg.x402SessionDir,
     policy,
     audit: new AuditLog(cfg.auditLog),
     bearer: cfg.bearer,
@@ -104,7 +109,7 @@ export async function run({ cfg, positional, flags, log }: CommandContext): Prom
   if (!isTreasuryAction(action)) throw new UsageError("run", `unknown action "${action}"`);
   const { amount, unit } = checkActionArgs("run", action, rest, flags);
   const agent = await agentFrom(cfg, log);
-  log(`agent ${agent.address}, paying with ${cfg.bearer ? "a bearer key" : "x402"}`);
+  log(`agent ${agent.address}, paying with ${cfg.bearer ? "a bearer key" : cfg.x402Scheme === "session" ? "an x402 session" : "x402"}`);
   const shown = amount === undefined ? "" : ` ${formatUnits(parseUnits(amount, 6), 6)} ${unit}`;
   let result;
   try {

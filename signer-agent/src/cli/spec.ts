@@ -58,12 +58,19 @@ export const GLOBAL_FLAGS: FlagSpec[] = [
 
 export const ENVIRONMENT = [
   "environment: SIGNER_PASSPHRASE (the keystore's passphrase; else asked in a terminal), SIGNER_DIR, SIGNER_KEYSTORE,",
-  "  SIGNER_POLICY, SIGNER_AUDIT_LOG, SIGNER_GATEWAY_URL, SIGNER_RPC_URL, SIGNER_X402_RPC_URL, SIGNER_BEARER_KEY,",
+  "  SIGNER_POLICY, SIGNER_AUDIT_LOG, SIGNER_GATEWAY_URL, SIGNER_RPC_URL, SIGNER_X402_RPC_URL, SIGNER_X402_SCHEME, SIGNER_BEARER_KEY,",
   "  SIGNER_SERVE_TOKEN, OPERATOR_DIR, SIGNER_DEV_PRIVATE_KEY. While `npm start` runs, the defaults are its own",
   "  (its stack file: STACK_FILE or .data/stack.json).",
 ];
 
 const JSON_FLAG: FlagSpec = { name: "json", about: "print one JSON document (exact amounts as decimal strings) instead of the summary" };
+const X402_SCHEME: FlagSpec = {
+  name: "x402-scheme",
+  value: "exact|session",
+  choices: ["exact", "session"],
+  about:
+    "how x402 is paid (SIGNER_X402_SCHEME): exact, one transfer a request (default); session, one deposit on chain, then a voucher a request (its channel kept in <dir>/x402-sessions)",
+};
 const BEARER: FlagSpec = { name: "bearer", value: "<key>", about: "authenticate with this API key instead of paying with x402 (SIGNER_BEARER_KEY)" };
 
 const OPERATOR_NOTE =
@@ -205,13 +212,17 @@ export const COMMANDS: CommandSpec[] = [
                 : "as the action's usage says",
       })),
       BEARER,
+      X402_SCHEME,
     ],
     details: [
       "Pays for the request with x402 (within the policy's price cap and daily budget) unless --bearer is given; a downward leg (repay, withdraw, sell, exit) signs in with the wallet instead, free.",
+      "With --x402-scheme session the first paid request deposits into a channel (20 requests' worth, at most what is left of the day's",
+      "x402 budget) and each later one is paid by a voucher, no transaction; the next run continues the same channel.",
     ],
     prints: "`done: <action> <amount> ...` and the position on chain (stdout); each step on stderr",
     examples: [
       "SIGNER_PASSPHRASE=... signer-agent run deposit 500",
+      "signer-agent run borrow 100 --x402-scheme session",
       "signer-agent run convert 250.5 --target eth",
       "signer-agent run withdraw 0.1 --asset eth",
     ],
@@ -284,7 +295,7 @@ export const COMMANDS: CommandSpec[] = [
     name: "serve",
     about: "a loopback-only signing endpoint for a co-located agent (POST /run, /sign, /address), guarded by SIGNER_SERVE_TOKEN",
     args: [],
-    flags: [{ name: "port", value: "<port>", about: "the port on 127.0.0.1 (default 4030)" }, BEARER],
+    flags: [{ name: "port", value: "<port>", about: "the port on 127.0.0.1 (default 4030)" }, BEARER, X402_SCHEME],
     prints: "the endpoint and, without SIGNER_SERVE_TOKEN, the token made for it (stdout); runs until stopped",
     examples: ["SIGNER_SERVE_TOKEN=a-long-local-token signer-agent serve --port 4030"],
   },
