@@ -54,3 +54,17 @@ describe("the x402 price cap and daily budget", () => {
     expect(caps.x402Refusal(50_001n, 100_000n, 5_000_000n)).toBe("paying 0.050001 USDC would exceed today's x402 budget of 5 (spent 4.95)");
   });
 });
+
+describe("what is left of today's x402 budget (a session's deposit stays within it)", () => {
+  it("is the budget less today's payments, exactly, and never below zero", () => {
+    const audit = freshLog();
+    const caps = new SpendingCaps(audit);
+    expect(caps.x402Left(5_000_000n)).toBe(5_000_000n);
+    audit.append({ event: "x402_payment", amount_micro: "4999999" });
+    expect(caps.x402Left(5_000_000n)).toBe(1n);
+    audit.append({ event: "x402_payment", amount_micro: "1" });
+    expect(caps.x402Left(5_000_000n)).toBe(0n);
+    audit.append({ event: "x402_payment", amount_micro: "7" });
+    expect(caps.x402Left(5_000_000n)).toBe(0n);
+  });
+});

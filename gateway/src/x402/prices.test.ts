@@ -1,6 +1,6 @@
 /** The x402 price list: one amount per route, atomic units, the document served at /x402/prices.json. */
 import { describe, expect, it } from "vitest";
-import { PriceList } from "./prices";
+import { meteredAmount, PriceList, type Meter } from "./prices";
 
 describe("PriceList", () => {
   const list = () =>
@@ -72,5 +72,48 @@ describe("PriceList", () => {
         .document("n", "a", "p")
         .prices.map((p) => p.tool),
     ).toEqual(["prepare_deposit", undefined]);
+  });
+});
+
+describe("a metered route (x402 upto)", () => {
+  const meter: Meter = { baseAtomic: 300n, unitAtomic: 2n, unit: "entry", units: (a) => (a as { data: unknown[] }).data.length };
+  const page = (n: number) => ({ data: Array.from({ length: n }, () => ({})) });
+
+  it("charges its base plus a price per unit of the answer, never above the route's price", () => {
+    const price = { atomic: 1_300n, meter };
+    expect(meteredAmount(price, page(0))).toBe(300n);
+    expect(meteredAmount(price, page(1))).toBe(302n);
+    expect(meteredAmount(price, page(499))).toBe(1_298n);
+    expect(meteredAmount(price, page(500))).toBe(1_300n);
+    expect(meteredAmount(price, page(501))).toBe(1_300n);
+    // units counted whole and never negative
+    expect(meteredAmount({ atomic: 1_300n, meter: { ...meter, units: () => 2.9 } }, {})).toBe(304n);
+    expect(meteredAmount({ atomic: 1_300n, meter: { ...meter, units: () => -5 } }, {})).toBe(300n);
+    // a route without a meter costs its price
+    expect(meteredAmount({ atomic: 1_300n }, page(3))).toBe(1_300n);
+  });
+
+  it("is refused unless its base is positive and no greater than the route's price, and its unit price not negative", () => {
+    const at =
+      (m: Partial<Meter>, atomic = 1_300n) =>
+      () =>
+        new PriceList([{ method: "GET", path: "/m", atomic, description: "", meter: { ...meter, ...m } }]);
+    expect(at({})).not.toThrow();
+    expect(at({ baseAtomic: 1_300n })).not.toThrow();
+    expect(at({ unitAtomic: 0n })).not.toThrow();
+    expect(at({ baseAtomic: 0n })).toThrow("x402 meter of GET /m must charge a positive base no greater than the route's price");
+    expect(at({ baseAtomic: 1_301n })).toThrow(/positive base no greater/);
+    expect(at({ unitAtomic: -1n })).toThrow(/positive base no greater/);
+  });
+
+  it("is stated in the price list, beside the maximum", () => {
+    const list = new PriceList([{ method: "GET", path: "/m", atomic: 1_300n, description: "d", meter }]);
+    expect(list.document("base-sepolia", "0xa", "0xb").prices[0]).toMatchObject({
+      amount_atomic: "1300",
+      metered: { scheme: "upto", max_atomic: "1300", base_atomic: "300", per_unit_atomic: "2", unit: "entry" },
+    });
+    expect(
+      new PriceList([{ method: "GET", path: "/n", atomic: 1_000n, description: "d" }]).document("base-sepolia", "0xa", "0xb").prices[0],
+    ).not.toHaveProperty("metered");
   });
 });
