@@ -26,6 +26,13 @@ export class ResponseValidator {
     this.ajv.addSchema(doc as object, "openapi.json");
   }
 
+  /** does the document's schema at `pointer` (a JSON pointer within it, `#/components/schemas/...`) allow `value` */
+  allows(pointer: string, value: unknown): boolean {
+    const ref = `openapi.json${pointer}`;
+    const validate = this.ajv.getSchema(ref) ?? this.ajv.compile({ $ref: ref });
+    return validate(value) as boolean;
+  }
+
   /** the path template of the document that matches a concrete path */
   template(concrete: string): string {
     const pathOnly = concrete.split("?")[0]!;

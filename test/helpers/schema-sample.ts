@@ -1,21 +1,58 @@
 /**
- * Requests generated from the served OpenAPI document: random instances of a
- * JSON Schema (2020-12, the subset the document uses), honouring every rule
- * the document states, its `x-` rules included (`x-equal-when-both-present`,
- * `x-sum-equals`, declared in packages/core/src/schemas/common.ts). Edge values
- * (minimum, maximum, the smallest step of `multipleOf`) come up often.
- * Patterns are drawn with randexp and checked with the regular expression
- * itself (randexp ignores lookaheads).
+ * Requests drawn from the served OpenAPI document: fast-check arbitraries of
+ * *any* instance a schema allows (JSON Schema 2020-12, the subset the
+ * document uses), honouring every rule the document states, its `x-` rules
+ * included (`x-equal-when-both-present`, `x-sum-equals`, declared in
+ * packages/core/src/schemas/common.ts). Strings matching a pattern come from
+ * `fc.stringMatching` (a lookahead, which it cannot draw, is left out of the
+ * drawing and checked on what is drawn), within minLength and maxLength;
+ * numbers are whole steps of `multipleOf` between the bounds (fast-check
+ * draws the edges often); `date-time` without a pattern is any RFC 3339 time.
  */
-import RandExp from "randexp";
+import fc from "fast-check";
 
 type Schema = Record<string, any>;
 
-export class SchemaSampler {
-  constructor(
-    private readonly doc: { components?: { schemas?: Record<string, Schema> } },
-    private readonly random: () => number = Math.random,
-  ) {}
+/** the pattern without its lookaheads (`(?=...)`, `(?!...)`): what fc.stringMatching can draw */
+export function withoutLookaheads(pattern: string): string {
+  let out = "";
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern.startsWith("(?=", i) || pattern.startsWith("(?!", i)) {
+      let depth = 0;
+      let inClass = false;
+      for (; i < pattern.length; i++) {
+        const c = pattern[i]!;
+        if (c === "\\") i++;
+        else if (inClass) inClass = c !== "]";
+        else if (c === "[") inClass = true;
+        else if (c === "(") depth++;
+        else if (c === ")" && --depth === 0) break;
+      }
+      continue;
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, "0");
+
+/** any RFC 3339 date-time (the `date-time` format): upper or lower case T and Z, any offset, fractions of any length */
+const rfc3339 = fc
+  .record({
+    date: fc.date({ min: new Date("0000-01-01T00:00:00Z"), max: new Date("9999-12-31T23:59:59Z"), noInvalidDate: true }),
+    t: fc.constantFrom("T", "t"),
+    fraction: fc.option(fc.stringMatching(/^[0-9]{1,9}$/), { nil: undefined }),
+    offset: fc.oneof(fc.constantFrom("Z", "z"), fc.tuple(fc.constantFrom("+", "-"), fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 59 }))),
+  })
+  .map(({ date, t, fraction, offset }) => {
+    const d = `${pad(date.getUTCFullYear(), 4)}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())}`;
+    const time = `${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}${fraction === undefined ? "" : `.${fraction}`}`;
+    return `${d}${t}${time}${typeof offset === "string" ? offset : `${offset[0]}${pad(offset[1])}:${pad(offset[2])}`}`;
+  });
+
+export class SchemaArbitraries {
+  constructor(private readonly doc: { components?: { schemas?: Record<string, Schema> } }) {}
 
   resolve(s: Schema): Schema {
     let cur = s;
@@ -37,59 +74,75 @@ export class SchemaSampler {
     return cur;
   }
 
-  sample(schema: Schema, depth = 0): unknown {
+  /** every value `schema` allows (optional members nested deeper than `depth` 3 are left out) */
+  of(schema: Schema, depth = 0): fc.Arbitrary<unknown> {
     const s = this.resolve(schema);
-    if ("const" in s) return s.const;
-    if (Array.isArray(s.enum)) return this.pick(s.enum);
-    if (Array.isArray(s.oneOf) && !s.type) return this.sample(this.pick(s.oneOf), depth + 1);
-    if (Array.isArray(s.anyOf) && !s.type && !s.properties) return this.sample(this.pick(s.anyOf), depth + 1);
-    const type = Array.isArray(s.type) ? (s.type.find((t: string) => t !== "null") ?? "null") : (s.type ?? (s.properties ? "object" : "string"));
+    if ("const" in s) return fc.constant(s.const);
+    if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as unknown[]));
+    if (Array.isArray(s.oneOf) && !s.type) return fc.oneof(...s.oneOf.map((o: Schema) => this.of(o, depth + 1)));
+    if (Array.isArray(s.anyOf) && !s.type && !s.properties) return fc.oneof(...s.anyOf.map((o: Schema) => this.of(o, depth + 1)));
+    const types: string[] = Array.isArray(s.type) ? s.type : [s.type ?? (s.properties ? "object" : "string")];
+    const nonNull = types.filter((t) => t !== "null");
+    if (nonNull.length === 0) return fc.constant(null);
+    const arbs = nonNull.map((t) => this.ofType(t, s, depth));
+    const one = arbs.length === 1 ? arbs[0]! : fc.oneof(...arbs);
+    return types.includes("null") ? fc.oneof({ arbitrary: one, weight: 4 }, { arbitrary: fc.constant(null), weight: 1 }) : one;
+  }
+
+  private ofType(type: string, s: Schema, depth: number): fc.Arbitrary<unknown> {
     switch (type) {
       case "object":
         return this.object(s, depth);
       case "array": {
-        const min = s.minItems ?? 0;
-        const max = Math.min(s.maxItems ?? min + 3, min + 3);
-        return Array.from({ length: this.int(min, max) }, () => this.sample(s.items ?? {}, depth + 1));
+        const minLength = s.minItems ?? 0;
+        return fc.array(this.of(s.items ?? {}, depth + 1), { minLength, maxLength: Math.min(s.maxItems ?? minLength + 3, minLength + 3) });
       }
       case "integer":
       case "number":
         return this.number(s, type === "integer");
       case "boolean":
-        return this.random() < 0.5;
-      case "null":
-        return null;
+        return fc.boolean();
       default:
         return this.string(s);
     }
   }
 
-  private object(s: Schema, depth: number): Record<string, unknown> {
+  private object(s: Schema, depth: number): fc.Arbitrary<Record<string, unknown>> {
     const props: Record<string, Schema> = s.properties ?? {};
-    const required = new Set<string>(s.required ?? []);
-    // anyOf of required sets: satisfy one branch (more may follow from the optional ones)
-    if (Array.isArray(s.anyOf)) for (const r of (this.pick(s.anyOf) as Schema).required ?? []) required.add(r);
-    const out: Record<string, unknown> = {};
-    for (const [name, p] of Object.entries(props)) {
-      if (required.has(name) || (depth < 3 && this.random() < 0.5)) out[name] = this.sample(p, depth + 1);
-    }
+    // anyOf of required sets: one branch is required (more may follow from the optional members)
+    const branches: string[][] = Array.isArray(s.anyOf) ? s.anyOf.map((b: Schema) => (b.required ?? []) as string[]) : [[]];
+    const all = Object.fromEntries(Object.entries(props).map(([k, p]) => [k, this.of(p, depth + 1)]));
+    return fc.constantFrom(...branches).chain((branch) => {
+      const required = new Set<string>([...(s.required ?? []), ...branch]);
+      const keys = Object.keys(props).filter((k) => required.has(k) || depth < 3);
+      const drawn = fc.record(Object.fromEntries(keys.map((k) => [k, all[k]!])), { requiredKeys: keys.filter((k) => required.has(k)) });
+      // a value of every member, for the rules that add one
+      return fc.tuple(drawn, fc.record(all), this.sums(s)).map(([value, spare, sums]) => this.rules(s, { ...value }, spare, sums));
+    });
+  }
+
+  /** the members of `x-sum-equals`: whole numbers that add up to its value */
+  private sums(s: Schema): fc.Arbitrary<number[]> {
+    const sum = s["x-sum-equals"] as { members: string[]; equals: number } | undefined;
+    if (!sum) return fc.constant([]);
+    const cuts = fc.array(fc.integer({ min: 0, max: sum.equals }), { minLength: sum.members.length - 1, maxLength: sum.members.length - 1 });
+    return cuts.map((c) => {
+      const edges = [0, ...c.sort((a, b) => a - b), sum.equals];
+      return sum.members.map((_, i) => edges[i + 1]! - edges[i]!);
+    });
+  }
+
+  private rules(s: Schema, out: Record<string, unknown>, spare: Record<string, unknown>, sums: number[]): Record<string, unknown> {
     // if/then (the document's: a const or enum on a member)
     if (s.if && s.then && this.matches(out, s.if)) {
-      for (const r of s.then.required ?? []) if (!(r in out)) out[r] = this.sample(props[r] ?? {}, depth + 1);
+      for (const r of s.then.required ?? []) if (!(r in out)) out[r] = spare[r];
       // `then: { not: { required: [...] } }`: members that must be absent
       for (const r of (s.then.not as Schema | undefined)?.required ?? []) delete out[r];
     }
     const equal = s["x-equal-when-both-present"] as string[] | undefined;
     if (equal && equal.every((k) => k in out)) for (const k of equal.slice(1)) out[k] = out[equal[0]!];
-    const sum = s["x-sum-equals"] as { members: string[]; equals: number } | undefined;
-    if (sum) {
-      let left = sum.equals;
-      sum.members.forEach((m, i) => {
-        const v = i === sum.members.length - 1 ? left : this.int(0, left);
-        out[m] = v;
-        left -= v;
-      });
-    }
+    const sum = s["x-sum-equals"] as { members: string[] } | undefined;
+    sum?.members.forEach((m, i) => (out[m] = sums[i]));
     return out;
   }
 
@@ -103,73 +156,45 @@ export class SchemaSampler {
     return true;
   }
 
-  private number(s: Schema, integer: boolean): number {
+  private number(s: Schema, integer: boolean): fc.Arbitrary<number> {
     // without multipleOf any number is valid: up to 9 decimals
-    const step = integer ? 1 : typeof s.multipleOf === "number" ? s.multipleOf : 10 ** -this.int(0, 9);
-    const decimals = Math.max(0, Math.round(-Math.log10(step)));
-    const scale = 10 ** decimals;
-    const up = (x: number) => Math.ceil(x * scale - 1e-9);
-    const down = (x: number) => Math.floor(x * scale + 1e-9);
-    let lo = typeof s.minimum === "number" ? up(s.minimum) : typeof s.exclusiveMinimum === "number" ? down(s.exclusiveMinimum) + 1 : 0;
-    let hi = typeof s.maximum === "number" ? down(s.maximum) : typeof s.exclusiveMaximum === "number" ? up(s.exclusiveMaximum) - 1 : lo + 100_000 * scale;
-    if (hi < lo) return s.multipleOf === undefined && !integer ? this.number({ ...s, multipleOf: 10 ** -9 }, integer) : lo / scale;
-    const r = this.random();
-    // the edges often, a small value sometimes, else anywhere
-    const units = r < 0.15 ? lo : r < 0.3 ? hi : r < 0.45 ? Math.min(hi, lo + this.int(0, 10 ** decimals)) : this.int(lo, hi);
-    return Number((units / 10 ** decimals).toFixed(decimals));
+    const decimalsOf = (step: number) => Math.max(0, Math.round(-Math.log10(step)));
+    const decimals = integer ? fc.constant(0) : typeof s.multipleOf === "number" ? fc.constant(decimalsOf(s.multipleOf)) : fc.integer({ min: 0, max: 9 });
+    return decimals.chain((d) => {
+      const scale = 10 ** d;
+      const up = (x: number) => Math.ceil(x * scale - 1e-9);
+      const down = (x: number) => Math.floor(x * scale + 1e-9);
+      const lo = typeof s.minimum === "number" ? up(s.minimum) : typeof s.exclusiveMinimum === "number" ? down(s.exclusiveMinimum) + 1 : 0;
+      const hi = typeof s.maximum === "number" ? down(s.maximum) : typeof s.exclusiveMaximum === "number" ? up(s.exclusiveMaximum) - 1 : lo + 100_000 * scale;
+      if (hi < lo) throw new Error(`no number within ${JSON.stringify(s)}`);
+      return fc.integer({ min: lo, max: Math.min(hi, Number.MAX_SAFE_INTEGER) }).map((units) => Number((units / scale).toFixed(d)));
+    });
   }
 
-  private string(s: Schema): string {
+  private string(s: Schema): fc.Arbitrary<string> {
     const min = s.minLength ?? 0;
-    const max = Math.min(s.maxLength ?? min + 24, min + 60);
+    const max = s.maxLength ?? Infinity;
+    // lengths count code points (JSON Schema)
+    const fits = (v: string) => [...v].length >= min && [...v].length <= max;
     if (typeof s.pattern === "string") {
-      const re = new RegExp(s.pattern);
-      const gen = new RandExp(re);
-      gen.randInt = (a: number, b: number) => a + Math.floor(this.random() * (b - a + 1));
-      gen.max = 6;
-      for (let i = 0; i < 200; i++) {
-        const v = gen.gen();
-        if (re.test(v) && v.length >= min && v.length <= (s.maxLength ?? Infinity) && this.formatOk(s.format, v)) return v;
-      }
-      throw new Error(`no sample for pattern ${s.pattern}`);
+      const re = new RegExp(s.pattern, "u");
+      const drawn = fc.stringMatching(new RegExp(withoutLookaheads(s.pattern), "u"));
+      return drawn.filter((v) => re.test(v) && fits(v) && this.formatOk(s.format, v));
     }
     switch (s.format) {
       case "email":
-        return `agent${this.int(0, 9999)}@example.com`;
+        return fc.emailAddress().filter(fits);
       case "uri":
-        return `https://example.com/${this.int(0, 9999)}`;
+        return fc.webUrl().filter(fits);
       case "date-time":
-        return new Date(Date.UTC(2026, 0, 1) + this.int(0, 1e9)).toISOString();
+        return rfc3339;
     }
-    const letters = "abcdefghijklmnopqrstuvwxyz ";
-    const n = this.int(Math.max(min, 1), Math.max(max, 1));
-    let v = "";
-    for (let i = 0; i < n; i++) v += letters[this.int(0, letters.length - 1)];
-    return v;
+    return fc.string({ unit: "binary", minLength: min, maxLength: Math.min(max, min + 60) }).filter(fits);
   }
 
   private formatOk(format: string | undefined, v: string): boolean {
     if (format === "email") return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v);
+    if (format === "date-time") return /^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$/.test(v);
     return true;
   }
-
-  private pick<T>(xs: T[]): T {
-    return xs[this.int(0, xs.length - 1)]!;
-  }
-
-  private int(lo: number, hi: number): number {
-    return lo + Math.floor(this.random() * (hi - lo + 1));
-  }
-}
-
-/** a small deterministic generator (mulberry32), so a failure names its seed and repeats */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

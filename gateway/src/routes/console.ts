@@ -4,6 +4,8 @@
  * session bound to the Safe's managed treasury; the position's history for
  * the chart. The console page itself is served by console/serve.ts.
  */
+import { STATEMENT_MAX_AGE_SECONDS, STATEMENT_NONCE_PATTERN } from "@treasury/core/domain/statements";
+import { DateTimeInput } from "@treasury/core/schemas/common";
 import { z } from "@treasury/core/schemas/zod";
 import { requireCredential } from "../http/credential";
 import type { ConsoleSessionService } from "../services/console-sessions";
@@ -34,9 +36,17 @@ const SessionRequest = z
   .strictObject({
     owner: Address,
     safe: Address,
-    nonce: z.string().min(1).max(128),
-    issued_at: z.string().min(1).max(64),
-    signature: z.string().regex(/^0x[0-9a-fA-F]{130}$/, "must be a 65-byte signature, 0x-prefixed hex"),
+    nonce: z
+      .string()
+      .regex(STATEMENT_NONCE_PATTERN, "must be 16 to 128 characters of A-Z a-z 0-9 . _ : -")
+      .openapi({ description: "the sign-in message's nonce (GET /api/v1/console/sign-in), single use" }),
+    issued_at: DateTimeInput.openapi({
+      description: `the sign-in message's issued-at time, exactly as in the message; accepted from ${STATEMENT_MAX_AGE_SECONDS} seconds before the service's clock to 60 seconds after it (outside: 401 unauthorized)`,
+    }),
+    signature: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{130}$/, "must be a 65-byte signature, 0x-prefixed hex")
+      .openapi({ description: "personal_sign (EIP-191) of the message by the owner: 65 bytes (r, s, v); one that does not recover to the owner is 401 unauthorized" }),
   })
   .openapi("ConsoleSessionRequest");
 
@@ -55,10 +65,7 @@ const Session = z
   .openapi("ConsoleSession");
 
 const HistoryQuery = z.object({
-  since: z
-    .string()
-    .datetime({ offset: true })
-    .optional()
+  since: DateTimeInput.optional()
     .openapi({ param: { name: "since", in: "query" }, description: "ISO 8601 time of the oldest sample wanted (default: 24 hours ago)" }),
 });
 

@@ -1,5 +1,5 @@
 import { TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
-import { AMOUNT_ALIAS_RULES, queryNumber, requiredWhen, schemaRules, usdcAmount } from "@treasury/core/schemas/common";
+import { AMOUNT_ALIAS_RULES, hexBytes, queryNumber, requiredWhen, schemaRules, usdcAmount } from "@treasury/core/schemas/common";
 import { z } from "@treasury/core/schemas/zod";
 
 /** an estimate of a convert names its target: the document's if/then, and the check the estimate runs (PreviewService.estimateFor) */
@@ -24,7 +24,9 @@ export type EstimateBody = z.infer<typeof EstimateRequest>;
 export const RelayRequest = z
   .strictObject({
     tx_id: z.string().regex(/^tx_/, "must start with tx_"),
-    signed_transaction: z.string().regex(/^0x[0-9a-fA-F]+$/, "must be 0x-prefixed hex"),
+    signed_transaction: hexBytes({ min: 1 }).openapi({
+      description: "the signed transaction's bytes (legacy, EIP-2930 or EIP-1559); bytes that do not decode to one are 400 invalid_signed_transaction",
+    }),
   })
   .openapi("RelayRequest");
 

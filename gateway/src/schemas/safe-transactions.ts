@@ -24,8 +24,11 @@ export const SafeSignatureRequest = z
   .strictObject({
     signature: z
       .string()
-      .regex(/^0x[0-9a-fA-F]{130}$/, "must be a 65-byte signature (r, s, v), 0x-prefixed hex")
-      .openapi({ description: "an owner's ECDSA signature of safe_tx_hash: eth_signTypedData_v4 of typed_data (v 27/28), or eth_sign of the hash (v 31/32)" }),
+      .regex(/^0x[0-9a-fA-F]{128}(?:1[bBcCfF]|20)$/, "must be a 65-byte signature (r, s, v) with v 27/28 (typed data) or 31/32 (eth_sign), 0x-prefixed hex")
+      .openapi({
+        description:
+          "an owner's ECDSA signature of safe_tx_hash: eth_signTypedData_v4 of typed_data (v 27/28, 0x1b/0x1c), or eth_sign of the hash (v 31/32, 0x1f/0x20). One that recovers to no owner of the Safe (another hash's, r and s off the curve) is 403 not_an_owner",
+      }),
   })
   .openapi("SafeSignatureRequest");
 

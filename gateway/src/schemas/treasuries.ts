@@ -1,22 +1,22 @@
 import { CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
-import { ChainName, ExecutionModeSchema, PresetNameSchema, Timestamp, WalletAddress } from "@treasury/core/schemas/common";
+import { STATEMENT_MAX_AGE_SECONDS, STATEMENT_NONCE_PATTERN } from "@treasury/core/domain/statements";
+import { ChainName, DateTimeInput, ExecutionModeSchema, hexBytes, PresetNameSchema, Timestamp, WalletAddress } from "@treasury/core/schemas/common";
 import { z } from "@treasury/core/schemas/zod";
 
 /** a signed statement (EIP-712, or EIP-1271 for a contract wallet): signature, its nonce and issue time */
 export const SignedProof = z
   .strictObject({
-    signature: z
-      .string()
-      .regex(/^0x[0-9a-fA-F]+$/)
-      .max(20_000)
-      .openapi({
-        description: "EIP-712 signature of the statement by the wallet; for a contract wallet (a Safe), the bytes its EIP-1271 isValidSignature accepts",
-      }),
+    signature: hexBytes({ min: 65, max: 9_999 }).openapi({
+      description:
+        "EIP-712 signature of the statement by the wallet (65 bytes: r, s, v); for a contract wallet (a Safe), the bytes its EIP-1271 isValidSignature accepts (65 to 9,999). A well-formed signature that does not verify is refused by the proof's state (invalid_ownership_proof, invalid_safe_proof), not as malformed",
+    }),
     nonce: z
       .string()
-      .regex(/^[A-Za-z0-9._:-]{16,128}$/)
+      .regex(STATEMENT_NONCE_PATTERN, "must be 16 to 128 characters of A-Z a-z 0-9 . _ : -")
       .openapi({ description: "fresh, single use per wallet (16 to 128 characters of A-Z a-z 0-9 . _ : -)" }),
-    issued_at: z.string().openapi({ description: "ISO 8601 time the statement was signed; accepted for 600 seconds" }),
+    issued_at: DateTimeInput.openapi({
+      description: `the time the statement was signed, exactly as signed (the signed statement's issuedAt); accepted from ${STATEMENT_MAX_AGE_SECONDS} seconds before the service's clock to 60 seconds after it (outside: a refusal of the proof's state, not of its form)`,
+    }),
   })
   .openapi("SignedProof");
 

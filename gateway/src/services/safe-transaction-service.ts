@@ -122,9 +122,8 @@ export class SafeTransactionService {
     try {
       owner = await safeSignatureOwner(r.safeTxHash, signature);
     } catch (err) {
-      throw new TreasuryError("invalid_request", `not a usable signature of ${r.safeTxHash}: ${(err as Error).message}`, {
-        details: [{ location: "body", field: "signature", message: (err as Error).message }],
-      });
+      // its form is the schema's (v 27/28/31/32): one that recovers to no address is a wrong signature, not a malformed one
+      throw new TreasuryError("not_an_owner", `the signature recovers to no address (${(err as Error).message}), so to no owner of the Safe ${r.safe}`);
     }
     const state = await this.safeState(r.chain, r.safe);
     if (!state.owners.includes(owner)) {

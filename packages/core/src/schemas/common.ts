@@ -94,6 +94,24 @@ export const queryNumber = () =>
 export const Timestamp = z.string().datetime({ offset: true }).openapi({ example: "2026-06-25T12:00:00.000Z" });
 
 /**
+ * A time a client sends: RFC 3339 as zod reads it, narrower than the `date-time` format (an upper-case T
+ * and Z, seconds always, an offset with its colon, a real calendar day), so the document states zod's own
+ * pattern beside the format: what it allows is what the gateway accepts.
+ */
+export const DateTimeInput = z.iso
+  .datetime({ offset: true, message: "must be an RFC 3339 date-time (2026-06-25T12:00:00Z, or with an offset +02:00)" })
+  .openapi({ pattern: z.regexes.datetime({ offset: true }).source });
+
+/** Bytes as 0x-prefixed hex: whole bytes (an even number of digits), `min` to `max` of them (no upper bound without `max`). */
+export const hexBytes = (o: { min: number; max?: number }) =>
+  z
+    .string()
+    .regex(
+      new RegExp(`^0x(?:[0-9a-fA-F]{2}){${o.min},${o.max ?? ""}}$`),
+      `must be ${o.max === undefined ? `at least ${o.min}` : `${o.min} to ${o.max}`} bytes as 0x-prefixed hex (two digits a byte)`,
+    );
+
+/**
  * Text a client writes and a person reads (an access request's names and use case, a borrow's purpose, the
  * reviewer's name and note: the admin API, the console, the operator's e-mail). Refused anywhere in it:
  * C0 controls (NUL, ESC, ...) but tab, line feed and carriage return; DEL and the C1 controls (U+0080-U+009F:
