@@ -68,6 +68,13 @@ export interface ToolSpec {
 /** none; bearer (API key only); bearer_or_x402 (spec 5: either credential; the route must have an x402 price); admin */
 export type Security = "none" | "bearer" | "bearer_or_x402" | "admin";
 
+/** a named request example: what it shows, its body, and the refusal it illustrates (none: it succeeds) */
+export interface RequestExample<B> {
+  summary: string;
+  value: B;
+  answers?: { status: number; error: ErrorCode };
+}
+
 export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   method: Method;
   /** express path, e.g. /api/v1/treasuries/:id */
@@ -94,8 +101,12 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   siwx?: boolean;
   /** the MCP tool this route serves */
   tool?: ToolSpec;
-  /** `example`: a valid request body, shown in OpenAPI and in the route's x402 bazaar metadata */
-  request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P>; example?: B };
+  /**
+   * `example`: a request body that succeeds on a fresh service, shown in OpenAPI and in the route's x402
+   * bazaar metadata; `examples` (OpenAPI only): named ones, each succeeding or answering the refusal it
+   * illustrates (`answers`, the example's `x-answers`). test/gateway/openapi-examples.test.ts plays them.
+   */
+  request?: { body?: ZodType<B>; bodyRequired?: boolean; query?: ZodType<Q>; params?: ZodType<P>; example?: B; examples?: Record<string, RequestExample<B>> };
   responses: Record<number, ResponseSpec>;
   /**
    * The codes the route's own services answer with (its handler, `reserve`, `storeOnly`), beside those of

@@ -41,7 +41,18 @@ export function agentRoutes(kit: RouteKit, access: AccessRequestService): void {
       openWorld: true,
     },
     tags,
-    request: { body: AccessRequestBody },
+    request: {
+      body: AccessRequestBody,
+      example: {
+        operator_name: "Ada Lovelace",
+        operator_email: "ada@example.com",
+        use_case: "Keep an agent's idle USDC supplied on Aave and borrow against it within the balanced band",
+        agent_name: "ledger-keeper",
+        wallet_address: "0x1111111111111111111111111111111111111111",
+        chain: "base",
+        expected_monthly_volume_usdc: 25000,
+      },
+    },
     responses: { 200: { description: "access request (spec 2.11), status received", schema: AccessRequest }, 400: err("invalid body"), ...RATE_LIMITED },
     handler: async ({ body }) => ({ status: 200, body: await access.submit(body) }),
   });

@@ -113,7 +113,23 @@ export function consoleRoutes(kit: RouteKit, sessions: ConsoleSessionService, tr
     tags: ["Managed"],
     security: "none",
     extension: true,
-    request: { body: SessionRequest },
+    request: {
+      body: SessionRequest,
+      examples: {
+        stale: {
+          summary: "a sign-in whose message was issued long ago: 401 unauthorized (sign the message GET /api/v1/console/sign-in returns, within 600 seconds)",
+          value: {
+            owner: "0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A",
+            safe: "0x1111111111111111111111111111111111111111",
+            nonce: "3f1c0a9e5b7d4c2a8e6f0b1d3c5a7e9f",
+            issued_at: "2025-01-01T00:00:00.000Z",
+            signature:
+              "0xb86c09436a5b93dbcb32edf9174b4dad3ccf9917a3f0c827b5861a2279776d5c7d04220c0a1aee6fef1b0f3ab0453c5238410021e0adfdbc1d19a8ed38c72ce81c",
+          },
+          answers: { status: 401, error: "unauthorized" },
+        },
+      },
+    },
     responses: {
       200: { description: "the console session", schema: Session },
       400: err("invalid body"),

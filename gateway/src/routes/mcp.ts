@@ -77,7 +77,7 @@ export function mcpRoutes(
     description:
       "MCP clients connect with the Streamable HTTP transport. A plain JSON-RPC 2.0 request (e.g. `tools/list`) with Content-Type: application/json also works. A body missing `jsonrpc` or `method` is a 400 typed error; a notification (no `id`) is 202 with no body.",
     tags: ["MCP"],
-    request: { body: JsonRpcRequest },
+    request: { body: JsonRpcRequest, example: { jsonrpc: "2.0", id: 1, method: "tools/list" } },
     responses: {
       200: {
         description:

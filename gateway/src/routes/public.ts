@@ -157,7 +157,7 @@ export function publicRoutes(kit: RouteKit, deps: PublicDeps): void {
     description:
       "`amount` is the USDC value of the action (`amount_usdc` is an alias; both present must be equal). With `address`, the preview runs on the sandbox treasury registered for it; otherwise on the demo portfolio. `current_ltv` restates the debt against that collateral.",
     tags,
-    request: { body: PreviewRequest },
+    request: { body: PreviewRequest, example: { action: "borrow", amount: 500 } },
     responses: {
       200: { description: "action preview (spec 2.3)", schema: ActionPreview },
       400: err("invalid body"),

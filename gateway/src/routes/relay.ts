@@ -54,7 +54,20 @@ export function relayRoutes(kit: RouteKit, relay: RelayService): void {
       "One signature: sign the envelope's `unsigned_transaction` with the wallet's next nonce and relay it under the envelope's `tx_id`. In the sandbox (a local test chain) the envelope's other steps are provided without a signature (fee moved from the wallet to the fee recipient, approvals set, a swap filled at its quoted minimum) and listed in `provided_steps`; elsewhere 409 `prerequisite_steps_required` names them. Steps: accepted only if it is signed by the treasury's wallet and its to, data, value and chain id equal the step's. Steps are relayed in order; the action executes when the last one is relayed. For a chain-backed treasury the transaction's nonce must be the wallet's next one, the step is claimed (hash recorded) before it is broadcast, and a second signature of a claimed step is refused without being sent; a receipt that does not come in time answers 202 `broadcasting` (poll GET /api/v1/relay/{tx_id}, or relay the same bytes again). The same signed transaction relayed again, under any Idempotency-Key (a retry after a lost answer or a gateway crash), answers the step's receipt once it is mined, never a second execution. Sandbox treasuries are simulated. Idempotency-Keys are scoped to the transaction's signer, so callers cannot collide.",
     tags: ["Wallet loop"],
     idempotencyKey: true,
-    request: { body: RelayRequest },
+    request: {
+      body: RelayRequest,
+      examples: {
+        unknown_envelope: {
+          summary: "a signed EIP-1559 transaction relayed under a tx_id no envelope has: 404 envelope_not_found (relay under the tx_id of an action's envelope)",
+          value: {
+            tx_id: "tx_00000000000000000000000000000000",
+            signed_transaction:
+              "0x02f86d83014a3480830f42408477359400830186a094036cbd53842c5426634e7929541ec2318f3dcf7e8080c001a06e08985d77f643c61fa80d539974ffe92b71cdfb8dcbf19ed6950c69cfae9d10a078981afe442c0fa832e1a3ebcc9c209601e66ecdef099dc9764e06488a818e76",
+          },
+          answers: { status: 404, error: "envelope_not_found" },
+        },
+      },
+    },
     responses: {
       200: { description: "relay receipt (spec 2.6); also the answer to the same signed transaction relayed again", schema: RelayReceipt },
       202: { description: "sent, not mined yet: the step is claimed and reconciled later", schema: RelayPending },

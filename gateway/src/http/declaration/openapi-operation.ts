@@ -22,6 +22,18 @@ const RATE_LIMIT_HEADERS = {
 export const operationResponses = (spec: AnyRouteSpec): Record<number, ResponseSpec> =>
   spec.security === "bearer_or_x402" ? { 402: PAYMENT_REQUIRED, ...spec.responses, ...paymentResponses(spec.responses) } : spec.responses;
 
+/** the body's `example`, or its named `examples` (each with the refusal it illustrates as `x-answers`) */
+function requestExamples(spec: AnyRouteSpec): Record<string, unknown> {
+  if (spec.request?.example !== undefined) return { example: spec.request.example };
+  const named = spec.request?.examples;
+  if (!named) return {};
+  return {
+    examples: Object.fromEntries(
+      Object.entries(named).map(([name, e]) => [name, { summary: e.summary, value: e.value, ...(e.answers ? { "x-answers": e.answers } : {}) }]),
+    ),
+  };
+}
+
 export function openApiOperation(spec: AnyRouteSpec): RouteConfig {
   const responses: Record<number, ResponseConfig> = {};
   const codes = errorCodesByStatus(spec);
@@ -56,7 +68,7 @@ export function openApiOperation(spec: AnyRouteSpec): RouteConfig {
         ? {
             body: {
               required: spec.request.bodyRequired ?? true,
-              content: { "application/json": { schema: spec.request.body, ...(spec.request.example === undefined ? {} : { example: spec.request.example }) } },
+              content: { "application/json": { schema: spec.request.body, ...requestExamples(spec) } },
             },
           }
         : {}),
