@@ -6,10 +6,12 @@
  * signature that does not verify, a time outside the window, a nonce already spent (400
  * `invalid_ownership_proof` for a treasury's owner, 401 `unauthorized` for a console sign-in).
  */
+import fc from "fast-check";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
+import { SchemaArbitraries } from "../helpers/schema-sample";
 
 let gw: TestGateway;
 let doc: any;
@@ -66,6 +68,19 @@ describe("a signed ownership proof", () => {
     const r = await register({ ...proof, nonce: s.nonce, issued_at: s.issued_at });
     expect(r.status).toBe(400);
     expect(r.body.error).toBe("invalid_ownership_proof");
+  });
+
+  it("any signature the document allows, on a fresh statement, is refused by the proof's state only", async () => {
+    const signatures = new SchemaArbitraries(doc).of(doc.components.schemas.SignedProof.properties.signature);
+    await fc.assert(
+      fc.asyncProperty(signatures, async (signature) => {
+        const s = await statement();
+        const r = await register({ signature, nonce: s.nonce, issued_at: s.issued_at });
+        expect(r.status, r.text).toBe(400);
+        expect(r.body.error, r.text).toBe("invalid_ownership_proof");
+      }),
+      { numRuns: 20, seed: 7 },
+    );
   });
 
   it("a time in any form the document allows is read as that time: a proof signed with it registers", async () => {
