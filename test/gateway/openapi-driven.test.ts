@@ -61,7 +61,8 @@ describe("every operation with requests drawn from /openapi.json", () => {
         }),
         { numRuns: SAMPLES, seed: 4242 + i, endOnFailure: !process.env.OPENAPI_SHRINK },
       );
-      if (details.failed) failures.push(`${o.method} ${o.template} (seed ${details.seed}, path ${details.counterexamplePath}): ${problem ?? String(details.errorInstance)}`);
+      if (details.failed)
+        failures.push(`${o.method} ${o.template} (seed ${details.seed}, path ${details.counterexamplePath}): ${problem ?? String(details.errorInstance)}`);
     }
     expect(sent).toBeGreaterThanOrEqual(ops.length * SAMPLES - failures.length * SAMPLES);
     expect(failures, failures.slice(0, 8).join("\n\n")).toEqual([]);

@@ -105,7 +105,8 @@ describe("the document's examples", () => {
         checked++;
         if (!v.allows(pointer, s.example)) wrong.push(`${pointer}: ${JSON.stringify(s.example)}`);
       }
-      for (const [k, child] of Object.entries(s)) if (k !== "example" && k !== "examples") walk(child, `${pointer}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`);
+      for (const [k, child] of Object.entries(s))
+        if (k !== "example" && k !== "examples") walk(child, `${pointer}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`);
     };
     walk(doc.components, "#/components");
     walk(doc.paths, "#/paths");

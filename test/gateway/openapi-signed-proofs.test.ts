@@ -44,7 +44,8 @@ describe("a signed ownership proof", () => {
 
   it("the document refuses what the server cannot read as a proof: a signature of half a byte, a time that is not one", () => {
     expect(allows("SignedProof", proof)).toBe(true);
-    for (const signature of ["0xe", "0x", `0x${"ab".repeat(64)}`, `0x${"ab".repeat(65)}e`]) expect(allows("SignedProof", { ...proof, signature }), signature).toBe(false);
+    for (const signature of ["0xe", "0x", `0x${"ab".repeat(64)}`, `0x${"ab".repeat(65)}e`])
+      expect(allows("SignedProof", { ...proof, signature }), signature).toBe(false);
     for (const issued_at of ["", "yesterday", "2026-06-25", "2026-06-25 12:00:00Z", "2026-06-25T12:00Z"])
       expect(allows("SignedProof", { ...proof, issued_at }), issued_at).toBe(false);
     for (const issued_at of ["2026-06-25T12:00:00Z", "2026-06-25T14:00:00.5+02:00", "2026-06-25T12:00:00.123456789Z"])

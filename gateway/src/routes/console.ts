@@ -46,7 +46,9 @@ const SessionRequest = z
     signature: z
       .string()
       .regex(/^0x[0-9a-fA-F]{130}$/, "must be a 65-byte signature, 0x-prefixed hex")
-      .openapi({ description: "personal_sign (EIP-191) of the message by the owner: 65 bytes (r, s, v); one that does not recover to the owner is 401 unauthorized" }),
+      .openapi({
+        description: "personal_sign (EIP-191) of the message by the owner: 65 bytes (r, s, v); one that does not recover to the owner is 401 unauthorized",
+      }),
   })
   .openapi("ConsoleSessionRequest");
 
@@ -65,8 +67,10 @@ const Session = z
   .openapi("ConsoleSession");
 
 const HistoryQuery = z.object({
-  since: DateTimeInput.optional()
-    .openapi({ param: { name: "since", in: "query" }, description: "ISO 8601 time of the oldest sample wanted (default: 24 hours ago)" }),
+  since: DateTimeInput.optional().openapi({
+    param: { name: "since", in: "query" },
+    description: "ISO 8601 time of the oldest sample wanted (default: 24 hours ago)",
+  }),
 });
 
 const History = z
@@ -123,8 +127,7 @@ export function consoleRoutes(kit: RouteKit, sessions: ConsoleSessionService, tr
             safe: "0x1111111111111111111111111111111111111111",
             nonce: "3f1c0a9e5b7d4c2a8e6f0b1d3c5a7e9f",
             issued_at: "2025-01-01T00:00:00.000Z",
-            signature:
-              "0xb86c09436a5b93dbcb32edf9174b4dad3ccf9917a3f0c827b5861a2279776d5c7d04220c0a1aee6fef1b0f3ab0453c5238410021e0adfdbc1d19a8ed38c72ce81c",
+            signature: "0xb86c09436a5b93dbcb32edf9174b4dad3ccf9917a3f0c827b5861a2279776d5c7d04220c0a1aee6fef1b0f3ab0453c5238410021e0adfdbc1d19a8ed38c72ce81c",
           },
           answers: { status: 401, error: "unauthorized" },
         },

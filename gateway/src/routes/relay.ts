@@ -58,7 +58,8 @@ export function relayRoutes(kit: RouteKit, relay: RelayService): void {
       body: RelayRequest,
       examples: {
         unknown_envelope: {
-          summary: "a signed EIP-1559 transaction relayed under a tx_id no envelope has: 404 envelope_not_found (relay under the tx_id of an action's envelope)",
+          summary:
+            "a signed EIP-1559 transaction relayed under a tx_id no envelope has: 404 envelope_not_found (relay under the tx_id of an action's envelope)",
           value: {
             tx_id: "tx_00000000000000000000000000000000",
             signed_transaction:

@@ -66,7 +66,10 @@ export function treasuryRoutes(kit: RouteKit, _ctx: Runtime, treasuries: Treasur
     description:
       "Returns the treasury and its sandbox API key; the key is shown only in this response. With ownership_proof (the wallet's signed statement) the treasury is `proven` and serves the wallet's x402 payments and public address views; without it, it is `unproven` and reachable only with its API key, and nothing the service does on a chain follows from it: a managed one keeps a sandbox ledger of its own (the sandbox never funds, impersonates or provides steps for its wallet, and a Safe's transactions are queued only for the registration the Safe itself proved). Free credential creation is limited per client address (429).",
     tags: ["Treasuries"],
-    request: { body: CreateTreasuryRequest, example: { wallet_address: "0x1111111111111111111111111111111111111111", chain: "base", preset: "balanced", execution_mode: "wallet" } },
+    request: {
+      body: CreateTreasuryRequest,
+      example: { wallet_address: "0x1111111111111111111111111111111111111111", chain: "base", preset: "balanced", execution_mode: "wallet" },
+    },
     responses: {
       200: { description: "treasury (spec 2.7) with api_key", schema: Treasury },
       400: err("invalid body, or an ownership proof that does not verify (invalid_ownership_proof: wrong signer, stale, reused nonce)"),
