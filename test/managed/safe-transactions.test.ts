@@ -126,6 +126,11 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect(forged.status).toBe(403);
     expect(forged.body).toMatchObject({ error: "not_an_owner", recovered: stranger.address });
     expect((await api.post(`/api/v1/safe-transactions/${stxId}/signatures`, { signature: "0x1234" }, null)).body.error).toBe("invalid_request");
+    // a v the Safe does not take is malformed (the document's pattern); a well-formed one that recovers to no address is wrong, not malformed
+    expect((await api.post(`/api/v1/safe-transactions/${stxId}/signatures`, { signature: `0x${"11".repeat(64)}05` }, null)).body.error).toBe("invalid_request");
+    const offCurve = await api.post(`/api/v1/safe-transactions/${stxId}/signatures`, { signature: `0x${"00".repeat(64)}1b` }, null);
+    expect(offCurve.status, offCurve.text).toBe(403);
+    expect(offCurve.body.error).toBe("not_an_owner");
     // another treasury's key does not see it
     const other = await operatorWithSafe();
     expect((await other.api.get(`/api/v1/safe-transactions/${stxId}`)).status).toBe(404);
