@@ -125,14 +125,24 @@ export class SchemaArbitraries {
     });
   }
 
-  /** the members of `x-sum-equals`: whole numbers that add up to its value */
+  /** the members of `x-sum-equals`: numbers that add up to its value (decimals as their `multipleOf` allows, else up to 9) */
   private sums(s: Schema): fc.Arbitrary<number[]> {
     const sum = s["x-sum-equals"] as { members: string[]; equals: number } | undefined;
     if (!sum) return fc.constant([]);
-    const cuts = fc.array(fc.integer({ min: 0, max: sum.equals }), { minLength: sum.members.length - 1, maxLength: sum.members.length - 1 });
-    return cuts.map((c) => {
-      const edges = [0, ...c.sort((a, b) => a - b), sum.equals];
-      return sum.members.map((_, i) => edges[i + 1]! - edges[i]!);
+    const member = this.resolve(s.properties?.[sum.members[0]!] ?? {});
+    const decimals =
+      member.type === "integer"
+        ? fc.constant(0)
+        : typeof member.multipleOf === "number"
+          ? fc.constant(Math.max(0, Math.round(-Math.log10(member.multipleOf))))
+          : fc.integer({ min: 0, max: 9 });
+    return decimals.chain((d) => {
+      const total = Math.round(sum.equals * 10 ** d);
+      const cuts = fc.array(fc.integer({ min: 0, max: total }), { minLength: sum.members.length - 1, maxLength: sum.members.length - 1 });
+      return cuts.map((c) => {
+        const edges = [0, ...c.sort((a, b) => a - b), total];
+        return sum.members.map((_, i) => Number(((edges[i + 1]! - edges[i]!) / 10 ** d).toFixed(d)));
+      });
     });
   }
 
