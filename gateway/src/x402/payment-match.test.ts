@@ -275,8 +275,7 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
 });
 
 describe("the payment-identifier extension", () => {
-  const v2 = (extensions: unknown) =>
-    ({ version: 2, authorization: {} as never, payment: { x402Version: 2, accepted: {} as never, payload: {}, extensions } }) as DecodedPaymentV2;
+  const v2 = (extensions: unknown) => ({ x402Version: 2, accepted: {}, payload: {}, extensions });
   const withId = (id: unknown) => v2({ [PAYMENT_IDENTIFIER]: { info: { required: false, id } } });
 
   it("reads a v2 proof's id, refuses a malformed one, and finds none elsewhere", () => {
@@ -291,13 +290,11 @@ describe("the payment-identifier extension", () => {
     expect(paymentIdentifier(v2({}))).toBeUndefined();
     expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: {} }))).toBeUndefined();
     expect(paymentIdentifier(v2({ other: { info: { id: "pay_7d5d747be160e280" } } }))).toBeUndefined();
-    expect(
-      paymentIdentifier({
-        version: 1,
-        authorization: {} as never,
-        payment: { extensions: { [PAYMENT_IDENTIFIER]: { info: { id: "pay_7d5d747be160e280" } } } } as never,
-      }),
-    ).toBeUndefined();
+    expect(paymentIdentifier({ x402Version: 1, extensions: { [PAYMENT_IDENTIFIER]: { info: { id: "pay_7d5d747be160e280" } } } })).toBeUndefined();
+    expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: null }))).toBeUndefined();
+    expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: { info: null } }))).toBeUndefined();
+    // a session's or an upto proof carries it as an exact one does
+    expect(paymentIdentifier({ ...withId("pay_7d5d747be160e280"), accepted: { scheme: "batch-settlement" } })).toEqual({ id: "pay_7d5d747be160e280" });
     expect(paymentIdentifier(undefined)).toBeUndefined();
   });
 

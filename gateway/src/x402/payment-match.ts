@@ -215,11 +215,15 @@ export function paymentIdentifierDeclaration() {
   };
 }
 
-/** the identifier a v2 proof carries: its id, an invalid one, or undefined (none: a v1 proof never has one) */
-export function paymentIdentifier(decoded: DecodedPayment | undefined): { id: string } | { invalid: string } | undefined {
-  if (decoded?.version !== 2) return undefined;
-  const ext = decoded.payment.extensions?.[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | undefined;
-  const id = ext?.info?.id;
+/**
+ * The identifier a v2 proof carries, whatever its scheme (the decoded PAYMENT-SIGNATURE object): its id, an invalid
+ * one, or undefined (none: a v1 proof never has one)
+ */
+export function paymentIdentifier(payment: unknown): { id: string } | { invalid: string } | undefined {
+  const p = payment as { x402Version?: unknown; extensions?: unknown } | null | undefined;
+  if (typeof p !== "object" || p === null || p.x402Version !== 2 || typeof p.extensions !== "object" || p.extensions === null) return undefined;
+  const ext = (p.extensions as Record<string, unknown>)[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | null | undefined;
+  const id = typeof ext === "object" && ext !== null && typeof ext.info === "object" && ext.info !== null ? ext.info.id : undefined;
   if (id === undefined) return undefined;
   if (typeof id !== "string" || !PAYMENT_ID.test(id)) return { invalid: "the payment-identifier id must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -" };
   return { id };
