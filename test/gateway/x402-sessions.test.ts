@@ -165,8 +165,9 @@ describe("x402 sessions with the official batch-settlement client", () => {
     const required = decodePaymentRequiredHeader((await fetch(`${base}${PATH}`)).headers.get("payment-required")!);
     const deposit = await client.createPaymentPayload(required);
     const identity = (payload: unknown) => rateIdentity(stack.gateway, "GET", PATH, { "payment-signature": encodePaymentSignatureHeader(payload as never) });
-    // before its deposit is settled here, the channel proves nothing
+    // before its deposit is settled here, the channel proves nothing; a malformed one neither (it is counted by address)
     expect(await identity(deposit)).toBeNull();
+    expect(await identity({ ...deposit, payload: null })).toBeNull();
     expect((await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(deposit) } })).status).toBe(200);
     // its voucher is charged: it names nobody any more; the next one does
     expect(await identity(deposit)).toBeNull();

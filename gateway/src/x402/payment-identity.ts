@@ -59,16 +59,21 @@ type Asset = PaymentGateOptions["asset"];
 
 /** the payer (lower-case) whose signature the proof carries in the scheme that pays it, else undefined */
 export async function proofSigner(proof: SentProof, asset: Asset): Promise<string | undefined> {
-  if (proof.scheme === "exact") return signedPayer(proof.decoded, asset);
-  if (proof.scheme === "upto") return (await uptoSigner(proof.raw)) ?? undefined;
-  const s = decodeSessionPayment(proof.raw);
-  if (!s || channelIdOf(s.config) !== s.voucher.channelId || !(await voucherSigned(s))) return undefined;
-  return s.config.payer.toLowerCase();
+  try {
+    if (proof.scheme === "exact") return await signedPayer(proof.decoded, asset);
+    if (proof.scheme === "upto") return (await uptoSigner(proof.raw)) ?? undefined;
+    const s = decodeSessionPayment(proof.raw);
+    if (!s || channelIdOf(s.config) !== s.voucher.channelId || !(await voucherSigned(s))) return undefined;
+    return s.config.payer.toLowerCase();
+  } catch {
+    return undefined; // a malformed proof names nobody
+  }
 }
 
 /**
- * The payer of a proof that is valid now for this route (the rules above), else null. Reads the store at most
- * once (exact and upto: the payment's row; a session: its channel), never the chain.
+ * The payer of a proof that is valid now for this route (the rules above), else null: a malformed proof too (it
+ * is counted by its client's address). Reads the store at most once (exact and upto: the payment's row, while
+ * the signature is recovered; a session: its channel), never the chain.
  */
 export function validNowPayer(
   ctx: Pick<PaymentGateContext, "config" | "clock" | "links" | "stores">,
@@ -78,23 +83,23 @@ export function validNowPayer(
   const cfg = ctx.config.x402;
   const asset = getAddress(opts.asset.address);
   const unseen = async (payer: string, nonce: string) => !(await ctx.stores.payments.seen(payer, nonce));
-  return async (proof: SentProof, route: { path: string; price: RoutePrice }): Promise<string | null> => {
+  const validNow = async (proof: SentProof, route: { path: string; price: RoutePrice }): Promise<string | null> => {
     const now = BigInt(Math.floor(ctx.clock.now().getTime() / 1000));
     const priceAtomic = route.price.atomic;
     if (proof.scheme === "exact") {
       const d = proof.decoded;
       const match = { priceAtomic, payTo: reqs.payTo, asset, resource: ctx.links.url(route.path), maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: now };
       if (!d || paymentMismatch(d, match) || BigInt(d.authorization.validAfter) > now || BigInt(d.authorization.validBefore) <= now) return null;
-      const payer = await signedPayer(d, opts.asset);
-      return payer && (await unseen(payer, d.authorization.nonce)) ? payer : null;
+      const [payer, fresh] = await Promise.all([signedPayer(d, opts.asset), unseen(d.authorization.from, d.authorization.nonce)]);
+      return payer && fresh ? payer : null;
     }
     if (proof.scheme === "upto") {
       const a = decodeUptoAuthorization(proof.raw);
       if (!a || !cfg.uptoFacilitator || reqs.upto(route.price).length === 0) return null;
       const match = { priceAtomic, payTo: reqs.payTo, asset, facilitator: cfg.uptoFacilitator, maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: now };
       if (uptoMismatch(proof.raw, a, match) || a.validAfter > now || a.deadline <= now) return null;
-      const payer = await uptoSigner(proof.raw);
-      return payer && (await unseen(payer, `upto:${a.nonce}`)) ? payer : null;
+      const [payer, fresh] = await Promise.all([uptoSigner(proof.raw), unseen(a.from, `upto:${a.nonce}`)]);
+      return payer && fresh ? payer : null;
     }
     const s = decodeSessionPayment(proof.raw);
     if (!s || !reqs.sessions || sessionMismatch(s, { priceAtomic, terms: reqs.sessions }) || !(await voucherSigned(s))) return null;
@@ -104,6 +109,7 @@ export function validNowPayer(
     const balance = channel.balance + (s.type === "deposit" ? s.deposit.amount : 0n);
     return cumulative === channel.charged + priceAtomic && cumulative <= balance ? s.config.payer.toLowerCase() : null;
   };
+  return (proof: SentProof, route: { path: string; price: RoutePrice }): Promise<string | null> => validNow(proof, route).catch(() => null);
 }
 
 /** an `upto` authorization's payer: the Permit2 signature's signer when it is the authorization's `from`, else null */
