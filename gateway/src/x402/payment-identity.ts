@@ -36,8 +36,12 @@ import {
 } from "./payment-match";
 import type { RoutePrice } from "./prices";
 import type { RouteRequirements } from "./route-requirements";
+
 import { channelIdOf, decodeSessionPayment, isSessionPayment, sessionMismatch, voucherSigned } from "./sessions/voucher";
 import { decodeUptoAuthorization, isUptoPayment, uptoMismatch } from "./upto/permit";
+
+/** one turn of the event loop: a store query just made leaves before the CPU recovers a signature, so the two overlap */
+const oneTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** a request's proof, by the scheme that pays it; `raw`: a version 2 proof's object as sent */
 export type SentProof =
@@ -82,7 +86,12 @@ export function validNowPayer(
 ) {
   const cfg = ctx.config.x402;
   const asset = getAddress(opts.asset.address);
-  const unseen = async (payer: string, nonce: string) => !(await ctx.stores.payments.seen(payer, nonce));
+  /** no row of this payment in the store (a store that fails answers "seen": the proof names nobody) */
+  const unseen = (payer: string, nonce: string) =>
+    ctx.stores.payments.seen(payer, nonce).then(
+      (seen) => !seen,
+      () => false,
+    );
   const validNow = async (proof: SentProof, route: { path: string; price: RoutePrice }): Promise<string | null> => {
     const now = BigInt(Math.floor(ctx.clock.now().getTime() / 1000));
     const priceAtomic = route.price.atomic;
@@ -90,16 +99,21 @@ export function validNowPayer(
       const d = proof.decoded;
       const match = { priceAtomic, payTo: reqs.payTo, asset, resource: ctx.links.url(route.path), maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: now };
       if (!d || paymentMismatch(d, match) || BigInt(d.authorization.validAfter) > now || BigInt(d.authorization.validBefore) <= now) return null;
-      const [payer, fresh] = await Promise.all([signedPayer(d, opts.asset), unseen(d.authorization.from, d.authorization.nonce)]);
-      return payer && fresh ? payer : null;
+      // the store's answer travels while the signature is recovered
+      const fresh = unseen(d.authorization.from, d.authorization.nonce);
+      await oneTurn();
+      const payer = await signedPayer(d, opts.asset);
+      return payer && (await fresh) ? payer : null;
     }
     if (proof.scheme === "upto") {
       const a = decodeUptoAuthorization(proof.raw);
       if (!a || !cfg.uptoFacilitator || reqs.upto(route.price).length === 0) return null;
       const match = { priceAtomic, payTo: reqs.payTo, asset, facilitator: cfg.uptoFacilitator, maxTimeoutSeconds: cfg.maxTimeoutSeconds, nowSeconds: now };
       if (uptoMismatch(proof.raw, a, match) || a.validAfter > now || a.deadline <= now) return null;
-      const [payer, fresh] = await Promise.all([uptoSigner(proof.raw), unseen(a.from, `upto:${a.nonce}`)]);
-      return payer && fresh ? payer : null;
+      const fresh = unseen(a.from, `upto:${a.nonce}`);
+      await oneTurn();
+      const payer = await uptoSigner(proof.raw);
+      return payer && (await fresh) ? payer : null;
     }
     const s = decodeSessionPayment(proof.raw);
     if (!s || !reqs.sessions || sessionMismatch(s, { priceAtomic, terms: reqs.sessions }) || !(await voucherSigned(s))) return null;
