@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, type JsonResponse } from "../helpers/gateway";
 import type { ResponseValidator } from "../helpers/openapi";
 import { rowsOf } from "../helpers/rows";
-import { channelIdOf, channelOf, depositHeader, sessionOffer, voucherHeader, type SessionOffer } from "../helpers/sessions";
+import { channelIdOf, channelOf, depositHeader, sessionOffer, voucherHeader, type ChannelConfig, type SessionOffer } from "../helpers/sessions";
 import { newIdempotencyKey } from "../helpers/treasury";
 import { approvedUptoPayer, uptoProof } from "../helpers/upto";
 import { challengeFor, newPayer, paymentHeader, paymentRequiredFor, paymentSignature, SCHEME_ENV, startX402Suite, type X402Stack } from "../helpers/x402-stack";
@@ -178,7 +178,23 @@ describe("a payment-identifier is the paying payer's only", () => {
     expect(r.text).not.toBe(first.text);
     // the voucher paid for the attacker's own call, on its own treasury: charged
     expect([r.status, r.headers.get("x-treasury-id")]).toEqual([200, attackerTreasury]);
-    const channel = (await rowsOf<{ charged: string }>(stack.gateway.ctx.db, "x402_channels", { channel_id: channelIdOf(config) }))[0]!;
-    expect(BigInt(channel.charged)).toBe(2n * HEALTH_PRICE);
+    expect(await charged(config)).toBe(2n * HEALTH_PRICE);
+  });
+
+  it("a session's own identifier: its retry with the channel's next voucher gets the first answer, and that voucher is released uncharged", async () => {
+    const client = newClient();
+    const payer = await newPayer(stack.chain);
+    const config = channelOf(payer, offer);
+    const id = `pay_${crypto.randomUUID().replaceAll("-", "")}`;
+    const withId = (header: string) => encoded({ ...decoded(header), extensions: { "payment-identifier": { info: { required: false, id } } } });
+    const deposit = withId(await depositHeader(stack.chain, payer, offer, config, 100_000n, HEALTH_PRICE));
+    const first = await client("GET", HEALTH, { headers: { "payment-signature": deposit } });
+    expect(first.status, first.text).toBe(200);
+    const retry = await client("GET", HEALTH, { headers: { "payment-signature": withId(await voucherHeader(payer, offer, config, 2n * HEALTH_PRICE)) } });
+    expect([retry.status, retry.headers.get("idempotent-replayed"), retry.text]).toEqual([200, "true", first.text]);
+    expect(await charged(config)).toBe(HEALTH_PRICE);
   });
 });
+
+const charged = async (config: ChannelConfig) =>
+  BigInt((await rowsOf<{ charged: string }>(stack.gateway.ctx.db, "x402_channels", { channel_id: channelIdOf(config) }))[0]!.charged);
