@@ -97,7 +97,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
       protocolPaths: ["/api/mcp"],
       internal: isInternalDispatch,
       addressOf: clientAddress,
-      // only an identity that cost something picks a bucket: a valid API key, or a payer this service has been paid by
+      // only an identity that cost something picks a bucket: a valid API key, or a payer this service has been paid by, named by a proof valid now
       credentialOf: (req) => {
         if (req.headers.authorization) return credentialIdentity(keys, req);
         // a sign-in (it decides over a payment header beside it) is counted as a payer: its signer's own bucket once proven, else unproven

@@ -121,6 +121,19 @@ describe("Idempotency-Key (spec 8)", () => {
     expect((await authed(gw.url, t.key).post("/api/v1/borrow", { amount_usdc: 1 }, "k".repeat(120))).status).toBe(200);
   });
 
+  it("is printable ASCII: a key with a byte above 0x7E or a tab is 400, and the OpenAPI document states the pattern", async () => {
+    const t = await sandboxTenant(gw.url);
+    for (const key of ["clé-idempotente-1", "tab\tinside-key"]) {
+      const r = await authed(gw.url, t.key).post("/api/v1/borrow", { amount_usdc: 1 }, key);
+      // before: 200 (only the length was checked)
+      expect([r.status, r.body.error, r.body.details?.[0]?.field], JSON.stringify(key)).toEqual([400, "invalid_request", "Idempotency-Key"]);
+    }
+    const doc = (await call(gw.url, "GET", "/openapi.json")).body;
+    const header = doc.paths["/api/v1/borrow"].post.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
+    expect(new RegExp(header.schema.pattern).test("clé-idempotente-1")).toBe(false);
+    expect(new RegExp(header.schema.pattern).test("printable-ascii-key")).toBe(true);
+  });
+
   it("same key and body: the stored response byte for byte, marked as a replay; different body: 422", async () => {
     const t = await sandboxTenant(gw.url);
     const api = authed(gw.url, t.key);

@@ -16,9 +16,8 @@ import { createPublicClient, createTestClient, createWalletClient, http, parseAb
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { schemePayer } from "../../gateway/src/x402/scheme-payer";
 import { rowsOf, setRow } from "../helpers/rows";
-import { AUTHORIZER_KEY, newPayer, startX402Suite, type X402Stack } from "../helpers/x402-stack";
+import { AUTHORIZER_KEY, newPayer, rateIdentity, startX402Suite, type X402Stack } from "../helpers/x402-stack";
 
 const PRICE = 1_000n; // GET /api/v1/health
 const PATH = "/api/v1/health";
@@ -158,25 +157,33 @@ describe("x402 sessions with the official batch-settlement client", () => {
     expect(((await over.json()) as { error: string }).error).toBe("session_deposit_exceeded");
   });
 
-  it("the rate limit's identity: a voucher proves its payer only on a channel this service holds", async () => {
+  it("the rate limit's identity: a voucher proves its payer only on a channel this service holds, and only at the channel's next amount", async () => {
     const payer = await newPayer(stack.chain);
     const { scheme } = sessionClient(payer.account);
     const client = new x402Client();
     client.register("eip155:84532", scheme);
     const required = decodePaymentRequiredHeader((await fetch(`${base}${PATH}`)).headers.get("payment-required")!);
     const deposit = await client.createPaymentPayload(required);
-    const channels = stack.gateway.ctx.stores.channels;
-    // before its deposit is settled here, the channel proves nothing
-    expect(await schemePayer(deposit, channels)).toBeNull();
+    const identity = (payload: unknown) => rateIdentity(stack.gateway, "GET", PATH, { "payment-signature": encodePaymentSignatureHeader(payload as never) });
+    // before its deposit is settled here, the channel proves nothing; a malformed one neither (it is counted by address)
+    expect(await identity(deposit)).toBeNull();
+    expect(await identity({ ...deposit, payload: null })).toBeNull();
     expect((await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(deposit) } })).status).toBe(200);
-    expect(await schemePayer(deposit, channels)).toBe(payer.account.address.toLowerCase());
+    // its voucher is charged: it names nobody any more; the next one does
+    expect(await identity(deposit)).toBeNull();
+    const { channelConfig, voucher: first } = deposit.payload as { channelConfig: Record<string, unknown>; voucher: { channelId: `0x${string}` } };
+    const next = await signVoucher(toClientEvmSigner(payer.account), first.channelId, (2n * PRICE).toString(), "eip155:84532");
+    const nextPayment = { ...deposit, payload: { type: "voucher", channelConfig, voucher: next } };
+    expect(await identity(nextPayment)).toBe(payer.account.address.toLowerCase());
+    // a voucher that skips an amount is not the channel's next one
+    const skipping = await signVoucher(toClientEvmSigner(payer.account), first.channelId, (3n * PRICE).toString(), "eip155:84532");
+    expect(await identity({ ...nextPayment, payload: { ...nextPayment.payload, voucher: skipping } })).toBeNull();
     // an attacker's channel naming the victim as payer, with the attacker as voucher signer: another channel id, none here
     const attacker = privateKeyToAccount(generatePrivateKey());
-    const { channelConfig } = deposit.payload as { channelConfig: Record<string, unknown> };
     const forgedConfig = { ...channelConfig, payerAuthorizer: attacker.address };
     const forgedId = computeChannelId(forgedConfig as never, "eip155:84532");
-    const voucher = await signVoucher(toClientEvmSigner(attacker), forgedId, PRICE.toString(), "eip155:84532");
-    expect(await schemePayer({ ...deposit, payload: { type: "voucher", channelConfig: forgedConfig, voucher } }, channels)).toBeNull();
+    const voucher = await signVoucher(toClientEvmSigner(attacker), forgedId, (2n * PRICE).toString(), "eip155:84532");
+    expect(await identity({ ...deposit, payload: { type: "voucher", channelConfig: forgedConfig, voucher } })).toBeNull();
   });
 
   it("a paid MCP tool call pays with the session too: the official client's deposit, then its vouchers in _meta", async () => {

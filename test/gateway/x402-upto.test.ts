@@ -7,10 +7,9 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePayment
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { schemePayer } from "../../gateway/src/x402/scheme-payer";
 import { rowsOf } from "../helpers/rows";
 import { approvedUptoPayer, uptoClient } from "../helpers/upto";
-import { SCHEME_ENV, startX402Suite, UPTO_KEY, type Payer, type X402Stack } from "../helpers/x402-stack";
+import { rateIdentity, SCHEME_ENV, startX402Suite, UPTO_KEY, type Payer, type X402Stack } from "../helpers/x402-stack";
 
 const PATH = "/api/v1/audit";
 const MAX = 1_300n;
@@ -81,15 +80,21 @@ describe("x402 upto with the official client", () => {
     expect(await stack.chain.balanceOf(payer.account.address)).toBe(after);
   });
 
-  it("the rate limit's identity: an upto authorization proves its Permit2 signer, and an edited one proves no one", async () => {
+  it("the rate limit's identity: an upto authorization valid now proves its Permit2 signer once it has paid; a spent or edited one proves no one", async () => {
     const payer = await approvedPayer();
     const { client } = payingWith(payer);
     const required = decodePaymentRequiredHeader((await fetch(`${base}${PATH}`)).headers.get("payment-required")!);
+    const identity = (payload: unknown) => rateIdentity(stack.gateway, "GET", PATH, { "payment-signature": encodePaymentSignatureHeader(payload as never) });
+    const first = await client.createPaymentPayload(required);
+    // before its first payment is settled here, a signature proves nothing
+    expect(await identity(first)).toBeNull();
+    expect((await fetch(`${base}${PATH}`, { headers: { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(first) } })).status).toBe(200);
+    // settled: its nonce is spent, so it names nobody any more
+    expect(await identity(first)).toBeNull();
     const payload = await client.createPaymentPayload(required);
-    const channels = stack.gateway.ctx.stores.channels;
-    expect(await schemePayer(payload, channels)).toBe(payer.account.address.toLowerCase());
+    expect(await identity(payload)).toBe(payer.account.address.toLowerCase());
     const a = (payload.payload as { permit2Authorization: { witness: { to: string } } }).permit2Authorization;
     const edited = { ...payload, payload: { ...payload.payload, permit2Authorization: { ...a, witness: { ...a.witness, to: payer.account.address } } } };
-    expect(await schemePayer(edited, channels)).toBeNull();
+    expect(await identity(edited)).toBeNull();
   });
 });

@@ -123,6 +123,13 @@ export const expireEnvelopes = (gateway: TestGateway, treasuryId: string): Promi
 export const settledPaymentCount = (gateway: TestGateway, payer: string): Promise<number> =>
   rowCount(gateway.ctx.db, "x402_payments", { payer: payer.toLowerCase(), state: "settled" });
 
+/**
+ * The rate limit's identity of a request with these headers (lower-case names), as the gateway decides it
+ * (PaymentGate.provenPayer): the payer, null (an unproven payer, counted by client address), undefined (no price)
+ */
+export const rateIdentity = (gateway: TestGateway, method: string, path: string, headers: Record<string, string>) =>
+  gateway.gateway.services.payments.provenPayer({ method, path, header: (n: string) => headers[n.toLowerCase()] } as never);
+
 /** x402 version 2's PaymentRequired of a route's 402 (its PAYMENT-REQUIRED header, decoded) */
 export async function paymentRequiredFor(base: string, method: string, path: string, body?: unknown): Promise<PaymentRequiredV2> {
   const r = await call(base, method, path, { ...(body === undefined ? {} : { body }), headers: { "idempotency-key": "challenge-only" } });

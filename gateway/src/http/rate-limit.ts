@@ -93,17 +93,18 @@ export class SharedCounter {
 }
 
 /**
- * A request carrying a payment from a payer who has not yet paid this service (nothing of theirs settled):
- * an identity anyone can mint for free with a fresh key. It buys no budget of its own: it is counted
- * against the client address, in the write window whatever its method (it costs the facilitator a
- * verification, an outside call, as a write does).
+ * A request carrying a payment that names no proven payer: one from a payer who has not yet paid this service
+ * (nothing of theirs settled: an identity anyone can mint for free with a fresh key), or a proof that is not
+ * valid now (malformed, expired, spent, another route's: a settled proof is public). It buys no budget of its
+ * own: it is counted against the client address, in the write window whatever its method (it may cost the
+ * facilitator a verification, an outside call, as a write does).
  */
 export const UNPROVEN_PAYER = Symbol("unproven payer");
 
 /**
  * Resolves a request to an identity that cost something to have (a valid API key's id, a payer whose
- * payment this service has settled) or undefined (counted by client address); UNPROVEN_PAYER for a payment
- * from anyone else. A claimed but unproven identity never picks a bucket. A request with no credential
+ * payment this service has settled, named by a proof valid now) or undefined (counted by client address);
+ * UNPROVEN_PAYER for any other payment. A claimed but unproven identity never picks a bucket. A request with no credential
  * header answers synchronously (undefined), so it is counted without waiting.
  */
 export type RateIdentity = string | typeof UNPROVEN_PAYER | undefined;

@@ -139,14 +139,7 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
 export type AnyRouteSpec = RouteSpec<any, any, any>;
 
 /** the Idempotency-Key of a state-changing call: the REST header, and the `idempotency_key` argument of its MCP tool */
-export const IdempotencyKey = z
-  .string()
-  .min(8)
-  .max(120)
-  .regex(/^[!-~]([ -~]*[!-~])?$/)
-  .describe(
-    "unique per state-changing call (8 to 120 characters; printable ASCII, no space at either end: an HTTP header value); retrying with the same key and arguments returns the first result",
-  );
+export { IdempotencyKey } from "../schemas/idempotency-key";
 
 /** What routes need from the outside: authentication and the idempotency store. */
 export interface RouteHooks {

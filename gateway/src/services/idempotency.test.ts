@@ -35,13 +35,17 @@ describe("fingerprints", () => {
     expect(requestFingerprint("POST /a", {})).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it("keys are 8 to 120 characters, else a typed 400 naming the header", () => {
+  it("keys are 8 to 120 characters of printable ASCII, else a typed 400 naming the header", () => {
     expect(checkIdempotencyKey("a".repeat(8))).toBe("a".repeat(8));
     expect(checkIdempotencyKey("a".repeat(120))).toBe("a".repeat(120));
+    expect(checkIdempotencyKey("k!~ inside 0")).toBe("k!~ inside 0");
     for (const [key, why] of [
       [undefined, "required"],
       ["a".repeat(7), "must be 8 to 120 characters"],
       ["a".repeat(121), "must be 8 to 120 characters"],
+      ["clé-idempotente", "must be printable ASCII (0x20-0x7E), with no space at either end"],
+      ["tab\tinside-key", "must be printable ASCII (0x20-0x7E), with no space at either end"],
+      [" leading-space", "must be printable ASCII (0x20-0x7E), with no space at either end"],
     ] as const) {
       try {
         checkIdempotencyKey(key);
@@ -50,7 +54,9 @@ describe("fingerprints", () => {
         expect(e).toBeInstanceOf(TreasuryError);
         expect(statusOf(e as TreasuryError)).toBe(400);
         expect((e as TreasuryError).code).toBe("invalid_request");
-        expect((e as TreasuryError).message).toBe("an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)");
+        expect((e as TreasuryError).message).toBe(
+          "an Idempotency-Key is required for this call (8 to 120 characters of printable ASCII, unique per state-changing call)",
+        );
         expect((e as TreasuryError).fields.details).toEqual([{ location: "header", field: "Idempotency-Key", message: why }]);
       }
     }

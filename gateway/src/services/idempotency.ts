@@ -1,6 +1,6 @@
 /**
  * Idempotency-Key semantics (spec 8), shared by REST and MCP: required,
- * 8 to 120 characters, scoped to the credential. Same key and same request:
+ * 8 to 120 characters of printable ASCII, scoped to the credential. Same key and same request:
  * the stored outcome again, byte for byte. Same key, other request: 422.
  * Same key while the first is running: 409. Typed answers are stored like
  * successes, except the transient 409 and 429; those and unexpected failures
@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { canonicalJson } from "../lib/canonical-json";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { IdempotencyStore } from "../store/idempotency-store";
+import { IdempotencyKey } from "../schemas/idempotency-key";
 import { LEASE_MS, newHolder } from "../store/lease";
 
 export interface Outcome {
@@ -26,13 +27,20 @@ export function requestFingerprint(operation: string, body: unknown): string {
     .digest("hex");
 }
 
+/** the request's Idempotency-Key as the document declares it (schemas/idempotency-key.ts), else the typed 400 */
 export function checkIdempotencyKey(key: string | undefined): string {
-  if (key === undefined || key.length < 8 || key.length > 120) {
-    throw new TreasuryError("invalid_request", "an Idempotency-Key is required for this call (8 to 120 characters, unique per state-changing call)", {
-      details: [{ location: "header", field: "Idempotency-Key", message: key === undefined ? "required" : "must be 8 to 120 characters" }],
-    });
-  }
-  return key;
+  if (key !== undefined && IdempotencyKey.safeParse(key).success) return key;
+  const why =
+    key === undefined
+      ? "required"
+      : key.length < 8 || key.length > 120
+        ? "must be 8 to 120 characters"
+        : "must be printable ASCII (0x20-0x7E), with no space at either end";
+  throw new TreasuryError(
+    "invalid_request",
+    "an Idempotency-Key is required for this call (8 to 120 characters of printable ASCII, unique per state-changing call)",
+    { details: [{ location: "header", field: "Idempotency-Key", message: why }] },
+  );
 }
 
 /** keep a lease alive while `run` works: renew every third of its length; stops when `run` ends */

@@ -16,13 +16,12 @@ import type { FacilitatorClient } from "./facilitator-client";
 import type { PaymentGateContext, PaymentGateOptions } from "./gate-context";
 import type { KnownPayers } from "./known-payers";
 import { paymentClaim, type PaymentClaim } from "./payment-claim";
-import { fromHeaderJson, paymentMismatch, paymentOf, signedPayer, type X402Version } from "./payment-match";
+import { sentProof } from "./payment-identity";
+import { paymentMismatch, signedPayer, type X402Version } from "./payment-match";
 import { payerTreasury } from "./payer-treasury";
 import type { RouteRequirements } from "./route-requirements";
 import { reasonCode } from "./settlement";
 import { sessionAuthorizer } from "./sessions/session-authorize";
-import { isSessionPayment } from "./sessions/voucher";
-import { isUptoPayment } from "./upto/permit";
 import { uptoAuthorizer } from "./upto/upto-authorize";
 
 export type Authorize = (req: Request, res: Response, route: { method: string; path: string }) => Promise<PaymentClaim | null>;
@@ -39,12 +38,11 @@ export function authorizer(
   return async (req, res, route) => {
     const price = reqs.priceOf(route);
     const refuse = (error: string, extra: Record<string, unknown> = {}) => reqs.refuse(req, res, price, error, extra);
-    const sent = paymentOf((n) => req.header(n));
+    const sent = sentProof((n) => req.header(n));
     // a session's voucher (x402 `batch-settlement`): its own path, the same guarantees
-    const raw = sent?.version === 2 ? fromHeaderJson(sent.header) : undefined;
-    if (isSessionPayment(raw)) return session(req, res, route, raw);
+    if (sent?.scheme === "session") return session(req, res, route, sent.raw);
     // a signed maximum (x402 `upto`) on a metered route: charged what the call used
-    if (isUptoPayment(raw)) return upto(req, res, route, raw);
+    if (sent?.scheme === "upto") return upto(req, res, route, sent.raw);
     const version: X402Version = sent?.version ?? 1;
     const decoded = sent?.decoded;
     const resource = ctx.links.url(req.path);

@@ -36,8 +36,8 @@ import { facilitatorClient } from "./facilitator-client";
 import type { PaymentGateContext, PaymentGateOptions } from "./gate-context";
 import { KnownPayers } from "./known-payers";
 import type { PaymentClaim } from "./payment-claim";
-import { fromHeaderJson, paymentOf, signedPayer, type RequirementsV2 } from "./payment-match";
-import { schemePayer } from "./scheme-payer";
+import { paymentOf, type RequirementsV2 } from "./payment-match";
+import { proofSigner, sentProof, validNowPayer } from "./payment-identity";
 import { routeRequirements } from "./route-requirements";
 import { settlePending } from "./settlement";
 import { SessionRedeemer } from "./sessions/redeemer";
@@ -67,12 +67,16 @@ export interface PaymentGate {
     accepts: RequirementsV2[];
     extensions: Record<string, unknown>;
   };
-  /** the payer of a request's payment proof (either version) whose EIP-3009 signature checks out, else undefined */
+  /**
+   * the payer whose signature a request's proof (either version) carries in the scheme that pays it (a session's
+   * voucher, an upto authorization, else the EIP-3009 authorization), else undefined: authorize's payer
+   */
   verifiedPayer(header: (name: string) => string | undefined): Promise<string | undefined>;
   /**
-   * Who stands behind a request's payment, for its rate limit (a fresh key costs nothing, so a signature
-   * alone proves no identity): the payer when the proof is signed by a payer this service has settled a
-   * payment of and the route is priced; null for any other proof on a priced route; undefined on a route
+   * Who stands behind a request's payment, for its rate limit (a fresh key costs nothing, and a spent proof is
+   * public, so a signature alone proves no identity): the payer when the proof is valid now for this priced
+   * route (payment-identity.ts: unexpired, unspent, a voucher on the channel's next amount) and signed by a payer
+   * this service has settled a payment of; null for any other proof on a priced route; undefined on a route
    * that takes no payment (the header buys nothing there).
    */
   provenPayer(req: Request): Promise<string | null | undefined>;
@@ -95,6 +99,7 @@ export function createPaymentGate(ctx: PaymentGateContext, opts: PaymentGateOpti
   const facilitator = facilitatorClient(opts.facilitator, ctx.config.x402.facilitatorTimeoutMs);
   const requirements = routeRequirements(ctx, opts);
   const knownPayers = new KnownPayers((payer) => ctx.stores.payments.hasSettled(payer));
+  const validNow = validNowPayer(ctx, opts, requirements);
 
   const sessions = ctx.config.x402.sessions;
   return {
@@ -104,17 +109,19 @@ export function createPaymentGate(ctx: PaymentGateContext, opts: PaymentGateOpti
         ? new SessionRedeemer(ctx, facilitator, { payTo: requirements.payTo, asset: opts.asset.address, policy: sessions.redeem })
         : undefined,
     paymentRequired: (route, error = "payment_required") => requirements.paymentRequired(route.path, requirements.priceOf(route), error),
-    verifiedPayer: async (header) => signedPayer(paymentOf(header)?.decoded, opts.asset),
+    verifiedPayer: async (header) => {
+      const proof = sentProof(header);
+      return proof && proofSigner(proof, opts.asset);
+    },
     settlePending: (payment) => settlePending(ctx, facilitator, knownPayers, payment),
     spent: async (payment, status) => {
       await ctx.stores.payments.outcome(payment.payer, payment.nonce, status);
     },
     async provenPayer(req) {
-      if (!opts.prices.for(req.method === "HEAD" ? "GET" : req.method, req.path)) return undefined;
-      const sent = paymentOf((n) => req.header(n));
-      // a session's voucher or an upto authorization: its signer, checked here; else the EIP-3009 signer
-      const other = sent?.version === 2 ? await schemePayer(fromHeaderJson(sent.header), ctx.stores.channels) : undefined;
-      const payer = other === undefined ? await signedPayer(sent?.decoded, opts.asset) : other;
+      const price = opts.prices.for(req.method === "HEAD" ? "GET" : req.method, req.path);
+      if (!price) return undefined;
+      const proof = sentProof((n) => req.header(n));
+      const payer = proof && (await validNow(proof, { path: req.path, price }));
       return payer && (await knownPayers.has(payer)) ? payer : null;
     },
     challenge: challenger(ctx, opts, requirements),

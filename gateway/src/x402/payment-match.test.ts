@@ -4,16 +4,18 @@
  * does not pay a cheaper one; nor does any other amount, recipient, network or
  * an authorization that outlives the advertised timeout.
  */
-import { createWalletClient, http } from "viem";
+import fc from "fast-check";
+import { createWalletClient, hashTypedData, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { describe, expect, it } from "vitest";
 import { createPaymentHeader } from "x402/client";
-import type { PaymentRequirements } from "x402/types";
+import { evm, type PaymentRequirements } from "x402/types";
 import { x402Client } from "@x402/core/client";
 import { encodePaymentSignatureHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import {
+  authorizationDigest,
   decodePaymentHeader,
   decodePaymentSignatureHeader,
   PAYMENT_HEADERS,
@@ -274,9 +276,46 @@ describe("x402 version 2 proofs (PAYMENT-SIGNATURE), made by @x402/core's client
   });
 });
 
+describe("an authorization's EIP-712 digest", () => {
+  const hex = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => `0x${Buffer.from(b).toString("hex")}` as `0x${string}`);
+  const uint256 = fc.bigInt({ min: 0n, max: (1n << 256n) - 1n });
+  const authorization = fc.record({ from: hex(20), to: hex(20), value: uint256, validAfter: uint256, validBefore: uint256, nonce: hex(32) });
+
+  it("is viem's hashTypedData over x402's typed data, for any fields, in either address case", () => {
+    fc.assert(
+      fc.property(authorization, fc.boolean(), (a, upper) => {
+        const from = upper ? (`0x${a.from.slice(2).toUpperCase()}` as const) : a.from;
+        const text = { from, to: a.to, value: a.value.toString(), validAfter: a.validAfter.toString(), validBefore: a.validBefore.toString(), nonce: a.nonce };
+        const viem = hashTypedData({
+          domain: { name: asset.name, version: asset.version, chainId: X402_CHAIN_ID, verifyingContract: asset.address },
+          types: evm.authorizationTypes,
+          primaryType: evm.authorizationPrimaryType,
+          message: { ...a, from: a.from },
+        });
+        expect(authorizationDigest(text, asset)).toBe(viem);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("refuses a field EIP-3009 does not type so", () => {
+    const good = { from: account.address, to: payTo, value: "1", validAfter: "0", validBefore: "9", nonce: `0x${"ab".repeat(32)}` } as const;
+    for (const bad of [
+      { value: "-1" },
+      { value: "0x10" },
+      { value: ((1n << 256n) + 0n).toString() },
+      { validBefore: "1e3" },
+      { nonce: "0xab" },
+      { to: "0x1234" },
+      { from: 7 },
+    ]) {
+      expect(() => authorizationDigest({ ...good, ...bad } as never, asset), JSON.stringify(bad)).toThrow();
+    }
+  });
+});
+
 describe("the payment-identifier extension", () => {
-  const v2 = (extensions: unknown) =>
-    ({ version: 2, authorization: {} as never, payment: { x402Version: 2, accepted: {} as never, payload: {}, extensions } }) as DecodedPaymentV2;
+  const v2 = (extensions: unknown) => ({ x402Version: 2, accepted: {}, payload: {}, extensions });
   const withId = (id: unknown) => v2({ [PAYMENT_IDENTIFIER]: { info: { required: false, id } } });
 
   it("reads a v2 proof's id, refuses a malformed one, and finds none elsewhere", () => {
@@ -291,13 +330,11 @@ describe("the payment-identifier extension", () => {
     expect(paymentIdentifier(v2({}))).toBeUndefined();
     expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: {} }))).toBeUndefined();
     expect(paymentIdentifier(v2({ other: { info: { id: "pay_7d5d747be160e280" } } }))).toBeUndefined();
-    expect(
-      paymentIdentifier({
-        version: 1,
-        authorization: {} as never,
-        payment: { extensions: { [PAYMENT_IDENTIFIER]: { info: { id: "pay_7d5d747be160e280" } } } } as never,
-      }),
-    ).toBeUndefined();
+    expect(paymentIdentifier({ x402Version: 1, extensions: { [PAYMENT_IDENTIFIER]: { info: { id: "pay_7d5d747be160e280" } } } })).toBeUndefined();
+    expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: null }))).toBeUndefined();
+    expect(paymentIdentifier(v2({ [PAYMENT_IDENTIFIER]: { info: null } }))).toBeUndefined();
+    // a session's or an upto proof carries it as an exact one does
+    expect(paymentIdentifier({ ...withId("pay_7d5d747be160e280"), accepted: { scheme: "batch-settlement" } })).toEqual({ id: "pay_7d5d747be160e280" });
     expect(paymentIdentifier(undefined)).toBeUndefined();
   });
 

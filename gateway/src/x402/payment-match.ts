@@ -14,7 +14,7 @@
  * must also be this route's requirements (amount, asset, payTo), and its
  * `resource`, when sent, this route's URL.
  */
-import { getAddress, hashTypedData } from "viem";
+import { domainSeparator, getAddress, keccak256, toBytes } from "viem";
 import { recoverHashSigner } from "../lib/recover-signer";
 import { exact } from "x402/schemes";
 import { evm, type PaymentPayload } from "x402/types";
@@ -149,7 +149,7 @@ export function paymentMismatch(
       return { error: "payment_does_not_match_route", extra: { expected_resource: route.resource, received_resource: decoded.payment.resource.url } };
     }
   } else if (decoded.payment.scheme !== "exact" || decoded.payment.network !== X402_NETWORK) return { error: "unsupported_scheme_or_network" };
-  if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || getAddress(authorization.to) !== getAddress(route.payTo))
+  if (!/^0x[0-9a-fA-F]{40}$/.test(String(authorization.to)) || authorization.to.toLowerCase() !== route.payTo.toLowerCase())
     return { error: "payment_recipient_mismatch" };
   // the authorization's fields as EIP-3009 types them (uint256 as decimal text, bytes32): anything else is malformed here,
   // before the facilitator or a parser sees it
@@ -175,23 +175,58 @@ export function paymentMismatch(
   return null;
 }
 
+type Asset = { address: `0x${string}`; name: string; version: string };
+
+/** EIP-3009's struct type, as x402 declares it (evm.authorizationTypes), and its hash */
+const TRANSFER_WITH_AUTHORIZATION = `${evm.authorizationPrimaryType}(${evm.authorizationTypes[evm.authorizationPrimaryType].map((f) => `${f.type} ${f.name}`).join(",")})`;
+const TRANSFER_TYPE_HASH = keccak256(toBytes(TRANSFER_WITH_AUTHORIZATION)).slice(2);
+/** each asset's EIP-712 domain separator on this chain, computed once */
+const separators = new Map<string, string>();
+const UINT256_MAX = (1n << 256n) - 1n;
+
+/** one 32-byte word of an ABI encoding, in hex without 0x; throws on a field that is not what EIP-3009 types it as */
+const word = {
+  address: (x: unknown) => {
+    if (typeof x !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(x)) throw new Error("not an address");
+    return x.slice(2).toLowerCase().padStart(64, "0");
+  },
+  uint256: (x: unknown) => {
+    if (typeof x !== "string" || !/^\d{1,78}$/.test(x) || BigInt(x) > UINT256_MAX) throw new Error("not a uint256");
+    return BigInt(x).toString(16).padStart(64, "0");
+  },
+  bytes32: (x: unknown) => {
+    if (typeof x !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(x)) throw new Error("not a bytes32");
+    return x.slice(2).toLowerCase();
+  },
+};
+
+/**
+ * The EIP-712 digest an EIP-3009 authorization's signature signs (the asset's domain on this chain), encoded
+ * directly: the same bytes as viem's hashTypedData over x402's typed data, without its generic validation and
+ * encoding (about 15 us instead of 190 us: every paid request's identity recovers one). Throws on a field that
+ * is not what EIP-3009 types it as.
+ */
+export function authorizationDigest(a: Authorization, asset: Asset): `0x${string}` {
+  const key = `${asset.address.toLowerCase()}:${asset.name}:${asset.version}`;
+  let separator = separators.get(key);
+  if (separator === undefined) {
+    separator = domainSeparator({
+      domain: { name: asset.name, version: asset.version, chainId: X402_CHAIN_ID, verifyingContract: getAddress(asset.address) },
+    }).slice(2);
+    separators.set(key, separator);
+  }
+  const fields = `${word.address(a.from)}${word.address(a.to)}${word.uint256(a.value)}${word.uint256(a.validAfter)}${word.uint256(a.validBefore)}${word.bytes32(a.nonce)}`;
+  const struct = keccak256(`0x${TRANSFER_TYPE_HASH}${fields}`).slice(2);
+  return keccak256(`0x1901${separator}${struct}`);
+}
+
 /** the payer whose EIP-3009 signature is on the authorization (lower-case), or undefined */
-export async function signedPayer(
-  decoded: DecodedPayment | undefined,
-  asset: { address: `0x${string}`; name: string; version: string },
-): Promise<string | undefined> {
+export async function signedPayer(decoded: DecodedPayment | undefined, asset: Asset): Promise<string | undefined> {
   const signature = (decoded?.payment.payload as { signature?: `0x${string}` } | undefined)?.signature;
   if (!decoded || !signature) return undefined;
   const a = decoded.authorization;
   try {
-    const hash = hashTypedData({
-      domain: { name: asset.name, version: asset.version, chainId: X402_CHAIN_ID, verifyingContract: getAddress(asset.address) },
-      // the EIP-3009 typed data as x402 declares it
-      types: evm.authorizationTypes,
-      primaryType: evm.authorizationPrimaryType,
-      message: { from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce },
-    });
-    const signer = await recoverHashSigner(hash, signature);
+    const signer = await recoverHashSigner(authorizationDigest(a, asset), signature);
     return signer.toLowerCase() === a.from.toLowerCase() ? signer.toLowerCase() : undefined;
   } catch {
     return undefined;
@@ -215,11 +250,15 @@ export function paymentIdentifierDeclaration() {
   };
 }
 
-/** the identifier a v2 proof carries: its id, an invalid one, or undefined (none: a v1 proof never has one) */
-export function paymentIdentifier(decoded: DecodedPayment | undefined): { id: string } | { invalid: string } | undefined {
-  if (decoded?.version !== 2) return undefined;
-  const ext = decoded.payment.extensions?.[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | undefined;
-  const id = ext?.info?.id;
+/**
+ * The identifier a v2 proof carries, whatever its scheme (the decoded PAYMENT-SIGNATURE object): its id, an invalid
+ * one, or undefined (none: a v1 proof never has one)
+ */
+export function paymentIdentifier(payment: unknown): { id: string } | { invalid: string } | undefined {
+  const p = payment as { x402Version?: unknown; extensions?: unknown } | null | undefined;
+  if (typeof p !== "object" || p === null || p.x402Version !== 2 || typeof p.extensions !== "object" || p.extensions === null) return undefined;
+  const ext = (p.extensions as Record<string, unknown>)[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | null | undefined;
+  const id = typeof ext === "object" && ext !== null && typeof ext.info === "object" && ext.info !== null ? ext.info.id : undefined;
   if (id === undefined) return undefined;
   if (typeof id !== "string" || !PAYMENT_ID.test(id)) return { invalid: "the payment-identifier id must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -" };
   return { id };

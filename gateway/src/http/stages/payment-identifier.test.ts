@@ -62,6 +62,18 @@ describe("payment-identifier", () => {
     expect(store.rows.size).toBe(1);
   });
 
+  it("a stored answer is served only to the payer that paid: a fresh payment of another payer replays nothing", async () => {
+    const log: CallLog = [];
+    const other = "0x2222222222222222222222222222222222222222";
+    // the scope read as `other`'s, while the payment that authorizes is PAYER's (fakeClaim)
+    const { hooks } = setup(log, other);
+    h = await serveStage(paymentIdentifier, routeOf({ security: "bearer_or_x402" }), hooks, (s) => (s.paying = true));
+    await h.call("POST", "/r", { body: { a: 1 }, headers: proof(ID) });
+    const again = await h.call("POST", "/r", { body: { a: 1 }, headers: proof(ID) });
+    expect([again.status, again.body.error, again.headers.get("idempotent-replayed")]).toEqual([409, "payment_identifier_reused", null]);
+    expect(log.slice(-2)).toEqual([["authorize"], ["releasePayment", "0xfresh"]]);
+  });
+
   it("the same identifier for another request is 409 payment_identifier_reused; one still being served is 409 payment_in_progress", async () => {
     const log: CallLog = [];
     const { store, hooks } = setup(log);
