@@ -17,7 +17,7 @@ import { scrubLogObject } from "./http/log-scrub";
 import { requestContext } from "./http/request-context";
 import { withPlainQueryShortcut } from "./http/query-parser";
 import { accessLog } from "./http/access-log";
-import { RouteDispatcher } from "./http/dispatcher";
+import { RouteDispatcher, ROUTER_OPTIONS } from "./http/dispatcher";
 import { RouteTable } from "./http/route";
 import { adminGuard, adminRoutes } from "./routes/admin";
 import { agentRoutes } from "./routes/agents";
@@ -65,6 +65,9 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   app.disable("x-powered-by");
   app.set("trust proxy", ctx.config.trustProxy);
   app.set("etag", false);
+  // one spelling per route (http/dispatcher.ts): the application's own router matches exactly, as every route module's does
+  app.set("case sensitive routing", ROUTER_OPTIONS.caseSensitive);
+  app.set("strict routing", ROUTER_OPTIONS.strict);
   // Express's own query parser, with a shortcut for plain name=value queries (http/query-parser.ts)
   app.set("query parser", withPlainQueryShortcut(app.get("query parser fn") as (query: string) => unknown));
 

@@ -6,7 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import express, { type Router } from "express";
+import type { Router } from "express";
+import { exactRouter } from "../http/dispatcher";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -33,7 +34,7 @@ export function consoleScript(): Promise<string> {
 }
 
 export function consoleRouter(): Router {
-  const router = express.Router();
+  const router = exactRouter();
   const page = fs.readFileSync(path.join(HERE, "index.html"), "utf8");
   const css = fs.readFileSync(path.join(HERE, "console.css"), "utf8");
   router.get(["/console", "/console/"], (_req, res) => {

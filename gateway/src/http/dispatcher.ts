@@ -4,10 +4,20 @@
  * router, which otherwise tests each of the API's ~50 routes in turn
  * (Express's `next`/`handle` were 6-9% of a public GET in the bench's
  * profile). Every route is also on the Express router, which serves what the
- * map does not: parameterized paths, and Express's loose matches of the same
- * routes (a trailing slash, another letter case).
+ * map does not: parameterized paths.
+ *
+ * Every router of the application matches a path exactly (ROUTER_OPTIONS): a
+ * trailing slash or another letter case is another path, answered by the typed
+ * 404, so a rule keyed by a route's path (the free credentials' limit, a
+ * protocol path's read window) sees every request that route serves.
  */
 import express, { type RequestHandler, type Router } from "express";
+
+/** one spelling per route: case-sensitive, a trailing slash significant (Express's routers and the application's own) */
+export const ROUTER_OPTIONS = { caseSensitive: true, strict: true } as const;
+
+/** a router that matches paths exactly */
+export const exactRouter = (): Router => express.Router(ROUTER_OPTIONS);
 
 /** what a route module registers its handlers on: the dispatcher, or a plain Express router */
 export interface RouteSink {
@@ -17,7 +27,7 @@ export interface RouteSink {
 
 export class RouteDispatcher implements RouteSink {
   private readonly exact = new Map<string, RequestHandler>();
-  private readonly router: Router = express.Router();
+  private readonly router: Router = exactRouter();
 
   get(path: string, handler: RequestHandler): void {
     this.add("GET", path, handler);

@@ -3,6 +3,7 @@
  * swagger-ui-dist package (no CDN), rendering /openapi.json.
  */
 import express, { type Router } from "express";
+import { exactRouter } from "./dispatcher";
 import { getAbsoluteFSPath } from "swagger-ui-dist";
 
 const PAGE = `<!doctype html>
@@ -22,7 +23,7 @@ const PAGE = `<!doctype html>
 const INIT = `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", deepLinking: true, tryItOutEnabled: false });`;
 
 export function docsRouter(): Router {
-  const router = express.Router();
+  const router = exactRouter();
   router.get(["/docs", "/docs/"], (_req, res) => {
     res.type("html").send(PAGE);
   });
