@@ -202,15 +202,24 @@ export function rateLimits(opts: RateLimitOptions): RequestHandler {
     }
     return write(key, res, next);
   };
+  /** the request's identity; a resolver that throws (a header it could not read) names nobody: counted by the client address, as an unproven payer */
+  const identityOf = (req: Request): ReturnType<CredentialResolver> => {
+    try {
+      const who = opts.credentialOf(req);
+      return isPromise(who) ? who.catch(() => UNPROVEN_PAYER) : who;
+    } catch {
+      return UNPROVEN_PAYER;
+    }
+  };
   return (req, res, next) => {
     if (opts.internal?.(req)) {
       // the outer request was counted under its client; its internal twin again only when it carries a payment:
       // under a payer who has paid, or (an unproven payer: a facilitator verification) as a write of the client's address
       if (req.header("authorization")) return next();
-      void Promise.resolve(opts.credentialOf(req)).then((who) => (who === undefined ? next() : count(who, req, res, next)), next);
+      void Promise.resolve(identityOf(req)).then((who) => (who === undefined ? next() : count(who, req, res, next)), next);
       return;
     }
-    const who = opts.credentialOf(req);
+    const who = identityOf(req);
     if (isPromise(who)) who.then((w) => count(w, req, res, next), next);
     else count(who, req, res, next);
   };

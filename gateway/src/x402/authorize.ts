@@ -10,9 +10,9 @@ import type { Credential } from "@treasury/core/domain/credential";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { Request, Response } from "express";
 import { getAddress } from "viem";
-import { VerifyError, type PaymentPayload, type PaymentRequirements } from "x402/types";
+import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import { newHolder } from "../store/lease";
-import type { FacilitatorClient } from "./facilitator-client";
+import { verifyPayment, type FacilitatorClient } from "./facilitator-client";
 import type { PaymentGateContext, PaymentGateOptions } from "./gate-context";
 import type { KnownPayers } from "./known-payers";
 import { paymentClaim, type PaymentClaim } from "./payment-claim";
@@ -63,22 +63,10 @@ export function authorizer(
     const payment = (decoded.version === 2 ? decoded.payment : { ...decoded.payment, x402Version: 1 }) as PaymentPayload;
     const requirements = (version === 2 ? reqs.v2(price) : reqs.v1(req, price)) as PaymentRequirements;
 
-    let verified;
-    try {
-      verified = await facilitator.verify(payment, requirements);
-    } catch (err) {
-      // the facilitator answered and refused the proof itself (malformed, say): the client's fault, a 402
-      if (err instanceof VerifyError && err.statusCode < 500) {
-        refuse("invalid_payment", { reason: reasonCode(err.invalidReason) });
-        return null;
-      }
-      throw new TreasuryError(
-        "payment_facilitator_unavailable",
-        "the x402 facilitator could not be reached; retry later (nothing was charged)",
-        {},
-        { "Retry-After": "5" },
-      );
-    }
+    // the facilitator answered and refused the proof itself (malformed, say): the client's fault, a 402
+    const verification = await verifyPayment(facilitator, payment, requirements);
+    if (verification.refused) return (refuse("invalid_payment", { reason: reasonCode(verification.refused.reason) }), null);
+    const verified = verification.verified;
     // an authorization used on chain may be this service's own payment, settled by a request that died before
     // answering: with a valid signature and this service's record of it, the lock below decides (take over, or refuse)
     const ownDeadPayment =

@@ -12,6 +12,7 @@
 import { createFacilitatorConfig } from "@coinbase/x402";
 import { toJsonSafe } from "x402/shared";
 import { keepAlivePost } from "@treasury/core/lib/keep-alive-post";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import {
   SettleError,
   VerifyError,
@@ -82,14 +83,44 @@ export function facilitatorClient(config: FacilitatorConfig, timeoutMs = FACILIT
     if (config.createAuthHeaders) headers = { ...headers, ...(await config.createAuthHeaders())[what] };
     const body = JSON.stringify({ x402Version: payload.x402Version, paymentPayload: toJsonSafe(payload), paymentRequirements: toJsonSafe(requirements) });
     const res = await postJson(`${config.url}/${what}`, headers, body, timeoutMs);
-    if (typeof res.data === "object" && res.data !== null && field in res.data) {
+    const answered = typeof res.data === "object" && res.data !== null;
+    if (answered && field in res.data) {
       if (res.status !== 200) throw refused(res.status, res.data as T);
       return res.data as T;
     }
+    // a 400 without the field: the facilitator refused the request's content (the proof), it is not out of service
+    if (answered && res.status === 400) throw refused(res.status, { [field]: false, ...(res.data as object) } as T);
     throw new Error(`Failed to ${what} payment: ${res.status} ${res.statusText}`);
   };
   return {
     verify: (payload, requirements) => call<VerifyResponse>("verify", "isValid", (status, r) => new VerifyError(status, r), payload, requirements),
     settle: (payload, requirements) => call<SettleResponse>("settle", "success", (status, r) => new SettleError(status, r), payload, requirements),
   };
+}
+
+/** the facilitator could not be reached, or answered out of service: the typed 503 (nothing was charged) */
+export const facilitatorUnavailable = (): TreasuryError =>
+  new TreasuryError(
+    "payment_facilitator_unavailable",
+    "the x402 facilitator could not be reached; retry later (nothing was charged)",
+    {},
+    { "Retry-After": "5" },
+  );
+
+/**
+ * A proof verified by the facilitator, for every scheme alike: its answer, or `refused` with its reason when the
+ * facilitator refused the proof itself (a 4xx answer: the client's error, a 402); an outage (no answer, a 5xx)
+ * throws the typed 503.
+ */
+export async function verifyPayment(
+  facilitator: FacilitatorClient,
+  payment: PaymentPayload,
+  requirements: PaymentRequirements,
+): Promise<{ verified: VerifyResponse; refused?: undefined } | { refused: { reason: string | undefined } }> {
+  try {
+    return { verified: await facilitator.verify(payment, requirements) };
+  } catch (err) {
+    if (err instanceof VerifyError && err.statusCode >= 400 && err.statusCode < 500) return { refused: { reason: err.invalidReason } };
+    throw facilitatorUnavailable();
+  }
 }

@@ -7,7 +7,7 @@
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import type { ChainChannel, ChannelStore } from "../../store/channel-store";
-import type { FacilitatorClient } from "../facilitator-client";
+import { verifyPayment, type FacilitatorClient } from "../facilitator-client";
 import { reasonCode } from "../settlement";
 import type { SessionPayment } from "./voucher";
 
@@ -24,12 +24,11 @@ export async function readChannel(facilitator: FacilitatorClient, s: SessionPaym
       voucher: (s.payload.payload as { voucher: unknown }).voucher,
     },
   };
-  let verified;
-  try {
-    verified = await facilitator.verify(voucher as unknown as PaymentPayload, requirements);
-  } catch {
-    return { kind: "unknown" };
-  }
+  // the facilitator's 4xx is its refusal of the voucher; no answer is an outage (unknown)
+  const verification = await verifyPayment(facilitator, voucher as unknown as PaymentPayload, requirements).catch(() => undefined);
+  if (!verification) return { kind: "unknown" };
+  if (verification.refused) return { kind: "refused", reason: reasonCode(verification.refused.reason) ?? "invalid_payment" };
+  const verified = verification.verified;
   if (!verified.isValid) return { kind: "refused", reason: reasonCode(verified.invalidReason) ?? "invalid_payment" };
   const extra = (verified as { extra?: Record<string, unknown> }).extra;
   const uint = (v: unknown) => (typeof v === "string" && /^\d+$/.test(v) ? BigInt(v) : undefined);

@@ -16,7 +16,7 @@ import { TreasuryError } from "@treasury/core/lib/errors";
 import type { Request, Response } from "express";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import { newHolder } from "../../store/lease";
-import type { FacilitatorClient } from "../facilitator-client";
+import { verifyPayment, type FacilitatorClient } from "../facilitator-client";
 import type { KnownPayers } from "../known-payers";
 import type { PaymentClaim } from "../payment-claim";
 import { payerTreasury } from "../payer-treasury";
@@ -61,14 +61,9 @@ export function sessionAuthorizer(ctx: SessionContext, deps: SessionDeps) {
       channel !== undefined && cumulative === channel.charged && channel.voucherSignature?.toLowerCase() === s.voucher.signature.toLowerCase();
     if (s.type === "deposit" && !retryOfLast) {
       // the deposit's ERC-3009 authorization is checked on chain by the facilitator before anything is locked
-      const verified = await deps.facilitator.verify(s.payload as unknown as PaymentPayload, requirementsOf(deps, price)).catch(() => {
-        throw new TreasuryError(
-          "payment_facilitator_unavailable",
-          "the x402 facilitator could not be reached; retry later (nothing was charged)",
-          {},
-          { "Retry-After": "5" },
-        );
-      });
+      const verification = await verifyPayment(deps.facilitator, s.payload as unknown as PaymentPayload, requirementsOf(deps, price));
+      if (verification.refused) return (refuse("invalid_payment", { reason: reasonCode(verification.refused.reason), payer: s.config.payer }), null);
+      const verified = verification.verified;
       if (!verified.isValid) return (refuse(reasonCode(verified.invalidReason) ?? "invalid_payment", { payer: s.config.payer }), null);
     } else if (s.type === "voucher") {
       if (!channel) return (refuse("session_channel_unknown", { payer: s.config.payer }), null);

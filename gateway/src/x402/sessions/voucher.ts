@@ -9,6 +9,7 @@ import { computeChannelId } from "@x402/evm/batch-settlement/client";
 import { getAddress, hashTypedData, type Hex } from "viem";
 import { recoverHashSigner } from "../../lib/recover-signer";
 import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "../payment-match";
+import { SessionProof } from "../payment-schemas";
 
 export { BATCH_SETTLEMENT_SCHEME };
 
@@ -73,23 +74,6 @@ export const isSessionPayment = (payment: unknown): payment is PaymentPayloadV2 
   (payment as PaymentPayloadV2).x402Version === 2 &&
   (payment as PaymentPayloadV2).accepted?.scheme === BATCH_SETTLEMENT_SCHEME;
 
-function channelConfigOf(raw: unknown): ChannelConfig | undefined {
-  const c = raw as Record<string, unknown> | undefined;
-  if (!c || typeof c !== "object") return undefined;
-  for (const k of ["payer", "payerAuthorizer", "receiver", "receiverAuthorizer", "token"])
-    if (typeof c[k] !== "string" || !ADDRESS.test(c[k])) return undefined;
-  if (typeof c.withdrawDelay !== "number" || !Number.isInteger(c.withdrawDelay) || typeof c.salt !== "string" || !BYTES32.test(c.salt)) return undefined;
-  return {
-    payer: getAddress(c.payer as string),
-    payerAuthorizer: getAddress(c.payerAuthorizer as string),
-    receiver: getAddress(c.receiver as string),
-    receiverAuthorizer: getAddress(c.receiverAuthorizer as string),
-    token: getAddress(c.token as string),
-    withdrawDelay: c.withdrawDelay,
-    salt: c.salt as Hex,
-  };
-}
-
 function voucherOf(raw: unknown): SessionVoucher | undefined {
   const v = raw as Record<string, unknown> | undefined;
   if (!v || typeof v !== "object") return undefined;
@@ -99,19 +83,26 @@ function voucherOf(raw: unknown): SessionVoucher | undefined {
   return { channelId: v.channelId.toLowerCase() as Hex, maxClaimableAmount: BigInt(v.maxClaimableAmount), signature: v.signature as Hex };
 }
 
-/** the session payment a PAYMENT-SIGNATURE carries, or undefined when it is malformed */
+/** the session payment a PAYMENT-SIGNATURE carries (its shape: payment-schemas.ts SessionProof), or undefined when it is malformed */
 export function decodeSessionPayment(payment: PaymentPayloadV2): SessionPayment | undefined {
-  const p = payment.payload as Record<string, unknown>;
-  const config = channelConfigOf(p.channelConfig);
+  const parsed = SessionProof.safeParse(payment);
+  if (!parsed.success) return undefined;
+  const p = parsed.data.payload;
   const voucher = voucherOf(p.voucher);
-  if (!config || !voucher) return undefined;
+  if (!voucher) return undefined;
+  const c = p.channelConfig;
+  const config: ChannelConfig = {
+    payer: getAddress(c.payer),
+    payerAuthorizer: getAddress(c.payerAuthorizer),
+    receiver: getAddress(c.receiver),
+    receiverAuthorizer: getAddress(c.receiverAuthorizer),
+    token: getAddress(c.token),
+    withdrawDelay: c.withdrawDelay,
+    salt: c.salt as Hex,
+  };
   if (p.type === "voucher") return { type: "voucher", config, voucher, payload: payment };
-  if (p.type !== "deposit") return undefined;
-  const d = p.deposit as { amount?: unknown; authorization?: { erc3009Authorization?: { salt?: unknown } } } | undefined;
-  const salt = d?.authorization?.erc3009Authorization?.salt;
-  if (typeof d?.amount !== "string" || !UINT.test(d.amount) || BigInt(d.amount) === 0n || (typeof salt !== "string" && typeof salt !== "number"))
-    return undefined;
-  return { type: "deposit", config, voucher, deposit: { amount: BigInt(d.amount), salt: String(salt) }, payload: payment };
+  const deposit = { amount: BigInt(p.deposit.amount), salt: String(p.deposit.authorization.erc3009Authorization.salt) };
+  return { type: "deposit", config, voucher, deposit, payload: payment };
 }
 
 /** why this session payment cannot pay this route under these terms, or null */

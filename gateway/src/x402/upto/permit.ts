@@ -7,6 +7,7 @@
 import { x402UptoPermit2ProxyAddress } from "@x402/evm";
 import { getAddress } from "viem";
 import { VALIDITY_SKEW_SECONDS, X402_NETWORK_V2, type PaymentPayloadV2 } from "../payment-match";
+import { UptoProof } from "../payment-schemas";
 
 export const UPTO_SCHEME = "upto";
 
@@ -23,7 +24,6 @@ export interface UptoAuthorization {
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-const UINT = /^\d{1,78}$/;
 
 /** is this decoded PAYMENT-SIGNATURE an `upto` payment (whatever its content)? */
 export const isUptoPayment = (payment: unknown): payment is PaymentPayloadV2 =>
@@ -32,26 +32,21 @@ export const isUptoPayment = (payment: unknown): payment is PaymentPayloadV2 =>
   (payment as PaymentPayloadV2).x402Version === 2 &&
   (payment as PaymentPayloadV2).accepted?.scheme === UPTO_SCHEME;
 
-/** the Permit2 authorization an `upto` payment carries, or undefined when it is malformed */
+/** the Permit2 authorization an `upto` payment carries (its shape: payment-schemas.ts UptoProof), or undefined when it is malformed */
 export function decodeUptoAuthorization(payment: PaymentPayloadV2): UptoAuthorization | undefined {
-  const p = payment.payload as { signature?: unknown; permit2Authorization?: Record<string, unknown> };
-  const a = p.permit2Authorization;
-  const permitted = a?.permitted as Record<string, unknown> | undefined;
-  const witness = a?.witness as Record<string, unknown> | undefined;
-  if (typeof p.signature !== "string" || !/^0x[0-9a-fA-F]{128,}$/.test(p.signature) || !a || !permitted || !witness) return undefined;
-  const addresses = [a.from, permitted.token, a.spender, witness.to, witness.facilitator];
-  const uints = [permitted.amount, a.nonce, a.deadline, witness.validAfter];
-  if (!addresses.every((x) => typeof x === "string" && ADDRESS.test(x)) || !uints.every((x) => typeof x === "string" && UINT.test(x))) return undefined;
+  const parsed = UptoProof.safeParse(payment);
+  if (!parsed.success) return undefined;
+  const a = parsed.data.payload.permit2Authorization;
   return {
-    from: getAddress(a.from as string),
-    maximum: BigInt(permitted.amount as string),
-    token: getAddress(permitted.token as string),
-    spender: getAddress(a.spender as string),
-    nonce: a.nonce as string,
-    deadline: BigInt(a.deadline as string),
-    to: getAddress(witness.to as string),
-    facilitator: getAddress(witness.facilitator as string),
-    validAfter: BigInt(witness.validAfter as string),
+    from: getAddress(a.from),
+    maximum: BigInt(a.permitted.amount),
+    token: getAddress(a.permitted.token),
+    spender: getAddress(a.spender),
+    nonce: a.nonce,
+    deadline: BigInt(a.deadline),
+    to: getAddress(a.witness.to),
+    facilitator: getAddress(a.witness.facilitator),
+    validAfter: BigInt(a.witness.validAfter),
   };
 }
 

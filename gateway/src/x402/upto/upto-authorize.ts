@@ -12,7 +12,7 @@ import type { Request, Response } from "express";
 import { getAddress } from "viem";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import { newHolder } from "../../store/lease";
-import type { FacilitatorClient } from "../facilitator-client";
+import { verifyPayment, type FacilitatorClient } from "../facilitator-client";
 import type { PaymentGateContext, PaymentGateOptions } from "../gate-context";
 import type { KnownPayers } from "../known-payers";
 import { paymentClaim, type PaymentClaim } from "../payment-claim";
@@ -48,17 +48,9 @@ export function uptoAuthorizer(
     const proof = payment as unknown as PaymentPayload;
     const nonce = `upto:${a.nonce}`;
 
-    let verified;
-    try {
-      verified = await deps.facilitator.verify(proof, requirements);
-    } catch {
-      throw new TreasuryError(
-        "payment_facilitator_unavailable",
-        "the x402 facilitator could not be reached; retry later (nothing was charged)",
-        {},
-        { "Retry-After": "5" },
-      );
-    }
+    const verification = await verifyPayment(deps.facilitator, proof, requirements);
+    if (verification.refused) return (refuse("invalid_payment", { reason: reasonCode(verification.refused.reason), payer: a.from }), null);
+    const verified = verification.verified;
     // a used nonce may be this service's own payment, settled by a request that died before answering: the lock decides
     const ownDeadPayment = !verified.isValid && /nonce/.test(verified.invalidReason ?? "") && (await ctx.stores.payments.seen(a.from, nonce));
     if (!verified.isValid && !ownDeadPayment) return (refuse(reasonCode(verified.invalidReason) ?? "invalid_payment", { payer: a.from }), null);

@@ -1,0 +1,83 @@
+/**
+ * Malformed payment proofs, no key or funds needed: each is refused with a typed 4xx (a 402 naming what is
+ * wrong, or a 400), never a 500 from a stage that read it, and never a 503 with Retry-After (an outage the
+ * client would wait out and retry): the proof's shape is checked at the edge, before the facilitator is
+ * called. A real facilitator outage still answers 503.
+ */
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { channelOf, depositHeader, sessionOffer, voucherHeader, type SessionOffer } from "../helpers/sessions";
+import { newPayer, SCHEME_ENV, startX402Suite, type X402Stack } from "../helpers/x402-stack";
+
+const HEALTH = "/api/v1/health";
+const AUDIT = "/api/v1/audit"; // metered (upto)
+
+let stack: X402Stack;
+let base: string;
+let offer: SessionOffer;
+let uptoOffer: Record<string, unknown>;
+
+beforeAll(async () => {
+  ({ stack, base } = await startX402Suite(SCHEME_ENV));
+  offer = await sessionOffer(base, HEALTH);
+  const required = decodePaymentRequiredHeader((await fetch(`${base}${AUDIT}`)).headers.get("payment-required")!);
+  uptoOffer = required.accepts.find((a) => a.scheme === "upto") as unknown as Record<string, unknown>;
+}, 120_000);
+afterAll(async () => stack?.close());
+
+const decoded = (value: string) => JSON.parse(Buffer.from(value, "base64").toString()) as { accepted: Record<string, unknown>; payload: Record<string, any> };
+const header = (payment: unknown) => encodePaymentSignatureHeader(payment as never);
+const pay = (path: string, value: string) => fetch(`${base}${path}`, { headers: { "PAYMENT-SIGNATURE": value } });
+async function refusal(r: Response): Promise<{ status: number; error: string; retryAfter: string | null }> {
+  const required = r.headers.get("payment-required");
+  const error = required ? decodePaymentRequiredHeader(required).error! : ((await r.json()) as { error: string }).error;
+  return { status: r.status, error, retryAfter: r.headers.get("retry-after") };
+}
+/** a typed refusal the client can act on: 400 or 402, never 5xx, never a wait */
+function expectTypedRefusal(got: { status: number; error: string; retryAfter: string | null }, what: string) {
+  expect([400, 402], `${what}: ${got.status} ${got.error}`).toContain(got.status);
+  expect(got.error, what).toMatch(/^[a-z_]+$/);
+  expect(got.error, what).not.toBe("internal_error");
+  expect(got.retryAfter, what).toBeNull();
+}
+
+describe("malformed proofs are typed refusals", () => {
+  it("a session proof without its parts, or with a null payload", async () => {
+    const cases: [string, unknown][] = [
+      ["accepted only", { x402Version: 2, accepted: { scheme: "batch-settlement" } }],
+      ["null payload", { x402Version: 2, accepted: offer, payload: null }],
+      ["string payload", { x402Version: 2, accepted: offer, payload: "x" }],
+      ["null accepted", { x402Version: 2, accepted: null, payload: {} }],
+    ];
+
+    for (const [what, payment] of cases) expectTypedRefusal(await refusal(await pay(HEALTH, header(payment))), what);
+  });
+
+  it("a session channel with a withdraw delay out of range", async () => {
+    const payer = await newPayer(stack.chain);
+    const sent = decoded(await voucherHeader(payer, offer, channelOf(payer, offer), 1_000n));
+    for (const withdrawDelay of [-1, 2 ** 40, 1.5]) {
+      const payment = { ...sent, payload: { ...sent.payload, channelConfig: { ...sent.payload.channelConfig, withdrawDelay } } };
+      expectTypedRefusal(await refusal(await pay(HEALTH, header(payment))), `withdrawDelay ${withdrawDelay}`);
+    }
+  });
+
+  it("an upto payment with no payload, or a null one", async () => {
+    for (const payload of [undefined, null, {}, { permit2Authorization: null, signature: 1 }])
+      expectTypedRefusal(await refusal(await pay(AUDIT, header({ x402Version: 2, accepted: uptoOffer, payload }))), `upto payload ${JSON.stringify(payload)}`);
+  });
+
+  it("a session or upto proof whose accepted is malformed is refused before the facilitator (not a 503)", async () => {
+    const payer = await newPayer(stack.chain);
+    // a deposit otherwise valid: it reaches the facilitator unless its accepted is refused first
+    const deposit = decoded(await depositHeader(stack.chain, payer, offer, channelOf(payer, offer), 10_000n, 1_000n));
+    for (const edit of [{ maxTimeoutSeconds: "60" }, { extra: null }, { amount: 1000 }, { payTo: null }]) {
+      const got = await refusal(await pay(HEALTH, header({ ...deposit, accepted: { ...deposit.accepted, ...edit } })));
+      expectTypedRefusal(got, `session accepted ${JSON.stringify(edit)}`);
+    }
+    for (const edit of [{ maxTimeoutSeconds: "60" }, { extra: null }]) {
+      const got = await refusal(await pay(AUDIT, header({ x402Version: 2, accepted: { ...uptoOffer, ...edit }, payload: {} })));
+      expectTypedRefusal(got, `upto accepted ${JSON.stringify(edit)}`);
+    }
+  });
+});
