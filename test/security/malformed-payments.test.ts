@@ -81,3 +81,42 @@ describe("malformed proofs are typed refusals", () => {
     }
   });
 });
+
+describe("an MCP call's malformed payment or sign-in", () => {
+  it("a malformed session or upto proof in _meta: a typed tool error, not an internal error", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+    const mcp = new Client({ name: "bad-payment", version: "1.0.0" });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${base}/api/mcp`)));
+    try {
+      for (const payment of [
+        { x402Version: 2, accepted: { scheme: "batch-settlement" } },
+        { x402Version: 2, accepted: offer, payload: null },
+        { x402Version: 2, accepted: uptoOffer },
+      ]) {
+        const r = await mcp.callTool({ name: "get_health", arguments: {}, _meta: { "x402/payment": payment } });
+        expect(JSON.stringify(r.structuredContent ?? r.content), JSON.stringify(payment)).not.toContain("internal_error");
+      }
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it("CR/LF, NUL or U+2028 in _meta's sign-in-with-x: a typed refusal, not an internal error", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+    const mcp = new Client({ name: "bad-sign-in", version: "1.0.0" });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${base}/api/mcp`)));
+    try {
+      for (const bad of ["abc\r\nx-injected: 1", "abc\u0000", "abc\u2028def", "é"]) {
+        const r = await mcp.callTool({ name: "get_health", arguments: {}, _meta: { "sign-in-with-x": bad } });
+        const body = r.structuredContent as { error: string; http_status?: number };
+        expect(r.isError, JSON.stringify(bad)).toBe(true);
+        expect(body.error, JSON.stringify(bad)).not.toBe("internal_error");
+        expect(body.error, JSON.stringify(bad)).toBe("unauthorized");
+      }
+    } finally {
+      await mcp.close();
+    }
+  });
+});

@@ -24,6 +24,7 @@
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import type { Request } from "express";
 import { fromHeaderJson, PAYMENT_HEADERS, toHeaderJson } from "../x402/payment-match";
 import type { ToolCallFacts } from "../x402/receipts/digest";
@@ -81,6 +82,9 @@ const asResult = (structured: Record<string, unknown>, isError: boolean, meta?: 
   ...(meta ? { _meta: meta } : {}),
 });
 
+/** what an HTTP header's value may hold (RFC 9110 field-value: visible ASCII, space and tab) */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
 /**
  * Serve a tool call by its REST twin; answers the tool result: the route's
  * answer with its `http_status` (and `idempotent_replayed`), or a tool error
@@ -104,7 +108,12 @@ export async function callRestTwin(
   };
   if (auth.bearer) headers.authorization = auth.bearer;
   if (paid) headers[PAYMENT_HEADERS[version].payment] = toHeaderJson(auth.payment ?? null);
-  if (auth.signIn !== undefined) headers["sign-in-with-x"] = auth.signIn;
+  if (auth.signIn !== undefined) {
+    // a value no HTTP header can carry (CR, LF, NUL, a character past ASCII) is no signed message: refused as the route refuses a malformed one
+    if (!HEADER_VALUE.test(auth.signIn))
+      throw new TreasuryError("unauthorized", "sign-in-with-x refused: malformed: not a header value (base64 of the signed message)");
+    headers["sign-in-with-x"] = auth.signIn;
+  }
   if (call.idempotencyKey !== undefined) headers["idempotency-key"] = call.idempotencyKey;
   const post = call.method === "POST";
   if (post) headers["content-type"] = "application/json";
