@@ -24,6 +24,9 @@ export interface ChainChannel {
 
 export type ChargeOutcome = { kind: "charged"; channel: ChannelRecord } | { kind: "stale"; channel: ChannelRecord | undefined } | { kind: "over_balance" };
 
+/** the holder of a channel set aside after its claim failed (holdBack) */
+const HELD = "held";
+
 export class ChannelStore {
   constructor(private readonly db: Db) {}
 
@@ -94,12 +97,19 @@ export class ChannelStore {
 
   /**
    * Lease the channels with unredeemed vouchers (at most `limit`) to `holder`: each channel's lease is taken in
-   * its own conditional UPDATE, so two redeemers never claim one channel at once. The leased channels, as read.
+   * its own conditional UPDATE, so two redeemers never claim one channel at once. A channel held back (its own
+   * claim refused, holdBack) is no candidate until its hold ends: held-back channels never fill a batch and
+   * stall the others. The leased channels, as read.
    */
   async leaseUnredeemed(holder: string, limit: number, now: Date, ms: number): Promise<ChannelRecord[]> {
-    const candidates = (await this.db.all("SELECT * FROM x402_channels WHERE vouchers_unredeemed > 0 ORDER BY first_unredeemed_at LIMIT ?", limit)).map(
-      fromRow,
-    );
+    const candidates = (
+      await this.db.all(
+        `SELECT * FROM x402_channels WHERE vouchers_unredeemed > 0 AND (redeem_holder IS NULL OR redeem_holder <> '${HELD}' OR redeem_until <= ?)
+         ORDER BY first_unredeemed_at LIMIT ?`,
+        now.toISOString(),
+        limit,
+      )
+    ).map(fromRow);
     const leased: ChannelRecord[] = [];
     for (const c of candidates) {
       if (c.redeemHolder !== null && !(await leaseLapsed(this.db, { endsAt: c.redeemUntil, holder: c.redeemHolder }, now))) continue;
@@ -141,7 +151,7 @@ export class ChannelStore {
   /** a channel whose own claim failed: set aside (no redeemer leases it) until `until`, then tried again */
   async holdBack(channelId: string, holder: string, until: Date): Promise<void> {
     await this.db.run(
-      "UPDATE x402_channels SET redeem_holder = 'held', redeem_until = ? WHERE channel_id = ? AND redeem_holder = ?",
+      `UPDATE x402_channels SET redeem_holder = '${HELD}', redeem_until = ? WHERE channel_id = ? AND redeem_holder = ?`,
       until.toISOString(),
       channelId,
       holder,
