@@ -49,6 +49,26 @@ describe("settlement", () => {
     ).toEqual({ kind: "unknown" });
   });
 
+  it("a settlement whose receipt wait failed (the official schemes' settlement_pending) is unknown, never failed: its transaction may be mined", async () => {
+    // the answer of @x402/evm's waitAndReturnSettleResponse when waitForTransactionReceipt throws (a session's deposit, say)
+    const pending = { success: false, errorReason: "settlement_pending" as never, errorMessage: "timed out", transaction: "0xdeposit" };
+    expect(
+      await settleOnce(
+        facilitator(async () => pending),
+        payment,
+        requirements,
+      ),
+    ).toEqual({ kind: "unknown" });
+    const refusedPending = new SettleError(400, pending as SettleResponse);
+    expect(
+      await settleOnce(
+        facilitator(async () => Promise.reject(refusedPending)),
+        payment,
+        requirements,
+      ),
+    ).toEqual({ kind: "unknown" });
+  });
+
   it("a reason is reduced to its code; an unknown settlement is a 503 with Retry-After", () => {
     expect([reasonCode("invalid_transaction_state: reverted"), reasonCode("Some Words"), reasonCode(undefined)]).toEqual([
       "invalid_transaction_state",

@@ -26,6 +26,18 @@ export const reasonCode = (reason: string | undefined): string | undefined => re
 /** `amount`: what was settled, when the facilitator says (an `upto` settlement's may be less than the maximum) */
 export type Settlement = { kind: "settled"; transaction: string; amount?: bigint } | { kind: "failed"; reason: string } | { kind: "unknown" };
 
+/**
+ * The facilitator's reason for a transaction sent whose receipt it could not wait for (@x402/evm's
+ * `settlement_pending`): the transaction may be mined, so the outcome is unknown, never failed.
+ */
+const SETTLEMENT_PENDING = "settlement_pending";
+
+/** a refusal's outcome: failed with its reason code, or unknown when the facilitator says the transaction is pending */
+const refusedOutcome = (reason: string | undefined): Settlement => {
+  const code = reasonCode(reason);
+  return code === SETTLEMENT_PENDING ? { kind: "unknown" } : { kind: "failed", reason: code ?? "settlement_refused" };
+};
+
 /** one settlement call, judged */
 export async function settleOnce(facilitator: FacilitatorClient, payment: PaymentPayload, requirements: PaymentRequirements): Promise<Settlement> {
   try {
@@ -33,9 +45,9 @@ export async function settleOnce(facilitator: FacilitatorClient, payment: Paymen
     const amount = (settled as { amount?: unknown }).amount;
     return settled.success
       ? { kind: "settled", transaction: settled.transaction, ...(typeof amount === "string" && /^\d+$/.test(amount) ? { amount: BigInt(amount) } : {}) }
-      : { kind: "failed", reason: reasonCode(settled.errorReason) ?? "settlement_refused" };
+      : refusedOutcome(settled.errorReason);
   } catch (err) {
-    if (err instanceof SettleError && err.statusCode < 500) return { kind: "failed", reason: reasonCode(err.errorReason) ?? "settlement_refused" };
+    if (err instanceof SettleError && err.statusCode < 500) return refusedOutcome(err.errorReason);
     return { kind: "unknown" };
   }
 }
