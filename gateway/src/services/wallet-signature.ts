@@ -21,6 +21,7 @@
  * counted by client address in the write window.
  */
 import type { Request, Response } from "express";
+import { isErc6492Signature, type Address, type Hex } from "viem";
 import { CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
 import type { ChainGateway } from "../chain/chain-gateway";
 import type { Credential } from "@treasury/core/domain/credential";
@@ -104,6 +105,21 @@ export class WalletSignatureAuth {
     return verified.address.toLowerCase();
   }
 
+  /**
+   * Is this a contract wallet's own signature (EIP-1271)? Asked of the chain only for a wallet a treasury stands
+   * behind on that chain, with code there: a sign-in for any other address costs no chain call. An ERC-6492
+   * wrapper (a factory call of the signer's choosing, run by the node to deploy the wallet first) is refused.
+   */
+  private async contractSigned(address: Address, message: string, signature: Hex, chainId: number): Promise<boolean> {
+    const chain = TREASURY_CHAINS.find((c) => CHAINS[c].chainId === chainId);
+    if (!chain || !this.chain.connected(chain) || isErc6492Signature(signature)) return false;
+    if (!(await this.ctx.stores.treasuries.findOwnedByWallet(address, chain))) return false;
+    const client = this.chain.client(chain);
+    const code = await client.getCode({ address });
+    if (code === undefined || code === "0x") return false;
+    return client.verifyMessage({ address, message, signature });
+  }
+
   /** sets res.locals.credential for the wallet that signed this request, or throws the typed 401 */
   async authenticate(req: Request, res: Response): Promise<void> {
     const refuse = (why: string): never => {
@@ -121,11 +137,7 @@ export class WalletSignatureAuth {
       now: this.ctx.clock.now(),
       maxAgeSeconds: WALLET_SIGNATURE_MAX_AGE_SECONDS,
       requestDigest: this.digestOf(req),
-      verifyContractSignature: async (address, message, signature, chainId) => {
-        const chain = TREASURY_CHAINS.find((c) => CHAINS[c].chainId === chainId);
-        if (!chain || !this.chain.connected(chain)) return false;
-        return this.chain.client(chain).verifyMessage({ address, message, signature });
-      },
+      verifyContractSignature: (address, message, signature, chainId) => this.contractSigned(address, message, signature, chainId),
     });
     if (!verified.ok) return refuse(`${verified.reason}: ${verified.message}`);
     // the treasury the wallet stands behind on the chain it signed in for
