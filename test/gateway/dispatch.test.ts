@@ -1,6 +1,6 @@
 /**
  * The route dispatcher (gateway/src/http/dispatcher.ts) finds a path without parameters in one lookup
- * and leaves the rest to Express's router: every way Express matched a route before still reaches it.
+ * and leaves the rest to Express's router, which matches exactly as the lookup does: one spelling per route.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
@@ -11,15 +11,14 @@ beforeAll(async () => {
 });
 afterAll(() => gw.close());
 
-describe("routes are found as Express found them", () => {
-  it("the exact path, another letter case and a trailing slash answer the same document", async () => {
-    const exact = await call(gw.url, "GET", "/fees.json");
-    expect(exact.status).toBe(200);
-    for (const variant of ["/FEES.JSON", "/fees.json/", "/Api/V1/Public/Gateway-Status"]) {
+describe("routes are found by their one spelling", () => {
+  it("the exact path answers; another letter case or a trailing slash is the typed 404", async () => {
+    expect((await call(gw.url, "GET", "/fees.json")).status).toBe(200);
+    for (const variant of ["/FEES.JSON", "/fees.json/", "/Api/V1/Public/Gateway-Status", "/api/v1/treasuries/trs_x/"]) {
       const r = await call(gw.url, "GET", variant);
-      expect(r.status, variant).toBe(200);
+      expect(r.status, variant).toBe(404);
+      expect(r.body.error, variant).toBe("not_found");
     }
-    expect((await call(gw.url, "GET", "/FEES.JSON")).body).toEqual(exact.body);
   });
 
   it("HEAD is served by the GET route: its headers, no body", async () => {

@@ -83,13 +83,13 @@ export function facilitatorClient(config: FacilitatorConfig, timeoutMs = FACILIT
     if (config.createAuthHeaders) headers = { ...headers, ...(await config.createAuthHeaders())[what] };
     const body = JSON.stringify({ x402Version: payload.x402Version, paymentPayload: toJsonSafe(payload), paymentRequirements: toJsonSafe(requirements) });
     const res = await postJson(`${config.url}/${what}`, headers, body, timeoutMs);
-    const answered = typeof res.data === "object" && res.data !== null;
-    if (answered && field in res.data) {
-      if (res.status !== 200) throw refused(res.status, res.data as T);
-      return res.data as T;
+    const data = typeof res.data === "object" && res.data !== null ? res.data : undefined;
+    if (data && field in data) {
+      if (res.status !== 200) throw refused(res.status, data as T);
+      return data as T;
     }
     // a 400 without the field: the facilitator refused the request's content (the proof), it is not out of service
-    if (answered && res.status === 400) throw refused(res.status, { [field]: false, ...(res.data as object) } as T);
+    if (data && res.status === 400) throw refused(res.status, { [field]: false, ...data } as T);
     throw new Error(`Failed to ${what} payment: ${res.status} ${res.statusText}`);
   };
   return {

@@ -59,7 +59,7 @@ describe("settlement", () => {
         requirements,
       ),
     ).toEqual({ kind: "unknown" });
-    const refusedPending = new SettleError(400, pending as SettleResponse);
+    const refusedPending = new SettleError(400, pending as unknown as SettleResponse);
     expect(
       await settleOnce(
         facilitator(async () => Promise.reject(refusedPending)),

@@ -37,7 +37,7 @@ export const X402Challenge = z
 /** the 402 of a priced route: a challenge, or a refused payment */
 export const PAYMENT_REQUIRED: ResponseSpec = {
   description:
-    "payment required: an x402 version 1 challenge in the body (accepts) and the same requirements in x402 version 2's PAYMENT-REQUIRED header when no credential is sent, or a refused payment (both again), its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, invalid_payment (a proof the facilitator refused as malformed; its reason code in `reason`), settlement_failed (nothing charged), or payment_already_used (a spent proof proves nothing: to get the stored answer of a request whose answer was lost, retry with the same Idempotency-Key or payment-identifier and a fresh proof, which is verified and released unsettled)",
+    "payment required: an x402 version 1 challenge in the body (accepts) and the same requirements in x402 version 2's PAYMENT-REQUIRED header when no credential is sent, or a refused payment (both again), its reason in `error`: the facilitator's verdict (e.g. invalid_exact_evm_payload_signature), a mismatch with this route's requirements, invalid_payment_header (a proof that does not parse: for a session or upto proof, its accepted requirements (amount a decimal string, maxTimeoutSeconds an integer, asset and payTo addresses; a session's extra an object), its channel configuration (withdrawDelay an integer of 0 to 2^40 - 1) or its Permit2 authorization), invalid_payment (a proof the facilitator refused as malformed; its reason code in `reason`), settlement_failed (nothing charged), or payment_already_used (a spent proof proves nothing: to get the stored answer of a request whose answer was lost, retry with the same Idempotency-Key or payment-identifier and a fresh proof, which is verified and released unsettled)",
   schema: X402Challenge,
   headers: {
     "PAYMENT-REQUIRED": {
@@ -54,7 +54,7 @@ export const PAYMENT_REQUIRED: ResponseSpec = {
 /** what paying with x402 adds to a priced route's answers (appended to a status the route already documents) */
 export const paymentResponses = (own: Record<number, ResponseSpec>): Record<number, ResponseSpec> => {
   const add = {
-    503: "payment_facilitator_unavailable: the x402 facilitator could not be reached to verify the proof (nothing was charged; Retry-After); payment_settlement_unknown: the facilitator did not answer the settlement, which may still be mined: retry with the same proof (or, on an action, the same Idempotency-Key): the request is served once and charged at most once (Retry-After)",
+    503: "payment_facilitator_unavailable: the x402 facilitator could not be reached to verify the proof, or answered 5xx (nothing was charged; Retry-After; its 4xx is a 402); payment_settlement_unknown: the facilitator did not answer the settlement, which may still be mined: retry with the same proof (or, on an action, the same Idempotency-Key): the request is served once and charged at most once (Retry-After)",
     400: "invalid_payment_identifier: a v2 proof's payment-identifier id is not 16 to 128 characters of [A-Za-z0-9_-]",
     409: "payment_in_progress: the same proof, or a proof with the same payment-identifier (x402 v2), is still being served: retry after Retry-After seconds (charged at most once; never a 402, which would make a conforming client pay again); payment_identifier_reused: that identifier was used for a different request",
   } as const;
