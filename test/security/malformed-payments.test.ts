@@ -7,6 +7,7 @@
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { channelOf, depositHeader, sessionOffer, voucherHeader, type SessionOffer } from "../helpers/sessions";
+import { approvedUptoPayer, uptoProof } from "../helpers/upto";
 import { newPayer, SCHEME_ENV, startX402Suite, type X402Stack } from "../helpers/x402-stack";
 
 const HEALTH = "/api/v1/health";
@@ -78,6 +79,27 @@ describe("malformed proofs are typed refusals", () => {
     for (const edit of [{ maxTimeoutSeconds: "60" }, { extra: null }]) {
       const got = await refusal(await pay(AUDIT, header({ x402Version: 2, accepted: { ...uptoOffer, ...edit }, payload: {} })));
       expectTypedRefusal(got, `upto accepted ${JSON.stringify(edit)}`);
+    }
+  });
+});
+
+describe("a facilitator out of service", () => {
+  // last in the file's order of the x402 tests: the facilitator is stopped for good
+  it("a well-formed session deposit or upto proof is still a 503 with Retry-After (nothing charged)", async () => {
+    const payer = await newPayer(stack.chain);
+    const deposit = await depositHeader(stack.chain, payer, offer, channelOf(payer, offer), 10_000n, 1_000n);
+    const upto = await uptoProof(stack.chain, await approvedUptoPayer(stack.chain), base, AUDIT);
+    const close = stack.facilitator.close.bind(stack.facilitator);
+    await close();
+    stack.facilitator.close = async () => undefined;
+    for (const [path, proof] of [
+      [HEALTH, deposit],
+      [AUDIT, upto],
+    ] as const) {
+      const r = await pay(path, proof);
+      expect(r.status, path).toBe(503);
+      expect(((await r.json()) as { error: string }).error, path).toBe("payment_facilitator_unavailable");
+      expect(r.headers.get("retry-after"), path).not.toBeNull();
     }
   });
 });
