@@ -26,7 +26,8 @@ export const DepositRequest = z
       .optional()
       .openapi(
         schemaRules({
-          description: "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100",
+          description:
+            "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100. Recorded on the receipt; it buys nothing: the deposit supplies its net amount to Aave as USDC on every path, and BTC or ETH exposure is a convert's, at the convert's 2% fee",
           [X_RULES.sumEquals]: { members: ["btc", "eth"], equals: 100 },
         }),
       ),
