@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ASSETS, REFERENCE_LIQUIDATION_THRESHOLD_BPS, SUPPORTED_ASSETS, sandboxUnitsFor, sandboxValueMicro } from "./assets";
 import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf } from "./portfolio";
 import { ceilingBps, DEFAULT_PRESET, policyOf, PRESET_NAMES, PRESETS } from "./presets";
-import { boughtValueMicro, LedgerError } from "./sandbox-ledger";
+import { LedgerError } from "./sandbox-ledger";
 import { declarationOf } from "../actions";
 
 describe("assets and presets", () => {
