@@ -17,7 +17,7 @@ import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { call, startTestGateway, type JsonResponse, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
-import { authed, registerProven, registerTreasury } from "../helpers/treasury";
+import { authed, registerProven, registerTreasury, sandboxTenant } from "../helpers/treasury";
 
 let fork: BaseForkNode;
 let gw: TestGateway;
@@ -113,6 +113,11 @@ describe("an unproven managed registration's ledger does what the fork does", ()
     expect(exit.status, exit.text).toBe(200);
     expect(exit.body).toMatchObject({ amount_usdc: 2_000, repaid_usdc: 2_000, fee_usdc: 0 });
     expect(await ledger.position()).toMatchObject({ btc: 0, eth: 0, usdc_supplied: 0, debt: 0, usdc: 9_800 + 1_960 - 2_000 });
+    // a sandbox key's demo treasury (24,000 borrowed) the same: its exit states the 24,000 it repaid
+    const demo = await sandboxTenant(gw.url);
+    const demoExit = await authed(gw.url, demo.key).post("/api/v1/exit", {});
+    expect(demoExit.status, demoExit.text).toBe(200);
+    expect(demoExit.body).toMatchObject({ amount_usdc: 24_000, repaid_usdc: 24_000, fee_usdc: 0 });
   });
 
   it("every declared action in one sequence, each done on both", async () => {
