@@ -19,7 +19,7 @@ export class LedgerError extends Error {
 }
 
 export interface ActionParams {
-  /** deposit: percent to BTC and ETH, adding up to 100 */
+  /** deposit: the BTC/ETH split asked for, percent adding up to 100: recorded on the receipt, it buys nothing (the deposit supplies USDC) */
   allocation?: { btc: number; eth: number };
   /** convert: the asset bought */
   target?: "btc" | "eth";
