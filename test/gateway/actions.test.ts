@@ -53,12 +53,14 @@ describe("managed mode: immediate simulated execution with the receipts of 2.4",
       status: "processing",
     });
     expect(deposit.body.deposit_id).toMatch(/^dep_[0-9a-f]{32}$/);
-    expect(deposit.body.bought).toEqual({ btc: 0.00408333, eth: 0.245 });
+    // the deposit supplies USDC as on a chain, paid from the idle USDC first; its allocation buys nothing
+    expect(deposit.body).toMatchObject({ supplied_usdc: 980, allocation: { btc: 25, eth: 75 } });
+    expect(deposit.body.bought).toBeUndefined();
     expect(new Date(deposit.body.created_at).toISOString()).toBe(deposit.body.created_at);
 
     const convert = await api.post("/api/v1/convert", { amount: 1000, target: "eth" });
     expect(convert.status).toBe(200);
-    expect(convert.body).toMatchObject({ action: "convert", fee_usdc: 20, target: "eth", estimated_amount: 0.326666666666666666, status: "processing" });
+    expect(convert.body).toMatchObject({ action: "convert", fee_usdc: 20, target: "eth", estimated_amount: 0.323399999999999999, status: "processing" });
     expect(convert.body.conversion_id).toMatch(/^cnv_/);
 
     const borrow = await api.post("/api/v1/borrow", { amount_usdc: 500, purpose: "payroll" });
@@ -69,16 +71,17 @@ describe("managed mode: immediate simulated execution with the receipts of 2.4",
     expect(borrow.body.current_ltv).toBe(convert.body.ltv_after);
     expect(borrow.body.ltv_after).toBeGreaterThan(borrow.body.current_ltv);
 
-    const repay = await api.post("/api/v1/repay", { amount_usdc: 4000 });
+    const repay = await api.post("/api/v1/repay", { amount_usdc: 3000 });
     expect(repay.status).toBe(200);
-    expect(repay.body).toMatchObject({ action: "repay", fee_usdc: 0, status: "completed", remaining_borrow: 20500 });
+    expect(repay.body).toMatchObject({ action: "repay", fee_usdc: 0, status: "completed", remaining_borrow: 21500 });
     expect(repay.body.repayment_id).toMatch(/^rep_/);
     expect(repay.body.ltv_after).toBeLessThan(repay.body.ltv_before);
 
     const state = await api.get("/api/v1/treasury");
     expect(state.status).toBe(200);
-    // 5000 idle - 1000 converted + 490 borrowed net - 4000 repaid
-    expect(state.body).toMatchObject({ treasury_id: t.treasuryId, usdc_balance: 490, debt_usdc: 20500, borrowed_usd: 20500, sandbox: true });
+    // 5000 idle - 1000 deposited - 1000 converted + 490 borrowed net - 3000 repaid
+    expect(state.body).toMatchObject({ treasury_id: t.treasuryId, usdc_balance: 490, debt_usdc: 21500, borrowed_usd: 21500, sandbox: true });
+    expect(state.body.holdings).toMatchObject({ usdc: 490, usdc_supplied: 980 });
 
     const audit = await api.get("/api/v1/audit");
     expect(audit.status).toBe(200);

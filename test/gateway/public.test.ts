@@ -54,7 +54,7 @@ describe("GET /api/v1/public/portfolio-state", () => {
     const r = await get("/api/v1/public/portfolio-state");
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ object: "portfolio_state", environment: "public_demo", current_ltv: 40, health_score: 2.01 });
-    expect(r.body.holdings).toEqual({ btc: 0.5, eth: 10, usdc: 5000 });
+    expect(r.body.holdings).toEqual({ btc: 0.5, eth: 10, usdc: 5000, usdc_supplied: 0 });
   });
 
   it("serves a proven treasury by wallet address, 404 for an unknown or unproven one, 400 for a malformed one", async () => {

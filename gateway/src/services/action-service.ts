@@ -117,10 +117,12 @@ export class ActionService {
       await this.guard(t, request, this.ctx.clock.now(), null);
       return async () => {};
     }
-    // the sandbox's funding looks at two balances and the position is read meanwhile: read again only if it funded.
-    // The Safe check runs alongside (one getCode shared with the funding's): the wallet it refuses is a contract,
-    // which the sandbox never funds, so nothing is written before the refusal
-    const [, funded, position] = await Promise.all([this.backing.refuseForeignSafe(t), this.backing.fundForAction(t, request), this.backing.chainPosition(t)]);
+    // the position first, with the Safe check alongside (the wallet it refuses is a contract, which the sandbox never
+    // funds); then the sandbox's funding, only for an action the position does not refuse outright (repay without debt,
+    // withdraw of what is not supplied): a refused action leaves the wallet as it was. Read again only if it funded
+    const [, position] = await Promise.all([this.backing.refuseForeignSafe(t), this.backing.chainPosition(t)]);
+    const refused = position !== null && declarationOf(request.action).walletNeeds(request.amountMicro, position, request.params).refusal !== undefined;
+    const funded = !refused && (await this.backing.fundForAction(t, request));
     const chain = funded ? await this.backing.chainPosition(t) : position;
     await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();

@@ -33,10 +33,15 @@ export interface TreasuryRecord {
 }
 
 const read = rowReader(treasuries, { omit: ["ownership_proof"] });
-/** the four balances are the record's holdings */
+/** the five balances are the record's holdings */
 const fromRow = (raw: unknown): TreasuryRecord => {
-  const { btcUnits, ethUnits, usdcMicro, debtMicro, createdAt, updatedAt, ...t } = read(raw);
-  return { ...t, holdings: { btcUnits, ethUnits, usdcMicro, debtMicro }, createdAt, updatedAt };
+  const { btcUnits, ethUnits, usdcMicro, debtMicro, usdcSuppliedMicro, createdAt, updatedAt, ...t } = read(raw);
+  return {
+    ...t,
+    holdings: { btcUnits, ethUnits, usdcMicro, debtMicro, ...(usdcSuppliedMicro ? { suppliedUsdcMicro: usdcSuppliedMicro } : {}) },
+    createdAt,
+    updatedAt,
+  };
 };
 
 export class TreasuryStore {
@@ -44,8 +49,8 @@ export class TreasuryStore {
 
   async insert(t: TreasuryRecord, ownershipProof: Record<string, unknown> | null = null): Promise<void> {
     await this.db.run(
-      `INSERT INTO treasuries (id, wallet_address, chain, preset, execution_mode, status, origin, ownership, ownership_proof, btc_units, eth_units, usdc_micro, debt_micro, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO treasuries (id, wallet_address, chain, preset, execution_mode, status, origin, ownership, ownership_proof, btc_units, eth_units, usdc_micro, debt_micro, usdc_supplied_micro, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       t.id,
       t.walletAddress,
       t.chain,
@@ -59,6 +64,7 @@ export class TreasuryStore {
       t.holdings.ethUnits.toString(),
       t.holdings.usdcMicro.toString(),
       t.holdings.debtMicro.toString(),
+      (t.holdings.suppliedUsdcMicro ?? 0n).toString(),
       t.createdAt,
       t.updatedAt,
     );
@@ -121,11 +127,12 @@ export class TreasuryStore {
 
   async updateHoldings(id: string, h: Holdings, at: string): Promise<void> {
     await this.db.run(
-      "UPDATE treasuries SET btc_units = ?, eth_units = ?, usdc_micro = ?, debt_micro = ?, updated_at = ? WHERE id = ?",
+      "UPDATE treasuries SET btc_units = ?, eth_units = ?, usdc_micro = ?, debt_micro = ?, usdc_supplied_micro = ?, updated_at = ? WHERE id = ?",
       h.btcUnits.toString(),
       h.ethUnits.toString(),
       h.usdcMicro.toString(),
       h.debtMicro.toString(),
+      (h.suppliedUsdcMicro ?? 0n).toString(),
       at,
       id,
     );

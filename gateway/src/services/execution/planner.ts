@@ -4,18 +4,20 @@
  * checked against its position as Aave reports it and its wallet's USDC
  * (an action that swaps bounded under the pool's quote now); a sandbox
  * treasury against its simulated ledger (a swap filled at the sandbox's
- * price), whose next holdings the plan carries.
+ * price), whose next holdings the plan carries. An unproven registration's
+ * own ledger is given the USDC the action takes first, as the sandbox funds
+ * a proven wallet on its fork, so one request has one effect on both.
  *
  * Every execution mode plans the same way (services/execution/modes.ts), and
  * so do the relay of a simulated envelope (with the fee it was signed with)
  * and the Safe executor (the rail again at execution).
  */
 import { declarationOf, type TreasuryAction } from "@treasury/core/actions";
-import { PlanRefusal, type ActionDeclaration, type PriceOf } from "@treasury/core/actions/declaration";
+import { PlanRefusal, type ActionDeclaration, type PriceOf, type WalletPosition } from "@treasury/core/actions/declaration";
 import { ASSETS, sandboxUnitsFor, sandboxValueMicro, type AssetSymbol } from "@treasury/core/domain/assets";
 import type { Fee } from "@treasury/core/domain/fees";
 import { formatDecimal, usdcToNumber, type Micro } from "@treasury/core/domain/money";
-import { positionOf } from "@treasury/core/domain/portfolio";
+import { positionOf, type Holdings } from "@treasury/core/domain/portfolio";
 import { healthScore, ltvPct, PositionError, simulate, type Simulation } from "@treasury/core/domain/position";
 import { PRESETS, type Preset } from "@treasury/core/domain/presets";
 import { LedgerError, type ActionParams, type LedgerResult } from "@treasury/core/domain/sandbox-ledger";
@@ -25,6 +27,7 @@ import { chainAsPosition, type ChainGateway, type ChainPosition } from "../../ch
 import type { TreasuryRecord } from "../../store/treasury-store";
 import type { ServiceContext } from "../context";
 import { safetyRailError } from "../preview-service";
+import { ownLedger } from "./backing";
 
 export interface ActionRequest {
   action: TreasuryAction;
@@ -75,6 +78,23 @@ function sandboxSwap(from: AssetSymbol, to: AssetSymbol, units: bigint): bigint 
   const value = from === "USDC" ? units : sandboxValueMicro(from, units);
   return to === "USDC" ? value : sandboxUnitsFor(to, value);
 }
+
+/**
+ * The holdings an action meets on a ledger: an unproven registration's own ledger models the sandbox's fork,
+ * where a wallet is given the USDC the action takes (backing.fundForAction: topped up to it, never lowered)
+ */
+function fundedLedger(t: TreasuryRecord, d: ActionDeclaration<TreasuryAction>, amountMicro: Micro): Holdings {
+  const h = t.holdings;
+  if (!ownLedger(t)) return h;
+  const needed = d.sandboxUsdcMicro(amountMicro);
+  return h.usdcMicro >= needed ? h : { ...h, usdcMicro: needed };
+}
+
+/** a ledger's holdings as the wallet's position on a chain: what is supplied to Aave, and the wallet's idle USDC */
+const asWalletPosition = (h: Holdings): WalletPosition => ({
+  debtMicro: h.debtMicro,
+  holdings: { aUsdc: h.suppliedUsdcMicro ?? 0n, aWeth: h.ethUnits, aBtc: h.btcUnits, walletUsdc: h.usdcMicro },
+});
 
 /** a simulation whose action cannot apply to the position (more collateral out than there is) is a typed refusal (its own code) */
 function simulated(run: () => Simulation): Simulation {
@@ -131,6 +151,10 @@ export class Planner {
       };
     }
     const before = positionOf(treasury.holdings);
+    const funded = fundedLedger(treasury, d, request.amountMicro);
+    // the refusals that do not depend on balances are the chain's own (what is not supplied cannot be withdrawn, sold or exited)
+    const needs = d.walletNeeds(request.amountMicro, asWalletPosition(funded), request.params);
+    if (needs.refusal) throw new TreasuryError(needs.refusal.code, needs.refusal.message);
     const sim = simulated(() => simulate(before, d, request.amountMicro, preset, tier));
     if (sim.breach) throw railError(d, sim, preset, request, price);
     // on a ledger an action that swaps fills at the sandbox's price
@@ -139,11 +163,13 @@ export class Planner {
     const fee = signedFee ?? sim.fee;
     let ledger: LedgerResult;
     try {
-      ledger = declarationOf(request.action).ledger(treasury.holdings, request.amountMicro, fee.feeMicro, request.params);
+      ledger = d.ledger(funded, request.amountMicro, fee.feeMicro, request.params);
     } catch (err) {
       if (err instanceof LedgerError) throw new TreasuryError(err.code, err.message);
       throw err;
     }
+    // an action asked without an amount (exit) states what it did
+    if (d.ledgerAmountMicro) request.amountMicro = d.ledgerAmountMicro(ledger);
     const after = positionOf(ledger.holdings);
     return {
       request,

@@ -151,6 +151,7 @@ export const HISTORY: readonly Version[] = [
       createTable(x402Redemptions),
     ],
   },
+  { version: 14, name: "ledger_supplied_usdc", steps: addColumns(treasuries, "usdc_supplied_micro") },
 ];
 
 /** the tables the history arrives at */

@@ -3,6 +3,8 @@
  * Wallet: fee transfer, USDC approval to the router, the Uniswap V3 swap
  * (1% below the quote at most), approval of the bought token to the Pool,
  * supply of the swap's guaranteed output (main).
+ * Ledger: the same: idle USDC swapped at the sandbox's price, the guaranteed
+ * output (1% under it) supplied.
  */
 import { ASSETS, sandboxUnitsFor, type AssetSymbol } from "../domain/assets";
 import { formatDecimal } from "../domain/money";
@@ -42,7 +44,8 @@ export const convert: ActionDeclaration<"convert"> = {
       throw new LedgerError("insufficient_balance", `convert needs ${formatDecimal(amount, 6)} USDC idle; the treasury holds ${formatDecimal(h.usdcMicro, 6)}`);
     }
     const symbol = symbolOf(params.target);
-    const units = sandboxUnitsFor(symbol, amount - fee);
+    // what the chain supplies: the swap's guaranteed output, 1% under the quote (the ledger's quote is the sandbox's price)
+    const units = minOutOf(params.quoted !== undefined ? BigInt(params.quoted) : sandboxUnitsFor(symbol, amount - fee));
     return {
       holdings: { ...h, usdcMicro: h.usdcMicro - amount, ...(symbol === "BTC" ? { btcUnits: h.btcUnits + units } : { ethUnits: h.ethUnits + units }) },
       bought: { [symbol]: units },

@@ -121,6 +121,8 @@ export interface ActionDeclaration<Name extends string = string> extends Positio
   safeUnits?(params: ActionParams, safeMicro: Micro, price: PriceOf): { amount: string; asset: AssetSymbol };
   /** the sandbox ledger after it */
   ledger(h: Holdings, amountMicro: Micro, feeMicro: Micro, params: ActionParams): LedgerResult;
+  /** an action asked without an amount (exit): the amount its ledger's record states, from what the ledger did */
+  ledgerAmountMicro?(result: LedgerResult): Micro;
   /** on a chain: what the wallet must hold, and how much USDC the sandbox gives a new wallet to try it */
   walletNeeds(amountMicro: Micro, position: WalletPosition, params: ActionParams): WalletNeeds;
   sandboxUsdcMicro(amountMicro: Micro): Micro;

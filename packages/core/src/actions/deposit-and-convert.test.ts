@@ -52,15 +52,15 @@ describe("deposit", () => {
     expect(deposit.params({ amount_usdc: 100 })).toEqual({});
   });
 
-  it("on a ledger the net amount buys BTC and ETH at the sandbox's prices in the allocation's split", () => {
-    // 1,000 USDC less a 20 fee: 980, 70% to BTC (686 USDC at 60,000 = 0.01143333 BTC), 294 to ETH at 3,000
-    const r = deposit.ledger(h({ btcUnits: 1n, ethUnits: 2n }), 1_000_000_000n, 20_000_000n, { allocation: { btc: 70, eth: 30 } });
-    expect(r).toEqual({
-      holdings: h({ btcUnits: 1n + 1_143_333n, ethUnits: 2n + 98_000_000_000_000_000n }),
-      bought: { BTC: 1_143_333n, ETH: 98_000_000_000_000_000n },
-      repaidMicro: 0n,
+  it("on a ledger, as on a chain: the net amount supplied as USDC, paid from the idle USDC first; the allocation buys nothing", () => {
+    // 1,000 USDC less a 20 fee: 980 supplied, whatever the allocation; the idle 300 pays part of it
+    const r = deposit.ledger(h({ btcUnits: 1n, ethUnits: 2n, usdcMicro: 300_000_000n }), 1_000_000_000n, 20_000_000n, { allocation: { btc: 70, eth: 30 } });
+    expect(r).toEqual({ holdings: { ...h({ btcUnits: 1n, ethUnits: 2n }), suppliedUsdcMicro: 980_000_000n }, bought: {}, repaidMicro: 0n });
+    // idle USDC beyond the amount stays idle
+    expect(deposit.ledger(h({ usdcMicro: 700_000_000n }), 600_000_000n, 0n, {}).holdings).toEqual({
+      ...h({ usdcMicro: 100_000_000n }),
+      suppliedUsdcMicro: 600_000_000n,
     });
-    expect(deposit.ledger(h(), 600_000_000n, 0n, {}).bought).toEqual({ BTC: 500_000n, ETH: 100_000_000_000_000_000n });
     expect(() => deposit.ledger(h(), 600_000_000n, 0n, { allocation: { btc: 50, eth: 40 } })).toThrow("allocation btc and eth must add up to 100");
     expect(deposit.walletNeeds(5n, { debtMicro: 0n, holdings: { aUsdc: 0n, aWeth: 0n, aBtc: 0n, walletUsdc: 0n } }, {})).toEqual({ usdcMicro: 5n });
     expect(deposit.sandboxUsdcMicro(5n)).toBe(5n);
@@ -84,16 +84,15 @@ describe("deposit", () => {
       net_amount: 980,
       fee_basis: "2% of the amount",
       allocation: { btc: 50, eth: 50 },
+      supplied_usdc: 980,
     });
-    const ledger = { holdings: h(), bought: { BTC: 1_143_333n, ETH: 98_000_000_000_000_000n }, repaidMicro: 0n };
-    expect(deposit.receipt({ ...r, params: { allocation: { btc: 70, eth: 30 } }, ledger })).toEqual({
+    expect(deposit.receipt({ ...r, params: { allocation: { btc: 70, eth: 30 } }, ledger: { holdings: h(), bought: {}, repaidMicro: 0n } })).toEqual({
       deposit_id: "dep_1",
       net_amount: 980,
       fee_basis: "2% of the amount",
       allocation: { btc: 70, eth: 30 },
-      bought: { btc: 0.01143333, eth: 0.098 },
+      supplied_usdc: 980,
     });
-    expect(deposit.receipt({ ...r, params: {}, ledger: { ...ledger, bought: {} } })).toMatchObject({ bought: { btc: 0, eth: 0 } });
     expect(deposit.cli.body(100, {})).toEqual({ amount_usdc: 100 });
   });
 
@@ -129,15 +128,16 @@ describe("convert", () => {
     expect(convert.quote!({}, 1_000n, 20n)).toEqual({ from: "USDC", to: "ETH", units: 980n });
   });
 
-  it("on a ledger: the idle USDC pays the amount, the net buys the asset at the sandbox's price; too little idle USDC is refused", () => {
+  it("on a ledger, as on a chain: the idle USDC pays the amount, the net swapped at the sandbox's price, 1% under it supplied; too little idle USDC is refused", () => {
     expect(convert.ledger(h({ usdcMicro: 1_000_000_000n, btcUnits: 5n }), 612_000_000n, 12_000_000n, { target: "btc" })).toEqual({
-      holdings: h({ usdcMicro: 388_000_000n, btcUnits: 1_000_005n }),
-      bought: { BTC: 1_000_000n },
+      holdings: h({ usdcMicro: 388_000_000n, btcUnits: 990_005n }),
+      bought: { BTC: 990_000n },
       repaidMicro: 0n,
     });
-    expect(convert.ledger(h({ usdcMicro: 612_000_000n, ethUnits: 5n }), 612_000_000n, 12_000_000n, {})).toEqual({
-      holdings: h({ usdcMicro: 0n, ethUnits: 200_000_000_000_000_005n }),
-      bought: { ETH: 200_000_000_000_000_000n },
+    // the quote the plan made (params.quoted) is what the swap is bounded under
+    expect(convert.ledger(h({ usdcMicro: 612_000_000n, ethUnits: 5n }), 612_000_000n, 12_000_000n, { quoted: "200000000000000000" })).toEqual({
+      holdings: h({ usdcMicro: 0n, ethUnits: 198_000_000_000_000_005n }),
+      bought: { ETH: 198_000_000_000_000_000n },
       repaidMicro: 0n,
     });
     expect(() => convert.ledger(h({ usdcMicro: 611_999_999n }), 612_000_000n, 0n, {})).toThrow("convert needs 612 USDC idle; the treasury holds 611.999999");

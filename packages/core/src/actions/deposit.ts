@@ -1,9 +1,11 @@
 /**
  * deposit (spec 4.5): USDC enters the service, 2% entry fee; minimum 100 USDC.
  * Wallet: fee transfer, USDC approval to the Pool, supply of the rest (main).
- * Ledger: the net amount bought as BTC and ETH collateral by allocation (50/50).
+ * Ledger: what the chain does: the net amount supplied to Aave as USDC, paid
+ * from the idle USDC first (what it lacks enters with the deposit). The
+ * allocation buys nothing, on a chain or a ledger: it is recorded on the
+ * receipt; BTC or ETH exposure is a convert's, at the convert's fee.
  */
-import { ASSETS, sandboxUnitsFor } from "../domain/assets";
 import { formatDecimal, parseUsdc, usdcToNumber } from "../domain/money";
 import { actionAmounts, AMOUNT_ALIAS_RULES, schemaRules, X_RULES } from "../schemas/common";
 import { z } from "../schemas/zod";
@@ -24,7 +26,8 @@ export const DepositRequest = z
       .optional()
       .openapi(
         schemaRules({
-          description: "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100",
+          description:
+            "BTC/ETH split of the deposit, percent; default 50/50; btc + eth = 100. Recorded on the receipt; it buys nothing: the deposit supplies its net amount to Aave as USDC on every path, and BTC or ETH exposure is a convert's, at the convert's 2% fee",
           [X_RULES.sumEquals]: { members: ["btc", "eth"], equals: 100 },
         }),
       ),
@@ -53,13 +56,10 @@ export const deposit: ActionDeclaration<"deposit"> = {
   minimumMicro: parseUsdc(MIN_DEPOSIT_USDC),
   effect: addCollateral,
   ledger(h, amount, fee, params) {
-    const net = amount - fee;
     const allocation = params.allocation ?? { btc: 50, eth: 50 };
     if (allocation.btc + allocation.eth !== 100) throw new LedgerError("invalid_request", "allocation btc and eth must add up to 100");
-    const toBtc = (net * BigInt(Math.round(allocation.btc * 100))) / 10_000n;
-    const btc = sandboxUnitsFor("BTC", toBtc);
-    const eth = sandboxUnitsFor("ETH", net - toBtc);
-    return { holdings: { ...h, btcUnits: h.btcUnits + btc, ethUnits: h.ethUnits + eth }, bought: { BTC: btc, ETH: eth }, repaidMicro: 0n };
+    const usdcMicro = h.usdcMicro > amount ? h.usdcMicro - amount : 0n;
+    return { holdings: { ...h, usdcMicro, suppliedUsdcMicro: (h.suppliedUsdcMicro ?? 0n) + amount - fee }, bought: {}, repaidMicro: 0n };
   },
   walletNeeds: (amount) => ({ usdcMicro: amount }),
   sandboxUsdcMicro: (amount) => amount,
@@ -68,19 +68,12 @@ export const deposit: ActionDeclaration<"deposit"> = {
     const usdc = tokenOf(c, "USDC");
     return [feeTransfer(c, "deposit", feeMicro, feeRecipient), approve(c, usdc, c.market.pool, POOL_NAME, net), supply(c, usdc, net, true)];
   },
-  receipt: ({ id, amountMicro, fee, params, ledger }) => ({
+  receipt: ({ id, amountMicro, fee, params }) => ({
     deposit_id: id,
     net_amount: usdcToNumber(amountMicro - fee.feeMicro),
     fee_basis: fee.basis,
     allocation: params.allocation ?? { btc: 50, eth: 50 },
-    ...(ledger
-      ? {
-          bought: {
-            btc: Number(formatDecimal(ledger.bought.BTC ?? 0n, ASSETS.BTC.decimals)),
-            eth: Number(formatDecimal(ledger.bought.ETH ?? 0n, ASSETS.ETH.decimals)),
-          },
-        }
-      : {}),
+    supplied_usdc: usdcToNumber(amountMicro - fee.feeMicro),
   }),
   signer: {
     functions: ["transfer", "approve", "supply"],

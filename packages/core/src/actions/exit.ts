@@ -68,9 +68,14 @@ export const exit: ActionDeclaration<"exit"> = {
   // what it repays: the debt planned (the service values it once the chain is read)
   valueMicro: (params) => BigInt(planOf(params)?.debt ?? "0"),
   effect: closed,
+  // the record states the debt the exit repaid
+  ledgerAmountMicro: (r) => r.repaidMicro,
   ledger(h, _amount, _fee, params) {
-    if (h.debtMicro === 0n && h.btcUnits === 0n && h.ethUnits === 0n) throw new LedgerError("insufficient_balance", "the treasury holds nothing to exit");
-    let usdc = h.usdcMicro;
+    const supplied = h.suppliedUsdcMicro ?? 0n;
+    if (h.debtMicro === 0n && h.btcUnits === 0n && h.ethUnits === 0n && supplied === 0n)
+      throw new LedgerError("insufficient_balance", "the treasury holds nothing to exit");
+    // the supplied USDC comes out with the rest, and repays first
+    let usdc = h.usdcMicro + supplied;
     let debt = h.debtMicro;
     const fromUsdc = minBig(usdc, debt);
     usdc -= fromUsdc;

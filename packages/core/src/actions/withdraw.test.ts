@@ -16,7 +16,7 @@ import { withdraw, WithdrawRequest } from "./withdraw";
 const wallet = "0x1111111111111111111111111111111111111111" as const;
 const m = AAVE_MARKETS.base;
 const price = (s: "USDC" | "ETH" | "BTC") => ({ USDC: 1_000_000n, ETH: 2_500_000_000n, BTC: 50_000_000_000n })[s];
-const holdings = { btcUnits: 10_000_000n, ethUnits: 2n * 10n ** 18n, usdcMicro: 500_000_000n, debtMicro: 0n };
+const holdings = { btcUnits: 10_000_000n, ethUnits: 2n * 10n ** 18n, usdcMicro: 500_000_000n, debtMicro: 0n, suppliedUsdcMicro: 500_000_000n };
 
 describe("withdraw", () => {
   it("reads its request: USDC by default (amount_usdc or amount), ETH and BTC in their units", () => {
@@ -52,7 +52,12 @@ describe("withdraw", () => {
   it("on a ledger: the units leave the books; more than is held is refused", () => {
     expect(withdraw.ledger(holdings, 0n, 0n, { asset: "ETH", units: String(10n ** 18n) }).holdings).toEqual({ ...holdings, ethUnits: 10n ** 18n });
     expect(withdraw.ledger(holdings, 0n, 0n, { asset: "BTC", units: "10000000" }).holdings).toEqual({ ...holdings, btcUnits: 0n });
-    expect(withdraw.ledger(holdings, 0n, 0n, { asset: "USDC", units: "1" }).holdings).toEqual({ ...holdings, usdcMicro: 499_999_999n });
+    // USDC comes out of what the deposits supplied, into the idle balance
+    expect(withdraw.ledger(holdings, 0n, 0n, { asset: "USDC", units: "1" }).holdings).toEqual({
+      ...holdings,
+      suppliedUsdcMicro: 499_999_999n,
+      usdcMicro: 500_000_001n,
+    });
     expect(() => withdraw.ledger(holdings, 0n, 0n, { asset: "BTC", units: "10000001" })).toThrow("the treasury holds 0.1 BTC; 0.10000001 cannot be withdrawn");
   });
 
@@ -127,7 +132,7 @@ describe("withdraw", () => {
     expect(withdraw.walletNeeds(0n, position, { asset: "BTC", units: "1" })).toEqual({ usdcMicro: 0n });
     expect(withdraw.walletNeeds(0n, position, { asset: "BTC" })).toEqual({ usdcMicro: 0n });
     expect(withdraw.params({})).toEqual({ asset: "USDC", units: "0" });
-    expect(withdraw.ledger(holdings, 0n, 0n, { units: "500000000" }).holdings).toEqual({ ...holdings, usdcMicro: 0n });
+    expect(withdraw.ledger(holdings, 0n, 0n, { units: "500000000" }).holdings).toEqual({ ...holdings, suppliedUsdcMicro: 0n, usdcMicro: 1_000_000_000n });
     expect(() => withdraw.ledger(holdings, 0n, 0n, { asset: "ETH", units: String(2n * 10n ** 18n + 1n) })).toThrow(
       "the treasury holds 2 ETH; 2.000000000000000001 cannot be withdrawn",
     );

@@ -86,7 +86,7 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
   ledger(h, _amount, _fee, params) {
     const symbol = assetOf(params);
     const units = unitsOf(params);
-    const held = symbol === "USDC" ? h.usdcMicro : symbol === "ETH" ? h.ethUnits : h.btcUnits;
+    const held = symbol === "USDC" ? (h.suppliedUsdcMicro ?? 0n) : symbol === "ETH" ? h.ethUnits : h.btcUnits;
     if (units > held)
       throw new LedgerError(
         "insufficient_balance",
@@ -94,7 +94,7 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
       );
     const holdings =
       symbol === "USDC"
-        ? { ...h, usdcMicro: h.usdcMicro - units }
+        ? { ...h, suppliedUsdcMicro: held - units, usdcMicro: h.usdcMicro + units }
         : symbol === "ETH"
           ? { ...h, ethUnits: h.ethUnits - units }
           : { ...h, btcUnits: h.btcUnits - units };

@@ -27,8 +27,8 @@ export const ASSETS: Record<AssetSymbol, AssetRisk> = {
 export const SUPPORTED_ASSETS: AssetSymbol[] = ["BTC", "ETH", "USDC"];
 
 /**
- * Liquidation threshold of the reference collateral mix (50% BTC, 50% ETH,
- * the default deposit allocation): (7800 + 8300) / 2 = 8050 bps. Used where the
+ * Liquidation threshold of the reference collateral mix (50% BTC, 50% ETH):
+ * (7800 + 8300) / 2 = 8050 bps. Used where the
  * spec gives an LTV but no portfolio (public liquidation distance, preview
  * without an address).
  */

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ASSETS, REFERENCE_LIQUIDATION_THRESHOLD_BPS, SUPPORTED_ASSETS, sandboxUnitsFor, sandboxValueMicro } from "./assets";
 import { DEMO_HOLDINGS, EMPTY_HOLDINGS, portfolioFigures, positionOf } from "./portfolio";
 import { ceilingBps, DEFAULT_PRESET, policyOf, PRESET_NAMES, PRESETS } from "./presets";
-import { boughtValueMicro, LedgerError } from "./sandbox-ledger";
+import { LedgerError } from "./sandbox-ledger";
 import { declarationOf } from "../actions";
 
 describe("assets and presets", () => {
@@ -40,7 +40,7 @@ describe("holdings", () => {
   it("the demo portfolio: $60,000 of collateral, 24,000 borrowed, LTV 40%, weighted threshold", () => {
     expect(positionOf(DEMO_HOLDINGS)).toEqual({ collateralMicro: 60_000_000_000n, debtMicro: 24_000_000_000n, liquidationThresholdBps: 8050 });
     expect(portfolioFigures(DEMO_HOLDINGS)).toEqual({
-      holdings: { btc: 0.5, eth: 10, usdc: 5000 },
+      holdings: { btc: 0.5, eth: 10, usdc: 5000, usdc_supplied: 0 },
       collateral_value_usd: 60000,
       total_value_usd: 65000,
       borrowed_usd: 24000,
@@ -58,14 +58,13 @@ describe("holdings", () => {
 
 describe("the sandbox ledger", () => {
   const h = { btcUnits: 0n, ethUnits: 0n, usdcMicro: 10_000_000_000n, debtMicro: 1_000_000_000n };
-  it("deposit: the fee taken, the net split by allocation into BTC and ETH", () => {
-    const r = declarationOf("deposit").ledger(h, 6_000_000_000n, 120_000_000n, {});
-    expect(r.bought).toEqual({ BTC: 4_900_000n, ETH: 98n * 10n ** 16n });
-    expect(r.holdings).toEqual({ ...h, btcUnits: 4_900_000n, ethUnits: 98n * 10n ** 16n });
+  it("deposit: the fee taken, the net supplied as USDC (collateral at USDC's threshold); the allocation buys nothing", () => {
+    const r = declarationOf("deposit").ledger(h, 6_000_000_000n, 120_000_000n, { allocation: { btc: 25, eth: 75 } });
+    expect(r.bought).toEqual({});
+    expect(r.holdings).toEqual({ ...h, usdcMicro: 4_000_000_000n, suppliedUsdcMicro: 5_880_000_000n });
     expect(r.repaidMicro).toBe(0n);
-    expect(boughtValueMicro(r.bought)).toBe(5_880_000_000n);
-    const skewed = declarationOf("deposit").ledger(h, 1_000_000_000n, 0n, { allocation: { btc: 25, eth: 75 } });
-    expect(skewed.bought).toEqual({ BTC: sandboxUnitsFor("BTC", 250_000_000n), ETH: sandboxUnitsFor("ETH", 750_000_000n) });
+    expect(positionOf(r.holdings)).toMatchObject({ collateralMicro: 5_880_000_000n, liquidationThresholdBps: 7800 });
+    expect(portfolioFigures(r.holdings).holdings).toEqual({ btc: 0, eth: 0, usdc: 4000, usdc_supplied: 5880 });
     expect(() => declarationOf("deposit").ledger(h, 1n, 0n, { allocation: { btc: 50, eth: 49 } })).toThrow("allocation btc and eth must add up to 100");
     const codeOf = (f: () => unknown) => {
       try {
@@ -80,10 +79,11 @@ describe("the sandbox ledger", () => {
   });
   it("convert: idle USDC out, the bought asset in (fee taken), refused beyond the idle balance", () => {
     const eth = declarationOf("convert").ledger(h, 3_000_000_000n, 60_000_000n, { target: "eth" });
-    expect(eth.holdings).toEqual({ ...h, usdcMicro: 7_000_000_000n, ethUnits: 98n * 10n ** 16n });
-    expect(eth.bought).toEqual({ ETH: 98n * 10n ** 16n });
+    // the swap's guaranteed output, 1% under the sandbox's price, is what is supplied
+    expect(eth.holdings).toEqual({ ...h, usdcMicro: 7_000_000_000n, ethUnits: 9702n * 10n ** 14n });
+    expect(eth.bought).toEqual({ ETH: 9702n * 10n ** 14n });
     const btc = declarationOf("convert").ledger(h, 6_000_000_000n, 0n, { target: "btc" });
-    expect(btc.holdings.btcUnits).toBe(10_000_000n);
+    expect(btc.holdings.btcUnits).toBe(9_900_000n);
     expect(btc.holdings.ethUnits).toBe(0n);
     const err = (() => {
       try {

@@ -1,7 +1,8 @@
 /**
- * Holdings of a sandbox treasury and the position they make. BTC and ETH are
- * collateral valued at the fixed sandbox prices; idle USDC is wallet balance,
- * not collateral; debt is USDC.
+ * Holdings of a sandbox treasury and the position they make, as Aave holds
+ * them on a chain: BTC, ETH and supplied USDC are collateral (BTC and ETH
+ * valued at the fixed sandbox prices); idle USDC is wallet balance, not
+ * collateral; debt is USDC.
  */
 import { ASSETS, REFERENCE_LIQUIDATION_THRESHOLD_BPS, sandboxValueMicro } from "./assets";
 import { formatDecimal, usdcToNumber, type Micro } from "./money";
@@ -14,6 +15,8 @@ export interface Holdings {
   ethUnits: bigint;
   /** idle USDC in the wallet, micro-USDC */
   usdcMicro: Micro;
+  /** USDC supplied to Aave (a deposit's net amount: aUSDC on a chain), micro-USDC; absent: none */
+  suppliedUsdcMicro?: Micro;
   /** outstanding USDC debt, micro-USDC */
   debtMicro: Micro;
 }
@@ -31,11 +34,17 @@ export const DEMO_HOLDINGS: Holdings = {
 export function positionOf(h: Holdings): Position {
   const btc = sandboxValueMicro("BTC", h.btcUnits);
   const eth = sandboxValueMicro("ETH", h.ethUnits);
-  const collateral = btc + eth;
+  const usdc = h.suppliedUsdcMicro ?? 0n;
+  const collateral = btc + eth + usdc;
   const lt =
     collateral === 0n
       ? REFERENCE_LIQUIDATION_THRESHOLD_BPS
-      : Number((btc * BigInt(ASSETS.BTC.liquidationThresholdBps) + eth * BigInt(ASSETS.ETH.liquidationThresholdBps)) / collateral);
+      : Number(
+          (btc * BigInt(ASSETS.BTC.liquidationThresholdBps) +
+            eth * BigInt(ASSETS.ETH.liquidationThresholdBps) +
+            usdc * BigInt(ASSETS.USDC.liquidationThresholdBps)) /
+            collateral,
+        );
   return { collateralMicro: collateral, debtMicro: h.debtMicro, liquidationThresholdBps: lt };
 }
 
@@ -47,6 +56,7 @@ export function portfolioFigures(h: Holdings) {
       btc: Number(formatDecimal(h.btcUnits, ASSETS.BTC.decimals)),
       eth: Number(formatDecimal(h.ethUnits, ASSETS.ETH.decimals)),
       usdc: usdcToNumber(h.usdcMicro),
+      usdc_supplied: usdcToNumber(h.suppliedUsdcMicro ?? 0n),
     },
     collateral_value_usd: usdcToNumber(p.collateralMicro),
     total_value_usd: usdcToNumber(p.collateralMicro + h.usdcMicro),

@@ -5,7 +5,7 @@
  * envelope, so both end in the same state. This module holds the shapes and
  * the refusals they share.
  */
-import { sandboxValueMicro, type AssetSymbol } from "./assets";
+import type { AssetSymbol } from "./assets";
 import type { Micro } from "./money";
 import type { Holdings } from "./portfolio";
 
@@ -19,7 +19,7 @@ export class LedgerError extends Error {
 }
 
 export interface ActionParams {
-  /** deposit: percent to BTC and ETH, adding up to 100 */
+  /** deposit: the BTC/ETH split asked for, percent adding up to 100: recorded on the receipt, it buys nothing (the deposit supplies USDC) */
   allocation?: { btc: number; eth: number };
   /** convert: the asset bought */
   target?: "btc" | "eth";
@@ -38,13 +38,8 @@ export interface ActionParams {
 
 export interface LedgerResult {
   holdings: Holdings;
-  /** units bought (deposit/convert), by asset, token base units */
+  /** units bought and supplied (convert), by asset, token base units */
   bought: Partial<Record<AssetSymbol, bigint>>;
   /** amount of debt actually repaid (repay) */
   repaidMicro: Micro;
-}
-
-/** value of what was bought, for receipts */
-export function boughtValueMicro(bought: Partial<Record<AssetSymbol, bigint>>): Micro {
-  return (bought.BTC ? sandboxValueMicro("BTC", bought.BTC) : 0n) + (bought.ETH ? sandboxValueMicro("ETH", bought.ETH) : 0n);
 }

@@ -27,6 +27,8 @@ export const treasuries = new Table(
     // signed ownership statement, EIP-712 or EIP-1271), 'paid' (created by the payer's own x402 payment)
     ownership: text().notNull().default("'unproven'").oneOf(["unproven", "proven", "paid"]),
     ownership_proof: json<Record<string, unknown>>(),
+    // USDC a ledger's deposits supplied to Aave (aUSDC on a chain), apart from the idle usdc_micro
+    usdc_supplied_micro: money().notNull().default("'0'"),
   },
   { insertionOrder: true },
 );
