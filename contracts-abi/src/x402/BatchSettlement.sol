@@ -52,8 +52,8 @@ interface IERC1271 {
 address constant BATCH_SETTLEMENT_ADDRESS = 0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003;
 address constant ERC3009_DEPOSIT_COLLECTOR_ADDRESS = 0x4020806089470a89826cB9fB1f4059150b550004;
 
-/// ECDSA recovery of a 65-byte signature (r, s, v); malleable (upper-half s) and malformed signatures recover
-/// to address(0). A contract signer is asked with ERC-1271.
+/// ECDSA recovery of a 65-byte signature (r, s, v) by OpenZeppelin's ECDSA rule: v 27 or 28 (0 and 1 are refused,
+/// as Base's contract and USDC refuse them), s in the lower half; any other signature recovers to address(0). A contract signer is asked with ERC-1271.
 library SignatureCheck {
     uint256 private constant HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
 
@@ -64,7 +64,6 @@ library SignatureCheck {
             s := mload(add(signature, 64))
             v := byte(0, mload(add(signature, 96)))
         }
-        if (v < 27) v += 27;
         ok = (v == 27 || v == 28) && uint256(s) <= HALF_ORDER;
     }
 
@@ -338,14 +337,15 @@ contract BatchSettlement {
         if (!SignatureCheck.isValid(config.receiverAuthorizer, getRefundDigest(channelId, nonce, amount), receiverAuthorizerSignature)) {
             revert InvalidRefundSignature();
         }
-        refundNonce[channelId] = expected + 1;
         _refund(channelId, config, amount);
     }
 
     /// Return `amount` to the payer, at most what is not claimed; a refund that leaves nothing free also ends a
-    /// pending withdrawal (there is nothing left for it).
+    /// pending withdrawal (there is nothing left for it). Every refund, direct or signed, moves the refund nonce on,
+    /// so a Refund signature given out before any refund can no longer be used.
     function _refund(bytes32 channelId, ChannelConfig calldata config, uint128 amount) private {
         if (amount == 0) revert ZeroAmount();
+        refundNonce[channelId] += 1;
         ChannelState storage channel = channels[channelId];
         uint128 free = channel.balance - channel.totalClaimed;
         uint128 refunded = amount < free ? amount : free;
