@@ -9,23 +9,6 @@ import {BatchSettlementHarness} from "./BatchSettlementHarness.sol";
 /// Base runs (OpenZeppelin's ECDSA for vouchers, Base's USDC for ERC-3009, the refund nonce) and asserts that the
 /// local contract gives the same answer for the same call.
 contract OfficialRulesTest is BatchSettlementHarness {
-    uint256 private constant HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
-
-    /// OpenZeppelin ECDSA.tryRecover (and Base USDC's ECRecover): 65 bytes, s in the lower half, v exactly 27 or 28
-    function officialRecover(bytes32 digest, bytes memory signature) internal pure returns (address) {
-        if (signature.length != 65) return address(0);
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-        assembly {
-            r := mload(add(signature, 32))
-            s := mload(add(signature, 64))
-            v := byte(0, mload(add(signature, 96)))
-        }
-        if (uint256(s) > HALF_ORDER || (v != 27 && v != 28)) return address(0);
-        return ecrecover(digest, v, r, s);
-    }
-
     /// the signature with its last byte (v) replaced
     function withV(bytes memory signature, uint8 v) internal pure returns (bytes memory out) {
         out = bytes.concat(signature);
