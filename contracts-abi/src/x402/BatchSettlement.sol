@@ -143,7 +143,6 @@ contract BatchSettlement {
     error InvalidRefundSignature();
     error ClaimExceedsVoucher(uint128 totalClaimed, uint128 maxClaimableAmount);
     error ClaimExceedsBalance(uint128 totalClaimed, uint128 balance);
-    error NothingToSettle();
     error ChannelNotFound();
     error NoPendingWithdrawal();
     error WithdrawNotReady(uint256 readyAt);
@@ -234,11 +233,12 @@ contract BatchSettlement {
 
     // ---------------------------------------------------------------- claim and settle
 
-    /// Redeem vouchers, called by each channel's receiver authorizer.
+    /// Redeem vouchers, called by each channel's receiver authorizer or its receiver (as the official contract).
     function claim(VoucherClaim[] calldata voucherClaims) external nonReentrant {
         if (voucherClaims.length == 0) revert NoClaims();
         for (uint256 i; i < voucherClaims.length; ++i) {
-            if (msg.sender != voucherClaims[i].voucher.channel.receiverAuthorizer) revert NotReceiverAuthorizer();
+            ChannelConfig calldata config = voucherClaims[i].voucher.channel;
+            if (msg.sender != config.receiverAuthorizer && msg.sender != config.receiver) revert NotReceiverAuthorizer();
             _claim(voucherClaims[i]);
         }
     }
@@ -280,11 +280,12 @@ contract BatchSettlement {
         emit Claimed(channelId, config.receiver, config.token, amount, c.totalClaimed);
     }
 
-    /// Pay a receiver everything claimed for it in `token` and not yet paid. Anyone may call.
+    /// Pay a receiver everything claimed for it in `token` and not yet paid. Anyone may call; with nothing owed it
+    /// does nothing (no revert, no event), as the official contract.
     function settle(address receiver, address token) external nonReentrant {
         ReceiverState storage r = receivers[receiver][token];
         uint128 amount = r.totalClaimed - r.totalSettled;
-        if (amount == 0) revert NothingToSettle();
+        if (amount == 0) return;
         r.totalSettled = r.totalClaimed;
         _transfer(token, receiver, amount);
         emit Settled(receiver, token, msg.sender, amount);

@@ -71,4 +71,21 @@ contract OfficialRulesTest is BatchSettlementHarness {
         eq(claimed, 1_000, "claimed");
         eq(usdc.balanceOf(payer), PAYER_FUNDS - 3_000, "refunded once");
     }
+
+    /// row settle: with nothing owed the official settle neither reverts nor pays
+    function test_settle_with_nothing_owed_does_nothing() public {
+        uint256 before = usdc.balanceOf(RECEIVER);
+        bs.settle(RECEIVER, address(usdc));
+        eq(usdc.balanceOf(RECEIVER), before, "nothing paid");
+    }
+
+    /// row claim: the official claim takes the channel's receiver as caller too (within the payer's voucher)
+    function test_receiver_may_claim() public {
+        ChannelConfig memory c = config(0);
+        bytes32 id = deposit(c, 5_000);
+        vm.prank(RECEIVER);
+        bs.claim(one(voucherClaim(c, 1_000, 1_000, PAYER_KEY)));
+        (, uint128 claimed) = channel(id);
+        eq(claimed, 1_000, "claimed by the receiver");
+    }
 }
