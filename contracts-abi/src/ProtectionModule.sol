@@ -68,8 +68,8 @@ interface ISwapRouter02 {
 ///          liquidation threshold to withdraw first. After it: LTV lower and not below the park
 ///          target, health factor higher, the Safe's equity (collateral - debt + the idle balances of
 ///          the two tokens touched, at the oracle's prices) no lower than before less the slippage
-///          bound and the flash premium on the amount moved, and no allowance left to the router or
-///          the Pool.
+///          bound and the flash premium on the amount moved (the loan and its premium at most the
+///          sale's minimum out), and no allowance left to the router or the Pool.
 ///      Always value 0 and a plain call (never delegatecall). Revoking is the operator's disableModule;
 ///      a transaction already submitted may still settle.
 contract ProtectionModule {
@@ -134,6 +134,7 @@ contract ProtectionModule {
     error SlippageAboveOracle(uint256 received, uint256 minimum);
     error HealthDidNotRise(uint256 beforeHf, uint256 afterHf);
     error EquityLoss(uint256 lossBase, uint256 boundBase);
+    error FlashAboveSale(uint256 owed, uint256 minOut);
     error ApprovalLeftBehind(address token, address spender, uint256 amount);
     error BadConfiguration();
 
@@ -297,8 +298,10 @@ contract ProtectionModule {
             IERC20Like(usdc).approve(pool, 0);
         }
         (address collateral, uint256 sold) = abi.decode(params, (address, uint256));
-        uint256 received = _sell(collateral, sold);
         uint256 owed = amount + premium;
+        // the loan and its premium are at most the sale's guaranteed proceeds: the premium is paid on what was sold
+        if (owed > _minOut(collateral, sold)) revert FlashAboveSale(owed, _minOut(collateral, sold));
+        uint256 received = _sell(collateral, sold);
         uint256 held = IERC20Like(usdc).balanceOf(address(this));
         uint256 rest = received;
         if (owed > held) {
@@ -317,7 +320,7 @@ contract ProtectionModule {
     /// Safe at no less than the oracle's value less maxSlippageBps; the USDC received
     function _sell(address collateral, uint256 amount) private returns (uint256 received) {
         _call(pool, abi.encodeWithSelector(WITHDRAW, collateral, amount, safe));
-        uint256 minOut = (_toUsdc(collateral, amount) * (10_000 - maxSlippageBps)) / 10_000;
+        uint256 minOut = _minOut(collateral, amount);
         uint256 before = IERC20Like(usdc).balanceOf(safe);
         _call(collateral, abi.encodeCall(IERC20Like.approve, (router, amount)));
         _call(
@@ -337,6 +340,11 @@ contract ProtectionModule {
         );
         received = IERC20Like(usdc).balanceOf(safe) - before;
         if (received < minOut) revert SlippageAboveOracle(received, minOut);
+    }
+
+    /// the least USDC a sale of `amount` of collateral may bring: its oracle value less maxSlippageBps
+    function _minOut(address collateral, uint256 amount) private view returns (uint256) {
+        return (_toUsdc(collateral, amount) * (10_000 - maxSlippageBps)) / 10_000;
     }
 
     /// repay up to `amount` of the Safe's variable USDC debt from the Safe's own USDC; no allowance stays

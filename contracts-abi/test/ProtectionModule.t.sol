@@ -168,6 +168,21 @@ contract ProtectionModuleTest {
         _require(afterwards.hf > 1.1e18, "health factor well above 1 after one act");
     }
 
+    /// attack (a stolen automation key): sell a sliver of WETH with a large flash loan, so the Safe pays the premium on
+    /// money nothing needed; the loan and its premium are bounded by the sale's minimum out
+    function test_escape_flashPremiumOnALoanTheSaleDoesNotCover() public {
+        _crashTo(2_000);
+        IERC20Like(USDC).transfer(safe, 8_000e6); // idle USDC the Safe holds: what would pay the loan back
+        uint256 minOut = (0.001 ether * 2_000 / 1e12) * (10_000 - SLIPPAGE_BPS) / 10_000;
+        uint256 premium = (7_400e6 * IPoolFull(POOL).FLASHLOAN_PREMIUM_TOTAL()) / 10_000;
+        Reading memory before = _read();
+        vm.prank(automation);
+        vm.expectRevert(abi.encodeWithSelector(ProtectionModule.FlashAboveSale.selector, 7_400e6 + premium, minOut));
+        module.deleverage(WETH, 0.001 ether, 7_400e6);
+        Reading memory unchanged = _read();
+        _require(unchanged.debt == before.debt && unchanged.usdc == before.usdc, "no premium paid");
+    }
+
     /// far from the threshold the collateral is withdrawn first, no flash loan, no premium
     function test_deleverageWithoutFlash() public {
         _crashTo(2_400); // LTV 62.5%

@@ -4,7 +4,7 @@
  * official client (@x402/core's x402Client with @x402/evm's upto client) signs a maximum, and the project's
  * facilitator module (the official upto facilitator scheme over the facilitator's key) verifies it and settles
  * what was used. Balances are checked to the atomic unit; every refusal leaves them as they were. Settling is
- * idempotent per authorization: a settled one is answered with its settlement on chain (the proxy's UptoSettled log),
+ * idempotent per authorization: a settled one is answered with its settlement on chain (read from the official proxy's Settled log and its settle call),
  * also by a facilitator that did not send it (a restart), and never moves funds twice.
  */
 import { x402Client } from "@x402/core/client";

@@ -100,18 +100,25 @@ export function highS(signature: Hex): Hex {
   return `${signature.slice(0, 66)}${pad(toHex(SECP256K1_N - s)).slice(2)}${v === 27 || v === 0 ? "1c" : "1b"}` as Hex;
 }
 
+/** the same signature with v written as 0/1 (the recovery bit) instead of 27/28 */
+export const vZeroOne = (signature: Hex): Hex =>
+  `${signature.slice(0, 130)}${(parseInt(signature.slice(130, 132), 16) - 27).toString(16).padStart(2, "0")}` as Hex;
+
 export interface VoucherOptions {
   /** who signs the voucher (default: the payer) */
   signer?: Payer;
   /** send the signature's high-s twin */
   malleate?: boolean;
+  /** write the signature's v as 0/1 instead of 27/28 (the same signer for viem, refused by OpenZeppelin's ECDSA) */
+  vZeroOne?: boolean;
   /** the `accepted` amount to name (default: the offer's) */
   amount?: bigint;
 }
 
 async function voucherOf(payer: Payer, config: ChannelConfig, cumulative: bigint, opts: VoucherOptions, channelId = channelIdOf(config)) {
   const voucher = await signVoucher(toClientEvmSigner((opts.signer ?? payer).account), channelId, cumulative.toString(), NETWORK);
-  return { ...voucher, signature: opts.malleate ? highS(voucher.signature as Hex) : voucher.signature };
+  const signature = opts.malleate ? highS(voucher.signature as Hex) : (voucher.signature as Hex);
+  return { ...voucher, signature: opts.vZeroOne ? vZeroOne(signature) : signature };
 }
 
 const accepted = (offer: SessionOffer, opts: VoucherOptions) => (opts.amount === undefined ? offer : { ...offer, amount: opts.amount.toString() });

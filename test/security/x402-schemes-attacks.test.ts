@@ -2,7 +2,7 @@
  * Attacks on x402's `upto` and sessions (`batch-settlement`) against the gateway, its facilitator and the
  * contracts, on one local Base Sepolia: served without paying, the service made to pay (gas) for others, a payer
  * charged twice. Each attack is run and its harm checked absent: the facilitator answers its gateway only, a
- * settlement below the use is not served, only low-s 65-byte voucher signatures are taken, the chain's refusal
+ * settlement below the use is not served, only low-s 65-byte voucher signatures with v 27/28 are taken, the chain's refusal
  * at a re-sync stands, a payer leaving pays no more calls, a channel whose claim reverts is set aside. `upto` runs first: the session tests at the end move the chain's clock past the
  * withdrawal delay, after which authorizations signed by the wall clock are expired on chain.
  */
@@ -258,6 +258,16 @@ describe("x402 sessions: attacks that harm", () => {
     expect.soft(r?.failed).toBeUndefined();
     expect(await channelOnChain(stack.chain, honestChannel)).toMatchObject({ totalClaimed: 2n * PRICE });
     expect((await stack.chain.balanceOf(stack.payTo)) - receiverBefore).toBeGreaterThanOrEqual(2n * PRICE);
+  });
+
+  it("a voucher whose v is 0/1 (which the contract on Base refuses: never claimable) is refused with a typed 402 and not charged", async () => {
+    const payer = await newPayer(stack.chain);
+    const config = await openSession(payer, 20n * PRICE, 1);
+    const r = await pay(HEALTH, await voucherHeader(payer, offer, config, 2n * PRICE, { vZeroOne: true }));
+    expect.soft([r.status, r.status === 402 ? await errorOf(r) : "served"]).toEqual([402, "invalid_payment"]);
+    expect((await channelRow(config))?.charged).toBe(PRICE.toString());
+    // the same voucher with v 27/28 is served
+    expect((await pay(HEALTH, await voucherHeader(payer, offer, config, 2n * PRICE))).status).toBe(200);
   });
 
   it("a payer cannot have the facilitator deposit into (and pay the gas of) a channel whose receiver is not this service", async () => {

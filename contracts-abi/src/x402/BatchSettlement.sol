@@ -52,8 +52,8 @@ interface IERC1271 {
 address constant BATCH_SETTLEMENT_ADDRESS = 0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003;
 address constant ERC3009_DEPOSIT_COLLECTOR_ADDRESS = 0x4020806089470a89826cB9fB1f4059150b550004;
 
-/// ECDSA recovery of a 65-byte signature (r, s, v); malleable (upper-half s) and malformed signatures recover
-/// to address(0). A contract signer is asked with ERC-1271.
+/// ECDSA recovery of a 65-byte signature (r, s, v) by OpenZeppelin's ECDSA rule: v 27 or 28 (0 and 1 are refused,
+/// as Base's contract and USDC refuse them), s in the lower half; any other signature recovers to address(0). A contract signer is asked with ERC-1271.
 library SignatureCheck {
     uint256 private constant HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
 
@@ -64,7 +64,6 @@ library SignatureCheck {
             s := mload(add(signature, 64))
             v := byte(0, mload(add(signature, 96)))
         }
-        if (v < 27) v += 27;
         ok = (v == 27 || v == 28) && uint256(s) <= HALF_ORDER;
     }
 
@@ -144,7 +143,6 @@ contract BatchSettlement {
     error InvalidRefundSignature();
     error ClaimExceedsVoucher(uint128 totalClaimed, uint128 maxClaimableAmount);
     error ClaimExceedsBalance(uint128 totalClaimed, uint128 balance);
-    error NothingToSettle();
     error ChannelNotFound();
     error NoPendingWithdrawal();
     error WithdrawNotReady(uint256 readyAt);
@@ -235,11 +233,12 @@ contract BatchSettlement {
 
     // ---------------------------------------------------------------- claim and settle
 
-    /// Redeem vouchers, called by each channel's receiver authorizer.
+    /// Redeem vouchers, called by each channel's receiver authorizer or its receiver (as the official contract).
     function claim(VoucherClaim[] calldata voucherClaims) external nonReentrant {
         if (voucherClaims.length == 0) revert NoClaims();
         for (uint256 i; i < voucherClaims.length; ++i) {
-            if (msg.sender != voucherClaims[i].voucher.channel.receiverAuthorizer) revert NotReceiverAuthorizer();
+            ChannelConfig calldata config = voucherClaims[i].voucher.channel;
+            if (msg.sender != config.receiverAuthorizer && msg.sender != config.receiver) revert NotReceiverAuthorizer();
             _claim(voucherClaims[i]);
         }
     }
@@ -281,11 +280,12 @@ contract BatchSettlement {
         emit Claimed(channelId, config.receiver, config.token, amount, c.totalClaimed);
     }
 
-    /// Pay a receiver everything claimed for it in `token` and not yet paid. Anyone may call.
+    /// Pay a receiver everything claimed for it in `token` and not yet paid. Anyone may call; with nothing owed it
+    /// does nothing (no revert, no event), as the official contract.
     function settle(address receiver, address token) external nonReentrant {
         ReceiverState storage r = receivers[receiver][token];
         uint128 amount = r.totalClaimed - r.totalSettled;
-        if (amount == 0) revert NothingToSettle();
+        if (amount == 0) return;
         r.totalSettled = r.totalClaimed;
         _transfer(token, receiver, amount);
         emit Settled(receiver, token, msg.sender, amount);
@@ -338,14 +338,15 @@ contract BatchSettlement {
         if (!SignatureCheck.isValid(config.receiverAuthorizer, getRefundDigest(channelId, nonce, amount), receiverAuthorizerSignature)) {
             revert InvalidRefundSignature();
         }
-        refundNonce[channelId] = expected + 1;
         _refund(channelId, config, amount);
     }
 
     /// Return `amount` to the payer, at most what is not claimed; a refund that leaves nothing free also ends a
-    /// pending withdrawal (there is nothing left for it).
+    /// pending withdrawal (there is nothing left for it). Every refund, direct or signed, moves the refund nonce on,
+    /// so a Refund signature given out before any refund can no longer be used.
     function _refund(bytes32 channelId, ChannelConfig calldata config, uint128 amount) private {
         if (amount == 0) revert ZeroAmount();
+        refundNonce[channelId] += 1;
         ChannelState storage channel = channels[channelId];
         uint128 free = channel.balance - channel.totalClaimed;
         uint128 refunded = amount < free ? amount : free;

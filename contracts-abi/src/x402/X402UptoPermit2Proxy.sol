@@ -15,9 +15,9 @@ interface IERC20Permit {
 ///         settles once for what was used, `amount <= maximum`, to `witness.to`. Permit2 binds the witness to the
 ///         signature, so neither the recipient nor the settling account can be changed; Permit2's nonce makes the
 ///         authorization single use (the unused rest of the maximum is never claimable).
-///         Every settlement logs `UptoSettled(payer, nonce, amount, payTo, facilitator)`: Permit2 logs nothing that
-///         names a nonce, so this event is the chain's record of which authorization (payer, nonce) settled how much,
-///         where, by whom; a facilitator asked to settle an authorization again answers with it (idempotent settle).
+///         Checks, their order and events are the official proxy's (coinbase/x402 contracts/evm, docs/X402-CONTRACTS.md):
+///         a settlement logs only the argument-less `Settled()` or `SettledWithPermit()`; which authorization settled
+///         how much is read from the settling call itself.
 /// @dev Placed with anvil_setCode (no constructor): Permit2's address is a constant, and the reentrancy lock's
 ///      unlocked state is storage zero.
 contract X402UptoPermit2Proxy {
@@ -47,10 +47,11 @@ contract X402UptoPermit2Proxy {
 
     event Settled();
     /// one settlement of the authorization (payer, Permit2 nonce): `amount` moved from `payer` to `payTo`, sent by `facilitator`
-    event UptoSettled(address indexed payer, uint256 indexed nonce, uint256 amount, address payTo, address facilitator);
     event SettledWithPermit();
     /// the token's EIP-2612 permit reverted (settlement still goes on: an approval may already exist)
-    event EIP2612PermitFailed(address indexed token, address indexed owner, bytes data);
+    event EIP2612PermitFailedWithReason(address indexed token, address indexed owner, string reason);
+    event EIP2612PermitFailedWithPanic(address indexed token, address indexed owner, uint256 errorCode);
+    event EIP2612PermitFailedWithData(address indexed token, address indexed owner, bytes data);
 
     error AmountExceedsPermitted();
     error UnauthorizedFacilitator();
@@ -92,19 +93,23 @@ contract X402UptoPermit2Proxy {
         Witness calldata witness,
         bytes calldata signature
     ) external nonReentrant {
-        if (permit2612.value != permit.permitted.amount) revert Permit2612AmountMismatch();
         _checkCall(permit, amount, witness);
+        if (permit2612.value != permit.permitted.amount) revert Permit2612AmountMismatch();
         try IERC20Permit(permit.permitted.token).permit(owner, address(PERMIT2), permit2612.value, permit2612.deadline, permit2612.v, permit2612.r, permit2612.s) {}
-        catch (bytes memory data) {
-            emit EIP2612PermitFailed(permit.permitted.token, owner, data);
+        catch Error(string memory reason) {
+            emit EIP2612PermitFailedWithReason(permit.permitted.token, owner, reason);
+        } catch Panic(uint256 errorCode) {
+            emit EIP2612PermitFailedWithPanic(permit.permitted.token, owner, errorCode);
+        } catch (bytes memory data) {
+            emit EIP2612PermitFailedWithData(permit.permitted.token, owner, data);
         }
         _settle(permit, amount, owner, witness, signature);
         emit SettledWithPermit();
     }
 
     function _checkCall(ISignatureTransfer.PermitTransferFrom calldata permit, uint256 amount, Witness calldata witness) private view {
-        if (msg.sender != witness.facilitator) revert UnauthorizedFacilitator();
         if (amount > permit.permitted.amount) revert AmountExceedsPermitted();
+        if (msg.sender != witness.facilitator) revert UnauthorizedFacilitator();
     }
 
     function _settle(
@@ -128,6 +133,5 @@ contract X402UptoPermit2Proxy {
             WITNESS_TYPE_STRING,
             signature
         );
-        emit UptoSettled(owner, permit.nonce, amount, witness.to, witness.facilitator);
     }
 }

@@ -228,6 +228,22 @@ abstract contract BatchSettlementHarness {
         return string(out);
     }
 
+    /// the rule Base runs for a voucher (OpenZeppelin ECDSA.tryRecover): 65 bytes, s in the lower half, v exactly 27
+    /// or 28; any other signature recovers to address(0)
+    function officialRecover(bytes32 digest, bytes memory signature) internal pure returns (address) {
+        if (signature.length != 65) return address(0);
+        bytes32 r;
+        bytes32 s;
+        uint8 v;
+        assembly {
+            r := mload(add(signature, 32))
+            s := mload(add(signature, 64))
+            v := byte(0, mload(add(signature, 96)))
+        }
+        if (uint256(s) > 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0 || (v != 27 && v != 28)) return address(0);
+        return ecrecover(digest, v, r, s);
+    }
+
     function bound(uint256 x, uint256 lo, uint256 hi) internal pure returns (uint256) {
         return lo + (x % (hi - lo + 1));
     }

@@ -17,21 +17,23 @@
  * requirements' payTo and asset. Settling is idempotent per authorization (payer, Permit2 nonce), with the chain as
  * the durable record, as `exact` is (local-facilitator.ts): one settlement of an authorization runs at a time (the
  * same settle again joins it; another amount waits for it, then is asked again), and a settle whose nonce is already
- * used on chain answers with the settlement that used it, read from the proxy's `UptoSettled(payer, nonce, amount,
- * payTo, facilitator)` log (Permit2 logs nothing naming the nonce): success, that transaction, and the amount settled
- * then (not the amount asked now). That log is taken only when it names this facilitator, the payment's witness
- * (payTo = the requirements' payTo, facilitator = this account) and its transaction moved that amount of the
- * requirements' asset from the payer to payTo. A used nonce with no such log (cancelled by the payer with
+ * used on chain answers with the settlement that used it, found from what the official proxy leaves on chain (its
+ * argument-less `Settled()` / `SettledWithPermit()` logs; Permit2 logs nothing naming the nonce): the transaction
+ * of such a log whose call, decoded with the official ABI, settled this payer's authorization (owner, Permit2 nonce)
+ * with this payment's witness (payTo = the requirements' payTo, facilitator = this account, so this account sent
+ * it): success, that transaction, and the amount settled then (not the amount asked now), taken only when the
+ * transaction succeeded and moved that amount of the requirements' asset from the payer to payTo (docs/X402-CONTRACTS.md).
+ * A used nonce with no such settlement (cancelled by the payer with
  * `invalidateUnorderedNonces`, used by another spender or another facilitator) stays a refusal,
  * `permit2_invalid_nonce` instead of the scheme's `permit2_simulation_failed` (its diagnosis of a failed simulation
  * reads balance and allowance, not the nonce). The log is looked up from block 0: fine on the local chain, to be bounded (by the
  * authorization's deadline) on a long one. This module's transactions are sent one at a time, each at the pending
  * nonce viem reads before it.
  */
-import { toFacilitatorEvmSigner, PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress } from "@x402/evm";
+import { toFacilitatorEvmSigner, PERMIT2_ADDRESS, x402UptoPermit2ProxyABI, x402UptoPermit2ProxyAddress } from "@x402/evm";
 import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
-import { createWalletClient, getAddress, isAddressEqual, parseEventLogs, publicActions, type Hex } from "viem";
+import { createWalletClient, decodeFunctionData, getAddress, isAddressEqual, parseEventLogs, publicActions, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
@@ -55,19 +57,12 @@ const NONCE_BITMAP_ABI = [
   },
 ] as const;
 
-/** the proxy's record of one settlement (contracts-abi/src/x402/X402UptoPermit2Proxy.sol), and the token's transfer it made */
-const SETTLEMENT_EVENTS_ABI = [
-  {
-    type: "event",
-    name: "UptoSettled",
-    inputs: [
-      { name: "payer", type: "address", indexed: true },
-      { name: "nonce", type: "uint256", indexed: true },
-      { name: "amount", type: "uint256", indexed: false },
-      { name: "payTo", type: "address", indexed: false },
-      { name: "facilitator", type: "address", indexed: false },
-    ],
-  },
+/** the official proxy's two settlement events (no arguments: the settlement is read from the call) */
+const SETTLED_EVENTS = x402UptoPermit2ProxyABI.filter((x) => x.type === "event");
+/** the leading arguments of the proxy's settle call */
+type SettleArgs = readonly [{ nonce: bigint }, bigint, Hex, { to: Hex; facilitator: Hex }];
+/** the token's transfer a settlement made */
+const TRANSFER_ABI = [
   {
     type: "event",
     name: "Transfer",
@@ -165,29 +160,32 @@ export function createUptoFacilitator(opts: { rpcUrl: string; privateKey: Hex })
     reason === SIMULATION_FAILED && (await nonceUsed(auth).catch(() => false));
 
   /**
-   * The settlement that used this authorization's nonce, as a settle answer: the proxy's UptoSettled log for (payer,
-   * nonce) naming this facilitator and the payment's payTo, whose transaction moved the logged amount of the asset
+   * The settlement that used this authorization's nonce, as a settle answer: among the official proxy's
+   * Settled/SettledWithPermit logs (newest first), a transaction this account sent whose settle call names the payer,
+   * the nonce, the payment's payTo and this facilitator, which succeeded and moved the settled amount of the asset
    * from the payer to payTo. Undefined when the nonce is unused or no such settlement exists.
    */
   const settledBefore = async (requirements: PaymentRequirements, auth: Permit2Authorization): Promise<SettleResponse | undefined> => {
     const payTo = requirements.payTo;
     if (!same(auth.witness?.to, payTo) || !same(auth.witness?.facilitator, account.address) || !(await nonceUsed(auth))) return undefined;
     const payer = getAddress(auth.from);
-    const logs = await wallet.getLogs({
-      address: x402UptoPermit2ProxyAddress,
-      event: SETTLEMENT_EVENTS_ABI[0],
-      args: { payer, nonce: BigInt(auth.nonce) },
-      fromBlock: 0n,
-    });
-    const log = logs.find((l) => same(l.args.payTo, payTo) && same(l.args.facilitator, account.address) && l.args.amount !== undefined);
-    if (!log) return undefined;
-    const receipt = await wallet.getTransactionReceipt({ hash: log.transactionHash });
-    const moved = parseEventLogs({ abi: SETTLEMENT_EVENTS_ABI, eventName: "Transfer", logs: receipt.logs }).some(
-      (t) =>
-        isAddressEqual(t.address, getAddress(requirements.asset)) && same(t.args.from, payer) && same(t.args.to, payTo) && t.args.value === log.args.amount,
-    );
-    if (receipt.status !== "success" || !moved) return undefined;
-    return { success: true, transaction: log.transactionHash, network: requirements.network, payer: auth.from, amount: log.args.amount!.toString() };
+    const nonce = BigInt(auth.nonce);
+    const logs = await wallet.getLogs({ address: x402UptoPermit2ProxyAddress, events: SETTLED_EVENTS, fromBlock: 0n });
+    for (const hash of [...new Set(logs.map((l) => l.transactionHash))].reverse()) {
+      const tx = await wallet.getTransaction({ hash });
+      if (!same(tx.from, account.address) || !tx.to || !isAddressEqual(tx.to, x402UptoPermit2ProxyAddress)) continue;
+      const call = decodeFunctionData({ abi: x402UptoPermit2ProxyABI, data: tx.input });
+      // settle(permit, amount, owner, witness, signature) or settleWithPermit(permit2612, permit, amount, owner, witness, signature)
+      const [permit, amount, owner, witness] = (call.functionName === "settle" ? call.args : call.args.slice(1)) as unknown as SettleArgs;
+      if (!same(owner, payer) || permit.nonce !== nonce || !same(witness.to, payTo) || !same(witness.facilitator, account.address)) continue;
+      const receipt = await wallet.getTransactionReceipt({ hash });
+      const moved = parseEventLogs({ abi: TRANSFER_ABI, eventName: "Transfer", logs: receipt.logs }).some(
+        (t) => isAddressEqual(t.address, getAddress(requirements.asset)) && same(t.args.from, payer) && same(t.args.to, payTo) && t.args.value === amount,
+      );
+      if (receipt.status !== "success" || !moved) return undefined;
+      return { success: true, transaction: hash, network: requirements.network, payer: auth.from, amount: amount.toString() };
+    }
+    return undefined;
   };
 
   /**

@@ -51,6 +51,8 @@ const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 /** half the secp256k1 order: a signature with a higher s is the malleable twin the contract refuses (EIP-2) */
 const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 const lowS = (signature: string) => BigInt(`0x${signature.slice(66, 130)}`) <= HALF_ORDER;
+/** v exactly 27 or 28: the contract on Base recovers with OpenZeppelin's ECDSA, which refuses 0/1 (such a voucher could never be claimed) */
+const claimableV = (signature: string) => /(1b|1c)$/i.test(signature);
 
 /** channel ids computed lately, by configuration (a channel's every voucher carries the same one) */
 const channelIds = new Map<string, string>();
@@ -131,8 +133,8 @@ export function sessionMismatch(
 const checked = new Map<string, boolean>();
 
 /**
- * Is the voucher signed by the channel's payer authorizer (EIP-712, the scheme's domain on this chain)? The
- * signer is recovered natively (lib/recover-signer.ts: about 75 us, against about 3 ms in JavaScript), once
+ * Is the voucher signed by the channel's payer authorizer (EIP-712, the scheme's domain on this chain), with v
+ * 27 or 28 as the contract on Base takes it (docs/X402-CONTRACTS.md)? The signer is recovered natively (lib/recover-signer.ts: about 75 us, against about 3 ms in JavaScript), once
  * per voucher in a while.
  */
 export async function voucherSigned(s: SessionPayment): Promise<boolean> {
@@ -141,6 +143,7 @@ export async function voucherSigned(s: SessionPayment): Promise<boolean> {
   if (known !== undefined) return known;
   let ok = false;
   try {
+    if (!claimableV(s.voucher.signature)) throw new Error("v is not 27 or 28");
     const hash = hashTypedData({
       domain: { ...BATCH_SETTLEMENT_DOMAIN, chainId: X402_CHAIN_ID, verifyingContract: getAddress(BATCH_SETTLEMENT_ADDRESS) },
       types: voucherTypes,
