@@ -1,8 +1,9 @@
 /**
  * The spec's sandbox flow as a client that knows only the spec makes it:
  * register a treasury for a brand-new wallet (with the wallet's ownership
- * proof, the one extension it uses: the sandbox acts on a wallet only for a
- * registration that proved it), deposit, convert, borrow over
+ * proof, the one extension it uses: the sandbox prepares the one-signature
+ * envelope ahead only for a registration that proved its wallet; without it,
+ * test/e2e/unproven-wallet-loop.test.ts), deposit, convert, borrow over
  * the ceiling then `safe_amount`, repay; in wallet mode each 202 envelope's
  * one `unsigned_transaction` is signed as viem fills it (nonce and gas from
  * the chain) and relayed under the envelope's `tx_id`. Used against a test

@@ -88,19 +88,30 @@ export class SandboxChain {
     return typeof version === "string" && version.toLowerCase().startsWith("anvil");
   }
 
-  /** what the wallet needs for an action: gas ETH, and `usdcMicro` of USDC in the wallet (topped up, never taken away) */
-  async fund(chain: TreasuryChain, usdc: `0x${string}`, wallet: `0x${string}`, usdcMicro: bigint): Promise<{ gas_eth_set: boolean; usdc_added_micro: bigint }> {
+  /**
+   * What the wallet needs for an action: gas ETH, and `usdcMicro` of USDC in the wallet (topped up, never taken
+   * away). `onTop`: the USDC added over what the wallet holds, and gas added over its ETH, so what it held
+   * pays for nothing (the funding of a wallet proven only by the transaction it signed, execution/backing.ts)
+   */
+  async fund(
+    chain: TreasuryChain,
+    usdc: `0x${string}`,
+    wallet: `0x${string}`,
+    usdcMicro: bigint,
+    onTop = false,
+  ): Promise<{ gas_eth_set: boolean; usdc_added_micro: bigint }> {
     const c = this.chains.client(chain);
     let gas = false;
     // both balances in one round
     const [eth, held] = await Promise.all([c.getBalance({ address: wallet }), this.balanceOf(chain, usdc, wallet)]);
-    if (eth < MIN_GAS_WEI) {
-      await this.rpc(chain, "anvil_setBalance", [wallet, toHex(GAS_TOPUP_WEI)]);
+    if (onTop || eth < MIN_GAS_WEI) {
+      await this.rpc(chain, "anvil_setBalance", [wallet, toHex((onTop ? eth : 0n) + GAS_TOPUP_WEI)]);
       gas = true;
     }
-    if (held >= usdcMicro) return { gas_eth_set: gas, usdc_added_micro: 0n };
-    await this.setBalance(chain, usdc, wallet, usdcMicro);
-    return { gas_eth_set: gas, usdc_added_micro: usdcMicro - held };
+    const target = onTop ? held + usdcMicro : usdcMicro;
+    if (held >= target) return { gas_eth_set: gas, usdc_added_micro: 0n };
+    await this.setBalance(chain, usdc, wallet, target);
+    return { gas_eth_set: gas, usdc_added_micro: target - held };
   }
 
   /** move token units between two holders by storage (the total supply is unchanged) */

@@ -79,7 +79,7 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         },
         202: { description: "unsigned transaction envelope (wallet mode)", schema: UnsignedEnvelope },
         400: err(
-          "invalid body, missing Idempotency-Key, below the minimum, or not enough balance (insufficient_balance: the sandbox's local chain funds the wallet only for a registration that proved it; elsewhere, and for an unproven wallet-mode registration, the wallet's own balance counts)",
+          "invalid body, missing Idempotency-Key, below the minimum, or not enough balance (insufficient_balance: on the sandbox's local chain a wallet-mode registration's envelope counts what the sandbox adds once the wallet's signed transaction is relayed; elsewhere the wallet's own balance counts)",
         ),
         ...AUTH_ERRORS,
         403: err(

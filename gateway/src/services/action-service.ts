@@ -123,7 +123,7 @@ export class ActionService {
     const [, position] = await Promise.all([this.backing.refuseForeignSafe(t), this.backing.chainPosition(t)]);
     const refused = position !== null && declarationOf(request.action).walletNeeds(request.amountMicro, position, request.params).refusal !== undefined;
     const funded = !refused && (await this.backing.fundForAction(t, request));
-    const chain = funded ? await this.backing.chainPosition(t) : position;
+    const chain = await this.backing.asFundedOnSignature(t, request, funded ? await this.backing.chainPosition(t) : position);
     await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
       await this.guard(await this.backing.treasury(treasuryId), request, now, chain);
@@ -156,7 +156,7 @@ export class ActionService {
     // read again after the reservation (a paid request settled in between: the action is checked on the chain as
     // it is now, test/security/prepaid-retry.test.ts), together with the wallet's next nonce when the mode hints it
     const [chain, nonce] = await Promise.all([
-      this.backing.chainPosition(before),
+      this.backing.chainPosition(before).then((position) => this.backing.asFundedOnSignature(before, request, position)),
       row.some((s) => s.needsNonce) ? this.nonces.next(before.chain, before.walletAddress) : null,
     ]);
     const planned = await this.guard(before, request, this.ctx.clock.now(), chain);

@@ -16,6 +16,7 @@ import { verifySignedTransaction } from "../chain/signed-transaction";
 import type { ChainGateway } from "../chain/chain-gateway";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { EnvelopeRecord } from "../store/envelope-store";
+import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 import type { TreasuryBacking } from "./execution/backing";
 import type { EnvelopeLifecycle, RelayOutcome } from "./envelopes/lifecycle";
@@ -108,6 +109,8 @@ export class RelayService {
       signer: treasury.walletAddress,
     });
     if (!backing.chainBacked(treasury)) return { kind: "relayed", result: await envelopes.recordSimulated(txId, signed, verified) };
+    // the wallet's own signature, just checked, proves the key of a registration that proved nothing else: funded now (sandbox only)
+    await this.fundOnSignature(treasury, envelope);
 
     const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
     // the nonce and the simulation are asked of the node together; the nonce's refusal comes first
@@ -157,7 +160,9 @@ export class RelayService {
     });
     if (!backing.chainBacked(treasury)) return { kind: "relayed", result: await envelopes.recordSimulated(main.txId, signed, verified, { provide: others }) };
     // the sandbox provides approvals, transfers and swaps, never another Aave call: an envelope of several (an exit) is relayed step by step
-    if (!(await backing.sandboxed(treasury)) || others.some((s) => s.kind === "pool_call")) {
+    // the sandbox provides for a proven wallet, and for one whose signature of this call was just checked (fundable on signature)
+    const proven = await backing.sandboxed(treasury);
+    if (!(proven || (await backing.fundableOnSignature(treasury))) || others.some((s) => s.kind === "pool_call")) {
       throw new TreasuryError(
         "prerequisite_steps_required",
         `this envelope needs ${others.length} more signed step(s) besides its unsigned_transaction on ${treasury.chain}: relay each step of \`steps\` in seq order under its own tx_id (${others.map((s) => `${s.seq} ${s.kind}`).join(", ")})`,
@@ -177,7 +182,8 @@ export class RelayService {
     const txNonce = parseTransaction(signed as TransactionSerialized).nonce ?? 0;
     const expectedNonce = await chain.pendingNonce(treasury.chain, verified.signer);
     if (txNonce !== expectedNonce) throw nonceNotNext(txNonce, expectedNonce, verified.signer, treasury.chain);
-    await backing.fundForAction(treasury, envelope);
+    if (proven) await backing.fundForAction(treasury, envelope);
+    else await this.fundOnSignature(treasury, envelope);
     // the prerequisites claimed and the envelope flagged in one transaction, before any storage write
     await this.parts.sandboxSteps.provideBefore(
       treasury,
@@ -185,6 +191,31 @@ export class RelayService {
       others.filter((s) => s.seq < main.seq),
     );
     return this.relay(main.txId, signed);
+  }
+
+  /**
+   * A registration fundable on signature (execution/backing.ts) whose wallet's signature of one of this envelope's
+   * transactions was just checked: gas and the action's USDC added on top of what the wallet holds, once per
+   * envelope (claimed in the store before the chain is touched, released if the funding fails).
+   */
+  private async fundOnSignature(treasury: TreasuryRecord, envelope: EnvelopeRecord): Promise<void> {
+    const { backing } = this.parts;
+    if (!(await backing.fundableOnSignature(treasury))) return;
+    const envelopes = this.ctx.stores.envelopes;
+    const claimed = await this.ctx.tx.transaction(async () => {
+      const fresh = (await envelopes.get(envelope.txId))!;
+      if (fresh.params.funded_on_signature === true) return false;
+      await envelopes.setParams(envelope.txId, { ...fresh.params, funded_on_signature: true });
+      return true;
+    });
+    if (!claimed) return;
+    try {
+      await backing.fundOnSignature(treasury, envelope);
+    } catch (err) {
+      const fresh = (await envelopes.get(envelope.txId))!;
+      await envelopes.setParams(envelope.txId, { ...fresh.params, funded_on_signature: false });
+      throw err;
+    }
   }
 
   /** the state of a step's relay (or, for an envelope's tx_id, of its main call), reconciled with the chain first (GET /api/v1/relay/{tx_id}) */

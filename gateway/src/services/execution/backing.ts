@@ -93,7 +93,33 @@ export class TreasuryBacking {
    * anyone's address) nor for an operator's Safe (funded and run by its owners).
    */
   async sandboxed(t: TreasuryRecord): Promise<boolean> {
-    return provedWallet(t) && this.chainBacked(t) && t.origin !== "operator" && (await this.sandbox.active(t.chain)) && !(await this.isContract(t));
+    return provedWallet(t) && (await this.sandboxWallet(t));
+  }
+
+  /**
+   * A wallet-mode registration that proved nothing, on the sandbox's chain: its envelope is made without touching
+   * the chain (nothing funded or prepared ahead; its balance check is the funded one, `asFundedOnSignature`), and
+   * a relayed transaction the registered wallet signed is the proof that its sender holds the key: only then is
+   * the wallet funded, on top of what it holds (`fundOnSignature`), and the envelope's other steps provided.
+   */
+  async fundableOnSignature(t: TreasuryRecord): Promise<boolean> {
+    return t.executionMode === "wallet" && t.origin !== "sandbox_key" && !provedWallet(t) && (await this.sandboxWallet(t));
+  }
+
+  /** chain backed, not an operator's, on a local Anvil, an account (no code) */
+  private async sandboxWallet(t: TreasuryRecord): Promise<boolean> {
+    return this.chainBacked(t) && t.origin !== "operator" && (await this.sandbox.active(t.chain)) && !(await this.isContract(t));
+  }
+
+  /** the position an envelope of a registration fundable on signature is checked against: the wallet's USDC with what its signature will bring */
+  async asFundedOnSignature(
+    t: TreasuryRecord,
+    request: { action: TreasuryAction; amountMicro: Micro },
+    chain: ChainPosition | null,
+  ): Promise<ChainPosition | null> {
+    if (!chain || !(await this.fundableOnSignature(t))) return chain;
+    const add = declarationOf(request.action).sandboxUsdcMicro(request.amountMicro);
+    return { ...chain, holdings: { ...chain.holdings, walletUsdc: chain.holdings.walletUsdc + add } };
   }
 
   isContract(t: TreasuryRecord): Promise<boolean> {
@@ -117,9 +143,23 @@ export class TreasuryBacking {
   /** on the sandbox's chain: gas ETH and the USDC the action takes, so any new wallet can try every action; true when it changed a balance */
   async fundForAction(t: TreasuryRecord, request: { action: TreasuryAction; amountMicro: Micro }): Promise<boolean> {
     if (!(await this.sandboxed(t))) return false;
+    return this.fund(t, request, false);
+  }
+
+  /**
+   * A transaction signed by the wallet of a registration fundable on signature was relayed (the caller checked its
+   * signer): gas and the action's USDC added on top of what the wallet holds, so no step the wallet did not sign
+   * spends anything it held. Once per envelope (the caller's claim).
+   */
+  async fundOnSignature(t: TreasuryRecord, request: { action: TreasuryAction; amountMicro: Micro }): Promise<boolean> {
+    if (!(await this.fundableOnSignature(t))) return false;
+    return this.fund(t, request, true);
+  }
+
+  private async fund(t: TreasuryRecord, request: { action: TreasuryAction; amountMicro: Micro }, onTop: boolean): Promise<boolean> {
     const usdcNeeded = declarationOf(request.action).sandboxUsdcMicro(request.amountMicro);
     try {
-      const funded = await this.sandbox.fund(t.chain, AAVE_MARKETS[t.chain].usdc, t.walletAddress, usdcNeeded);
+      const funded = await this.sandbox.fund(t.chain, AAVE_MARKETS[t.chain].usdc, t.walletAddress, usdcNeeded, onTop);
       return funded.gas_eth_set || funded.usdc_added_micro > 0n;
     } catch (err) {
       throw new TreasuryError("chain_unavailable", `the sandbox could not fund ${t.walletAddress} on ${t.chain}: ${(err as Error).message}`);
