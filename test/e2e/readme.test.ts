@@ -19,7 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { call, startTestGateway } from "../helpers/gateway";
-import { specSandboxFlow } from "../helpers/spec-flow";
+import { specSandboxFlow, specUnprovenWalletDeposit } from "../helpers/spec-flow";
 
 const ROOT = path.resolve(__dirname, "../..");
 const read = (rel: string) => fs.readFileSync(path.join(ROOT, rel), "utf8");
@@ -276,6 +276,9 @@ describe.skipIf(process.env.TEST_STORE === "postgres")("the README's tour and th
       ]);
       const wallet = await specSandboxFlow(flow, "wallet");
       expect(wallet.repay).toMatchObject({ status: "confirmed", simulated: false, result: { action: "repay", sequence_complete: true } });
+      // a wallet that has proven nothing (no ownership_proof): its envelope, every step signed with viem, confirmed
+      const unproven = await specUnprovenWalletDeposit(flow, 1000);
+      expect(unproven.receipt).toMatchObject({ object: "relay_receipt", status: "confirmed", simulated: false, result: { action: "deposit" } });
 
       expect(failures, failures.join("\n\n")).toEqual([]);
     } finally {

@@ -113,3 +113,33 @@ export async function specSandboxFlow(c: FlowClient, mode: "wallet" | "managed")
   const repay = await done("/api/v1/repay", { amount_usdc: 100 });
   return { ...t, deposit, convert, over: over.body, borrow, repay };
 }
+
+/**
+ * The wallet loop for a wallet that has proven nothing, with the specification's fields alone: registered with
+ * `wallet_address` only, a deposit's 202 envelope, each of its steps signed with viem (the wallet holds no ETH:
+ * nonce and gas given) and relayed under its own tx_id; returns the last relay's answer.
+ */
+export async function specUnprovenWalletDeposit(c: FlowClient, amountUsdc: number) {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const reg = await specRequest(c, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address } });
+  expect(reg.status, JSON.stringify(reg.body)).toBe(200);
+  const env = await specRequest(c, "POST", "/api/v1/deposits", {
+    body: { amount_usdc: amountUsdc },
+    headers: { authorization: `Bearer ${reg.body.api_key}`, "idempotency-key": freshKey() },
+  });
+  expect(env.status, JSON.stringify(env.body)).toBe(202);
+  const wallet = createWalletClient({ account, chain: base, transport: http(c.rpcUrl) });
+  let last: JsonResponse | undefined;
+  for (const [nonce, step] of (env.body.steps as { tx_id: string; unsigned_transaction: { to: Hex; data: Hex; value: string } }[]).entries()) {
+    const u = step.unsigned_transaction;
+    const signed = await wallet.signTransaction(
+      await wallet.prepareTransactionRequest({ to: u.to, data: u.data, value: BigInt(u.value), nonce, gas: 500_000n }),
+    );
+    last = await specRequest(c, "POST", "/api/v1/relay", {
+      body: { tx_id: step.tx_id, signed_transaction: signed },
+      headers: { "idempotency-key": freshKey() },
+    });
+    expect(last.status, JSON.stringify(last.body)).toBe(200);
+  }
+  return { account, receipt: last!.body };
+}

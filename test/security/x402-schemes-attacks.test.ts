@@ -323,7 +323,7 @@ describe("x402 sessions: the payer's on-chain withdrawal", () => {
     const payer = await newPayer(stack.chain);
     const config = await openSession(payer, 5n * PRICE, 1);
     const exit = await payerExit(stack.chain, payer, config);
-    await exit.initiate(2n ** 127n);
+    await exit.initiate(5n * PRICE);
     await exit.waitDelay();
     await ageSync(config);
     // a second deposit: the channel is recorded as the chain has it (the withdrawal pending), and the call is refused

@@ -145,6 +145,8 @@ contract BatchSettlement {
     error ClaimExceedsBalance(uint128 totalClaimed, uint128 balance);
     error ChannelNotFound();
     error NoPendingWithdrawal();
+    error WithdrawalAlreadyPending();
+    error WithdrawExceedsUnclaimed(uint128 amount, uint128 unclaimed);
     error WithdrawNotReady(uint256 readyAt);
     error InvalidRefundNonce(uint256 expected, uint256 given);
     error NothingToRefund();
@@ -298,7 +300,12 @@ contract BatchSettlement {
         _onlyPayer(config);
         if (amount == 0) revert ZeroAmount();
         bytes32 channelId = getChannelId(config);
-        if (channels[channelId].balance == 0) revert ChannelNotFound();
+        ChannelState storage channel = channels[channelId];
+        if (channel.balance == 0) revert ChannelNotFound();
+        // as the official contract: one announcement at a time (no restarting the clock), of at most what is unclaimed now
+        if (pendingWithdrawals[channelId].initiatedAt != 0) revert WithdrawalAlreadyPending();
+        uint128 free = channel.balance - channel.totalClaimed;
+        if (amount > free) revert WithdrawExceedsUnclaimed(amount, free);
         pendingWithdrawals[channelId] = PendingWithdrawal(amount, uint40(block.timestamp));
         emit WithdrawInitiated(channelId, amount, uint40(block.timestamp) + config.withdrawDelay);
     }

@@ -88,4 +88,25 @@ contract OfficialRulesTest is BatchSettlementHarness {
         (, uint128 claimed) = channel(id);
         eq(claimed, 1_000, "claimed by the receiver");
     }
+
+    /// row initiateWithdraw: one announcement at a time (a second one cannot restart the clock), of at most what is unclaimed
+    function test_attack_second_withdrawal_announcement_and_one_above_the_unclaimed_are_refused() public {
+        ChannelConfig memory c = config(0);
+        deposit(c, 5_000);
+        vm.prank(RECEIVER);
+        bs.claim(one(voucherClaim(c, 1_000, 1_000, PAYER_KEY)));
+        vm.prank(payer);
+        vm.expectRevert(abi.encodeWithSelector(BatchSettlement.WithdrawExceedsUnclaimed.selector, uint128(4_001), uint128(4_000)));
+        bs.initiateWithdraw(c, 4_001);
+        vm.prank(payer);
+        bs.initiateWithdraw(c, 4_000);
+        vm.warp(block.timestamp + DELAY - 1);
+        vm.prank(payer);
+        vm.expectRevert(BatchSettlement.WithdrawalAlreadyPending.selector);
+        bs.initiateWithdraw(c, 1_000);
+        vm.warp(block.timestamp + 1);
+        vm.prank(payer);
+        bs.finalizeWithdraw(c);
+        eq(usdc.balanceOf(payer), PAYER_FUNDS - 1_000, "the payer got the unclaimed 4,000 at the first announcement's time");
+    }
 }
