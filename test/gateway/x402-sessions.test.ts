@@ -9,10 +9,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import { BATCH_SETTLEMENT_ADDRESS, toClientEvmSigner } from "@x402/evm";
+import { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS, toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme, computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import { createPublicClient, createTestClient, createWalletClient, http, parseAbi, parseEther } from "viem";
+import { createPublicClient, createTestClient, createWalletClient, decodeFunctionData, getAddress, http, parseAbi, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -250,5 +250,36 @@ describe("x402 sessions with the official batch-settlement client", () => {
     const before = await stack.chain.balanceOf(payer.account.address);
     await send("finalizeWithdraw", [config]);
     expect((await stack.chain.balanceOf(payer.account.address)) - before).toBe(17n * PRICE);
+  });
+
+  it("relies on no difference left from the contract on Base: every deposit went through the ERC-3009 collector, every signed claim's rows name this service's receiver authorizer", async () => {
+    // docs/X402-CONTRACTS.md: the local contract accepts only that collector and checks the claim signature per row; the
+    // official one is not at hand to match, so every transaction this run sent to the contract must not depend on either
+    const CALLS = parseAbi([
+      `function deposit(${CHANNEL_CONFIG} config, uint128 amount, address collector, bytes collectorData)`,
+      `function claimWithSignature(((${CHANNEL_CONFIG} channel, uint128 maxClaimableAmount) voucher, bytes signature, uint128 totalClaimed)[] voucherClaims, bytes authorizerSignature)`,
+      "function multicall(bytes[] data)",
+    ]);
+    const client = createPublicClient({ chain: baseSepolia, transport: http(stack.chain.rpcUrl) });
+    const seen = { deposit: 0, claimWithSignature: 0 };
+    const check = (data: `0x${string}`): void => {
+      let call: ReturnType<typeof decodeFunctionData<typeof CALLS>>;
+      try {
+        call = decodeFunctionData({ abi: CALLS, data });
+      } catch {
+        return; // another function of the contract
+      }
+      if (call.functionName === "multicall") return (call.args[0] as readonly `0x${string}`[]).forEach(check);
+      seen[call.functionName]++;
+      if (call.functionName === "deposit") expect(getAddress(call.args[2] as string)).toBe(getAddress(ERC3009_DEPOSIT_COLLECTOR_ADDRESS));
+      else for (const row of call.args[0]) expect(getAddress(row.voucher.channel.receiverAuthorizer)).toBe(getAddress(AUTHORIZER));
+    };
+    const latest = await client.getBlockNumber();
+    for (let n = 0n; n <= latest; n++) {
+      const block = await client.getBlock({ blockNumber: n, includeTransactions: true });
+      for (const tx of block.transactions) if (tx.to && getAddress(tx.to) === getAddress(BATCH_SETTLEMENT_ADDRESS)) check(tx.input);
+    }
+    expect(seen.deposit).toBeGreaterThan(0);
+    expect(seen.claimWithSignature).toBeGreaterThan(0);
   });
 });
