@@ -1,224 +1,262 @@
 /**
- * The protection engine: watches managed treasuries' Aave positions on their
- * chain and, when the health score falls below the protect threshold (1.3 by
- * default, tighter per treasury), repays toward the park target through the
- * Safe's ProtectionModule with the service's automation key: from the Safe's
- * idle USDC, else its supplied USDC, else its collateral sold in one
- * transaction (the module's deleverage, planned by packages/core/src/domain/deleverage.ts and
- * sized on the pool's QuoterV2 quote, with Aave flash liquidity near the
- * threshold; partial when the pool's depth within the module's bound cannot
- * reach the target in one act).
+ * The protection engine: watches managed treasuries' Aave positions on their chain and, when the health score
+ * falls below the protect threshold (1.3 by default, tighter per treasury), repays toward the park target
+ * through the Safe's ProtectionModule with the service's automation key: from the Safe's idle USDC, else its
+ * supplied USDC, else its collateral sold in one transaction (the module's deleverage, planned by
+ * packages/core/src/domain/deleverage.ts and sized on the pool's QuoterV2 quote, with Aave flash liquidity near
+ * the threshold; partial when the pool's depth within the module's bound cannot reach the target in one act).
  *
- * - never acts without active delegation (state derived from the chain);
- * - once per trigger: it claims the trigger (store/protection-claim-store.ts)
- *   in the transaction that disarms it, so of any number of engines on one
- *   store one acts; it re-arms when it sees the health score back above
- *   the threshold (normally right after the repayment) or after a partial
- *   deleverage that moved the position, so an action that did neither is not
- *   repeated for the same fall;
- * - crash-safe: every transaction is signed, written on the claim (hash and
- *   bytes), then sent; an engine that takes over a dead engine's expired
- *   claim re-sends those bytes, reads their receipts and records the action
- *   that landed, once, before deciding anything new;
- * - gas caps (spec 2.12): the automation key pays the gas, so the estimated
- *   cost (gas x max fee x the oracle's ETH price) must stay within 0.25 USD per
- *   action and 5 USD per month per treasury, an off-chain budget;
- * - every action is recorded in the fee audit trail with fee 0 (downward legs
- *   are free) and trigger `protection` (a repayment from USDC) or
- *   `auto_deleverage` (a sale of collateral), through the one execution recorder;
- * - only delegations attached with the Safe's own signature are acted on, and
- *   actions are recorded on the treasury the Safe named (its owner's);
- * - the repayment is rounded toward the module's safe side
- *   (packages/core/src/domain/delegation.ts); each call is simulated first, and a refused or
- *   reverted one is recorded with its decoded reason and retried on a later
- *   pass while the gas caps allow.
+ * How it watches (a pass per new block; docs/ARCHITECTURE.md, "Protection at scale"):
+ * - the Safes are split among the engines of one automation key by leased shards in the shared store
+ *   (store/engine-shard-store.ts: shard = hash(treasury id) mod `shards`); an engine reads only its shards'
+ *   Safes, and a dead engine's shards are taken over once its lease lapses or its heartbeat stops;
+ * - a block's watch (chain-watch.ts) costs a fixed number of requests: the market in one multicall, the changed
+ *   Safes in one eth_getLogs, the positions to (re)read and the Safes to confirm in multicall chunks, all at one
+ *   block number; the trigger index (packages/core/src/domain/trigger-index.ts) says which Safes may be crossed;
+ * - acting is apart from watching: a crossed Safe's trigger is handed to trigger-act.ts and the pass goes on;
+ *   the act's transactions are signed at nonces the store allocates, so several land in one block, and a stuck
+ *   one is replaced with the same nonce and a higher fee. A pass never awaits a receipt;
+ * - the store is read twice a pass (the delegations, the open claims), and written once for the samples (the
+ *   console's chart), once for the heartbeat and once for the shards' lease.
  *
- * Here: the pass and the trigger decision (claim, act, or resume a dead engine's claim). Beside it: the plan
- * and its gas caps (repayment-plan.ts), the transactions written on the claim (claim-transactions.ts), how a
- * claim ends (trigger-outcome.ts), what they share (trigger-run.ts).
+ * What an act guarantees is unchanged: never without active delegation (the module enabled and the Safe
+ * funded, read at the block); once per trigger (the claim disarms it for every engine at once, re-armed when the
+ * position is seen back above the threshold or after a partial deleverage that moved it); crash-safe (every
+ * transaction is written on the claim before it is sent, and a takeover re-sends those bytes); gas caps (spec
+ * 2.12: 0.25 USD an action, 5 USD a month per treasury); every action in the fee audit trail with fee 0; only
+ * delegations attached with the Safe's own signature, recorded on the treasury the Safe named.
  */
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import { ltvPct } from "@treasury/core/domain/position";
 import { PRESETS } from "@treasury/core/domain/presets";
-import { newId } from "@treasury/core/lib/ids";
 import { ChainGateway, chainHealthScore } from "../chain/chain-gateway";
 import { DelegationService } from "../services/delegation-service";
 import { ExecutionRecorder } from "../services/execution-recorder";
-import type { DelegationRecord } from "../store/delegation-store";
-import { awaitLanded, sendCall } from "./claim-transactions";
-import { LostClaim } from "./lost-claim";
-import { moduleCall, moduleRevertReason } from "./module-calls";
-import { isPlan, planRepayment, type GasSettings, type Plan } from "./repayment-plan";
-import { failTrigger, finishTrigger, releaseTrigger } from "./trigger-outcome";
-import type { EngineContext, EngineParts, Run, TickResult } from "./trigger-run";
+import { INSTANCE_ID, newHolder } from "../store/lease";
+import { shardOf } from "../store/engine-shard-store";
+import type { PositionSample } from "../store/position-sample-store";
+import { ChainWatch, type Watched } from "./chain-watch";
+import type { GasSettings } from "./repayment-plan";
+import { TriggerActor } from "./trigger-act";
+import type { EngineContext, EngineParts, TickResult } from "./trigger-run";
 
 export type { TickResult } from "./trigger-run";
 
+export interface EngineOptions extends GasSettings {
+  rpcUrls: Partial<Record<TreasuryChain, string>>;
+  automationKey: Hex;
+  /**
+   * The automation key's Safes are split into this many shards leased among its engines (PROTECTION_SHARDS in
+   * the engine process, 64 by default there). 0: this engine watches every Safe of its key without a lease (one
+   * engine for the key: tests and a single process).
+   */
+  shards?: number;
+  /** a shard's lease (ms); renewed every pass */
+  shardLeaseMs?: number;
+}
+
+/** what one pass did */
+export interface PassReport {
+  block: bigint | null;
+  /** Safes this engine watched (its shards') */
+  watched: number;
+  shards: number;
+  /** positions read in full */
+  reread: number;
+  /** the trigger index's candidates */
+  candidates: number;
+  /** Safes looked at on chain (candidates, re-read, open claims, disarmed triggers) */
+  confirmed: number;
+  /** acts started by this pass */
+  started: number;
+  /** acts still running after it */
+  acting: number;
+  ms: number;
+}
+
+export const DEFAULT_SHARD_LEASE_MS = 6_000;
+
 export class ProtectionEngine {
+  /** this engine's name: its heartbeat, its shards and the claims it holds (a dead one's are taken over) */
+  readonly id = newHolder("eng");
   private readonly chain: ChainGateway;
   private readonly delegations: DelegationService;
-  /** what the engine's stages (plan, send, outcome) share */
   private readonly parts: EngineParts;
-  private timer: NodeJS.Timeout | undefined;
-  private running = false;
-  /** this engine's name on the claims it holds */
-  private readonly holder = newId("eng");
+  private readonly actor: TriggerActor;
+  private readonly watches = new Map<TreasuryChain, ChainWatch>();
+  /** acts running, by treasury: one at a time per Safe, none awaited by a pass */
+  private readonly acts = new Map<string, Promise<TickResult>>();
+  private passing = false;
+  private stopping = false;
+  private loops: Promise<void>[] = [];
+  /** told of every act's end (the engine process logs it) */
+  private onActed: ((r: TickResult) => void) | undefined;
 
   constructor(
     private readonly ctx: EngineContext,
-    private readonly opts: GasSettings & {
-      rpcUrls: Partial<Record<TreasuryChain, string>>;
-      automationKey: Hex;
-    },
+    private readonly opts: EngineOptions,
   ) {
     this.chain = new ChainGateway(opts.rpcUrls, 10_000);
     this.delegations = new DelegationService(ctx, this.chain);
-    this.parts = { ctx, chain: this.chain, recorder: new ExecutionRecorder(ctx), automation: privateKeyToAccount(opts.automationKey) };
+    this.parts = { ctx, chain: this.chain, recorder: new ExecutionRecorder(ctx), automation: privateKeyToAccount(opts.automationKey), engineId: this.id };
+    this.actor = new TriggerActor(this.parts, opts, this.delegations, this.id);
+    for (const c of Object.keys(opts.rpcUrls) as TreasuryChain[]) if (this.chain.connected(c)) this.watches.set(c, new ChainWatch(c, this.chain.client(c)));
   }
 
   get address(): `0x${string}` {
     return this.parts.automation.address;
   }
 
-  /** one pass over every delegation; returns what happened to each */
-  async tick(): Promise<TickResult[]> {
-    if (this.running) return [];
-    this.running = true;
+  /**
+   * One pass at each chain's latest block (or at `block` on a one-chain engine): the watch, and the acts it
+   * starts (not awaited). `collect` also answers a result for every watched Safe (tests; tick()).
+   */
+  async pass(o: { block?: bigint; collect?: boolean } = {}): Promise<PassReport & { results: TickResult[]; running: Promise<TickResult>[] }> {
+    const t0 = performance.now();
+    const report = { block: null as bigint | null, watched: 0, shards: 0, reread: 0, candidates: 0, confirmed: 0, started: 0, acting: 0, ms: 0 };
+    if (this.passing) return { ...report, results: [], running: [] };
+    this.passing = true;
+    const results: TickResult[] = [];
+    const running: Promise<TickResult>[] = [];
     try {
-      // the gateway's auto_repay_active reads this: an engine with this key is watching
-      await this.ctx.stores.instances.beatEngine(this.address, this.ctx.clock.now());
-      const results: TickResult[] = [];
-      for (const d of await this.ctx.stores.delegations.allProven()) {
-        try {
-          results.push(await this.protect(d));
-        } catch (err) {
-          results.push({ treasuryId: d.treasuryId, outcome: "failed", detail: err instanceof Error ? err.message.split("\n")[0] : String(err) });
-        }
+      const now = this.ctx.clock.now();
+      // the gateway's auto_repay_active reads this: an engine with this key is watching; the instance's beat lets
+      // another engine take this one's claims at once if it dies
+      await Promise.all([this.ctx.stores.instances.beatEngine(this.id, this.address, now), this.ctx.stores.instances.beat(INSTANCE_ID, now)]);
+      const count = this.opts.shards ?? 0;
+      const mine =
+        count > 0
+          ? new Set(await this.ctx.stores.engineShards.acquire(this.id, this.address, count, now, this.opts.shardLeaseMs ?? DEFAULT_SHARD_LEASE_MS))
+          : undefined;
+      report.shards = mine?.size ?? 0;
+      const [all, open] = await Promise.all([this.ctx.stores.delegations.allProven(), this.ctx.stores.protectionClaims.openIds()]);
+      const ours = all.filter((d) => d.automation.toLowerCase() === this.address.toLowerCase() && (!mine || mine.has(shardOf(d.treasuryId, count))));
+      if (o.collect) {
+        for (const d of all)
+          if (d.automation.toLowerCase() !== this.address.toLowerCase()) results.push({ treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" });
       }
-      return results;
+      const samples: { treasuryId: string; sample: PositionSample }[] = [];
+      for (const [chain, watch] of this.watches) {
+        const watched: Watched[] = ours
+          .filter((d) => (d.chain ?? "base") === chain)
+          .map((d) => ({ d, threshold: d.protectBelowHealth ?? PRESETS.balanced.protectBelowHealthScore }));
+        report.watched += watched.length;
+        if (watched.length === 0) continue;
+        const block = o.block ?? (await this.chain.client(chain).getBlockNumber());
+        report.block = block;
+        const seen = await watch.observe(block, watched, (w) => open.has(w.d.treasuryId) || !w.d.armed || w.d.pendingUpgrade !== null);
+        report.reread += seen.reread;
+        report.candidates += seen.candidates;
+        report.confirmed += seen.confirmed.length;
+        const looked = new Set<string>();
+        for (const { w, on } of seen.confirmed) {
+          const { d, threshold } = w;
+          looked.add(d.treasuryId);
+          const health = chainHealthScore(on);
+          samples.push({
+            treasuryId: d.treasuryId,
+            sample: { at: now.toISOString(), ltv: ltvPct(on), healthScore: health, collateralMicro: on.collateralMicro, debtMicro: on.debtMicro },
+          });
+          if (this.acts.has(d.treasuryId)) {
+            results.push({ treasuryId: d.treasuryId, outcome: "in_progress", detail: "this engine is acting on this trigger" });
+            continue;
+          }
+          const result = await this.decide(w, on.moduleEnabled || d.pendingUpgrade !== null, on.collateralBase > 0n, health, open.has(d.treasuryId));
+          if (result) results.push(result);
+          else {
+            running.push(this.acts.get(d.treasuryId)!);
+            report.started++;
+          }
+        }
+        if (o.collect)
+          for (const { d } of watched)
+            if (!looked.has(d.treasuryId))
+              results.push({ treasuryId: d.treasuryId, outcome: "healthy", detail: `health above its trigger by the index at block ${block}` });
+      }
+      // the console's chart: one write for the pass
+      await this.ctx.stores.positionSamples.sampleMany(samples);
+      report.acting = this.acts.size;
+      report.ms = Math.round(performance.now() - t0);
+      return { ...report, results, running };
     } finally {
-      this.running = false;
+      this.passing = false;
     }
   }
 
-  start(intervalMs: number): void {
-    this.timer = setInterval(() => void this.tick(), intervalMs);
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-  }
-
-  private async protect(delegation: DelegationRecord): Promise<TickResult> {
-    let d = delegation;
-    const t = await this.ctx.stores.treasuries.get(d.treasuryId);
-    if (!t || !this.chain.connected(t.chain)) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "no treasury or no RPC" };
-    if (d.automation.toLowerCase() !== this.address.toLowerCase()) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" };
-    const state = await this.delegations.state(t);
-    if (state !== "active") return { treasuryId: d.treasuryId, outcome: "not_active", detail: state };
-    // a staged upgrade the Safe enabled was promoted by that read: act through the module now in force
-    if (d.pendingUpgrade) d = (await this.ctx.stores.delegations.get(d.treasuryId)) ?? d;
-
-    const threshold = d.protectBelowHealth ?? PRESETS[t.preset].protectBelowHealthScore;
-    const position = await this.chain.position(t.chain, d.safe);
-    const health = chainHealthScore(position);
-    // the position over time (the console's chart): one sample a minute, or at once when the LTV moved
-    await this.ctx.stores.positionSamples.sample(d.treasuryId, {
-      at: this.ctx.clock.now().toISOString(),
-      ltv: ltvPct(position),
-      healthScore: health,
-      collateralMicro: position.collateralMicro,
-      debtMicro: position.debtMicro,
-    });
-    const open = await this.ctx.stores.protectionClaims.get(d.treasuryId);
-    let plan: Plan | TickResult | undefined;
-    if (!open) {
+  /** what a look at one Safe decides without waiting: a result now, or undefined when an act was started for it */
+  private async decide(w: Watched, enabled: boolean, funded: boolean, health: number, claimed: boolean): Promise<TickResult | undefined> {
+    const { d, threshold } = w;
+    if (!claimed) {
+      if (!enabled) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "the module is not enabled on the Safe" };
+      if (!funded) return { treasuryId: d.treasuryId, outcome: "not_active", detail: "approved_pending_funds" };
       if (health >= threshold) {
         if (!d.armed) await this.ctx.stores.delegations.setArmed(d.treasuryId, true);
         return { treasuryId: d.treasuryId, outcome: "healthy", detail: `health ${health}` };
       }
       if (!d.armed) return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
-      // everything that costs nothing is checked before the trigger is claimed
-      plan = await planRepayment(this.parts, this.opts, d, t.chain, position, health);
-      if (!isPlan(plan)) return plan;
     }
-
-    // one trigger, one action: the claim disarms it in the same transaction, for every engine at once
-    const claimed = await this.ctx.stores.protectionClaims.claim(d.treasuryId, this.holder, newId("fee"), this.ctx.clock.now());
-    if (claimed.kind === "held") return { treasuryId: d.treasuryId, outcome: "in_progress", detail: "another engine is acting on this trigger" };
-    if (claimed.kind === "disarmed")
-      return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
-    const claim = claimed.claim;
-    const run: Run = { d, t, threshold, claim, gasWei: 0n, receipts: new Map() };
-    try {
-      if (claimed.kind === "taken_over") return await this.resume(run);
-      // planned before the claim: another engine may have acted in between (and re-armed the trigger it restored)
-      if (plan && chainHealthScore(await this.chain.position(t.chain, d.safe)) >= threshold) {
-        return await releaseTrigger(this.parts, run, {
-          treasuryId: d.treasuryId,
-          outcome: "healthy",
-          detail: "restored by another engine's action before this one's claim",
-        });
-      }
-      claim.healthBefore = health;
-      claim.ltvBefore = ltvPct(position);
-      plan ??= await planRepayment(this.parts, this.opts, d, t.chain, position, health);
-      if (!isPlan(plan)) return await releaseTrigger(this.parts, run, plan);
-      return await this.execute(run, plan);
-    } catch (err) {
-      if (err instanceof LostClaim) return { treasuryId: d.treasuryId, outcome: "in_progress", detail: err.message };
-      // the claim stays: what was sent is on record, and the next pass (or another engine, once the lease lapses) settles it
-      throw err;
-    }
+    const act = this.actor
+      .act(d, threshold)
+      .catch((err: unknown): TickResult => ({ treasuryId: d.treasuryId, outcome: "failed", detail: err instanceof Error ? err.message.split("\n")[0] : String(err) }))
+      .then((r) => {
+        this.onActed?.(r);
+        return r;
+      })
+      .finally(() => this.acts.delete(d.treasuryId));
+    this.acts.set(d.treasuryId, act);
+    return undefined;
   }
 
-  /** send the plan's calls, each simulated first (a refusal by the module costs no gas and is recorded decoded) */
-  private async execute(run: Run, plan: Plan): Promise<TickResult> {
-    const { d, t, claim } = run;
-    claim.repayMicro = plan.repay;
-    claim.plan = plan.about;
-    if (!(await this.ctx.stores.protectionClaims.record(claim, this.ctx.clock.now()))) throw new LostClaim("this trigger", "engine");
-    const client = this.chain.client(t.chain);
-    for (const c of plan.calls) {
-      try {
-        await client.simulateContract({ account: this.parts.automation, address: d.module, ...moduleCall(c) });
-      } catch (err) {
-        return failTrigger(this.parts, run, plan.ethPrice, `refused before sending: ${moduleRevertReason(err)}`);
-      }
-      const receipt = await sendCall(this.parts, run, c, plan.fees);
-      if (receipt.status !== "success") {
-        // why: the same call replayed on the state its block started from (one transaction a block on an automining node)
-        const why = await client
-          .simulateContract({ account: this.parts.automation, address: d.module, ...moduleCall(c), blockNumber: receipt.blockNumber - 1n, gas: c.gas })
-          .then(() => "not reproduced on the block before")
-          .catch((err: unknown) => moduleRevertReason(err));
-        return failTrigger(this.parts, run, plan.ethPrice, `reverted: ${receipt.transactionHash} (${why})`);
-      }
-    }
-    return finishTrigger(this.parts, run, plan.ethPrice);
+  /** a pass and the acts it started, awaited: a result for every Safe this engine watches */
+  async tick(): Promise<TickResult[]> {
+    const p = await this.pass({ collect: true });
+    return [...p.results, ...(await Promise.all(p.running))];
+  }
+
+  /** every act started so far, finished */
+  async settled(): Promise<void> {
+    while (this.acts.size > 0) await Promise.allSettled([...this.acts.values()]);
   }
 
   /**
-   * A dead engine's claim: its signed transactions are sent again (the same
-   * bytes, so at most once on chain) and their receipts read. A repayment that
-   * landed is recorded as the trigger's action; otherwise the trigger is
-   * decided afresh on the position as it is now.
+   * Watch: a pass per new block on each chain (the head polled every `pollMs`); a pass that takes longer than a
+   * block goes on at the newest block, never at each block it missed (the logs since its last block are read).
    */
-  private async resume(run: Run): Promise<TickResult> {
-    const { d, t, claim } = run;
-    const ethPrice = await this.chain.ethPrice(t.chain);
-    for (const sent of claim.sent) await awaitLanded(this.parts, run, sent);
-    const repaid = claim.sent.some((s) => (s.call === "repay" || s.call === "deleverage") && run.receipts.get(s.hash)?.status === "success");
-    if (repaid) return finishTrigger(this.parts, run, ethPrice);
-    const position = await this.chain.position(t.chain, d.safe);
-    const health = chainHealthScore(position);
-    if (health >= run.threshold) return failTrigger(this.parts, run, ethPrice, "superseded: the position recovered before the repayment landed");
-    claim.healthBefore ??= health;
-    claim.ltvBefore ??= ltvPct(position);
-    const plan = await planRepayment(this.parts, this.opts, d, t.chain, position, health);
-    if (!isPlan(plan)) return releaseTrigger(this.parts, run, plan);
-    return this.execute(run, plan);
+  start(pollMs = 250, onPass?: (r: PassReport) => void, onError?: (err: unknown) => void, onActed?: (r: TickResult) => void): void {
+    this.stopping = false;
+    this.onActed = onActed;
+    for (const chain of this.watches.keys()) {
+      const client = this.chain.client(chain);
+      this.loops.push(
+        (async () => {
+          let last: bigint | undefined;
+          while (!this.stopping) {
+            try {
+              const head = await client.getBlockNumber({ cacheTime: 0 });
+              if (head !== last) {
+                last = head;
+                const r = await this.pass({ block: this.watches.size === 1 ? head : undefined });
+                onPass?.(r);
+                continue;
+              }
+            } catch (err) {
+              onError?.(err);
+            }
+            await new Promise((r) => setTimeout(r, pollMs));
+          }
+        })(),
+      );
+    }
+  }
+
+  /** stop watching; the acts running finish; the shards are released for the other engines */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.loops);
+    this.loops = [];
+    await this.settled();
+    if ((this.opts.shards ?? 0) > 0) await this.ctx.stores.engineShards.release(this.id);
   }
 }

@@ -2,7 +2,10 @@
  * The protection engine and the executor of operators' signed Safe
  * transactions, as their own process (it holds the automation key; the
  * gateway holds none): DATABASE_URL or DATA_DIR (the gateway's store), BASE_RPC_URL /
- * ARBITRUM_RPC_URL, AUTOMATION_PRIVATE_KEY, PROTECTION_INTERVAL_MS (default 2000).
+ * ARBITRUM_RPC_URL, AUTOMATION_PRIVATE_KEY. The engine takes a pass per new block (the head polled every
+ * PROTECTION_POLL_MS, default 250) on its leased share of PROTECTION_SHARDS shards (default 64; engines of one
+ * key share them); the executor's pass runs every PROTECTION_INTERVAL_MS (default 2000). Each pass is logged at
+ * debug level ("pass", with its block, Safes watched, re-read, candidates, confirmed, acts and time).
  */
 import { pino } from "pino";
 import type { Hex } from "viem";
@@ -36,18 +39,25 @@ const ctx = scope(
   "safeTransactions",
   "slots",
   "positionSamples",
+  "engineShards",
+  "automationNonces",
 );
-const engine = new ProtectionEngine(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
+const shards = Number(process.env.PROTECTION_SHARDS ?? 64);
+const engine = new ProtectionEngine(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key, shards });
 const executor = new SafeExecutor(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
 const interval = Number(process.env.PROTECTION_INTERVAL_MS ?? 2000);
-logger.info({ automation: engine.address, interval_ms: interval }, "protection engine running");
+const pollMs = Number(process.env.PROTECTION_POLL_MS ?? 250);
+logger.info({ automation: engine.address, engine: engine.id, shards, poll_ms: pollMs, interval_ms: interval }, "protection engine running");
+// a pass that fails (the store or the RPC away) is logged, and the next block's pass tries again
+engine.start(
+  pollMs,
+  (r) => logger.debug({ ...r, block: r.block?.toString() ?? null }, "pass"),
+  (err) => logger.error({ err }, "protection pass failed"),
+  (r) => {
+    if (r.outcome !== "healthy" && r.outcome !== "not_active") logger.info(r, "protection");
+  },
+);
 const timer = setInterval(async () => {
-  // a pass that fails (the store or the RPC away) is logged, and the next one tries again
-  try {
-    for (const r of await engine.tick()) if (r.outcome !== "healthy" && r.outcome !== "not_active") logger.info(r, "protection");
-  } catch (err) {
-    logger.error({ err }, "protection pass failed");
-  }
   try {
     for (const r of await executor.tick()) if (r.outcome !== "awaiting_signatures") logger.info(r, "safe transaction");
   } catch (err) {
@@ -56,7 +66,10 @@ const timer = setInterval(async () => {
 }, interval);
 const stop = () => {
   clearInterval(timer);
-  void db.close().finally(() => process.exit(0));
+  void engine
+    .stop()
+    .catch((err: unknown) => logger.error({ err }, "stopping the engine"))
+    .finally(() => void db.close().finally(() => process.exit(0)));
 };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);

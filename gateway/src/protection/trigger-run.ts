@@ -22,7 +22,7 @@ export interface TickResult {
 
 /** the stores the engine is given */
 export type EngineContext = ServiceContext<
-  "apiKeys" | "delegations" | "executions" | "fees" | "instances" | "positionSamples" | "protectionClaims" | "treasuries"
+  "apiKeys" | "delegations" | "engineShards" | "executions" | "fees" | "instances" | "positionSamples" | "protectionClaims" | "treasuries"
 >;
 
 /** the engine's parts, handed to each stage */
@@ -32,6 +32,8 @@ export interface EngineParts {
   recorder: ExecutionRecorder;
   /** the automation key: it signs and pays for every transaction */
   automation: PrivateKeyAccount;
+  /** the engine's name: its heartbeat and the claims it holds */
+  engineId: string;
 }
 
 /** one engine's work on one claimed trigger */

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { BASE_PER_USD, delegationState, PARK_MARGIN_BASE, repaymentToPark } from "./delegation";
 import { addMonthsUtc, DELEGATION_STATES, DORMANCY_WINDOW_MONTHS, GAS_CAPS, PLAN_VERSION, policyStateDocument } from "./policy";
 import { FEE_INVARIANTS } from "./fee-schedule";
+import { CHECK_FREQUENCY } from "./protection-terms";
 import { PRESETS } from "./presets";
 
 describe("delegationState", () => {
@@ -51,6 +52,16 @@ describe("repaymentToPark guards and units", () => {
       expect(repaymentToPark({ collateralBase: 1_000_000n, debtBase: 250_100n, usdcPriceBase: BASE_PER_USD, parkTargetBps: 2_500n, fromCollateral })).toBe(0n);
     }
   });
+});
+
+const doc0 = () => ({
+  environment: "chain",
+  address: "0x1",
+  preset: PRESETS.balanced,
+  delegationState: "active" as const,
+  lastFeeBearingActivityAt: new Date(0),
+  feeScheduleUrl: "",
+  docsUrl: "",
 });
 
 describe("the policy state document", () => {
@@ -125,7 +136,11 @@ describe("the policy state document", () => {
       },
       protectionStatus: "inactive",
     });
-    expect(inactive.monitoring_tier.tier).toBe("standby");
+    expect(inactive.monitoring_tier).toEqual({ tier: "standby", check_frequency: CHECK_FREQUENCY.inactive });
+    // a managed treasury under an engine: what the engine does, every block
+    const managed = policyStateDocument({ ...doc0(), executionMode: "managed", protectionStatus: "active" });
+    expect(managed.monitoring_tier).toEqual({ tier: "active", check_frequency: CHECK_FREQUENCY.active });
+    expect(managed.monitoring_tier.check_frequency).toMatch(/^every block: .* at least every 30 blocks/);
     expect(inactive.protection_authority.scope).toBe("pay down loan and deleverage toward the 15% parked target only");
     expect([PLAN_VERSION, DORMANCY_WINDOW_MONTHS, GAS_CAPS.per_action_usd]).toEqual(["v3", 6, 0.25]);
   });

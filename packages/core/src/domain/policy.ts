@@ -3,7 +3,7 @@
  * timestamps come in, nothing is read from a clock here.
  */
 import { FEE_INVARIANTS } from "./fee-schedule";
-import { DELEGATION_MECHANISM, ON_CHAIN_BOUNDS, REPAYMENT_ORDER } from "./protection-terms";
+import { CHECK_FREQUENCY, DELEGATION_MECHANISM, ON_CHAIN_BOUNDS, REPAYMENT_ORDER } from "./protection-terms";
 import { DELEVERAGE_MAX_SLIPPAGE_BPS } from "../contracts/protection-module";
 import type { Preset } from "./presets";
 
@@ -83,7 +83,11 @@ export function policyStateDocument(ctx: PolicyContext) {
       wallet_sovereign_alternative:
         "In wallet execution mode every action returns an unsigned transaction that the agent signs with its own key and relays; the service never holds private keys.",
     },
-    monitoring_tier: { tier: ctx.protectionStatus === "active" ? "active" : "standby", check_frequency: "high-frequency" },
+    monitoring_tier: {
+      tier: ctx.protectionStatus === "active" ? "active" : "standby",
+      // the public demo shows the spec's example; a treasury states what the engine does for it
+      check_frequency: ctx.executionMode === "demo" ? "high-frequency" : CHECK_FREQUENCY[ctx.protectionStatus],
+    },
     gas_caps: { ...GAS_CAPS },
     fee_schedule_ref: ctx.feeScheduleUrl,
     invariants: [...FEE_INVARIANTS],

@@ -35,3 +35,12 @@ export const PROTECTION_COSTS = {
     "Aave's flash-loan premium (the Pool's FLASHLOAN_PREMIUM_TOTAL) on the USDC borrowed for the length of one transaction, only when the position is too close to its liquidation threshold to withdraw first",
   gas: "paid by the service's automation key, within the published gas caps",
 } as const;
+
+/** the protection engine re-reads each watched position in full at least this often (blocks), whatever the index says */
+export const WATCH_REREAD_BLOCKS = 30;
+
+/** policy-state's monitoring_tier.check_frequency: what the engine does for an active managed treasury, and otherwise */
+export const CHECK_FREQUENCY = {
+  active: `every block: the oracle's prices and the positions that changed are read at each new block, each position in full at least every ${WATCH_REREAD_BLOCKS} blocks, and a position at or past its trigger is confirmed on chain and acted on in the same block`,
+  inactive: "none: no engine acts on this treasury until its delegation is active and an engine holding its key is watching",
+} as const;
