@@ -131,7 +131,7 @@ describe("the protection engine's watch", () => {
     expect(mine(byA).length).toBeGreaterThan(0);
     expect(mine(byB).length).toBeGreaterThan(0);
     const shards = await gw.ctx.stores.engineShards.owners(new Date());
-    expect(new Set(shards.map((s) => s.engineId))).toEqual(new Set([a.id, b.id]));
+    expect(new Set(shards.map((s) => s.holder))).toEqual(new Set([a.id, b.id]));
 
     // b stops taking passes (as a process killed with -9: no release); a takes its shards once their lease lapses
     const t0 = Date.now();

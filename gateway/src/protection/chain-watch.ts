@@ -19,7 +19,7 @@ import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import { WATCH_REREAD_BLOCKS } from "@treasury/core/domain/protection-terms";
 import { TriggerIndex, type MarketAt } from "@treasury/core/domain/trigger-index";
 import type { DelegationRecord } from "../store/delegation-store";
-import { changedAccounts, confirm, readMarket, readPositions, type Confirmed } from "./watch-reads";
+import { changedAccounts, confirm, readMarket, readPositions, type ConfirmedAccount } from "./watch-reads";
 
 /** each watched Safe's position is read in full at least this often (60 s at Base's 2 s blocks) */
 const REREAD_BLOCKS = BigInt(WATCH_REREAD_BLOCKS);
@@ -38,7 +38,7 @@ export interface BlockWatch {
   /** the index's candidates this block */
   candidates: number;
   /** Safes looked at on chain this block, with Aave's account data and the module's enablement */
-  confirmed: { w: Watched; on: Confirmed }[];
+  confirmed: { w: Watched; on: { account: ConfirmedAccount; moduleEnabled: boolean } }[];
 }
 
 const WAD = 10n ** 18n;

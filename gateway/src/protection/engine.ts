@@ -35,8 +35,8 @@ import { ChainGateway, chainHealthScore } from "../chain/chain-gateway";
 import { DelegationService } from "../services/delegation-service";
 import { ExecutionRecorder } from "../services/execution-recorder";
 import { INSTANCE_ID, newHolder } from "../store/lease";
-import { shardOf } from "../store/engine-shard-store";
-import type { PositionSample } from "../store/position-sample-store";
+import { SHARD_LEASE_MS, shardOf } from "../store/engine-shard-store";
+import type { TreasurySample } from "../store/position-sample-store";
 import { ChainWatch, type Watched } from "./chain-watch";
 import type { GasSettings } from "./repayment-plan";
 import { TriggerActor } from "./trigger-act";
@@ -75,8 +75,6 @@ export interface PassReport {
   acting: number;
   ms: number;
 }
-
-export const DEFAULT_SHARD_LEASE_MS = 6_000;
 
 export class ProtectionEngine {
   /** this engine's name: its heartbeat, its shards and the claims it holds (a dead one's are taken over) */
@@ -128,16 +126,16 @@ export class ProtectionEngine {
       const count = this.opts.shards ?? 0;
       const mine =
         count > 0
-          ? new Set(await this.ctx.stores.engineShards.acquire(this.id, this.address, count, now, this.opts.shardLeaseMs ?? DEFAULT_SHARD_LEASE_MS))
+          ? new Set(await this.ctx.stores.engineShards.acquire(this.id, this.address, count, now, this.opts.shardLeaseMs ?? SHARD_LEASE_MS))
           : undefined;
       report.shards = mine?.size ?? 0;
-      const [all, open] = await Promise.all([this.ctx.stores.delegations.allProven(), this.ctx.stores.protectionClaims.openIds()]);
+      const [all, open] = await Promise.all([this.ctx.stores.delegations.allProven(), this.ctx.stores.protectionClaims.allOpen().then((claims) => new Set(claims.map((c) => c.treasuryId)))]);
       const ours = all.filter((d) => d.automation.toLowerCase() === this.address.toLowerCase() && (!mine || mine.has(shardOf(d.treasuryId, count))));
       if (o.collect) {
         for (const d of all)
           if (d.automation.toLowerCase() !== this.address.toLowerCase()) results.push({ treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" });
       }
-      const samples: { treasuryId: string; sample: PositionSample }[] = [];
+      const samples: TreasurySample[] = [];
       for (const [chain, watch] of this.watches) {
         const watched: Watched[] = ours
           .filter((d) => (d.chain ?? "base") === chain)
@@ -154,16 +152,21 @@ export class ProtectionEngine {
         for (const { w, on } of seen.confirmed) {
           const { d, threshold } = w;
           looked.add(d.treasuryId);
-          const health = chainHealthScore(on);
+          const { account } = on;
+          const health = chainHealthScore(account);
           samples.push({
             treasuryId: d.treasuryId,
-            sample: { at: now.toISOString(), ltv: ltvPct(on), healthScore: health, collateralMicro: on.collateralMicro, debtMicro: on.debtMicro },
+            at: now.toISOString(),
+            ltv: ltvPct(account),
+            healthScore: health,
+            collateralMicro: account.collateralMicro,
+            debtMicro: account.debtMicro,
           });
           if (this.acts.has(d.treasuryId)) {
             results.push({ treasuryId: d.treasuryId, outcome: "in_progress", detail: "this engine is acting on this trigger" });
             continue;
           }
-          const result = await this.decide(w, on.moduleEnabled || d.pendingUpgrade !== null, on.collateralBase > 0n, health, open.has(d.treasuryId));
+          const result = await this.decide(w, on.moduleEnabled || d.pendingUpgrade !== null, account.collateralBase > 0n, health, open.has(d.treasuryId));
           if (result) results.push(result);
           else {
             running.push(this.acts.get(d.treasuryId)!);
