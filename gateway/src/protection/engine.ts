@@ -63,8 +63,8 @@ export class ProtectionEngine {
   private readonly parts: EngineParts;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
-  /** this engine's name on the claims it holds */
-  private readonly holder = newId("eng");
+  /** this engine's name on the claims it holds, and its engine id (its heartbeat, its shards) */
+  readonly holder = newId("eng");
 
   constructor(
     private readonly ctx: EngineContext,
@@ -88,7 +88,7 @@ export class ProtectionEngine {
     this.running = true;
     try {
       // the gateway's auto_repay_active reads this: an engine with this key is watching
-      await this.ctx.stores.instances.beatEngine(this.address, this.ctx.clock.now());
+      await this.ctx.stores.instances.beatEngine(this.holder, this.address, this.ctx.clock.now());
       const results: TickResult[] = [];
       for (const d of await this.ctx.stores.delegations.allProven()) {
         try {

@@ -31,6 +31,7 @@ const ctx = scope(
   "fees",
   "executions",
   "instances",
+  "engineShards",
   "protectionClaims",
   "envelopes",
   "safeTransactions",
