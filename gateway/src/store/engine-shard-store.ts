@@ -8,13 +8,20 @@
  * One `acquire`, in one transaction, the engine's heartbeat included:
  * - gives back the shards above its quota (so a new engine finds free ones at its next pass);
  * - renews the rest of its own, fenced: only rows that still name it as holder;
- * - takes free shards up to its quota: never held, expired, or held by an engine that stopped beating. The
- *   take is a conditional write that states in SQL what "free" means, so a shard another engine renewed
- *   meanwhile is not taken, whatever ran in between.
+ * - takes free shards up to its quota: never held, or whose lease ended. The take is a conditional write
+ *   that states in SQL what "free" means, so a shard another engine renewed meanwhile is not taken.
  * A holder that lost a shard (its lease ran out and another engine took it) cannot renew it: its renewal
  * names it as holder and finds no such row. A shard is one row, so it has one holder at a time; an engine
- * holds what its last `acquire` returned until that lease ends (now + lease): the next holder takes it only
- * once the lease ended or the holder stopped beating for as long, on the clocks the engines pass in.
+ * holds what its last `acquire` returned until that lease ends (now + lease), and no other engine takes it
+ * before, on the clocks the engines pass in (engines of one store keep their clocks within a fraction of the
+ * lease).
+ *
+ * An engine that stops beating: its lease and its heartbeat are written together, so when it has been silent
+ * for a lease both end at once: its shards are free, and it no longer counts among the live engines whose
+ * number sets the quotas, so the others' quotas grow to cover them (taken within a lease and a pass: 6 s and
+ * about 2 s by default). Its heartbeat alone never cuts a lease short: an engine that was only slow keeps
+ * what it was told it holds until its lease ends. `release` (an engine stopping on purpose) frees its shards
+ * at once and removes it from the live engines.
  *
  * Concurrency: on SQLite a transaction is the one writer (BEGIN IMMEDIATE, across processes too). On
  * PostgreSQL the acquires of one key queue on a transaction-scoped advisory lock and run READ COMMITTED, so
@@ -139,26 +146,23 @@ export class EngineShardStore {
           }
         }
         if (room > 0) {
-          // a lapsed lease, or a holder that stopped beating; the write states it again (the fence)
+          // lapsed leases; the write states it again (the fence): a shard renewed meanwhile is not taken
           const lapsed = rows
-            .filter((r) => r.holder !== engineId && Number(r.shard) < shardCount && (r.expires_at <= at || !live.includes(engineRowId(r.holder))))
+            .filter((r) => r.holder !== engineId && Number(r.shard) < shardCount && r.expires_at <= at)
             .map((r) => Number(r.shard))
             .sort((a, b) => a - b)
             .slice(0, room);
           if (lapsed.length > 0) {
             const taken = await this.db.all<{ shard: number }>(
               `UPDATE engine_shards SET holder = ?, taken_at = ?, expires_at = ?
-                 WHERE automation = ? AND holder <> ? AND shard IN (${marks(lapsed.length)})
-                   AND (expires_at <= ? OR NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = 'engine:' || engine_shards.holder AND i.heartbeat_at > ?))
-                 RETURNING shard`,
+                 WHERE automation = ? AND holder <> ? AND expires_at <= ? AND shard IN (${marks(lapsed.length)}) RETURNING shard`,
               engineId,
               at,
               until,
               key,
               engineId,
-              ...lapsed,
               at,
-              liveSince,
+              ...lapsed,
             );
             held.push(...taken.map((r) => Number(r.shard)));
           }

@@ -22,8 +22,9 @@ export const INSTANCE_GONE_AFTER_MS = Number(process.env.INSTANCE_GONE_AFTER_MS 
  * shards (store/engine-shard-store.ts), counting as live the engines that beat within the shards' lease.
  */
 export const ENGINE_WATCH_WINDOW_MS = 30_000;
-/** an engine's row (its id is the engine's own name, as on the claims and shards it holds) */
-export const engineRowId = (engineId: string): string => `engine:${engineId}`;
+/** an engine's row: this prefix, then the engine's own name (as on the claims and shards it holds) */
+export const ENGINE_ROW_PREFIX = "engine:";
+export const engineRowId = (engineId: string): string => `${ENGINE_ROW_PREFIX}${engineId}`;
 
 /** an instance's rows are kept a day after its last beat */
 export const INSTANCE_RETENTION_MS = 86_400_000;
