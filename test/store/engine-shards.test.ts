@@ -200,6 +200,18 @@ describe("the engines' shards", () => {
     expect(counts(held)).toEqual([6, 5, 5]);
   });
 
+  it("a stale heartbeat alone never cuts a lease short: an engine holds what it was told until its lease ends", async () => {
+    const key = freshKey();
+    const a = await engineStore();
+    const b = await engineStore();
+    // eng_long took its shards under a longer lease than the others' liveness window
+    expect(await a.acquire("eng_long", key, S, at(0), 20_000)).toHaveLength(S);
+    // 7 s on, eng_long no longer counts among the live (quota: all 16 for eng_other), but its leases run to 20 s
+    expect(await b.acquire("eng_other", key, S, at(7_000))).toEqual([]);
+    expect(await b.acquire("eng_other", key, S, at(19_999))).toEqual([]);
+    expect(await b.acquire("eng_other", key, S, at(20_000))).toEqual([...Array(S).keys()]);
+  });
+
   it("a released engine's shards are free at once, and it no longer counts among the live", async () => {
     const key = freshKey();
     const stores = new Map([
