@@ -54,7 +54,7 @@ export async function awaitLanded({ ctx, chain, automation }: EngineParts, run: 
       if (Date.now() - renewed <= 1_000) return;
       if (!(await ctx.stores.protectionClaims.renew(run.claim.treasuryId, run.claim.holder, ctx.clock.now()))) throw new LostClaim("this trigger", "engine");
       // a pass that waits on a transaction is still a pass: the engine stays on record as watching
-      await ctx.stores.instances.beatEngine(automation.address, ctx.clock.now());
+      await ctx.stores.instances.beatEngine(run.claim.holder, automation.address, ctx.clock.now());
       renewed = Date.now();
     },
   });

@@ -34,12 +34,12 @@ const ctx = scope(
   "fees",
   "executions",
   "instances",
+  "engineShards",
   "protectionClaims",
   "envelopes",
   "safeTransactions",
   "slots",
   "positionSamples",
-  "engineShards",
   "automationNonces",
 );
 const shards = Number(process.env.PROTECTION_SHARDS ?? 64);

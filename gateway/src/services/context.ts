@@ -13,6 +13,7 @@ import { AccessRequestStore } from "../store/access-request-store";
 import { ApiKeyStore } from "../store/api-key-store";
 import { ChannelStore } from "../store/channel-store";
 import { DelegationStore } from "../store/delegation-store";
+import { EngineShardStore } from "../store/engine-shard-store";
 import { EnvelopeStore } from "../store/envelope-store";
 import { ExecutionStore } from "../store/execution-store";
 import { FeeStore } from "../store/fee-store";
@@ -46,6 +47,7 @@ export interface Stores {
   safeTransactions: SafeTransactionStore;
   positionSamples: PositionSampleStore;
   instances: InstanceStore;
+  engineShards: EngineShardStore;
 }
 
 export type StoreName = keyof Stores;
@@ -70,6 +72,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     safeTransactions: new SafeTransactionStore(db),
     positionSamples: new PositionSampleStore(db),
     instances: new InstanceStore(db),
+    engineShards: new EngineShardStore(db),
   };
 }
 

@@ -15,12 +15,16 @@ export const HEARTBEAT_MS = Number(process.env.INSTANCE_HEARTBEAT_MS ?? 1_000);
 export const INSTANCE_GONE_AFTER_MS = Number(process.env.INSTANCE_GONE_AFTER_MS ?? 5_000);
 
 /**
- * A protection engine beats too, once a pass, as `engine:<automation address>`: the gateway says a treasury's
- * automatic repayment is active only while an engine holding its delegation's key has beaten this recently
- * (passes are 2 s apart by default; a window of several covers a slow pass or a restart by its supervisor).
+ * A protection engine beats too, once a pass, in a row of its own (`engine:<engine id>`) that names the
+ * automation key it holds: the gateway says a treasury's automatic repayment is active only while an engine
+ * holding its delegation's key has beaten this recently (passes follow the blocks, about 2 s apart; a window of
+ * several covers a slow pass or a restart by its supervisor). The engines of one key share its delegations by
+ * shards (store/engine-shard-store.ts), counting as live the engines that beat within the shards' lease.
  */
 export const ENGINE_WATCH_WINDOW_MS = 30_000;
-const engineId = (automation: string) => `engine:${automation.toLowerCase()}`;
+/** an engine's row: this prefix, then the engine's own name (as on the claims and shards it holds) */
+export const ENGINE_ROW_PREFIX = "engine:";
+export const engineRowId = (engineId: string): string => `${ENGINE_ROW_PREFIX}${engineId}`;
 
 /** an instance's rows are kept a day after its last beat */
 export const INSTANCE_RETENTION_MS = 86_400_000;
@@ -38,15 +42,31 @@ export class InstanceStore {
     );
   }
 
-  /** a protection engine's pass, under its automation key */
-  beatEngine(automation: string, now: Date): Promise<void> {
-    return this.beat(engineId(automation), now);
+  /** a protection engine's pass, under the automation key it holds */
+  async beatEngine(engineId: string, automation: string, now: Date): Promise<void> {
+    const at = now.toISOString();
+    await this.db.run(
+      "INSERT INTO instances (id, started_at, heartbeat_at, automation) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, automation = excluded.automation",
+      engineRowId(engineId),
+      at,
+      at,
+      automation.toLowerCase(),
+    );
   }
 
-  /** has an engine holding this automation key taken a pass within ENGINE_WATCH_WINDOW_MS? */
+  /** has any engine holding this automation key taken a pass within ENGINE_WATCH_WINDOW_MS? */
   async engineWatching(automation: string, now: Date): Promise<boolean> {
-    const row = await this.db.get<{ heartbeat_at: string }>("SELECT heartbeat_at FROM instances WHERE id = ?", engineId(automation));
-    return row !== undefined && row.heartbeat_at >= new Date(now.getTime() - ENGINE_WATCH_WINDOW_MS).toISOString();
+    const row = await this.db.get(
+      "SELECT 1 AS one FROM instances WHERE automation = ? AND heartbeat_at >= ? LIMIT 1",
+      automation.toLowerCase(),
+      new Date(now.getTime() - ENGINE_WATCH_WINDOW_MS).toISOString(),
+    );
+    return row !== undefined;
+  }
+
+  /** the engine stopped on purpose: it no longer counts as watching, nor as live among its key's engines */
+  async forgetEngine(engineId: string): Promise<void> {
+    await this.db.run("DELETE FROM instances WHERE id = ?", engineRowId(engineId));
   }
 
   /** forget instances gone for a day (their claims were taken over or expired long ago) */

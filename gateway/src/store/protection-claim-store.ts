@@ -35,6 +35,9 @@ export interface ProtectionClaim {
   plan?: { source: "usdc" | "ausdc" | "collateral"; partial: boolean; note: string };
 }
 
+/** a claim as the pass reads them all, with the end of its holder's lease */
+export type OpenClaim = ProtectionClaim & { expiresAt: string };
+
 export type ClaimResult =
   /** this engine acts on the trigger */
   | { kind: "claimed"; claim: ProtectionClaim }
@@ -138,6 +141,14 @@ export class ProtectionClaimStore {
   /** the trigger is settled (its action recorded in the same transaction by the caller): drop the claim */
   async finish(treasuryId: string, holder: string): Promise<boolean> {
     return (await this.db.run("DELETE FROM protection_claims WHERE treasury_id = ? AND holder = ?", treasuryId, holder)).changes === 1;
+  }
+
+  /** every open claim (a finished one is deleted), in one query: the pass's view of the triggers in hand */
+  async allOpen(): Promise<OpenClaim[]> {
+    return (await this.db.all("SELECT * FROM protection_claims ORDER BY treasury_id")).map((raw) => {
+      const row = read(raw);
+      return { ...fromRow(row), expiresAt: row.expiresAt };
+    });
   }
 
   async get(treasuryId: string): Promise<ProtectionClaim | undefined> {

@@ -22,7 +22,7 @@ import {
   treasurySlots,
   x402Payments,
 } from "./tables/actions";
-import { delegations, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
+import { delegations, engineShards, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
 import { x402Channels, x402Redemptions } from "./tables/sessions";
 import { accessRequestEvents, accessRequests, apiKeys, feeAudit, feeRatchet, outbox, treasuries } from "./tables/treasury";
 
@@ -140,7 +140,11 @@ export const HISTORY: readonly Version[] = [
   },
   { version: 9, name: "safe_execution_gas", steps: addColumns(safeTransactions, "gas_usd") },
   { version: 10, name: "console_session_owner", steps: addColumns(apiKeys, "owner_address", "revoked_reason") },
-  { version: 11, name: "instances_and_pending_settlements", steps: [createTable(instances), ...addColumns(x402Payments, "pending_settlement")] },
+  {
+    version: 11,
+    name: "instances_and_pending_settlements",
+    steps: [createTable(instances, { through: "heartbeat_at" }), ...addColumns(x402Payments, "pending_settlement")],
+  },
   { version: 12, name: "delegation_upgrade", steps: addColumns(delegations, "pending_upgrade") },
   {
     version: 13,
@@ -152,6 +156,18 @@ export const HISTORY: readonly Version[] = [
     ],
   },
   { version: 14, name: "ledger_supplied_usdc", steps: addColumns(treasuries, "usdc_supplied_micro") },
+  {
+    version: 15,
+    name: "protection_at_scale",
+    steps: [
+      // one heartbeat row per engine, under the key it holds: engines with one key no longer share a row
+      ...addColumns(instances, "automation"),
+      // the one row engines kept before, `engine:<automation>`, stays an engine's row of that key until it ages out
+      data("UPDATE instances SET automation = substr(id, 8) WHERE id LIKE 'engine:%'"),
+      createIndex("instances_engines", instances, ["automation", "heartbeat_at"], { where: "automation IS NOT NULL" }),
+      createTable(engineShards),
+    ],
+  },
 ];
 
 /** the tables the history arrives at */
@@ -176,6 +192,7 @@ export const TABLES: readonly Table[] = [
   delegations,
   protectionActions,
   protectionClaims,
+  engineShards,
   safeTransactions,
   positionSamples,
   x402Channels,

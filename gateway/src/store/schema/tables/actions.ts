@@ -144,9 +144,11 @@ export const rateLimitHits = new Table("rate_limit_hits", {
   reset_at: epochMs().notNull(),
 });
 
-/** the gateway processes sharing this store, each with its heartbeat (store/instance-store.ts) */
+/** the gateway processes and protection engines sharing this store, each with its heartbeat (store/instance-store.ts) */
 export const instances = new Table("instances", {
   id: text().primaryKey(),
   started_at: timestamp().notNull(),
   heartbeat_at: timestamp().notNull(),
+  // a protection engine's row: the automation key it holds, lowercase (null for a gateway process)
+  automation: text(),
 });

@@ -6,7 +6,7 @@
 import type { TreasuryAction } from "@treasury/core/actions";
 import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import type { Address, Hex } from "viem";
-import { flag, json, money, real, text, timestamp } from "../column";
+import { flag, integer, json, money, real, text, timestamp } from "../column";
 import { Table } from "../table";
 
 export const delegations = new Table("delegations", {
@@ -99,4 +99,21 @@ export const positionSamples = new Table(
     debt_micro: money().notNull(),
   },
   { primaryKey: ["treasury_id", "at"] },
+);
+
+/**
+ * The protection engines' shards of the delegations of one automation key (a treasury's shard is a hash of
+ * its id modulo the engines' shard count): each held by one engine under a lease it renews every pass
+ * (store/engine-shard-store.ts).
+ */
+export const engineShards = new Table(
+  "engine_shards",
+  {
+    automation: text().notNull(),
+    shard: integer().notNull(),
+    holder: text().notNull(),
+    taken_at: timestamp().notNull(),
+    expires_at: timestamp().notNull(),
+  },
+  { primaryKey: ["automation", "shard"] },
 );
