@@ -3,7 +3,7 @@
  * the gateway's aggregate3 reads (gateway/src/chain/multicall.ts): chunks of one eth_call each at one block
  * number, a failing call answered alone, answers decoded in the calls' order.
  */
-import { createPublicClient, custom, http, parseAbi, type EIP1193RequestFn } from "viem";
+import { parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
@@ -11,20 +11,10 @@ import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { MULTICALL3_ABI, MULTICALL3_ADDRESS } from "@treasury/core/contracts/multicall3";
 import { FORK_PRICES_USD, installMulticall3, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { aggregate3, read } from "../../gateway/src/chain/multicall";
+import { countingClient } from "../helpers/counting-client";
 
 const m = AAVE_MARKETS.base;
 let fork: BaseForkNode;
-
-/** a client on the fork that counts the JSON-RPC requests it sends, by method */
-export function countingClient(rpcUrl: string) {
-  const inner = http(rpcUrl)({});
-  const sent: string[] = [];
-  const request = (async (args: { method: string; params?: unknown }) => {
-    sent.push(args.method);
-    return inner.request(args as never);
-  }) as EIP1193RequestFn;
-  return { client: createPublicClient({ transport: custom({ request }) }), sent };
-}
 
 beforeAll(async () => {
   fork = await startBaseFork();
