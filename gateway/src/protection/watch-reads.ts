@@ -18,6 +18,11 @@
  * A position the index cannot model (a supply or a debt in a reserve other than USDC, WETH and the BTC token,
  * or an e-mode category) is marked `eMode`: always a candidate, so confirmed on chain every block.
  *
+ * Anvil answers a call at its latest block number from the state of the block it is mining: Aave's index reads
+ * (readMarket's normalized income and debt, confirm's getUserAccountData) then revert now and then with an
+ * arithmetic underflow (gateway/src/chain/one-block.ts). A caller that reads at the latest block runs these
+ * under `atOneBlock`, which reads once more at a settled block.
+ *
  * The reserves' tokens and ids are read once per client and chain (they are set when Aave initializes a
  * reserve and never change; an upgrade changes the implementation behind the same address).
  */
