@@ -15,6 +15,8 @@ import type { IndexAsset, MarketAt, WatchedPosition } from "@treasury/core/domai
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { changedAccounts, confirm, INDEX_ASSETS, readMarket, readPositions, watchReserves } from "../../gateway/src/protection/watch-reads";
 import { Operator } from "../../signer-agent/src/operator";
+import { atOneBlock } from "../../gateway/src/chain/one-block";
+import { busyMarket } from "../helpers/busy-market";
 import { countingClient } from "../helpers/counting-client";
 
 const m = AAVE_MARKETS.base;
@@ -111,6 +113,28 @@ describe("readMarket and readPositions", () => {
     expect(market.decimals).toEqual({ USDC: 6, WETH: 18, cbBTC: 8 });
     expect(market.liquidationThresholdBps).toEqual({ USDC: 7800n, WETH: 8250n, cbBTC: 7800n });
     for (const a of INDEX_ASSETS) expect(market.liquidityIndex[a]).toBeGreaterThanOrEqual(RAY);
+  });
+});
+
+describe("reads at the latest block while the market mines", () => {
+  it("answer every time under atOneBlock (Anvil's index reads revert now and then at the block it is mining)", async () => {
+    const client = rpc.client as PublicClient;
+    const stop = await busyMarket(fork);
+    const answered: bigint[] = [];
+    try {
+      for (let i = 0; i < 150; i++) {
+        const [market, [confirmed]] = await atOneBlock(client, (blockNumber) =>
+          Promise.all([readMarket(client, "base", blockNumber), confirm(client, "base", blockNumber, [{ safe, module: DEAD }])]),
+        );
+        expect(market.debtIndex).toBeGreaterThanOrEqual(RAY);
+        answered.push(confirmed!.account.blockNumber);
+      }
+    } finally {
+      await stop();
+    }
+    expect(answered).toHaveLength(150);
+    // the market moved on under the reads
+    expect(answered.at(-1)! - answered[0]!).toBeGreaterThan(10n);
   });
 });
 

@@ -4,15 +4,12 @@
  * operators' transactions land, answer 200 every time; only a node that cannot be reached answers 503
  * chain_unavailable.
  */
-import { createWalletClient, getAddress, http, publicActions } from "viem";
+import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { base } from "viem/chains";
-import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
-import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
-import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { borrower, type Borrower } from "../../bench/protection/safes";
+import { busyMarket } from "../helpers/busy-market";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
 
 let fork: BaseForkNode;
@@ -46,31 +43,6 @@ async function get(route: string, key: string) {
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
-/**
- * Another user of the market supplying USDC block after block until `stop`: every block updates the USDC
- * reserve's indexes and time, as a busy market does
- */
-async function busyMarket() {
-  const m = AAVE_MARKETS.base;
-  const account = privateKeyToAccount(generatePrivateKey());
-  await fork.fund(account.address, 10n ** 12n);
-  const wallet = createWalletClient({ account, chain: base, transport: http(fork.rpcUrl), pollingInterval: 5 }).extend(publicActions);
-  await wallet.waitForTransactionReceipt({
-    hash: await wallet.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 10n ** 12n] }),
-  });
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const hash = await wallet.writeContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "supply", args: [m.usdc, 1_000_000n, account.address, 0] });
-      await wallet.waitForTransactionReceipt({ hash });
-    }
-  })();
-  return async () => {
-    running = false;
-    await loop;
-  };
-}
-
 /** bench/protection/safes.ts's delegate, keeping the delegation's answer and the owner's reads of it after */
 async function register(safe: Borrower) {
   const registered = await post("/api/v1/treasuries", {
@@ -102,7 +74,7 @@ const READS_AFTER = 20;
 
 describe("the delegation's state while the chain mines", () => {
   it("answers 200 for Safes registered six at a time in a busy market, and for their owners' reads after", async () => {
-    const stop = await busyMarket();
+    const stop = await busyMarket(fork);
     const answers: { status: number; body: Record<string, any> }[] = [];
     try {
       for (let batch = 0; batch < 3; batch++) {
