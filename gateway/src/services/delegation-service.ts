@@ -26,7 +26,8 @@ import { PRESETS } from "@treasury/core/domain/presets";
 import { GAS_CAPS } from "@treasury/core/domain/policy";
 import { usdcToNumber } from "@treasury/core/domain/money";
 import { TreasuryError } from "@treasury/core/lib/errors";
-import type { ChainGateway } from "../chain/chain-gateway";
+import { describeRevert, type ChainGateway } from "../chain/chain-gateway";
+import { atOneBlock } from "../chain/one-block";
 import type { TreasuryRecord } from "../store/treasury-store";
 import type { ServiceContext } from "./context";
 import { delegationStatement } from "@treasury/core/domain/statements";
@@ -175,33 +176,45 @@ export class DelegationService {
     return { state, engineWatching, active: state === "active" && engineWatching, protectBelowHealth: d.protectBelowHealth };
   }
 
+  /**
+   * The delegation's state from the chain, every read at one block number (gateway/src/chain/one-block.ts: a
+   * read the node answered with an error, as Anvil's getUserAccountData does while it mines the next block, is
+   * made once more at a settled block). 503 chain_unavailable when the node cannot be reached, or answered
+   * both tries with an error.
+   */
   async state(t: TreasuryRecord): Promise<DelegationState> {
     let d = await this.ctx.stores.delegations.get(t.id);
     if (!d || !d.provenAt || !this.chain.connected(t.chain)) return "not_granted";
     const c = this.chain.client(t.chain);
+    const { safe, module, automation } = d;
+    const upgrade = d.pendingUpgrade?.module;
+    const enabledAt = (m: `0x${string}`, blockNumber: bigint) =>
+      c.readContract({ address: safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [m], blockNumber });
+    const [upgradeEnabled, moduleEnabled, account, pending, mined] = await atOneBlock(c, (blockNumber) =>
+      Promise.all([
+        upgrade ? enabledAt(upgrade, blockNumber) : false,
+        enabledAt(module, blockNumber),
+        c.readContract({ address: AAVE_MARKETS[t.chain].pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [safe], blockNumber }),
+        // the automation key's transactions the node holds (pending has no block number) beyond those mined at the block
+        c.getTransactionCount({ address: automation, blockTag: "pending" }),
+        c.getTransactionCount({ address: automation, blockNumber }),
+      ]),
+    ).catch((err: unknown) => {
+      throw new TreasuryError("chain_unavailable", `could not read the delegation's state on ${t.chain}: ${describeRevert(err)}`, {}, {}, { cause: err });
+    });
     // a staged upgrade takes over once the Safe's owners enabled its module
-    if (
-      d.pendingUpgrade &&
-      (await c.readContract({ address: d.safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [d.pendingUpgrade.module] }))
-    ) {
-      await this.ctx.stores.delegations.promoteUpgrade(t.id, d.pendingUpgrade.module);
+    if (upgrade && upgradeEnabled) {
+      await this.ctx.stores.delegations.promoteUpgrade(t.id, upgrade);
       d = (await this.ctx.stores.delegations.get(t.id))!;
     }
-    const [enabled, account, pending, latest] = await Promise.all([
-      c.readContract({ address: d.safe, abi: SAFE_MODULE_ABI, functionName: "isModuleEnabled", args: [d.module] }),
-      c.readContract({ address: AAVE_MARKETS[t.chain].pool, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [d.safe] }),
-      c.getTransactionCount({ address: d.automation, blockTag: "pending" }),
-      c.getTransactionCount({ address: d.automation, blockTag: "latest" }),
-    ]).catch((err: unknown) => {
-      throw new TreasuryError("chain_unavailable", `could not read the delegation's state on ${t.chain}`, {}, {}, { cause: err });
-    });
+    const enabled = upgrade && upgradeEnabled ? true : moduleEnabled;
     // the first approval is written once, not on every read
     if (enabled && d.firstApprovedAt === null) await this.ctx.stores.delegations.markApproved(t.id, this.ctx.clock.now().toISOString());
     return delegationState({
       moduleEnabled: enabled,
       everApproved: enabled || d.firstApprovedAt !== null,
       hasFunds: account[0] > 0n,
-      automationInFlight: pending > latest,
+      automationInFlight: pending > mined,
     });
   }
 
