@@ -110,7 +110,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect((await api.get("/api/v1/treasury")).body.auto_repay_active).toBe(true);
     expect((await api.get("/api/v1/health")).body).toMatchObject({ auto_repay_active: true, protect_below_health_score: 1.3 });
     // no engine beating (its last pass a minute ago): the same delegation protects nothing, and every status says so
-    await gw.ctx.stores.instances.beatEngine(engine.holder, automation.address, new Date(Date.now() - 60_000));
+    await gw.ctx.stores.instances.beatEngine(engine.id, automation.address, new Date(Date.now() - 60_000));
     expect((await api.get("/api/v1/treasury")).body.auto_repay_active).toBe(false);
     expect((await api.get("/api/v1/health")).body.auto_repay_active).toBe(false);
     expect((await api.get("/api/v1/policy-state")).body).toMatchObject({ protection_status: "inactive", delegation: { state: "active" } });

@@ -239,8 +239,9 @@ export class ProtectionEngine {
             try {
               const head = await client.getBlockNumber({ cacheTime: 0 });
               if (head !== last) {
-                last = head;
                 const r = await this.pass({ block: this.watches.size === 1 ? head : undefined });
+                // a pass that failed is taken again at the next poll (the logs since the last good block are read then)
+                last = head;
                 onPass?.(r);
                 continue;
               }
