@@ -202,24 +202,29 @@ describe("the index never misses (property)", () => {
       });
   const start = marketFrom(BASE);
   /** collateral from dust to whales; debt either free or set near the trigger at `at` (HF x 0.7 to x 1.6) */
+  /** an amount of any order of magnitude, dust included: up to 10^e for e up to `digits` */
+  const amount = (digits: number) => fc.integer({ min: 0, max: digits }).chain((e) => fc.bigInt(1n, 10n ** BigInt(e)));
   const positionAt = (id: string, at: MarketAt) =>
     fc
       .record({
-        USDC: fc.option(fc.bigInt(1n, 10n ** 14n), { freq: 3 }),
-        WETH: fc.option(fc.bigInt(1n, 10n ** 24n), { freq: 2 }),
-        cbBTC: fc.option(fc.bigInt(1n, 10n ** 12n), { freq: 2 }),
+        USDC: fc.option(amount(14), { freq: 3 }),
+        WETH: fc.option(amount(24), { freq: 2 }),
+        cbBTC: fc.option(amount(12), { freq: 2 }),
         trigger: fc.bigInt(WAD, 2n * WAD),
         near: fc.oneof(fc.bigInt(700n, 1600n), fc.bigInt(995n, 1005n)),
-        debt: fc.oneof(fc.constant(0n), fc.bigInt(1n, 10n ** 14n), fc.constant(-1n)),
+        debt: fc.oneof(fc.constant(0n), amount(14), fc.constant(-1n)),
         eMode: fc.boolean().map((b) => b && id.endsWith("7")),
+        /** the trigger set one wei above Aave's health factor at `at`: the sharpest crossing */
+        justOver: fc.boolean(),
       })
-      .map(({ USDC, WETH, cbBTC, trigger, near, debt, eMode }): WatchedPosition => {
+      .map(({ USDC, WETH, cbBTC, trigger, near, debt, eMode, justOver }): WatchedPosition => {
         const scaledCollateral = Object.fromEntries(Object.entries({ USDC, WETH, cbBTC }).filter(([, v]) => v !== null)) as WatchedPosition["scaledCollateral"];
         // -1: the scaled debt that puts the health factor at `near` per mille of the trigger at `at`
         const { totalCollateral, avgLiquidationThreshold } = referenceAccount(scaledCollateral, 0n, at);
         const debtValue = (totalCollateral * avgLiquidationThreshold * WAD * 1000n) / (10_000n * trigger * near);
         const scaledDebt = debt >= 0n ? debt : (debtValue * 10n ** BigInt(at.decimals.USDC) * RAY) / (at.prices.USDC * at.debtIndex) + 1n;
-        return { id, scaledCollateral, scaledDebt, triggerWad: trigger, eMode };
+        const hf = referenceAccount(scaledCollateral, scaledDebt, at).healthFactor;
+        return { id, scaledCollateral, scaledDebt, triggerWad: justOver && hf < 10n * WAD ? hf + 1n : trigger, eMode };
       });
   /** large enough, and thresholds high enough, that the bound's slack is under 0.03% */
   const tight = (p: WatchedPosition, m: MarketAt) =>

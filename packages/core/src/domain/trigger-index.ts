@@ -10,25 +10,24 @@
  *
  * Why it never misses. Write W_i(m) = p_i L_i (LT_i - 1)⁺ 10^(36-d_i) and UNIT = 10^27 * 10^40 (one base-currency
  * unit on W's scale). Each rounding loses at most one unit of its result, and L_i, I_D >= 1 ray, so
- *   C_i >= (s_i - 1) p_i L_i / (ray 10^d_i) - 1,          D <= (s_D + 1) I_D p_USDC / (ray 10^6),
- *   C * avgLT >= Σ C_i LT_i - C = Σ C_i (LT_i - 1),       HF >= percentMul(C, avgLT) * 1e18 / D - 1,
- * hence, with lhs(m) = Σ (s_i - 1) W_i(m) and rhs(m) = (T + 1)(s_D + 1) I_D p_USDC 10^16 (T the trigger, wad):
- *   HF(m) < T  ==>  lhs(m) - 4 UNIT < rhs(m)                                   (`mayCross`, the exact filter)
+ *   C_i >= (s_i - 1) p_i L_i / (ray 10^d_i) - 1,          D <= (s_D + 1) I_D p_USDC / (ray 10^d_USDC),
+ *   C * avgLT >= Σ C_i LT_i - C = Σ C_i (LT_i - 1),       HF >= percentMul(C, avgLT) * 1e18 / D - 1;
+ * with lhs(m) = Σ (s_i - 1) W_i(m), rhs(m) = (T + 1)(s_D + 1) I_D p_USDC 10^(22-d_USDC), T the trigger (wad):
+ *   HF(m) < T  ==>  lhs(m) - 4 UNIT < rhs(m)          (3 floors of C_i weighted, 1 of percentMul: `mayCross`)
  * The bound holds with either rounding (half up, as here, or floor/ceil as later Aave versions round balances).
  * Across markets: lhs is a sum of non-negative terms, each scaled from a reference market R to m by W_i(m)/W_i(R),
  * so lhs(m) >= ρ lhs(R) with ρ = min over the position's assets of W_i(m)/W_i(R) (each asset may move its own way;
  * an index that grows or a price that rises only raises ρ), and rhs(m) = γ rhs(R) with γ = I_D p_USDC at m over R.
- * The index keeps ρ >= 1/2 (it re-bases on R := m otherwise), so
- *   HF(m) < T  ==>  ρ lhs(R) - 4 UNIT < γ rhs(R)  ==>  key = (lhs(R) - 8 UNIT) / rhs(R) < γ / ρ.
- * Keys are fixed per position (computed at R); the threshold γ/ρ is one number per group of positions holding the
- * same assets. Each group is an array sorted by key: a block's candidates are a binary search and the prefix below
- * the threshold (keys rounded down, thresholds rounded up, so the fixed-point comparison keeps the implication),
- * then `mayCross` at m on that prefix only. A quiet block visits O(log N) entries per group. When the prefix holds
- * many entries that `mayCross` drops (the market drifted from R), the index re-bases on m: O(N log N), rare.
- * What it lets through beyond Aave's own answer: positions within one basis point of their average threshold
- * (LT - 1 for LT; about 0.012% of the health factor) and a few base-currency units of the trigger, which the engine's
- * on-chain confirmation drops. Debt-free positions are never candidates; positions in an e-mode always are (their
- * category's figures differ). Markets are read, never changed: the index keeps the reference market it was given.
+ * The index keeps ρ >= 1/2 (it re-bases on R := m otherwise), so HF(m) < T  ==>  ρ lhs(R) - 4 UNIT < γ rhs(R)
+ *   ==>  key = (lhs(R) - 8 UNIT) / rhs(R) < γ / ρ.
+ * Keys are fixed per position (computed at R); γ/ρ is one threshold per group of positions holding the same assets.
+ * A group is an array sorted by key: a block's candidates are a binary search, then `mayCross` at m on the prefix
+ * under the threshold (keys rounded down, thresholds up: the fixed-point comparison keeps the implication). A quiet
+ * block visits O(log N) entries per group; when the prefix holds many entries `mayCross` drops (the market drifted
+ * from R), the index re-bases on m, O(N log N). Beyond Aave's own answer it lets through positions within a basis
+ * point of their average threshold (LT - 1 for LT, about 0.012% of the health factor) and a few base units of the
+ * trigger, which the on-chain confirmation drops. Debt-free positions are never candidates; positions in an e-mode
+ * always are (their category's figures differ). Markets are read, never changed (the reference is kept as given).
  */
 export type IndexAsset = "USDC" | "WETH" | "cbBTC";
 export const INDEX_ASSETS: readonly IndexAsset[] = ["USDC", "WETH", "cbBTC"];
@@ -75,8 +74,7 @@ const held = (p: WatchedPosition, a: IndexAsset): bigint => p.scaledCollateral[a
 
 /** Aave's health factor (wad) of `p` under `m`, as GenericLogic.calculateUserAccountData computes it */
 export function aaveHealthWad(p: WatchedPosition, m: MarketAt): bigint {
-  let collateral = 0n;
-  let weighted = 0n;
+  let [collateral, weighted] = [0n, 0n];
   for (const a of INDEX_ASSETS) {
     const lt = m.liquidationThresholdBps[a];
     if (lt === 0n || held(p, a) === 0n) continue;
@@ -167,10 +165,9 @@ export class TriggerIndex {
 
   remove(id: string): void {
     const indexed = this.positions.get(id);
-    if (!indexed) return;
     this.positions.delete(id);
     this.eModes.delete(id);
-    if (!indexed.entry) return;
+    if (!indexed?.entry) return;
     const list = this.groups.get(indexed.group)!;
     list.splice(lowerBound(list, indexed.entry).at, 1);
   }
