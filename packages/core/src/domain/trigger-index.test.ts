@@ -32,6 +32,22 @@ function referenceAccount(scaled: Partial<Record<IndexAsset, bigint>>, scaledDeb
   const healthFactor = totalDebt === 0n ? MAX_UINT256 : wadDiv(percentMul(totalCollateral, avgLiquidationThreshold), totalDebt);
   return { totalCollateral, avgLiquidationThreshold, healthFactor };
 }
+/**
+ * The same in Aave 3.4+ (aave-v3-origin): aToken balance rayMulFloor, debt rayMulCeil then mulDivCeil,
+ * HF = wadDiv(Σ C_i LT_i, D) / 10^4 (no floored average threshold).
+ */
+function originHealthWad(p: WatchedPosition, m: MarketAt): bigint {
+  const wadDiv = (a: bigint, b: bigint) => (a * WAD + b / 2n) / b;
+  let weighted = 0n;
+  for (const asset of INDEX_ASSETS) {
+    if (m.liquidationThresholdBps[asset] === 0n || p.scaledCollateral[asset] === undefined) continue;
+    const balance = (p.scaledCollateral[asset]! * m.liquidityIndex[asset]) / RAY;
+    weighted += ((balance * m.prices[asset]) / 10n ** BigInt(m.decimals[asset])) * m.liquidationThresholdBps[asset];
+  }
+  const unit = 10n ** BigInt(m.decimals.USDC);
+  const debt = (((p.scaledDebt * m.debtIndex + RAY - 1n) / RAY) * m.prices.USDC + unit - 1n) / unit;
+  return debt === 0n ? MAX_UINT256 : wadDiv(weighted, debt) / 10_000n;
+}
 const refHf = (p: WatchedPosition, m: MarketAt) => referenceAccount(p.scaledCollateral, p.scaledDebt, m).healthFactor;
 
 /** Aave V3 on Base, about today */
@@ -214,8 +230,8 @@ describe("the index never misses (property)", () => {
         near: fc.oneof(fc.bigInt(700n, 1600n), fc.bigInt(995n, 1005n)),
         debt: fc.oneof(fc.constant(0n), amount(14), fc.constant(-1n)),
         eMode: fc.boolean().map((b) => b && id.endsWith("7")),
-        /** the trigger set one wei above Aave's health factor at `at`: the sharpest crossing */
-        justOver: fc.boolean(),
+        /** the trigger set one wei above Aave's health factor at `at` (either version's): the sharpest crossing */
+        justOver: fc.constantFrom("no", "core", "origin"),
       })
       .map(({ USDC, WETH, cbBTC, trigger, near, debt, eMode, justOver }): WatchedPosition => {
         const scaledCollateral = Object.fromEntries(Object.entries({ USDC, WETH, cbBTC }).filter(([, v]) => v !== null)) as WatchedPosition["scaledCollateral"];
@@ -223,8 +239,9 @@ describe("the index never misses (property)", () => {
         const { totalCollateral, avgLiquidationThreshold } = referenceAccount(scaledCollateral, 0n, at);
         const debtValue = (totalCollateral * avgLiquidationThreshold * WAD * 1000n) / (10_000n * trigger * near);
         const scaledDebt = debt >= 0n ? debt : (debtValue * 10n ** BigInt(at.decimals.USDC) * RAY) / (at.prices.USDC * at.debtIndex) + 1n;
-        const hf = referenceAccount(scaledCollateral, scaledDebt, at).healthFactor;
-        return { id, scaledCollateral, scaledDebt, triggerWad: justOver && hf < 10n * WAD ? hf + 1n : trigger, eMode };
+        const p = { id, scaledCollateral, scaledDebt, triggerWad: trigger, eMode };
+        const hf = justOver === "core" ? refHf(p, at) : originHealthWad(p, at);
+        return { ...p, triggerWad: justOver !== "no" && hf < 10n * WAD ? hf + 1n : trigger };
       });
   /** large enough, and thresholds high enough, that the bound's slack is under 0.03% */
   const tight = (p: WatchedPosition, m: MarketAt) =>
@@ -240,7 +257,7 @@ describe("the index never misses (property)", () => {
     }),
   );
 
-  it("every position whose Aave health factor is under its trigger is a candidate; healthWad is Aave's", () => {
+  it("every position whose Aave health factor (3.0 to 3.3, or 3.4+) is under its trigger is a candidate; healthWad is Aave's", () => {
     fc.assert(
       fc.property(scenario, ({ reference, positions, markets, rereads }) => {
         const index = new TriggerIndex();
@@ -251,8 +268,10 @@ describe("the index never misses (property)", () => {
           for (const p of live.values()) {
             expect(index.healthWad(p.id, m)).toBe(refHf(p, m));
             if (refHf(p, m) < p.triggerWad || (p.eMode && p.scaledDebt > 0n)) expect(got.has(p.id)).toBe(true);
+            if (originHealthWad(p, m) < p.triggerWad) expect(got.has(p.id)).toBe(true);
             if (p.scaledDebt === 0n) expect(got.has(p.id)).toBe(false);
-            if (got.has(p.id) && !p.eMode && tight(p, m)) expect(refHf(p, m) * 10_000n).toBeLessThan(p.triggerWad * 10_003n);
+            const lowest = [refHf(p, m), originHealthWad(p, m)].reduce((x, y) => (x < y ? x : y));
+            if (got.has(p.id) && !p.eMode && tight(p, m)) expect(lowest * 10_000n).toBeLessThan(p.triggerWad * 10_003n);
           }
           // positions re-read at this block: balances moved (a repay halves the debt), or gone
           for (const i of rereads.filter((_, j) => j % markets.length === k)) {

@@ -3,31 +3,33 @@
  * looking at every position. Pure (no client, no I/O); the engine feeds it the market of each block (`MarketAt`)
  * and the scaled balances it read (`WatchedPosition`), and confirms its candidates on chain.
  *
- * Aave's health factor (GenericLogic.calculateUserAccountData, WadRayMath, PercentageMath; `aaveHealthWad`):
+ * Aave's health factor (aave-v3-core GenericLogic.calculateUserAccountData, WadRayMath half up; `aaveHealthWad`):
  *   C_i = rayMul(s_i, L_i) * p_i / 10^d_i       (collateral i in base currency; only if enabled and LT_i > 0)
  *   D   = rayMul(s_D, I_D) * p_USDC / 10^6      (variable USDC debt)
  *   avgLT = Σ C_i LT_i / C,   HF = percentMul(C, avgLT).wadDiv(D),   max uint without debt.
+ * Aave 3.4+ (aave-v3-origin) rounds otherwise: C_i from rayMulFloor, D = mulDivCeil(rayMulCeil(s_D, I_D), p, 10^6),
+ * HF = wadDiv(Σ C_i LT_i, D) / 10^4. The bound below holds for both.
  *
  * Why it never misses. Write W_i(m) = p_i L_i (LT_i - 1)⁺ 10^(36-d_i) and UNIT = 10^27 * 10^40 (one base-currency
- * unit on W's scale). Each rounding loses at most one unit of its result, and L_i, I_D >= 1 ray, so
- *   C_i >= (s_i - 1) p_i L_i / (ray 10^d_i) - 1,          D <= (s_D + 1) I_D p_USDC / (ray 10^d_USDC),
- *   C * avgLT >= Σ C_i LT_i - C = Σ C_i (LT_i - 1),       HF >= percentMul(C, avgLT) * 1e18 / D - 1;
- * with lhs(m) = Σ (s_i - 1) W_i(m), rhs(m) = (T + 1)(s_D + 1) I_D p_USDC 10^(22-d_USDC), T the trigger (wad):
- *   HF(m) < T  ==>  lhs(m) - 4 UNIT < rhs(m)          (3 floors of C_i weighted, 1 of percentMul: `mayCross`)
- * The bound holds with either rounding (half up, as here, or floor/ceil as later Aave versions round balances).
+ * unit on W's scale). A rounding moves its result by less than one unit, and L_i, I_D >= 1 ray, so (either version)
+ *   C_i >= (s_i - 1) p_i L_i / (ray 10^d_i) - 1,       D <= (s_D + 1) I_D p_USDC / (ray 10^d_USDC) + 1,
+ *   C * avgLT >= Σ C_i LT_i - C = Σ C_i (LT_i - 1),    HF >= X * 1e18 / D - 2 with X >= Σ C_i (LT_i - 1) / 10^4 - 1;
+ * with lhs(m) = Σ (s_i - 1) W_i(m), rhs(m) = (T + 2)(s_D + 1) I_D p_USDC 10^(22-d_USDC), T the trigger (wad), and
+ * slack = 4 UNIT + (T + 2) UNIT / 1e18 (3 floors of C_i, 1 of X, D's last unit):
+ *   HF(m) < T  ==>  lhs(m) - slack < rhs(m)                                          (`mayCross`, the exact filter)
  * Across markets: lhs is a sum of non-negative terms, each scaled from a reference market R to m by W_i(m)/W_i(R),
  * so lhs(m) >= ρ lhs(R) with ρ = min over the position's assets of W_i(m)/W_i(R) (each asset may move its own way;
  * an index that grows or a price that rises only raises ρ), and rhs(m) = γ rhs(R) with γ = I_D p_USDC at m over R.
- * The index keeps ρ >= 1/2 (it re-bases on R := m otherwise), so HF(m) < T  ==>  ρ lhs(R) - 4 UNIT < γ rhs(R)
- *   ==>  key = (lhs(R) - 8 UNIT) / rhs(R) < γ / ρ.
+ * The index keeps ρ >= 1/2 (it re-bases on R := m otherwise), so HF(m) < T  ==>  ρ lhs(R) - slack < γ rhs(R)
+ *   ==>  key = (lhs(R) - 2 slack) / rhs(R) < γ / ρ.
  * Keys are fixed per position (computed at R); γ/ρ is one threshold per group of positions holding the same assets.
  * A group is an array sorted by key: a block's candidates are a binary search, then `mayCross` at m on the prefix
  * under the threshold (keys rounded down, thresholds up: the fixed-point comparison keeps the implication). A quiet
  * block visits O(log N) entries per group; when the prefix holds many entries `mayCross` drops (the market drifted
- * from R), the index re-bases on m, O(N log N). Beyond Aave's own answer it lets through positions within a basis
- * point of their average threshold (LT - 1 for LT, about 0.012% of the health factor) and a few base units of the
- * trigger, which the on-chain confirmation drops. Debt-free positions are never candidates; positions in an e-mode
- * always are (their category's figures differ). Markets are read, never changed (the reference is kept as given).
+ * from R), the index re-bases on m, O(N log N). Beyond Aave's answer it lets through positions within a basis point
+ * of their average threshold (LT - 1 for LT: 0.012% of the health factor) and a few base units, which the on-chain
+ * confirmation drops. Debt-free positions are never candidates; positions in an e-mode always are (their category's
+ * figures differ). Markets are read, never changed (the reference is kept as given).
  */
 export type IndexAsset = "USDC" | "WETH" | "cbBTC";
 export const INDEX_ASSETS: readonly IndexAsset[] = ["USDC", "WETH", "cbBTC"];
@@ -59,9 +61,8 @@ export interface WatchedPosition {
 export const RAY = 10n ** 27n;
 export const WAD = 10n ** 18n;
 export const MAX_UINT256 = 2n ** 256n - 1n;
-const UNIT = RAY * 10n ** 40n;
-/** fixed-point scale of keys and thresholds */
-const FIXED = 1n << 64n;
+const UNIT = RAY * 10n ** 40n; // one base-currency unit on the scale of W (module comment)
+const FIXED = 1n << 64n; // fixed-point scale of keys and thresholds
 
 /** Aave's WadRayMath and PercentageMath (half up) */
 export const rayMul = (a: bigint, b: bigint): bigint => (a * b + RAY / 2n) / RAY;
@@ -69,7 +70,6 @@ export const percentMul = (value: bigint, bps: bigint): bigint => (value * bps +
 export const wadDiv = (a: bigint, b: bigint): bigint => (a * WAD + b / 2n) / b;
 
 const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
-const ceilDiv = (a: bigint, b: bigint): bigint => (a + b - 1n) / b;
 const held = (p: WatchedPosition, a: IndexAsset): bigint => p.scaledCollateral[a] ?? 0n;
 
 /** Aave's health factor (wad) of `p` under `m`, as GenericLogic.calculateUserAccountData computes it */
@@ -84,8 +84,7 @@ export function aaveHealthWad(p: WatchedPosition, m: MarketAt): bigint {
   }
   const debt = p.scaledDebt === 0n ? 0n : (rayMul(p.scaledDebt, m.debtIndex) * m.prices.USDC) / 10n ** BigInt(m.decimals.USDC);
   if (debt === 0n) return MAX_UINT256;
-  const avgLt = collateral === 0n ? 0n : weighted / collateral;
-  return wadDiv(percentMul(collateral, avgLt), debt);
+  return wadDiv(percentMul(collateral, collateral === 0n ? 0n : weighted / collateral), debt); // avgLT rounded down
 }
 
 /** W_i(m): what one scaled unit of `a` adds to lhs (module comment) */
@@ -95,11 +94,12 @@ function weight(m: MarketAt, a: IndexAsset): bigint {
 }
 const lhs = (p: WatchedPosition, m: MarketAt): bigint => INDEX_ASSETS.reduce((sum, a) => (held(p, a) > 1n ? sum + (held(p, a) - 1n) * weight(m, a) : sum), 0n);
 const debtFactor = (m: MarketAt): bigint => m.debtIndex * m.prices.USDC * 10n ** BigInt(22 - m.decimals.USDC);
-const rhs = (p: WatchedPosition, m: MarketAt): bigint => (p.triggerWad + 1n) * (p.scaledDebt + 1n) * debtFactor(m);
+const rhs = (p: WatchedPosition, m: MarketAt): bigint => (p.triggerWad + 2n) * (p.scaledDebt + 1n) * debtFactor(m);
+const slack = (p: WatchedPosition): bigint => 4n * UNIT + (p.triggerWad + 2n) * RAY * 10n ** 22n;
 
 /** necessary for Aave's HF(p, m) < trigger (module comment); false without debt */
 export function mayCross(p: WatchedPosition, m: MarketAt): boolean {
-  return p.scaledDebt > 0n && lhs(p, m) - 4n * UNIT < rhs(p, m);
+  return p.scaledDebt > 0n && lhs(p, m) - slack(p) < rhs(p, m);
 }
 
 function checkMarket(m: MarketAt): void {
@@ -210,7 +210,8 @@ export class TriggerIndex {
     let t = 0n;
     INDEX_ASSETS.forEach((a, i) => {
       if ((group & (1 << i)) === 0 || weight(r, a) === 0n) return;
-      const ratio = ceilDiv(FIXED * debtFactor(m) * weight(r, a), debtFactor(r) * weight(m, a));
+      const [num, den] = [FIXED * debtFactor(m) * weight(r, a), debtFactor(r) * weight(m, a)];
+      const ratio = (num + den - 1n) / den; // rounded up
       if (ratio > t) t = ratio;
     });
     return t;
@@ -219,7 +220,7 @@ export class TriggerIndex {
   /** the position's key at the reference `r` (none without debt or in an e-mode) */
   private entryFor(p: WatchedPosition, r: MarketAt): Entry | undefined {
     if (p.scaledDebt === 0n || p.eMode) return undefined;
-    return { id: p.id, key: floorDiv((lhs(p, r) - 8n * UNIT) * FIXED, rhs(p, r)) };
+    return { id: p.id, key: floorDiv((lhs(p, r) - 2n * slack(p)) * FIXED, rhs(p, r)) };
   }
 
   private listOf(group: number): Entry[] {
