@@ -1,0 +1,295 @@
+/** The trigger index against Aave's own health factor: it never misses a crossing, and a quiet block looks at few entries. */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { INDEX_ASSETS, MAX_UINT256, TriggerIndex, type IndexAsset, type MarketAt, type WatchedPosition } from "./trigger-index";
+
+const RAY = 10n ** 27n;
+const WAD = 10n ** 18n;
+
+/**
+ * The reference: GenericLogic.calculateUserAccountData (aave-v3-core), line by line, for a user whose configuration
+ * enables `enabled` as collateral and borrows USDC. WadRayMath and PercentageMath round half up.
+ */
+function referenceAccount(scaled: Partial<Record<IndexAsset, bigint>>, scaledDebt: bigint, m: MarketAt) {
+  const rayMul = (a: bigint, b: bigint) => (a * b + RAY / 2n) / RAY;
+  const percentMul = (v: bigint, p: bigint) => (v * p + 5_000n) / 10_000n;
+  const wadDiv = (a: bigint, b: bigint) => (a * WAD + b / 2n) / b;
+  let totalCollateral = 0n;
+  let avgLiquidationThreshold = 0n;
+  let totalDebt = 0n;
+  for (const asset of INDEX_ASSETS) {
+    const assetUnit = 10n ** BigInt(m.decimals[asset]);
+    const usingAsCollateral = scaled[asset] !== undefined;
+    if (m.liquidationThresholdBps[asset] !== 0n && usingAsCollateral) {
+      const balance = rayMul(scaled[asset]!, m.liquidityIndex[asset]) * m.prices[asset];
+      const userBalanceInBaseCurrency = balance / assetUnit;
+      totalCollateral += userBalanceInBaseCurrency;
+      avgLiquidationThreshold += userBalanceInBaseCurrency * m.liquidationThresholdBps[asset];
+    }
+    if (asset === "USDC" && scaledDebt !== 0n) totalDebt += (rayMul(scaledDebt, m.debtIndex) * m.prices.USDC) / assetUnit;
+  }
+  avgLiquidationThreshold = totalCollateral !== 0n ? avgLiquidationThreshold / totalCollateral : 0n;
+  const healthFactor = totalDebt === 0n ? MAX_UINT256 : wadDiv(percentMul(totalCollateral, avgLiquidationThreshold), totalDebt);
+  return { totalCollateral, avgLiquidationThreshold, healthFactor };
+}
+/**
+ * The same in Aave 3.4+ (aave-v3-origin): aToken balance rayMulFloor, debt rayMulCeil then mulDivCeil,
+ * HF = wadDiv(Σ C_i LT_i, D) / 10^4 (no floored average threshold).
+ */
+function originHealthWad(p: WatchedPosition, m: MarketAt): bigint {
+  const wadDiv = (a: bigint, b: bigint) => (a * WAD + b / 2n) / b;
+  let weighted = 0n;
+  for (const asset of INDEX_ASSETS) {
+    if (m.liquidationThresholdBps[asset] === 0n || p.scaledCollateral[asset] === undefined) continue;
+    const balance = (p.scaledCollateral[asset]! * m.liquidityIndex[asset]) / RAY;
+    weighted += ((balance * m.prices[asset]) / 10n ** BigInt(m.decimals[asset])) * m.liquidationThresholdBps[asset];
+  }
+  const unit = 10n ** BigInt(m.decimals.USDC);
+  const debt = (((p.scaledDebt * m.debtIndex + RAY - 1n) / RAY) * m.prices.USDC + unit - 1n) / unit;
+  return debt === 0n ? MAX_UINT256 : wadDiv(weighted, debt) / 10_000n;
+}
+const refHf = (p: WatchedPosition, m: MarketAt) => referenceAccount(p.scaledCollateral, p.scaledDebt, m).healthFactor;
+
+/** Aave V3 on Base, about today */
+const BASE: MarketAt = {
+  prices: { USDC: 100_000_000n, WETH: 3_000n * 10n ** 8n, cbBTC: 90_000n * 10n ** 8n },
+  liquidityIndex: { USDC: RAY, WETH: RAY, cbBTC: RAY },
+  debtIndex: RAY,
+  liquidationThresholdBps: { USDC: 7_800n, WETH: 8_300n, cbBTC: 7_800n },
+  decimals: { USDC: 6, WETH: 18, cbBTC: 8 },
+};
+/** `m` with each price multiplied by per-mille factors */
+const moved = (m: MarketAt, perMille: Partial<Record<IndexAsset, bigint>>): MarketAt => ({
+  ...m,
+  prices: { USDC: m.prices.USDC, WETH: (m.prices.WETH * (perMille.WETH ?? 1000n)) / 1000n, cbBTC: (m.prices.cbBTC * (perMille.cbBTC ?? 1000n)) / 1000n },
+});
+const TRIGGER = 1_300_000_000_000_000_000n;
+const position = (id: string, scaledCollateral: WatchedPosition["scaledCollateral"], usdcDebt: bigint, triggerWad = TRIGGER): WatchedPosition => ({
+  id,
+  scaledCollateral,
+  scaledDebt: usdcDebt,
+  triggerWad,
+});
+const under = (positions: WatchedPosition[], m: MarketAt) => positions.filter((p) => refHf(p, m) < p.triggerWad).map((p) => p.id);
+
+describe("Aave's health factor", () => {
+  it("WETH and cbBTC collateral: weighted threshold rounded down, percentMul then wadDiv", () => {
+    const p = position("mixed", { WETH: 10n ** 18n, cbBTC: 1_000_000n }, 2_000_000_000n);
+    const index = new TriggerIndex();
+    index.upsert(p, BASE);
+    // C = 3,000 + 900 USD; avgLT = floor((3,000 x 8,300 + 900 x 7,800) / 3,900) = 8,184; HF = 3,900 x 0.8184 / 2,000
+    expect(index.healthWad("mixed", BASE)).toBe(1_595_880_000_000_000_000n);
+    expect(index.healthWad("mixed", BASE)).toBe(refHf(p, BASE));
+    expect(index.candidates(BASE)).toEqual([]);
+    // ETH -30%: C = 2,100 + 900; avgLT = floor((2,100 x 8,300 + 900 x 7,800) / 3,000) = 8,150; HF = 1.2225
+    const fall = moved(BASE, { WETH: 700n });
+    expect(index.healthWad("mixed", fall)).toBe(1_222_500_000_000_000_000n);
+    expect(index.candidates(fall)).toEqual(["mixed"]);
+  });
+
+  it("a reserve counts only when enabled as collateral with a threshold above zero; interest on both sides", () => {
+    const p = position("p", { WETH: 10n ** 18n, USDC: 1_000_000_000n }, 2_000_000_000n);
+    const m: MarketAt = {
+      ...BASE,
+      liquidationThresholdBps: { ...BASE.liquidationThresholdBps, USDC: 0n },
+      liquidityIndex: { ...BASE.liquidityIndex, WETH: (RAY * 105n) / 100n },
+      debtIndex: (RAY * 11n) / 10n,
+    };
+    const index = new TriggerIndex();
+    index.upsert(p, m);
+    // C = 3,150 USD (USDC excluded), D = 2,200 USD: HF = 3,150 x 0.83 / 2,200
+    expect(index.healthWad("p", m)).toBe((((315_000_000_000n * 8_300n + 5_000n) / 10_000n) * WAD + 110_000_000_000n) / 220_000_000_000n);
+    expect(index.healthWad("p", m)).toBe(refHf(p, m));
+  });
+});
+
+describe("candidates", () => {
+  it("a debt-free position is never a candidate, whatever the market", () => {
+    const index = new TriggerIndex();
+    const p = position("free", { WETH: 10n ** 18n }, 0n);
+    index.upsert(p, BASE);
+    const crash: MarketAt = { ...moved(BASE, { WETH: 1n, cbBTC: 1n }), liquidationThresholdBps: { USDC: 0n, WETH: 0n, cbBTC: 0n } };
+    expect(index.candidates(crash)).toEqual([]);
+    expect(index.healthWad("free", crash)).toBe(MAX_UINT256);
+    index.upsert({ ...p, eMode: true }, BASE);
+    expect(index.candidates(crash)).toEqual([]);
+  });
+
+  it("a falling market where ETH falls and BTC rises: ETH positions cross, BTC positions do not, a mix by its exact figure", () => {
+    const positions = [
+      position("eth", { WETH: 10n ** 18n }, 1_800_000_000n), // HF 1.383
+      position("btc", { cbBTC: 10_000_000n }, 5_000_000_000n), // 0.1 BTC: HF 1.404
+      position("mix-eth-heavy", { WETH: 3n * 10n ** 18n, cbBTC: 1_000_000n }, 6_000_000_000n), // HF 1.362
+      position("mix-btc-heavy", { WETH: 10n ** 17n, cbBTC: 10_000_000n }, 5_300_000_000n), // HF 1.371
+      position("deep", { WETH: 10n ** 19n }, 10_000_000_000n), // HF 2.49
+    ];
+    const index = new TriggerIndex();
+    for (const p of positions) index.upsert(p, BASE);
+    expect(index.candidates(BASE)).toEqual([]);
+    const m = moved(BASE, { WETH: 880n, cbBTC: 1100n });
+    const got = index.candidates(m);
+    expect(under(positions, m)).toEqual(["eth", "mix-eth-heavy"]);
+    expect(got.sort()).toEqual(["eth", "mix-eth-heavy"]);
+    // the bound for the mixed group (ETH's fall) puts both mixes in the prefix; the exact filter keeps the crossed one
+    expect(index.visited).toBeGreaterThanOrEqual(3);
+  });
+
+  it("at the trigger: 1.2999 is a candidate, 1.3001 too (within one basis point of LT 83%), 1.3002 is not", () => {
+    const index = new TriggerIndex();
+    // 1 WETH at 3,000 USD, LT 83%: 2,490 USD of threshold; debt 2,490 / 1.2999, 2,490 / 1.3001 and 2,490 / 1.3002 USD
+    const at = (id: string, hf: bigint) => position(id, { WETH: 10n ** 18n }, (2_490_000_000n * 10_000n) / hf);
+    for (const p of [at("under", 12_999n), at("band", 13_001n), at("over", 13_002n)]) index.upsert(p, BASE);
+    expect(index.healthWad("band", BASE)).toBeGreaterThan(TRIGGER);
+    expect(index.candidates(BASE)).toEqual(["under", "band"]);
+  });
+
+  it("an e-mode position is always a candidate; upsert replaces, remove forgets", () => {
+    const index = new TriggerIndex();
+    index.upsert({ ...position("e", { WETH: 10n ** 20n }, 1_000_000n), eMode: true }, BASE);
+    expect(index.candidates(BASE)).toEqual(["e"]);
+    index.upsert(position("e", { WETH: 10n ** 18n }, 2_400_000_000n), BASE);
+    expect([index.size, index.has("e"), index.candidates(BASE)]).toEqual([1, true, ["e"]]);
+    index.upsert(position("e", { WETH: 10n ** 18n }, 1_000_000_000n), BASE);
+    expect(index.candidates(BASE)).toEqual([]);
+    index.remove("e");
+    index.remove("e");
+    expect([index.size, index.has("e"), index.candidates(moved(BASE, { WETH: 1n }))]).toEqual([0, false, []]);
+    expect(() => index.healthWad("e", BASE)).toThrow(RangeError);
+  });
+
+  it("refuses a market it cannot bound (USDC price 0, an index under one ray)", () => {
+    const index = new TriggerIndex();
+    expect(() => index.candidates({ ...BASE, prices: { ...BASE.prices, USDC: 0n } })).toThrow(RangeError);
+    expect(() => index.upsert(position("x", {}, 1n), { ...BASE, debtIndex: RAY - 1n })).toThrow(RangeError);
+  });
+
+  it("a quiet block visits O(log N) entries", () => {
+    const index = new TriggerIndex();
+    const n = 20_000;
+    const groups: WatchedPosition["scaledCollateral"][] = [{ WETH: 1n }, { cbBTC: 1n }, { WETH: 1n, cbBTC: 1n }, { USDC: 1n, WETH: 1n }];
+    for (let i = 0; i < n; i++) {
+      const g = groups[i % groups.length]!;
+      const collateral = Object.fromEntries(Object.keys(g).map((a) => [a, a === "WETH" ? 10n ** 18n : a === "cbBTC" ? 3_000_000n : 3_000_000_000n]));
+      // threshold value per position is 2,340 to 2,490 USD per asset; debt gives HF from 1.5 to about 5
+      index.upsert(position(`s${i}`, collateral, 1_000_000_000n - BigInt(i % 1000) * 500_000n), BASE);
+    }
+    expect(index.size).toBe(n);
+    const bound = groups.length * (Math.ceil(Math.log2(n)) + 1);
+    for (const m of [BASE, moved(BASE, { WETH: 990n }), moved(BASE, { WETH: 980n, cbBTC: 1020n })]) {
+      expect(index.candidates(m)).toEqual([]);
+      expect(index.visited).toBeLessThanOrEqual(bound);
+    }
+    expect(bound).toBeLessThan(100);
+  });
+
+  it("re-bases when an asset's weight halves, and stays exact", () => {
+    const index = new TriggerIndex();
+    const positions = [position("a", { WETH: 10n ** 18n }, 1_000_000_000n), position("b", { cbBTC: 1_000_000n }, 300_000_000n)];
+    for (const p of positions) index.upsert(p, BASE);
+    const rebases = index.rebases;
+    const crash = moved(BASE, { WETH: 400n });
+    expect(index.candidates(crash)).toEqual(["a"]);
+    expect(index.rebases).toBe(rebases + 1);
+  });
+});
+
+describe("the index never misses (property)", () => {
+  const ratio = (lo: number, hi: number) => fc.integer({ min: lo, max: hi }).map(BigInt);
+  /** a market moved from `m`: each price its own way (falls to 2%, rises to 3x), indexes growing, thresholds changed now and then */
+  const marketFrom = (m: MarketAt) =>
+    fc
+      .record({
+        usdc: ratio(950, 1050),
+        weth: fc.oneof(ratio(20, 3000), ratio(900, 1100), ratio(998, 1002)),
+        btc: fc.oneof(ratio(20, 3000), ratio(900, 1100), ratio(998, 1002)),
+        income: fc.tuple(ratio(1000, 1300), ratio(1000, 1100), ratio(1000, 1100)),
+        debt: ratio(1000, 1400),
+        lt: fc.option(fc.tuple(fc.constantFrom<IndexAsset>(...INDEX_ASSETS), fc.constantFrom(0n, 1n, 2n, 5_000n, 8_600n, 10_000n)), { freq: 4 }),
+      })
+      .map(({ usdc, weth, btc, income, debt, lt }): MarketAt => {
+        const growth = (a: IndexAsset, f: bigint) => (m.liquidityIndex[a] * f) / 1000n;
+        return {
+          prices: { USDC: (m.prices.USDC * usdc) / 1000n || 1n, WETH: (m.prices.WETH * weth) / 1000n, cbBTC: (m.prices.cbBTC * btc) / 1000n },
+          liquidityIndex: { USDC: growth("USDC", income[0]), WETH: growth("WETH", income[1]), cbBTC: growth("cbBTC", income[2]) },
+          debtIndex: (m.debtIndex * debt) / 1000n,
+          liquidationThresholdBps: lt ? { ...m.liquidationThresholdBps, [lt[0]]: lt[1] } : m.liquidationThresholdBps,
+          decimals: m.decimals,
+        };
+      });
+  const start = marketFrom(BASE);
+  /** collateral from dust to whales; debt either free or set near the trigger at `at` (HF x 0.7 to x 1.6) */
+  /** an amount of any order of magnitude, dust included: up to 10^e for e up to `digits` */
+  const amount = (digits: number) => fc.integer({ min: 0, max: digits }).chain((e) => fc.bigInt(1n, 10n ** BigInt(e)));
+  const positionAt = (id: string, at: MarketAt) =>
+    fc
+      .record({
+        USDC: fc.option(amount(14), { freq: 3 }),
+        WETH: fc.option(amount(24), { freq: 2 }),
+        cbBTC: fc.option(amount(12), { freq: 2 }),
+        trigger: fc.bigInt(WAD, 2n * WAD),
+        near: fc.oneof(fc.bigInt(700n, 1600n), fc.bigInt(995n, 1005n)),
+        debt: fc.oneof(fc.constant(0n), amount(14), fc.constant(-1n)),
+        eMode: fc.boolean().map((b) => b && id.endsWith("7")),
+        /** the trigger set one wei above Aave's health factor at `at` (either version's): the sharpest crossing */
+        justOver: fc.constantFrom("no", "core", "origin"),
+      })
+      .map(({ USDC, WETH, cbBTC, trigger, near, debt, eMode, justOver }): WatchedPosition => {
+        const scaledCollateral = Object.fromEntries(Object.entries({ USDC, WETH, cbBTC }).filter(([, v]) => v !== null)) as WatchedPosition["scaledCollateral"];
+        // -1: the scaled debt that puts the health factor at `near` per mille of the trigger at `at`
+        const { totalCollateral, avgLiquidationThreshold } = referenceAccount(scaledCollateral, 0n, at);
+        const debtValue = (totalCollateral * avgLiquidationThreshold * WAD * 1000n) / (10_000n * trigger * near);
+        const scaledDebt = debt >= 0n ? debt : (debtValue * 10n ** BigInt(at.decimals.USDC) * RAY) / (at.prices.USDC * at.debtIndex) + 1n;
+        const p = { id, scaledCollateral, scaledDebt, triggerWad: trigger, eMode };
+        const hf = justOver === "core" ? refHf(p, at) : originHealthWad(p, at);
+        return { ...p, triggerWad: justOver !== "no" && hf < 10n * WAD ? hf + 1n : trigger };
+      });
+  /** large enough, and thresholds high enough, that the bound's slack is under 0.03% */
+  const tight = (p: WatchedPosition, m: MarketAt) =>
+    p.scaledDebt >= 1_000_000n &&
+    referenceAccount(p.scaledCollateral, 0n, m).totalCollateral >= 100_000_000n &&
+    INDEX_ASSETS.every((a) => p.scaledCollateral[a] === undefined || m.liquidationThresholdBps[a] === 0n || m.liquidationThresholdBps[a] >= 5_000n);
+  const scenario = start.chain((r) =>
+    fc.record({
+      reference: fc.constant(r),
+      positions: fc.array(fc.nat(40), { minLength: 1, maxLength: 25 }).chain((ids) => fc.tuple(...[...new Set(ids)].map((i) => positionAt(`t${i}`, r)))),
+      markets: fc.array(fc.oneof(marketFrom(r), fc.constant(r)), { minLength: 1, maxLength: 4 }),
+      rereads: fc.array(fc.nat(40), { maxLength: 5 }),
+    }),
+  );
+
+  it("every position whose Aave health factor (3.0 to 3.3, or 3.4+) is under its trigger is a candidate; healthWad is Aave's", () => {
+    fc.assert(
+      fc.property(scenario, ({ reference, positions, markets, rereads }) => {
+        const index = new TriggerIndex();
+        const live = new Map(positions.map((p) => [p.id, p]));
+        for (const p of positions) index.upsert(p, reference);
+        for (const [k, m] of markets.entries()) {
+          const got = new Set(index.candidates(m));
+          for (const p of live.values()) {
+            expect(index.healthWad(p.id, m)).toBe(refHf(p, m));
+            if (refHf(p, m) < p.triggerWad || (p.eMode && p.scaledDebt > 0n)) expect(got.has(p.id)).toBe(true);
+            if (originHealthWad(p, m) < p.triggerWad) expect(got.has(p.id)).toBe(true);
+            if (p.scaledDebt === 0n) expect(got.has(p.id)).toBe(false);
+            const lowest = [refHf(p, m), originHealthWad(p, m)].reduce((x, y) => (x < y ? x : y));
+            if (got.has(p.id) && !p.eMode && tight(p, m)) expect(lowest * 10_000n).toBeLessThan(p.triggerWad * 10_003n);
+          }
+          // positions re-read at this block: balances moved (a repay halves the debt), or gone
+          for (const i of rereads.filter((_, j) => j % markets.length === k)) {
+            const p = live.get(`t${i}`);
+            if (!p) continue;
+            if (i % 3 === 0) {
+              index.remove(p.id);
+              live.delete(p.id);
+            } else {
+              const again = { ...p, scaledDebt: p.scaledDebt / 2n };
+              index.upsert(again, m);
+              live.set(p.id, again);
+            }
+          }
+        }
+        expect(index.size).toBe(live.size);
+      }),
+      { numRuns: process.env.MUTATION_RUN ? 40 : 4_000 },
+    );
+  });
+});
