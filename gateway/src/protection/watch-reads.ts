@@ -33,7 +33,7 @@ import { AAVE_POOL_ABI, AAVE_POOL_EVENTS_ABI } from "@treasury/core/contracts/aa
 import { AAVE_SCALED_TOKEN_ABI } from "@treasury/core/contracts/aave-tokens";
 import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
 import { SAFE_MODULE_ABI } from "@treasury/core/contracts/protection-module";
-import type { IndexAsset, MarketAt, WatchedPosition } from "@treasury/core/domain/trigger-index";
+import { INDEX_ASSETS, type IndexAsset, type MarketAt, type WatchedPosition } from "@treasury/core/domain/trigger-index";
 import { aggregate3, read, valueOf, type Read } from "../chain/multicall";
 import type { ChainPosition } from "../chain/chain-gateway";
 
@@ -41,8 +41,6 @@ type Address = `0x${string}`;
 
 /** the client these reads need: JSON-RPC requests only (eth_call and eth_getLogs) */
 export type WatchClient = Pick<PublicClient, "request">;
-
-export const INDEX_ASSETS: readonly IndexAsset[] = ["USDC", "WETH", "cbBTC"];
 
 /** the market's underlying token of each index asset (the chain's BTC token stands for cbBTC) */
 const assetAddress = (chain: TreasuryChain, asset: IndexAsset): Address => {
