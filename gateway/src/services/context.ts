@@ -11,6 +11,7 @@ import type { Db } from "../store/db";
 import type { SecretBox } from "../lib/secrets";
 import { AccessRequestStore } from "../store/access-request-store";
 import { ApiKeyStore } from "../store/api-key-store";
+import { AutomationNonceStore } from "../store/automation-nonce-store";
 import { ChannelStore } from "../store/channel-store";
 import { DelegationStore } from "../store/delegation-store";
 import { EnvelopeStore } from "../store/envelope-store";
@@ -46,6 +47,7 @@ export interface Stores {
   safeTransactions: SafeTransactionStore;
   positionSamples: PositionSampleStore;
   instances: InstanceStore;
+  automationNonces: AutomationNonceStore;
 }
 
 export type StoreName = keyof Stores;
@@ -70,6 +72,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     safeTransactions: new SafeTransactionStore(db),
     positionSamples: new PositionSampleStore(db),
     instances: new InstanceStore(db),
+    automationNonces: new AutomationNonceStore(db),
   };
 }
 

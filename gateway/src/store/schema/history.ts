@@ -22,7 +22,7 @@ import {
   treasurySlots,
   x402Payments,
 } from "./tables/actions";
-import { delegations, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
+import { automationNonces, delegations, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
 import { x402Channels, x402Redemptions } from "./tables/sessions";
 import { accessRequestEvents, accessRequests, apiKeys, feeAudit, feeRatchet, outbox, treasuries } from "./tables/treasury";
 
@@ -152,6 +152,7 @@ export const HISTORY: readonly Version[] = [
     ],
   },
   { version: 14, name: "ledger_supplied_usdc", steps: addColumns(treasuries, "usdc_supplied_micro") },
+  { version: 16, name: "automation_nonces", steps: [createTable(automationNonces)] },
 ];
 
 /** the tables the history arrives at */
@@ -178,6 +179,7 @@ export const TABLES: readonly Table[] = [
   protectionClaims,
   safeTransactions,
   positionSamples,
+  automationNonces,
   x402Channels,
   x402Redemptions,
 ] as unknown as readonly Table[];

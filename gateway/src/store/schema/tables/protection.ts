@@ -6,7 +6,7 @@
 import type { TreasuryAction } from "@treasury/core/actions";
 import type { TreasuryChain } from "@treasury/core/contracts/chains";
 import type { Address, Hex } from "viem";
-import { flag, json, money, real, text, timestamp } from "../column";
+import { flag, integer, json, money, real, text, timestamp } from "../column";
 import { Table } from "../table";
 
 export const delegations = new Table("delegations", {
@@ -99,4 +99,21 @@ export const positionSamples = new Table(
     debt_micro: money().notNull(),
   },
   { primaryKey: ["treasury_id", "at"] },
+);
+
+/**
+ * The next nonce the service gives out for an automation key on a chain: every sender of that key (protection
+ * engines, the Safe executor, in any number of processes on the store) takes its nonce here, in the transaction
+ * that writes the signed bytes on its claim, so no two sign at one nonce and a nonce is spent only when its bytes
+ * are on record.
+ */
+export const automationNonces = new Table(
+  "automation_nonces",
+  {
+    chain: text<TreasuryChain>().notNull(),
+    address: text<Address>().notNull(),
+    next_nonce: integer().notNull(),
+    updated_at: timestamp().notNull(),
+  },
+  { primaryKey: ["chain", "address"] },
 );
