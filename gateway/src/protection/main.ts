@@ -36,6 +36,7 @@ const ctx = scope(
   "safeTransactions",
   "slots",
   "positionSamples",
+  "automationNonces",
 );
 const engine = new ProtectionEngine(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
 const executor = new SafeExecutor(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key });
