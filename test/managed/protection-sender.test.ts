@@ -5,16 +5,20 @@
  * nonce with higher fees, the trigger's action recorded once. Automine is off in each test: the test mines.
  */
 import { AaveV3Base } from "@aave-dao/aave-address-book";
-import { createPublicClient, encodeFunctionData, erc20Abi, http, parseTransaction, type Hex } from "viem";
+import { createPublicClient, encodeFunctionData, erc20Abi, http, keccak256, parseTransaction, type Hex, type PublicClient } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { chainHealthScore } from "../../gateway/src/chain/chain-gateway";
+import { replacementFees } from "../../gateway/src/chain/replacement-fees";
 import { awaitLanded, sendCall } from "../../gateway/src/protection/claim-transactions";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { EXECUTE_GAS_LIMIT, type Call } from "../../gateway/src/protection/module-calls";
+import { isPlan, planRepayment } from "../../gateway/src/protection/repayment-plan";
 import type { EngineParts, Run } from "../../gateway/src/protection/trigger-run";
 import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
+import { ageRow } from "../helpers/rows";
 import { authed, registerTreasury } from "../helpers/treasury";
 
 let fork: BaseForkNode;
@@ -87,12 +91,18 @@ async function currentFees() {
   return { maxPriorityFeePerGas: tip, maxFeePerGas: (block.baseFeePerGas ?? 0n) * 2n + tip };
 }
 
+/** the fork's base fee at its start, restored after each test (one raises it) */
+let baseFee = 0n;
+
 beforeAll(async () => {
   fork = await startBaseFork();
+  baseFee = (await node().getBlock()).baseFeePerGas ?? 0n;
   await fork.fund(automation.address);
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
 }, 60_000);
 afterEach(async () => {
+  await rpc("anvil_setNextBlockBaseFeePerGas", [`0x${baseFee.toString(16)}`]);
+  await mine();
   await automine(true);
 });
 afterAll(async () => {
@@ -182,5 +192,70 @@ describe("the protection engine's sender", () => {
     expect((await api.get("/api/v1/audit")).body.data.filter((x: { action: string }) => x.action === "protection")).toHaveLength(1);
     expect((await api.get("/api/v1/treasury")).body.ltv).toBe(25);
     expect(await gw.ctx.stores.protectionClaims.get(tenant.treasuryId)).toBeUndefined();
+  }, 120_000);
+
+  it("a dead engine's claim holding a transaction and its replacement: the successor sends the recorded bytes, one variant lands, the action is recorded once", async () => {
+    const { safe, tenant, api } = await protectedSafe(1.7);
+    const dead = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+    const { parts, run } = await claimedRun(dead, tenant.treasuryId);
+    // the dead engine's node never got its transactions: it died after writing them on its claim
+    const silent: EngineParts = {
+      ...parts,
+      chain: {
+        client: (c: "base") => {
+          const real = parts.chain.client(c);
+          return new Proxy(real, { get: (t, p) => (p === "sendRawTransaction" ? async () => "0x" : (t as never)[p]) }) as PublicClient;
+        },
+      } as never,
+    };
+    const position = await parts.chain.position("base", safe);
+    const plan = await planRepayment(parts, {}, run.d, "base", position, chainHealthScore(position));
+    if (!isPlan(plan)) throw new Error(`no plan: ${plan.detail}`);
+    run.claim.repayMicro = plan.repay;
+    run.claim.plan = plan.about;
+    run.claim.healthBefore = chainHealthScore(position);
+    for (const c of plan.calls) await sendCall(silent, run, c, plan.fees);
+    // and the first one's replacement at its nonce (as a wait signs one for a transaction that stays pending)
+    const first = run.claim.sent[0]!;
+    const { r: _r, s: _s, v: _v, yParity: _y, ...tx } = parseTransaction(first.raw);
+    if (tx.type !== "eip1559") throw new Error(`a ${tx.type} transaction`);
+    const raw = await automation.signTransaction({
+      ...tx,
+      ...replacementFees({ maxFeePerGas: tx.maxFeePerGas!, maxPriorityFeePerGas: tx.maxPriorityFeePerGas! }, 0n),
+    });
+    run.claim.sent.push({ hash: keccak256(raw), raw, nonce: first.nonce, call: first.call });
+    expect(await gw.ctx.stores.protectionClaims.record(run.claim, new Date())).toBe(true);
+    for (const s of run.claim.sent)
+      expect(
+        await node()
+          .getTransaction({ hash: s.hash })
+          .catch(() => null),
+      ).toBeNull();
+
+    // its lease lapsed: another engine takes the claim over and sends those bytes
+    await ageRow(gw.ctx.db, "protection_claims", { treasury_id: tenant.treasuryId });
+    const successor = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+    const [result] = (await successor.tick()).filter((r) => r.treasuryId === tenant.treasuryId);
+    expect(result!.outcome, result!.detail).toBe("executed");
+    const landed = await Promise.all(
+      run.claim.sent.map((s) =>
+        node()
+          .getTransactionReceipt({ hash: s.hash })
+          .catch(() => null),
+      ),
+    );
+    // of the first nonce's two variants, exactly one is on chain; every recorded nonce landed once; nothing more was signed
+    expect(landed.slice(0, 1).concat(landed.slice(-1)).filter(Boolean)).toHaveLength(1);
+    expect(landed.filter(Boolean)).toHaveLength(plan.calls.length);
+    const actions = (await api.get("/api/v1/delegation")).body.protection_actions;
+    expect(actions.map((x: { status: string }) => x.status)).toEqual(["executed"]);
+    expect([...actions[0].tx_hashes].sort()).toEqual(
+      landed
+        .filter(Boolean)
+        .map((r) => r!.transactionHash)
+        .sort(),
+    );
+    expect((await api.get("/api/v1/audit")).body.data.filter((x: { action: string }) => x.action === "protection")).toHaveLength(1);
+    expect((await api.get("/api/v1/treasury")).body.ltv).toBe(25);
   }, 120_000);
 });
