@@ -113,10 +113,11 @@ export async function awaitLanded(parts: EngineParts, run: Run, sent: SentTransa
 
 /**
  * A transaction still pending: the same transaction at its nonce with both fees raised, written on the claim
- * (fenced by its holder), then sent. Nothing when its nonce is already used (a variant is mined).
+ * (fenced by its holder), then sent. Nothing when its nonce is already used (a variant is mined), nor when it
+ * waits behind a lower nonce of the key (a higher fee would not move it: that nonce's own waiter replaces it).
  */
 async function replace({ ctx, automation }: EngineParts, run: Run, client: PublicClient, last: SentTransaction): Promise<void> {
-  if ((await client.getTransactionCount({ address: automation.address, blockTag: "latest" })) > last.nonce) return;
+  if ((await client.getTransactionCount({ address: automation.address, blockTag: "latest" })) !== last.nonce) return;
   const { r: _r, s: _s, v: _v, yParity: _y, ...tx } = parseTransaction(last.raw);
   if (tx.type !== "eip1559") return;
   const block = await client.getBlock({ blockTag: "latest" });
