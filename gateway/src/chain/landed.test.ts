@@ -67,4 +67,31 @@ describe("landedReceipt", () => {
       }),
     ).rejects.toThrow("lost the claim");
   });
+
+  it("waits for any variant of the nonce, one signed while waiting included (a replacement at a higher fee)", async () => {
+    const first = sent;
+    const replacement = { hash: `0x${"cd".repeat(32)}` as const, raw: "0x03" as const, nonce: 7 };
+    const variants: { hash: `0x${string}`; raw: `0x${string}`; nonce: number }[] = [first];
+    const minedReceipt = { status: "success", transactionHash: replacement.hash } as unknown as TransactionReceipt;
+    let sends = 0;
+    const client = {
+      sendRawTransaction: async () => (sends++, first.hash),
+      getTransactionReceipt: async ({ hash }: { hash: string }) => {
+        if (hash === replacement.hash) return minedReceipt;
+        throw new TransactionReceiptNotFoundError({ hash: hash as never });
+      },
+      getTransaction: async () => ({}),
+      getTransactionCount: async () => 7,
+    };
+    let waits = 0;
+    const got = await landedReceipt(client as never, from, () => variants, {
+      timeoutMs: 10_000,
+      whileWaiting: async () => {
+        if (++waits === 3) variants.push(replacement);
+      },
+    });
+    expect(got).toBe(minedReceipt);
+    expect(sends).toBe(1); // the caller sends the replacement it signs; the wait sent what was there at its start
+    expect(waits).toBe(3);
+  });
 });

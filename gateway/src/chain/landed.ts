@@ -23,35 +23,53 @@ export interface SignedSend {
 }
 
 /**
- * The receipt of `sent`, or null when its nonce went to another transaction. Throws after `timeoutMs` without
- * either (the caller keeps the bytes on its claim and settles on a later pass). `whileWaiting` runs between
- * polls (a claim's lease renewal); it may throw to give up.
+ * The receipt of `sent`, or null when its nonce went to another transaction. `sent` may be one signed
+ * transaction, or the variants of one nonce (a transaction and its replacements at a higher fee, read again at
+ * every poll so a replacement signed while waiting is seen): the receipt of whichever landed, null only when the
+ * node knows none of them. Throws after `timeoutMs` without either (the caller keeps the bytes on its claim and
+ * settles on a later pass). `whileWaiting` runs between polls (a claim's lease renewal, a replacement); it may
+ * throw to give up.
  */
 export async function landedReceipt(
   client: Pick<PublicClient, "sendRawTransaction" | "getTransactionReceipt" | "getTransactionCount" | "getTransaction">,
   from: `0x${string}`,
-  sent: SignedSend,
+  sent: SignedSend | (() => readonly SignedSend[]),
   opts: { timeoutMs: number; whileWaiting?: () => Promise<void> },
 ): Promise<TransactionReceipt | null> {
-  await client.sendRawTransaction({ serializedTransaction: sent.raw }).catch(() => undefined);
-  /** the receipt, "absent" only when the node says it has none (a timeout or a 429 says nothing) */
-  const receiptOf = () =>
-    client
-      .getTransactionReceipt({ hash: sent.hash })
-      .catch((err: unknown) => (err instanceof TransactionReceiptNotFoundError ? ("absent" as const) : ("unknown" as const)));
-  /** the node does not know the transaction at all (mined or pending, it would) */
-  const unknownToNode = () =>
-    client.getTransaction({ hash: sent.hash }).then(
-      () => false,
-      (err: unknown) => err instanceof TransactionNotFoundError,
-    );
+  const variants = typeof sent === "function" ? sent : () => [sent];
+  const nonce = variants()[0]!.nonce;
+  // sent again in the order they were signed: the node keeps the one of the highest fee
+  for (const v of variants()) await client.sendRawTransaction({ serializedTransaction: v.raw }).catch(() => undefined);
+  /** a variant's receipt, "absent" only when the node says it has none of any (a timeout or a 429 says nothing) */
+  const receiptOf = async (): Promise<TransactionReceipt | "absent" | "unknown"> => {
+    let none: "absent" | "unknown" = "absent";
+    for (const v of variants()) {
+      const r = await client
+        .getTransactionReceipt({ hash: v.hash })
+        .catch((err: unknown) => (err instanceof TransactionReceiptNotFoundError ? ("absent" as const) : ("unknown" as const)));
+      if (typeof r === "object") return r;
+      if (r === "unknown") none = "unknown";
+    }
+    return none;
+  };
+  /** the node knows none of the variants at all (mined or pending, it would) */
+  const unknownToNode = async () => {
+    for (const v of variants()) {
+      const unknown = await client.getTransaction({ hash: v.hash }).then(
+        () => false,
+        (err: unknown) => err instanceof TransactionNotFoundError,
+      );
+      if (!unknown) return false;
+    }
+    return true;
+  };
   const deadline = Date.now() + opts.timeoutMs;
   let nonceUsedSince: number | null = null;
   for (;;) {
     const receipt = await receiptOf();
     if (typeof receipt === "object") return receipt;
     const used = receipt === "absent" ? await client.getTransactionCount({ address: from, blockTag: "latest" }).catch(() => null) : null;
-    if (used !== null && used > sent.nonce) {
+    if (used !== null && used > nonce) {
       nonceUsedSince ??= Date.now();
       if (Date.now() - nonceUsedSince >= NONCE_TAKEN_GRACE_MS) {
         const last = await receiptOf();
@@ -61,7 +79,7 @@ export async function landedReceipt(
       }
     } else if (receipt === "unknown") nonceUsedSince = null;
     if (Date.now() > deadline)
-      throw new Error(`transaction ${sent.hash} not mined within ${opts.timeoutMs} ms; it is on the claim and will be settled on a later pass`);
+      throw new Error(`transaction ${variants().at(-1)!.hash} not mined within ${opts.timeoutMs} ms; it is on the claim and will be settled on a later pass`);
     await opts.whileWaiting?.();
     await new Promise((done) => setTimeout(done, POLL_MS));
   }

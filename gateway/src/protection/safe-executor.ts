@@ -63,7 +63,9 @@ export const SAFE_EXEC_GAS_USD_PER_MONTH = Number(process.env.SAFE_EXEC_GAS_USD_
 const EXEC_GAS_LIMIT = 3_000_000n;
 const RECEIPT_TIMEOUT_MS = 60_000;
 
-type Ctx = ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "positionSamples" | "safeTransactions" | "slots" | "treasuries">;
+type Ctx = ServiceContext<
+  "apiKeys" | "automationNonces" | "envelopes" | "executions" | "fees" | "positionSamples" | "safeTransactions" | "slots" | "treasuries"
+>;
 
 export class SafeExecutor {
   private readonly chain: ChainGateway;
@@ -189,21 +191,26 @@ export class SafeExecutor {
       );
     }
     for (let attempt = 0; attempt < 3; attempt++) {
-      const nonce = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
-      const raw = await this.automation.signTransaction({
-        type: "eip1559",
-        chainId: AAVE_MARKETS[r.chain].chainId,
-        nonce,
-        to: r.safe,
-        value: 0n,
-        gas: EXEC_GAS_LIMIT,
-        data,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      // the node's count is a floor; the store gives out the nonce, in the transaction that writes the signed bytes on the claim
+      const pending = await client.getTransactionCount({ address: this.automation.address, blockTag: "pending" });
+      const now = this.ctx.clock.now();
+      const sent = await this.ctx.tx.transaction(async () => {
+        const nonce = await this.ctx.stores.automationNonces.allocate(r.chain, this.automation.address, pending, now);
+        const raw = await this.automation.signTransaction({
+          type: "eip1559",
+          chainId: AAVE_MARKETS[r.chain].chainId,
+          nonce,
+          to: r.safe,
+          value: 0n,
+          gas: EXEC_GAS_LIMIT,
+          data,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        });
+        const signed = { hash: keccak256(raw), raw, nonce };
+        if (!(await this.ctx.stores.safeTransactions.recordSent(r.id, this.holder, signed, now))) throw new LostClaim("this Safe transaction", "executor");
+        return signed;
       });
-      const sent = { hash: keccak256(raw), raw, nonce };
-      if (!(await this.ctx.stores.safeTransactions.recordSent(r.id, this.holder, sent, this.ctx.clock.now())))
-        throw new LostClaim("this Safe transaction", "executor");
       const receipt = await this.landed(r, sent);
       if (receipt) return this.settle(r, receipt);
     }

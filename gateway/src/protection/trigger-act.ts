@@ -12,7 +12,7 @@ import { newId } from "@treasury/core/lib/ids";
 import { chainHealthScore } from "../chain/chain-gateway";
 import type { DelegationService } from "../services/delegation-service";
 import type { DelegationRecord } from "../store/delegation-store";
-import { awaitLanded, sendCall } from "./claim-transactions";
+import { awaitLanded, landCall } from "./claim-transactions";
 import { LostClaim } from "./lost-claim";
 import { moduleCall, moduleRevertReason } from "./module-calls";
 import { isPlan, planRepayment, type GasSettings, type Plan } from "./repayment-plan";
@@ -98,7 +98,8 @@ export class TriggerActor {
       } catch (err) {
         return failTrigger(this.parts, run, plan.ethPrice, `refused before sending: ${moduleRevertReason(err)}`);
       }
-      const receipt = await sendCall(this.parts, run, c, plan.fees);
+      // signed at the store's nonce and written on the claim, sent, then its receipt (replaced while it stays pending)
+      const receipt = await landCall(this.parts, run, c, plan.fees);
       if (receipt.status !== "success") {
         // why: the same call replayed on the state its block started from
         const why = await client
@@ -120,7 +121,8 @@ export class TriggerActor {
     const { chain } = this.parts;
     const { d, t, claim } = run;
     const ethPrice = await chain.ethPrice(t.chain);
-    for (const sent of claim.sent) await awaitLanded(this.parts, run, sent);
+    // one wait per nonce: the receipt of whichever of its variants (a replacement at a higher fee) landed
+    for (const sent of claim.sent.filter((s, i, all) => all.findIndex((o) => o.nonce === s.nonce) === i)) await awaitLanded(this.parts, run, sent);
     const repaid = claim.sent.some((s) => (s.call === "repay" || s.call === "deleverage") && run.receipts.get(s.hash)?.status === "success");
     if (repaid) return finishTrigger(this.parts, run, ethPrice);
     const position = await chain.position(t.chain, d.safe);

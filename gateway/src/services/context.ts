@@ -11,6 +11,7 @@ import type { Db } from "../store/db";
 import type { SecretBox } from "../lib/secrets";
 import { AccessRequestStore } from "../store/access-request-store";
 import { ApiKeyStore } from "../store/api-key-store";
+import { AutomationNonceStore } from "../store/automation-nonce-store";
 import { ChannelStore } from "../store/channel-store";
 import { DelegationStore } from "../store/delegation-store";
 import { EngineShardStore } from "../store/engine-shard-store";
@@ -48,6 +49,7 @@ export interface Stores {
   positionSamples: PositionSampleStore;
   instances: InstanceStore;
   engineShards: EngineShardStore;
+  automationNonces: AutomationNonceStore;
 }
 
 export type StoreName = keyof Stores;
@@ -73,6 +75,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     positionSamples: new PositionSampleStore(db),
     instances: new InstanceStore(db),
     engineShards: new EngineShardStore(db),
+    automationNonces: new AutomationNonceStore(db),
   };
 }
 

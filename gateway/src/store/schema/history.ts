@@ -22,7 +22,7 @@ import {
   treasurySlots,
   x402Payments,
 } from "./tables/actions";
-import { delegations, engineShards, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
+import { automationNonces, delegations, engineShards, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
 import { x402Channels, x402Redemptions } from "./tables/sessions";
 import { accessRequestEvents, accessRequests, apiKeys, feeAudit, feeRatchet, outbox, treasuries } from "./tables/treasury";
 
@@ -168,6 +168,7 @@ export const HISTORY: readonly Version[] = [
       createTable(engineShards),
     ],
   },
+  { version: 16, name: "automation_nonces", steps: [createTable(automationNonces)] },
 ];
 
 /** the tables the history arrives at */
@@ -195,6 +196,7 @@ export const TABLES: readonly Table[] = [
   engineShards,
   safeTransactions,
   positionSamples,
+  automationNonces,
   x402Channels,
   x402Redemptions,
 ] as unknown as readonly Table[];

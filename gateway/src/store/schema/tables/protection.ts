@@ -117,3 +117,20 @@ export const engineShards = new Table(
   },
   { primaryKey: ["automation", "shard"] },
 );
+
+/**
+ * The next nonce the service gives out for an automation key on a chain: every sender of that key (protection
+ * engines, the Safe executor, in any number of processes on the store) takes its nonce here, in the transaction
+ * that writes the signed bytes on its claim, so no two sign at one nonce and a nonce is spent only when its bytes
+ * are on record.
+ */
+export const automationNonces = new Table(
+  "automation_nonces",
+  {
+    chain: text<TreasuryChain>().notNull(),
+    address: text<Address>().notNull(),
+    next_nonce: integer().notNull(),
+    updated_at: timestamp().notNull(),
+  },
+  { primaryKey: ["chain", "address"] },
+);
