@@ -80,9 +80,7 @@ export class ChainWatch {
       since !== undefined ? changedAccounts(this.client, this.chain, since, block) : Promise.resolve(new Set<string>()),
     ]);
     const due = (w: Watched) => (phase(w.d.treasuryId) + block) % REREAD_BLOCKS === 0n;
-    const toRead = watched.filter(
-      (w) => this.triggers.get(w.d.treasuryId) !== thresholdWad(w.threshold) || changed.has(w.d.safe.toLowerCase()) || due(w),
-    );
+    const toRead = watched.filter((w) => this.triggers.get(w.d.treasuryId) !== thresholdWad(w.threshold) || changed.has(w.d.safe.toLowerCase()) || due(w));
     const positions = await readPositions(
       this.client,
       this.chain,

@@ -129,11 +129,15 @@ export class ProtectionEngine {
           ? new Set(await this.ctx.stores.engineShards.acquire(this.id, this.address, count, now, this.opts.shardLeaseMs ?? SHARD_LEASE_MS))
           : undefined;
       report.shards = mine?.size ?? 0;
-      const [all, open] = await Promise.all([this.ctx.stores.delegations.allProven(), this.ctx.stores.protectionClaims.allOpen().then((claims) => new Set(claims.map((c) => c.treasuryId)))]);
+      const [all, open] = await Promise.all([
+        this.ctx.stores.delegations.allProven(),
+        this.ctx.stores.protectionClaims.allOpen().then((claims) => new Set(claims.map((c) => c.treasuryId))),
+      ]);
       const ours = all.filter((d) => d.automation.toLowerCase() === this.address.toLowerCase() && (!mine || mine.has(shardOf(d.treasuryId, count))));
       if (o.collect) {
         for (const d of all)
-          if (d.automation.toLowerCase() !== this.address.toLowerCase()) results.push({ treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" });
+          if (d.automation.toLowerCase() !== this.address.toLowerCase())
+            results.push({ treasuryId: d.treasuryId, outcome: "not_active", detail: "another automation key" });
       }
       const samples: TreasurySample[] = [];
       for (const [chain, watch] of this.watches) {
@@ -202,7 +206,11 @@ export class ProtectionEngine {
     }
     const act = this.actor
       .act(d, threshold)
-      .catch((err: unknown): TickResult => ({ treasuryId: d.treasuryId, outcome: "failed", detail: err instanceof Error ? err.message.split("\n")[0] : String(err) }))
+      .catch((err: unknown): TickResult => ({
+        treasuryId: d.treasuryId,
+        outcome: "failed",
+        detail: err instanceof Error ? err.message.split("\n")[0] : String(err),
+      }))
       .then((r) => {
         this.onActed?.(r);
         return r;
