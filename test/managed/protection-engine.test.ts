@@ -165,7 +165,8 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     const revoke = await operator.revokeDelegation(module);
     await client.waitForTransactionReceipt({ hash: revoke });
     expect((await api.get("/api/v1/delegation")).body.state).toBe("revoked");
-    await fork.setPrice("WETH", 500);
+    // a fall under the trigger again (the watch confirms a crossed Safe on chain): the module is no longer enabled
+    await fork.setPrice("WETH", 200);
     expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("not_active");
     await fork.setPrice("WETH", 3_000);
   }, 60_000);
