@@ -6,7 +6,7 @@
  *   Base Sepolia     anvil, chain 84532, TestUSDC at the real USDC address     :8546
  *   facilitator      the project's x402 facilitator (its own process)          :4021
  *   gateway          the treasury gateway, reading and relaying on the fork    :4020
- *   protection       the protection engine (automation key), watching managed Safes
+ *   protection       the protection engine (automation key), watching managed Safes (one per instance with --instances N, sharing them by shards)
  *
  * It funds a demo agent (Anvil dev account 3: public test keys, never real
  * funds), writes its encrypted keystore and policy under .data/agent, prints
@@ -282,20 +282,26 @@ async function main() {
       );
     }),
   );
-  const protectionReady = timed("protection", () =>
-    child(
-      "protection",
-      entries.args.protection,
-      {
-        ...storeEnv,
-        DATA_DIR: dataDir,
-        BASE_RPC_URL: fork.rpcUrl,
-        AUTOMATION_PRIVATE_KEY: hexKey(5),
-        LOG_LEVEL: env.LOG_LEVEL ?? "info",
-      },
-      /protection engine running/,
-      true,
-    ),
+  // an engine per instance: the engines of the one automation key share its Safes by leased shards
+  const protectionReady = Promise.all(
+    Array.from({ length: instances }, (_, i) => {
+      const name = instances > 1 ? `protection-${i + 1}` : "protection";
+      return timed(name, () =>
+        child(
+          name,
+          entries.args.protection,
+          {
+            ...storeEnv,
+            DATA_DIR: dataDir,
+            BASE_RPC_URL: fork.rpcUrl,
+            AUTOMATION_PRIVATE_KEY: hexKey(5),
+            LOG_LEVEL: env.LOG_LEVEL ?? "info",
+          },
+          /protection engine running/,
+          true,
+        ),
+      );
+    }),
   );
   const sepolia = await sepoliaReady;
   // fund the demo agent on a new chain: USDC and ETH on the fork (TestUSDC's minter is dev account 0), USDC on Base Sepolia for x402
