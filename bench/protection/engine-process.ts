@@ -30,7 +30,10 @@ export async function startEngineProcess(o: EngineProcessOptions): Promise<Child
       BASE_RPC_URL: o.rpcUrl,
       AUTOMATION_PRIVATE_KEY: o.automationKey,
       PROTECTION_INTERVAL_MS: "50",
+      // the head polled often (the runner's blocks are 120 ms apart); a dead engine's shards and claims lapse in 1.5 s
+      PROTECTION_POLL_MS: "20",
       LEASE_MS: "1500",
+      SHARD_LEASE_MS: "1500",
       LOG_LEVEL: "info",
     },
     stdio: ["ignore", "pipe", "inherit"],
