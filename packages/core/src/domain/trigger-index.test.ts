@@ -203,9 +203,9 @@ describe("candidates", () => {
     const twin = (id: string) => position(id, { WETH: 10n ** 18n }, 2_400_000_000n);
     index.upsert(twin("a"), BASE);
     index.upsert(twin("b"), BASE);
-    index.remove("b");
+    index.remove("a");
     index.remove("bare");
-    expect(index.candidates(BASE)).toEqual(["a"]);
+    expect(index.candidates(BASE)).toEqual(["b"]);
   });
 
   it("re-bases when the prefix holds many it drops (prices moved apart), then a block visits few", () => {
