@@ -1,7 +1,7 @@
 /** The trigger index against Aave's own health factor: it never misses a crossing, and a quiet block looks at few entries. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { INDEX_ASSETS, MAX_UINT256, TriggerIndex, type IndexAsset, type MarketAt, type WatchedPosition } from "./trigger-index";
+import { INDEX_ASSETS, MAX_UINT256, mayCross, TriggerIndex, type IndexAsset, type MarketAt, type WatchedPosition } from "./trigger-index";
 
 const RAY = 10n ** 27n;
 const WAD = 10n ** 18n;
@@ -109,16 +109,20 @@ describe("candidates", () => {
     const p = position("free", { WETH: 10n ** 18n }, 0n);
     index.upsert(p, BASE);
     const crash: MarketAt = { ...moved(BASE, { WETH: 1n, cbBTC: 1n }), liquidationThresholdBps: { USDC: 0n, WETH: 0n, cbBTC: 0n } };
-    expect(index.candidates(crash)).toEqual([]);
+    expect([index.candidates(crash), index.visited]).toEqual([[], 0]); // not even looked at
     expect(index.healthWad("free", crash)).toBe(MAX_UINT256);
+    expect(mayCross(p, crash)).toBe(false);
     index.upsert({ ...p, eMode: true }, BASE);
-    expect(index.candidates(crash)).toEqual([]);
+    expect([index.candidates(crash), index.visited]).toEqual([[], 0]);
   });
 
   it("a falling market where ETH falls and BTC rises: ETH positions cross, BTC positions do not, a mix by its exact figure", () => {
     const positions = [
       position("eth", { WETH: 10n ** 18n }, 1_800_000_000n), // HF 1.383
       position("btc", { cbBTC: 10_000_000n }, 5_000_000_000n), // 0.1 BTC: HF 1.404
+      position("btc-2", { cbBTC: 10_000_000n }, 4_990_000_000n),
+      position("btc-3", { cbBTC: 10_000_000n }, 4_980_000_000n),
+      position("btc-4", { cbBTC: 10_000_000n }, 4_970_000_000n),
       position("mix-eth-heavy", { WETH: 3n * 10n ** 18n, cbBTC: 1_000_000n }, 6_000_000_000n), // HF 1.362
       position("mix-btc-heavy", { WETH: 10n ** 17n, cbBTC: 10_000_000n }, 5_300_000_000n), // HF 1.371
       position("deep", { WETH: 10n ** 19n }, 10_000_000_000n), // HF 2.49
@@ -130,8 +134,9 @@ describe("candidates", () => {
     const got = index.candidates(m);
     expect(under(positions, m)).toEqual(["eth", "mix-eth-heavy"]);
     expect(got.sort()).toEqual(["eth", "mix-eth-heavy"]);
-    // the bound for the mixed group (ETH's fall) puts both mixes in the prefix; the exact filter keeps the crossed one
-    expect(index.visited).toBeGreaterThanOrEqual(3);
+    // per group: WETH 2 probes + eth; cbBTC (BTC rose) 3 probes and none; the mixes (ETH's fall) 1 probe + both, the
+    // exact filter keeping the crossed one (one group for all would scan the four BTC positions too)
+    expect(index.visited).toBe(9);
   });
 
   it("at the trigger: 1.2999 is a candidate, 1.3001 too (within one basis point of LT 83%), 1.3002 is not", () => {
@@ -154,13 +159,65 @@ describe("candidates", () => {
     index.remove("e");
     index.remove("e");
     expect([index.size, index.has("e"), index.candidates(moved(BASE, { WETH: 1n }))]).toEqual([0, false, []]);
-    expect(() => index.healthWad("e", BASE)).toThrow(RangeError);
+    expect(() => index.healthWad("e", BASE)).toThrow(/position e is not indexed/);
+    // an e-mode position under its trigger: once
+    index.upsert({ ...position("e", { WETH: 10n ** 18n }, 2_400_000_000n), eMode: true }, BASE);
+    expect(index.candidates(BASE)).toEqual(["e"]);
   });
 
-  it("refuses a market it cannot bound (USDC price 0, an index under one ray)", () => {
+  it("refuses a market it cannot bound, takes one at the edges", () => {
     const index = new TriggerIndex();
-    expect(() => index.candidates({ ...BASE, prices: { ...BASE.prices, USDC: 0n } })).toThrow(RangeError);
-    expect(() => index.upsert(position("x", {}, 1n), { ...BASE, debtIndex: RAY - 1n })).toThrow(RangeError);
+    const change = (asset: IndexAsset, field: "prices" | "liquidityIndex" | "liquidationThresholdBps" | "decimals", value: bigint | number) => ({
+      ...BASE,
+      [field]: { ...BASE[field], [asset]: value },
+    });
+    const refused = [
+      { ...BASE, prices: { ...BASE.prices, USDC: 0n } },
+      { ...BASE, debtIndex: RAY - 1n },
+      ...INDEX_ASSETS.flatMap((a) => [
+        change(a, "liquidityIndex", RAY - 1n),
+        change(a, "prices", -1n),
+        change(a, "liquidationThresholdBps", -1n),
+        change(a, "liquidationThresholdBps", 10_001n),
+        change(a, "decimals", -1),
+        change(a, "decimals", 23),
+      ]),
+    ] as MarketAt[];
+    for (const m of refused) {
+      expect(() => index.candidates(m)).toThrow(/^market out of range/);
+      expect(() => index.upsert(position("x", { WETH: 1n }, 1n), m)).toThrow(/^market out of range/);
+    }
+    const edges = [
+      { ...BASE, prices: { ...BASE.prices, WETH: 0n } },
+      change("WETH", "liquidationThresholdBps", 10_000n),
+      change("cbBTC", "decimals", 0),
+      change("WETH", "decimals", 22),
+    ];
+    for (const m of edges as MarketAt[]) expect(() => index.candidates(m)).not.toThrow();
+  });
+
+  it("a position with debt and no collateral is a candidate, however large its debt; equal keys are told apart by id", () => {
+    const index = new TriggerIndex();
+    index.upsert(position("bare", {}, 10n ** 30n), BASE);
+    expect(index.candidates(BASE)).toEqual(["bare"]);
+    const twin = (id: string) => position(id, { WETH: 10n ** 18n }, 2_400_000_000n);
+    index.upsert(twin("a"), BASE);
+    index.upsert(twin("b"), BASE);
+    index.remove("a");
+    index.remove("bare");
+    expect(index.candidates(BASE)).toEqual(["b"]);
+  });
+
+  it("re-bases when the prefix holds many it drops (prices moved apart), then a block visits few", () => {
+    const index = new TriggerIndex();
+    // BTC-heavy mixes at HF about 1.5: ETH -40% and BTC +60% raise each, but the group's bound follows ETH's fall
+    for (let i = 0; i < 200; i++) index.upsert(position(`m${i}`, { WETH: 10n ** 17n, cbBTC: 10_000_000n }, 4_900_000_000n + BigInt(i) * 1_000_000n), BASE);
+    const m = moved(BASE, { WETH: 600n, cbBTC: 1600n });
+    const rebases = index.rebases;
+    expect(index.candidates(m)).toEqual([]);
+    expect([index.rebases, index.visited]).toEqual([rebases + 1, 8 + 199]); // 8 probes, all but the healthiest dropped
+    expect(index.candidates(m)).toEqual([]);
+    expect([index.rebases, index.visited]).toEqual([rebases + 1, 8]);
   });
 
   it("a quiet block visits O(log N) entries", () => {
@@ -179,6 +236,7 @@ describe("candidates", () => {
       expect(index.candidates(m)).toEqual([]);
       expect(index.visited).toBeLessThanOrEqual(bound);
     }
+    expect(index.rebases).toBe(1); // the first upsert's
     expect(bound).toBeLessThan(100);
   });
 
@@ -289,7 +347,7 @@ describe("the index never misses (property)", () => {
         }
         expect(index.size).toBe(live.size);
       }),
-      { numRuns: process.env.MUTATION_RUN ? 40 : 4_000 },
+      { numRuns: process.env.MUTATION_RUN ? 300 : 4_000 },
     );
   });
 });
