@@ -10,7 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fundedLiquidator, populate, runFall, type Population } from "../../bench/protection/scale/fall";
+import { prepareFall, populate, runFall, type Population } from "../../bench/protection/scale/fall";
 import { startWorld, type World } from "../../bench/protection/scale/world";
 import type { ForkClient } from "../../bench/protection/fork-client";
 import { freshDatabase } from "../helpers/store";
@@ -27,7 +27,7 @@ beforeAll(async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "market-fall-"));
   world = await startWorld({ dataDir, database: await freshDatabase(dataDir) });
   pop = await populate(world, WATCHED, CROSSING, 8);
-  liquidator = await fundedLiquidator(world);
+  liquidator = await prepareFall(world);
 }, 180_000);
 afterAll(async () => {
   await world?.close();
@@ -37,12 +37,16 @@ describe("a market-wide fall: 50 Safes cross their trigger in the same block", (
   it("every one is deleveraged within 2 blocks, once, and none is liquidated", async () => {
     const r = await runFall(world, pop, liquidator, { engines: 1, database: world.database, blocks: 6, secondDropAfter: 3 });
     expect(r.crossing).toBe(CROSSING);
-    expect({
-      deleveraged: r.deleveraged,
-      within_2_blocks: r.within_2_blocks,
-      liquidated: r.liquidated_safes,
-      acts_per_trigger_max: r.acts_per_trigger_max,
-    }).toEqual({
+    // the store's actions on the crossing Safes (status and reason, counted) say why when it fails
+    expect(
+      {
+        deleveraged: r.deleveraged,
+        within_2_blocks: r.within_2_blocks,
+        liquidated: r.liquidated_safes,
+        acts_per_trigger_max: r.acts_per_trigger_max,
+      },
+      JSON.stringify(r.action_outcomes),
+    ).toEqual({
       deleveraged: CROSSING,
       within_2_blocks: CROSSING,
       liquidated: 0,

@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { RESULTS } from "../../args";
 import { hasPass, newEngine } from "./engine-adapter";
-import { fundedLiquidator, populate, runFall, type FallRow, type Population } from "./fall";
+import { prepareFall, populate, runFall, type FallRow, type Population } from "./fall";
 import { startRpcProxy } from "./rpc-proxy";
 import { measureWatch, type WatchRow } from "./watch";
 import { startWorld, type World } from "./world";
@@ -55,7 +55,7 @@ async function storeCopy(world: World): Promise<{ file: string }> {
 }
 
 async function falls(world: World, pop: Population, out: ScaleResult["fall"]): Promise<void> {
-  const liquidator = await fundedLiquidator(world);
+  const liquidator = await prepareFall(world);
   for (const run of FALL_RUNS) {
     const engines = Number.parseInt(run, 10);
     const killOne = run.endsWith("k");

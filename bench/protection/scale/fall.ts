@@ -17,6 +17,7 @@ import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { PROTECTION_MODULE_ABI } from "@treasury/core/contracts/protection-module";
 import { arbitrageTo } from "../../../fixtures/arbitrageur";
+import { BASE_BLOCK_SECONDS } from "../../../fixtures/base-fork";
 import type { DatabaseLocation } from "../../../gateway/src/store/db";
 import { openDatabase } from "../../../gateway/src/store/open-database";
 import { accountOf, forkClient, WAD, type ForkClient } from "../fork-client";
@@ -111,6 +112,8 @@ export interface FallRow {
   deleverages: number;
   acts_per_trigger_max: number;
   recorded_actions: number;
+  /** the store's actions on the crossing Safes: status and reason, counted */
+  action_outcomes: Record<string, number>;
   blocks_mined: number;
   wall_ms: number;
 }
@@ -161,12 +164,18 @@ function startEngine(o: { database: DatabaseLocation; dataDir: string; rpcUrl: s
       }
     });
     child.once("exit", (code) => running || reject(new Error(`the engine process exited with ${code} before it ran`)));
+    // an engine that says it runs in other words: alive after 20 s is running
+    setTimeout(() => proc.alive && !running && ((running = true), resolve(proc)), 20_000).unref();
   });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** until every live engine that logs its passes passed `block` and the pending pool stayed the same `quietMs` (at most `maxMs`) */
+/**
+ * until every live engine that logs its passes passed `block` and the pending pool stayed the same `quietMs`,
+ * at least `minMs` after the block (Base's block time: an engine that does not log its passes, today's, gets
+ * what a block on Base gives it) and at most `maxMs`
+ */
 async function waitForEngines(
   world: World,
   engines: EngineProc[],
@@ -174,6 +183,7 @@ async function waitForEngines(
   onPending?: (n: number) => void,
   quietMs = 400,
   maxMs = 8_000,
+  minMs = BASE_BLOCK_SECONDS * 1000,
 ): Promise<void> {
   const start = Date.now();
   let last = -1;
@@ -189,13 +199,19 @@ async function waitForEngines(
     onPending?.(pending);
     // the quiet time counts from the pass too: the acts a pass started are broadcast after it
     if (passedAt === undefined && engines.every((e) => !e.alive || e.passes.length === 0 || e.passes.some((b) => b >= block))) passedAt = Date.now();
-    if ((passedAt !== undefined && Date.now() - Math.max(since, passedAt) >= quietMs) || Date.now() - start > maxMs) return;
+    const quiet = passedAt !== undefined && Date.now() - Math.max(since, passedAt) >= quietMs;
+    if ((quiet && Date.now() - start >= minMs) || Date.now() - start > maxMs) return;
     await sleep(50);
   }
 }
 
-/** a liquidator with plenty of USDC, approved to the Pool (made while the node still automines) */
-export async function fundedLiquidator(world: World): Promise<ForkClient> {
+/**
+ * Before the fall (the node still automines, and before any snapshot the runs go back to): a liquidator with
+ * plenty of USDC approved to the Pool, returned, and the arbitrageur funded (fixtures/arbitrageur.ts funds it
+ * on its first trade on a node, once: a revert to a snapshot taken before would take its funds away)
+ */
+export async function prepareFall(world: World): Promise<ForkClient> {
+  await arbitrageTo(world.fork.rpcUrl, "WETH", 3_000);
   const liquidator = forkClient(world.fork.rpcUrl);
   await world.fork.fund(liquidator.account.address, 100_000_000n * USDC);
   await liquidator.waitForTransactionReceipt({
@@ -218,7 +234,7 @@ export async function runFall(world: World, pop: Population, liquidator: ForkCli
       engines.push(await startEngine({ database: o.database, dataDir: engineDir, rpcUrl: world.fork.rpcUrl, automationKey: world.automationKey }, children));
     // the engines watch a block or two before the fall
     await world.anvil.mine({ blocks: 1 });
-    await waitForEngines(world, engines, await client.getBlockNumber(), undefined, 300, 20_000);
+    await waitForEngines(world, engines, await client.getBlockNumber(), undefined, 300, 20_000, 0);
 
     // the fall: the feed and the pool in one block (the arbitrage's), then one block at a time
     await world.fork.setPrice("WETH", FALL_ETH);
@@ -277,11 +293,17 @@ export async function runFall(world: World, pop: Population, liquidator: ForkCli
     const delays = [...firstBlock.values()].map((b) => Number(b - fallBlock)).sort((a, b) => a - b);
     const db = await openDatabase(o.database);
     const ids = pop.crossing.map((s) => s.treasuryId);
-    const recorded = await db.get<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM protection_actions WHERE status = 'executed' AND treasury_id IN (${ids.map(() => "?").join(",")})`,
+    const actions = await db.all<{ status: string; reason: string | null }>(
+      `SELECT status, reason FROM protection_actions WHERE treasury_id IN (${ids.map(() => "?").join(",")})`,
       ...ids,
     );
     await db.close();
+    const outcomes: Record<string, number> = {};
+    // figures masked so that like reasons count together
+    for (const a of actions) {
+      const key = `${a.status}${a.reason ? `: ${a.reason.replace(/0x[0-9a-fA-F]+/g, "0x…").replace(/[0-9.]+/g, "#")}` : ""}`;
+      outcomes[key] = (outcomes[key] ?? 0) + 1;
+    }
     return {
       safes: pop.crossing.length + 1 + pop.clones.length,
       crossing: pop.crossing.length,
@@ -297,7 +319,8 @@ export async function runFall(world: World, pop: Population, liquidator: ForkCli
       liquidated_safes: new Set(ours.map((l) => l.args.user!.toLowerCase())).size,
       deleverages: deleverages.length,
       acts_per_trigger_max: Math.max(0, ...acts.values()),
-      recorded_actions: Number(recorded?.n ?? 0),
+      recorded_actions: actions.filter((a) => a.status === "executed").length,
+      action_outcomes: outcomes,
       blocks_mined: mined,
       wall_ms: Math.round(performance.now() - started),
     };
