@@ -133,4 +133,8 @@ main()
     console.error(err);
     process.exitCode = 1;
   })
-  .finally(closeSession);
+  .finally(async () => {
+    await closeSession();
+    // the protection-scale part's clients (protocol-kit's among them) keep the loop alive
+    if (PROTECTION_SCALE) process.exit();
+  });

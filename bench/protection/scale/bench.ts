@@ -46,6 +46,15 @@ export interface ScaleResult {
   goals: typeof GOALS;
 }
 
+/** the results so far (after each part: a run that fails later keeps what it measured) */
+function save(result: ScaleResult): void {
+  fs.mkdirSync(RESULTS, { recursive: true });
+  fs.writeFileSync(
+    path.join(RESULTS, "protection-scale-latest.json"),
+    `${JSON.stringify({ at: new Date().toISOString(), cores: os.cpus().length, ...result }, null, 1)}\n`,
+  );
+}
+
 async function storeCopy(world: World): Promise<{ file: string }> {
   if ("url" in world.database) throw new Error("the scale bench copies a SQLite store per fall run");
   await world.gw.ctx.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
@@ -65,6 +74,7 @@ async function falls(world: World, pop: Population, out: ScaleResult["fall"]): P
       const r = await runFall(world, pop, liquidator, { engines, killOne, database });
       out.push(r);
       printFall([r]);
+      process.stdout.write(`  the store's actions: ${JSON.stringify(r.action_outcomes)}\n`);
     } catch (err) {
       out.push({ engines, killed: killOne, error: err instanceof Error ? err.message : String(err) });
       process.stdout.write(`fall with ${run} engines failed: ${String(err)}\n`);
@@ -105,19 +115,17 @@ export async function protectionScale(): Promise<ScaleResult> {
           const row = await measureWatch(world, proxy, n, latency, tick ? (n >= 10_000 ? 1 : 2) : 5);
           result.watch.push(row);
           printWatch([row]);
+          save(result);
         }
       }
       if (n === FALL_SAFES) await falls(world, pop, result.fall);
+      save(result);
     }
   } finally {
     await proxy.close();
     await world.close();
   }
-  fs.mkdirSync(RESULTS, { recursive: true });
-  fs.writeFileSync(
-    path.join(RESULTS, "protection-scale-latest.json"),
-    `${JSON.stringify({ at: new Date().toISOString(), cores: os.cpus().length, ...result }, null, 1)}\n`,
-  );
+  save(result);
   process.stdout.write("\n");
   printWatch(result.watch);
   printFall(result.fall);
