@@ -22,15 +22,17 @@ const WATCHED = 60;
 let world: World;
 let pop: Population;
 let liquidator: ForkClient;
+let dataDir: string;
 
 beforeAll(async () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "market-fall-"));
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "market-fall-"));
   world = await startWorld({ dataDir, database: await freshDatabase(dataDir) });
   pop = await populate(world, WATCHED, CROSSING, 8);
   liquidator = await prepareFall(world);
 }, 180_000);
 afterAll(async () => {
   await world?.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe("a market-wide fall: 50 Safes cross their trigger in the same block", () => {

@@ -21,6 +21,7 @@ import { BASE_BLOCK_SECONDS } from "../../../fixtures/base-fork";
 import type { DatabaseLocation } from "../../../gateway/src/store/db";
 import { openDatabase } from "../../../gateway/src/store/open-database";
 import { accountOf, forkClient, WAD, type ForkClient } from "../fork-client";
+import { deepenWethPool } from "./market-maker";
 import { cloneTemplate, makeClones, makeRealSafes, USDC, type RealSafe } from "./population";
 import type { World } from "./world";
 
@@ -41,6 +42,9 @@ export const HEALTHY_DEBT = 9_000n * USDC;
 /** the fall: 3,000 -> 2,500 USD per ETH (crossing Safes at health 1.25); the second drop: 1,950 (0.975 if nothing was done) */
 export const FALL_ETH = 2_500;
 export const SECOND_DROP_ETH = 1_950;
+/** the market maker's depth around the fall's price (market-maker.ts): 7.5 M USDC within 3% */
+export const FALL_DEPTH_USDC = 7_500_000n * USDC;
+export const FALL_DEPTH_WIDTH_PCT = 3;
 
 export interface Population {
   crossing: RealSafe[];
@@ -207,11 +211,13 @@ async function waitForEngines(
 
 /**
  * Before the fall (the node still automines, and before any snapshot the runs go back to): a liquidator with
- * plenty of USDC approved to the Pool, returned, and the arbitrageur funded (fixtures/arbitrageur.ts funds it
+ * plenty of USDC approved to the Pool, returned; depth in the WETH pool around the fall's price
+ * (market-maker.ts); and the arbitrageur funded (fixtures/arbitrageur.ts funds it
  * on its first trade on a node, once: a revert to a snapshot taken before would take its funds away)
  */
 export async function prepareFall(world: World): Promise<ForkClient> {
   await arbitrageTo(world.fork.rpcUrl, "WETH", 3_000);
+  await deepenWethPool(world.fork, FALL_ETH, FALL_DEPTH_WIDTH_PCT, FALL_DEPTH_USDC);
   const liquidator = forkClient(world.fork.rpcUrl);
   await world.fork.fund(liquidator.account.address, 100_000_000n * USDC);
   await liquidator.waitForTransactionReceipt({

@@ -11,9 +11,12 @@
  *   store's own API (TreasuryStore.insert, DelegationStore.attachProven). The engine reads such a Safe as it
  *   reads a real one (active delegation, a position on Aave); it never has to act on it (it stays healthy).
  */
-import { encodeAbiParameters, keccak256, pad, toHex, type Hex } from "viem";
+import { createWalletClient, encodeAbiParameters, http, keccak256, pad, publicActions, type Hex } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
+import { base } from "viem/chains";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
+import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { newId } from "@treasury/core/lib/ids";
 import type { BaseForkNode } from "../../../fixtures/base-fork";
 import type { AppContext } from "../../../gateway/src/services/context";
@@ -29,7 +32,28 @@ export interface RealSafe {
   apiKey: string;
 }
 
-/** `count` real Safes, `concurrency` owners at a time; each borrowed `debt` USDC against 10 WETH */
+/**
+ * USDC supplied to Aave for `count` more borrowers of `debt` (the fixture's LP supplied 5 M USDC: 300 Safes at
+ * 16,500 each), by a lender funded on the fork
+ */
+async function lendFor(fork: BaseForkNode, count: number, debt: bigint): Promise<void> {
+  const amount = BigInt(count) * debt;
+  if (amount === 0n) return;
+  const lender = createWalletClient({
+    account: privateKeyToAccount(generatePrivateKey()),
+    chain: base,
+    transport: http(fork.rpcUrl),
+    pollingInterval: 20,
+  }).extend(publicActions);
+  await fork.fund(lender.account.address, amount);
+  const send = async (hash: Hex) => {
+    if ((await lender.waitForTransactionReceipt({ hash })).status !== "success") throw new Error(`the lender's transaction reverted (${hash})`);
+  };
+  await send(await lender.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, amount] }));
+  await send(await lender.writeContract({ address: m.pool, abi: AAVE_POOL_ABI, functionName: "supply", args: [m.usdc, amount, lender.account.address, 0] }));
+}
+
+/** `count` real Safes, `concurrency` owners at a time; each borrowed `debt` USDC against 10 WETH (lent to Aave first) */
 export async function makeRealSafes(
   fork: BaseForkNode,
   url: string,
@@ -39,6 +63,7 @@ export async function makeRealSafes(
   trigger: number,
   concurrency = 8,
 ): Promise<RealSafe[]> {
+  await lendFor(fork, count, debt);
   const out: RealSafe[] = [];
   let next = 0;
   const worker = async () => {
@@ -157,5 +182,3 @@ export async function makeClones(
   }
   return addresses;
 }
-
-export { toHex };
