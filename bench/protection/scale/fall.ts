@@ -243,10 +243,17 @@ export async function runFall(world: World, pop: Population, liquidator: ForkCli
     await waitForEngines(world, engines, await client.getBlockNumber(), undefined, 300, 20_000, 0);
 
     // the fall: the feed and the pool in one block (the arbitrage's), then one block at a time
-    await world.fork.setPrice("WETH", FALL_ETH);
-    await arbitrageTo(world.fork.rpcUrl, "WETH", FALL_ETH);
-    const fallBlock = await client.getBlockNumber();
+    // (automine off first: no engine's act lands before the fall block is mined)
     await world.anvil.setAutomine(false);
+    await world.fork.setPrice("WETH", FALL_ETH);
+    const arbitrage = arbitrageTo(world.fork.rpcUrl, "WETH", FALL_ETH);
+    for (let t = Date.now(); Date.now() - t < 10_000; await sleep(20)) {
+      const status = (await world.anvil.request({ method: "txpool_status" } as never)) as { pending: string | number };
+      if (Number(status.pending) > 0) break;
+    }
+    await world.anvil.mine({ blocks: 1 });
+    await arbitrage;
+    const fallBlock = await client.getBlockNumber();
     let mined = 0;
     for (let i = 0; i < blocks; i++) {
       const at = fallBlock + BigInt(i);
