@@ -16,7 +16,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { RESULTS } from "../../args";
-import { hasPass, newEngine } from "./engine-adapter";
+import type { CountingDb } from "./counting-db";
+import { hasPass, newEngine, type AnyEngine } from "./engine-adapter";
 import { prepareFall, populate, runFall, type FallRow, type Population } from "./fall";
 import { startRpcProxy } from "./rpc-proxy";
 import { measureWatch, type WatchRow } from "./watch";
@@ -91,6 +92,7 @@ export async function protectionScale(): Promise<ScaleResult> {
   const proxy = await startRpcProxy(world.fork.rpcUrl);
   try {
     let pop: Population | undefined;
+    let watcher: { engine: AnyEngine; db: CountingDb } | undefined;
     const sizes = [...new Set([...SAFES, ...(FALL_RUNS.length > 0 && FALL_SAFES > 0 ? [FALL_SAFES] : [])])].sort((a, b) => a - b);
     for (const n of sizes) {
       pop = await populate(world, n, Math.ceil(n * 0.05), 8, pop);
@@ -99,8 +101,13 @@ export async function protectionScale(): Promise<ScaleResult> {
         `${n} Safes: ${pop.made.real_safes} real in ${(pop.made.real_ms_total / 1000).toFixed(1)} s (${pop.made.real_ms_each} ms each), ${pop.made.clones} cloned in ${(pop.made.clone_ms_total / 1000).toFixed(1)} s (${pop.made.clone_ms_each} ms each)\n`,
       );
       if (SAFES.includes(n)) {
-        const { ctx } = await world.engineContext();
-        const tick = !hasPass(newEngine(ctx, proxy.url, world.automationKey));
+        // one engine for every size and delay (the proxy's delay changes under it): a new engine per
+        // measurement would share the shards with the last one until its lease lapsed
+        watcher ??= await (async () => {
+          const { ctx, db } = await world.engineContext();
+          return { engine: newEngine(ctx, proxy.url, world.automationKey), db };
+        })();
+        const tick = !hasPass(watcher.engine);
         for (const latency of LATENCIES) {
           const at0 = result.watch.find((w): w is WatchRow => w.safes === n && w.latency_ms === 0 && "watch_ms_median" in w);
           const estimate = at0 ? at0.watch_ms_median + at0.rpc_requests_per_block * latency : 0;
@@ -112,7 +119,7 @@ export async function protectionScale(): Promise<ScaleResult> {
             });
             continue;
           }
-          const row = await measureWatch(world, proxy, n, latency, tick ? (n >= 10_000 ? 1 : 2) : 5);
+          const row = await measureWatch(world, proxy, watcher, n, latency, tick ? (n >= 10_000 ? 1 : 2) : 5);
           result.watch.push(row);
           printWatch([row]);
           save(result);
@@ -121,6 +128,7 @@ export async function protectionScale(): Promise<ScaleResult> {
       if (n === FALL_SAFES) await falls(world, pop, result.fall);
       save(result);
     }
+    watcher?.engine.stop();
   } finally {
     await proxy.close();
     await world.close();
@@ -144,7 +152,7 @@ export function printWatch(rows: ScaleResult["watch"]): void {
       continue;
     }
     process.stdout.write(
-      `| ${w.safes} | ${w.latency_ms} ms | ${w.engine} | ${w.passes} | ${w.watch_ms_min} / ${w.watch_ms_median} | ${goalWatch(w)} | ${w.rpc_requests_per_block} / ${w.rpc_calls_per_block} | ${w.rpc_requests_per_1000_safes} | ${w.store_queries_per_block} |\n`,
+      `| ${w.safes}${w.watched !== undefined && w.watched < w.safes ? ` (watched ${w.watched})` : ""} | ${w.latency_ms} ms | ${w.engine} | ${w.passes} | ${w.watch_ms_min} / ${w.watch_ms_median} | ${goalWatch(w)} | ${w.rpc_requests_per_block} / ${w.rpc_calls_per_block} | ${w.rpc_requests_per_1000_safes} | ${w.store_queries_per_block} |\n`,
     );
   }
 }

@@ -3,7 +3,8 @@
  * through the counting proxy (a fixed delay per request); a block mined, then one pass at that block, a few
  * times. Per block: the pass's time, the JSON-RPC requests and calls it made, the store queries.
  */
-import { hasPass, passOnce, newEngine } from "./engine-adapter";
+import type { CountingDb } from "./counting-db";
+import { hasPass, passOnce, type AnyEngine } from "./engine-adapter";
 import type { RpcProxy } from "./rpc-proxy";
 import type { World } from "./world";
 
@@ -12,6 +13,8 @@ export interface WatchRow {
   latency_ms: number;
   engine: "pass" | "tick";
   passes: number;
+  /** the Safes the engine said it watched (the fewest over the passes): all of them, or the bench measured a part */
+  watched?: number;
   watch_ms_min: number;
   watch_ms_median: number;
   /** HTTP requests to the node per block (a batch is one), median over the passes */
@@ -33,10 +36,17 @@ const median = (xs: number[]) => {
  * `passes` passes (design-40's engine after one warm-up pass not counted: its first pass reads every Safe), each at a new
  * block; stops early once the passes took `budgetMs` (today's engine at 10,000 Safes and 30 ms takes minutes a pass)
  */
-export async function measureWatch(world: World, proxy: RpcProxy, safes: number, latencyMs: number, passes: number, budgetMs = 120_000): Promise<WatchRow> {
+export async function measureWatch(
+  world: World,
+  proxy: RpcProxy,
+  watcher: { engine: AnyEngine; db: CountingDb },
+  safes: number,
+  latencyMs: number,
+  passes: number,
+  budgetMs = 120_000,
+): Promise<WatchRow> {
   proxy.setDelay(latencyMs);
-  const { ctx, db } = await world.engineContext();
-  const engine = newEngine(ctx, proxy.url, world.automationKey);
+  const { engine, db } = watcher;
   const started = performance.now();
   if (hasPass(engine)) {
     await world.anvil.mine({ blocks: 1 });
@@ -46,6 +56,7 @@ export async function measureWatch(world: World, proxy: RpcProxy, safes: number,
   const requests: number[] = [];
   const calls: number[] = [];
   const queries: number[] = [];
+  const watched: number[] = [];
   let byMethod: Record<string, number> = {};
   for (let i = 0; i < passes; i++) {
     if (i > 0 && performance.now() - started > budgetMs) break;
@@ -59,15 +70,16 @@ export async function measureWatch(world: World, proxy: RpcProxy, safes: number,
     requests.push(c.requests);
     calls.push(c.calls);
     queries.push(db.queries());
+    if (r.watched !== undefined) watched.push(r.watched);
     byMethod = c.byMethod;
   }
-  engine.stop();
   const req = median(requests);
   return {
     safes,
     latency_ms: latencyMs,
     engine: hasPass(engine) ? "pass" : "tick",
     passes: ms.length,
+    watched: watched.length ? Math.min(...watched) : undefined,
     watch_ms_min: Math.round(Math.min(...ms)),
     watch_ms_median: Math.round(median(ms)),
     rpc_requests_per_block: req,
