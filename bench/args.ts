@@ -11,6 +11,8 @@ export const ROUTES_ONLY = PROFILE || process.argv.includes("--routes-only");
 export const TABLES_ONLY = process.argv.includes("--tables");
 export const LOOP_ONLY = process.argv.includes("--wallet-loop");
 export const PAID_ONLY = process.argv.includes("--paid");
+/** only the protection engine at scale (bench/protection/scale/bench.ts) */
+export const PROTECTION_SCALE = process.argv.includes("--protection-scale");
 export const SECONDS = QUICK ? 1 : Number(process.env.BENCH_SECONDS ?? 5);
 export const WARMUP = QUICK ? 0.3 : 1;
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);

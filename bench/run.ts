@@ -12,6 +12,9 @@
  *   --routes-only  only the HTTP routes against the baseline
  *   --tables    only the routes on an empty and on a full store, SQLite and PostgreSQL (bench/tables.ts)
  *   --wallet-loop  only the wallet loop on the fork: relays with broadcast (one wallet, then many at once), the agent's loop
+ *   --protection-scale  only the protection engine at scale: watch figures of 100 to 10,000 Safes through a
+ *               counting JSON-RPC proxy (0 and 30 ms), and a market-wide fall with 1, 2, 3 engines and 3 with one
+ *               killed (bench/protection/scale/; results/protection-scale-latest.json)
  *   --profile   only the HTTP routes, each on a fresh gateway under node --cpu-prof: the top self-time
  *               functions of the measured load in the JSON and bench/results/profiles/
  *   BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_PAID_REQUESTS tune it; BENCH_ONLY (a regular expression)
@@ -21,7 +24,7 @@
  * paid.ts, relay.ts, wallet-loop.ts, tables.ts, soak.ts, instances.ts) and report.ts prints and writes.
  */
 import os from "node:os";
-import { CONNECTIONS, LOOP_ONLY, PAID_ONLY, PROFILE, QUICK, ROUTES_ONLY, SECONDS, TABLES_ONLY, WARMUP } from "./args";
+import { CONNECTIONS, LOOP_ONLY, PAID_ONLY, PROFILE, PROTECTION_SCALE, QUICK, ROUTES_ONLY, SECONDS, TABLES_ONLY, WARMUP } from "./args";
 import { paid } from "./paid";
 import { relayNoBroadcast } from "./relay";
 import { agentLoopBySchemes } from "./agent-schemes";
@@ -67,6 +70,12 @@ async function main(): Promise<void> {
     connections: CONNECTIONS,
     how: "each server in its own process (gateway and facilitator from the stack bundles, log level info, logs to a file); load from the bench process; latency in microseconds",
   };
+  if (PROTECTION_SCALE) {
+    // its own results file (results/protection-scale-latest.json)
+    const { protectionScale } = await import("./protection/scale/bench");
+    await protectionScale();
+    return;
+  }
   if (TABLES_ONLY) {
     await tables(result);
     return write(result, started);
@@ -124,4 +133,8 @@ main()
     console.error(err);
     process.exitCode = 1;
   })
-  .finally(closeSession);
+  .finally(async () => {
+    await closeSession();
+    // the protection-scale part's clients (protocol-kit's among them) keep the loop alive
+    if (PROTECTION_SCALE) process.exit();
+  });

@@ -42,14 +42,24 @@ export async function delegate(url: string, safe: Borrower, automation: `0x${str
   const treasuryId: string = registered.treasury_id;
   const apiKey: string = registered.api_key;
   const module = await safe.operator.deployModule(automation, 2500);
-  const safe_proof = await safe.operator.delegationProof({
-    service: url,
-    treasuryId,
-    module,
-    protectBelowHealth: trigger,
-    parkTargetBps: 2500,
-  });
-  await post(url, "/api/v1/delegation", { module, safe_proof }, apiKey);
+  // a 503 chain_unavailable (the gateway's read of the delegation's state while the node mines; many Safes
+  // registered at once meet it) is answered again with a fresh proof (its nonce may have been spent)
+  for (let attempt = 1; ; attempt++) {
+    const safe_proof = await safe.operator.delegationProof({
+      service: url,
+      treasuryId,
+      module,
+      protectBelowHealth: trigger,
+      parkTargetBps: 2500,
+    });
+    try {
+      await post(url, "/api/v1/delegation", { module, safe_proof }, apiKey);
+      break;
+    } catch (err) {
+      if (attempt >= 5 || !String(err).includes("chain_unavailable")) throw err;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
   await safe.operator.approveDelegation(module);
   return { treasuryId, apiKey, module };
 }
