@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { RESULTS } from "../../args";
 import type { CountingDb } from "./counting-db";
-import { hasPass, newEngine, type AnyEngine } from "./engine-adapter";
+import { newEngine, type AnyEngine } from "./engine-adapter";
 import { prepareFall, populate, runFall, type FallRow, type Population } from "./fall";
 import { startRpcProxy } from "./rpc-proxy";
 import { measureWatch, type WatchRow } from "./watch";
@@ -29,7 +29,6 @@ const FALL_SAFES = Number(process.env.BENCH_SCALE_FALL_SAFES ?? 1000);
 /** the fall's runs: engines, "k" for one of them killed ("" for none) */
 const FALL_RUNS = (process.env.BENCH_SCALE_FALLS ?? "1,2,3,3k").split(",").filter(Boolean);
 /** a pass of today's engine longer than this (estimated from the pass at 0 ms) is not run, its estimate is reported */
-const TICK_BUDGET_MS = Number(process.env.BENCH_SCALE_TICK_BUDGET_MS ?? 300_000);
 
 /** the goals (design-40 and its issue) */
 export const GOALS = {
@@ -107,19 +106,8 @@ export async function protectionScale(): Promise<ScaleResult> {
           const { ctx, db } = await world.engineContext();
           return { engine: newEngine(ctx, proxy.url, world.automationKey), db };
         })();
-        const tick = !hasPass(watcher.engine);
         for (const latency of LATENCIES) {
-          const at0 = result.watch.find((w): w is WatchRow => w.safes === n && w.latency_ms === 0 && "watch_ms_median" in w);
-          const estimate = at0 ? at0.watch_ms_median + at0.rpc_requests_per_block * latency : 0;
-          if (tick && estimate > TICK_BUDGET_MS) {
-            result.watch.push({
-              safes: n,
-              latency_ms: latency,
-              skipped: `today's engine: a pass estimated at ${Math.round(estimate / 1000)} s (0 ms pass + requests x delay)`,
-            });
-            continue;
-          }
-          const row = await measureWatch(world, proxy, watcher, n, latency, tick ? (n >= 10_000 ? 1 : 2) : 5);
+          const row = await measureWatch(world, proxy, watcher, n, latency, 5);
           result.watch.push(row);
           printWatch([row]);
           save(result);

@@ -137,6 +137,7 @@ function startEngine(o: { database: DatabaseLocation; dataDir: string; rpcUrl: s
       BASE_RPC_URL: o.rpcUrl,
       AUTOMATION_PRIVATE_KEY: o.automationKey,
       PROTECTION_INTERVAL_MS: "50",
+      PROTECTION_POLL_MS: "50",
       LEASE_MS: "1500",
       LOG_LEVEL: "debug",
     },

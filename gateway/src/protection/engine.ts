@@ -146,7 +146,7 @@ export class ProtectionEngine {
           .map((d) => ({ d, threshold: d.protectBelowHealth ?? PRESETS.balanced.protectBelowHealthScore }));
         report.watched += watched.length;
         if (watched.length === 0) continue;
-        const block = o.block ?? (await this.chain.client(chain).getBlockNumber());
+        const block = o.block ?? (await this.chain.client(chain).getBlockNumber({ cacheTime: 0 }));
         report.block = block;
         const seen = await watch.observe(block, watched, (w) => open.has(w.d.treasuryId) || !w.d.armed || w.d.pendingUpgrade !== null);
         report.reread += seen.reread;
