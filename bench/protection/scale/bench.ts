@@ -116,7 +116,7 @@ export async function protectionScale(): Promise<ScaleResult> {
       if (n === FALL_SAFES) await falls(world, pop, result.fall);
       save(result);
     }
-    watcher?.engine.stop();
+    await watcher?.engine.stop();
   } finally {
     await proxy.close();
     await world.close();
@@ -147,16 +147,16 @@ export function printWatch(rows: ScaleResult["watch"]): void {
 
 export function printFall(rows: ScaleResult["fall"]): void {
   process.stdout.write(
-    "| Safes | crossing | engines | deleveraged | within 2 blocks | blocks to deleverage median / max | liquidated (calls) | acts per trigger max | recorded | wall s |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    "| Safes | crossing | engines | deleveraged | within 2 blocks | blocks to deleverage median / max | liquidated (calls) | acts per trigger max | recorded | Safes each engine watched | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
   );
   for (const f of rows) {
     const engines = `${f.engines}${f.killed ? ", one killed" : ""}`;
     if ("error" in f) {
-      process.stdout.write(`| | | ${engines} | ${f.error} | | | | | | |\n`);
+      process.stdout.write(`| | | ${engines} | ${f.error} | | | | | | | |\n`);
       continue;
     }
     process.stdout.write(
-      `| ${f.safes} | ${f.crossing} | ${engines} (${f.engine_kind}) | ${f.deleveraged} | ${f.within_2_blocks} | ${f.blocks_to_deleverage_median ?? "-"} / ${f.blocks_to_deleverage_max ?? "not all"} | ${f.liquidated_safes} (${f.liquidations}) | ${f.acts_per_trigger_max} | ${f.recorded_actions} | ${(f.wall_ms / 1000).toFixed(1)} |\n`,
+      `| ${f.safes} | ${f.crossing} | ${engines} (${f.engine_kind}) | ${f.deleveraged} | ${f.within_2_blocks} | ${f.blocks_to_deleverage_median ?? "-"} / ${f.blocks_to_deleverage_max ?? "not all"} | ${f.liquidated_safes} (${f.liquidations}) | ${f.acts_per_trigger_max} | ${f.recorded_actions} | ${(f.watched_per_engine ?? []).join(" / ")} | ${(f.wall_ms / 1000).toFixed(1)} |\n`,
     );
   }
 }

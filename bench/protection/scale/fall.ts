@@ -120,11 +120,15 @@ export interface FallRow {
   action_outcomes: Record<string, number>;
   blocks_mined: number;
   wall_ms: number;
+  /** the Safes each engine watched in its last pass (its shards'; a killed engine's last before it died) */
+  watched_per_engine: number[];
 }
 
 interface EngineProc {
   child: ChildProcess;
   passes: bigint[];
+  /** the Safes each pass watched (its shards') */
+  watched: number[];
   alive: boolean;
 }
 
@@ -144,7 +148,7 @@ function startEngine(o: { database: DatabaseLocation; dataDir: string; rpcUrl: s
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
-  const proc: EngineProc = { child, passes: [], alive: true };
+  const proc: EngineProc = { child, passes: [], watched: [], alive: true };
   child.once("exit", () => (proc.alive = false));
   child.stderr!.resume();
   return new Promise((resolve, reject) => {
@@ -161,8 +165,9 @@ function startEngine(o: { database: DatabaseLocation; dataDir: string; rpcUrl: s
         }
         if (!line.includes('"pass"')) continue;
         try {
-          const j = JSON.parse(line) as { msg?: string; block?: string | number };
+          const j = JSON.parse(line) as { msg?: string; block?: string | number; watched?: number };
           if (j.msg === "pass" && j.block !== undefined) proc.passes.push(BigInt(j.block));
+          if (j.msg === "pass" && typeof j.watched === "number") proc.watched.push(j.watched);
         } catch {
           // not a JSON line
         }
@@ -324,6 +329,7 @@ export async function runFall(world: World, pop: Population, liquidator: ForkCli
       engines: o.engines,
       killed,
       engine_kind: engines.some((e) => e.passes.length > 0) ? "pass" : "tick",
+      watched_per_engine: engines.map((e) => e.watched.at(-1) ?? 0),
       fall_block: Number(fallBlock),
       deleveraged: firstBlock.size,
       blocks_to_deleverage_median: delays.length ? delays[Math.floor((delays.length - 1) / 2)]! : null,

@@ -9,7 +9,8 @@
  * How it watches (a pass per new block; docs/ARCHITECTURE.md, "Protection at scale"):
  * - the Safes are split among the engines of one automation key by leased shards in the shared store
  *   (store/engine-shard-store.ts: shard = hash(treasury id) mod `shards`); an engine reads only its shards'
- *   Safes, and a dead engine's shards are taken over once its lease lapses or its heartbeat stops;
+ *   Safes and renews them every third of their lease (3 s) apart from its passes, and a dead engine's shards
+ *   are taken over once their lease lapses;
  * - a block's watch (chain-watch.ts) costs a fixed number of requests: the market in one multicall, the changed
  *   Safes in one eth_getLogs, the positions to (re)read and the Safes to confirm in multicall chunks, all at one
  *   block number; the trigger index (packages/core/src/domain/trigger-index.ts) says which Safes may be crossed;
@@ -87,6 +88,11 @@ export class ProtectionEngine {
   /** acts running, by treasury: one at a time per Safe, none awaited by a pass */
   private readonly acts = new Map<string, Promise<TickResult>>();
   private passing = false;
+  /** the shards this engine holds (its last renewal), and when it renewed them */
+  private shardSet: Set<number> | undefined;
+  private renewedAt = 0;
+  private renewing: Promise<Set<number>> | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private loops: Promise<void>[] = [];
   /** told of every act's end (the engine process logs it) */
@@ -124,10 +130,9 @@ export class ProtectionEngine {
       // another engine take this one's claims at once if it dies
       await Promise.all([this.ctx.stores.instances.beatEngine(this.id, this.address, now), this.ctx.stores.instances.beat(INSTANCE_ID, now)]);
       const count = this.opts.shards ?? 0;
+      // the shards of the last renewal when a watching engine's timer renewed them lately; else renewed now
       const mine =
-        count > 0
-          ? new Set(await this.ctx.stores.engineShards.acquire(this.id, this.address, count, now, this.opts.shardLeaseMs ?? SHARD_LEASE_MS))
-          : undefined;
+        count > 0 ? (this.renewTimer && this.shardSet && Date.now() - this.renewedAt < this.leaseMs / 3 ? this.shardSet : await this.renewShards()) : undefined;
       report.shards = mine?.size ?? 0;
       const [all, open] = await Promise.all([
         this.ctx.stores.delegations.allProven(),
@@ -220,6 +225,23 @@ export class ProtectionEngine {
     return undefined;
   }
 
+  private get leaseMs(): number {
+    return this.opts.shardLeaseMs ?? SHARD_LEASE_MS;
+  }
+
+  /** renew this engine's shards (and take or give back its fair share); one renewal at a time */
+  private renewShards(): Promise<Set<number>> {
+    this.renewing ??= this.ctx.stores.engineShards
+      .acquire(this.id, this.address, this.opts.shards!, this.ctx.clock.now(), this.leaseMs)
+      .then((held) => {
+        this.shardSet = new Set(held);
+        this.renewedAt = Date.now();
+        return this.shardSet;
+      })
+      .finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
   /** a pass and the acts it started, awaited: a result for every Safe this engine watches */
   async tick(): Promise<TickResult[]> {
     const p = await this.pass({ collect: true });
@@ -238,6 +260,8 @@ export class ProtectionEngine {
   start(pollMs = 250, onPass?: (r: PassReport) => void, onError?: (err: unknown) => void, onActed?: (r: TickResult) => void): void {
     this.stopping = false;
     this.onActed = onActed;
+    // the shards renewed every third of their lease, whatever a pass takes: a slow pass keeps them, a dead engine loses them fast
+    if ((this.opts.shards ?? 0) > 0) this.renewTimer = setInterval(() => void this.renewShards().catch((err: unknown) => onError?.(err)), this.leaseMs / 3);
     for (const chain of this.watches.keys()) {
       const client = this.chain.client(chain);
       this.loops.push(
@@ -266,6 +290,8 @@ export class ProtectionEngine {
   /** stop watching; the acts running finish; the shards are released for the other engines */
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
     await Promise.all(this.loops);
     this.loops = [];
     await this.settled();

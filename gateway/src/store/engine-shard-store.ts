@@ -18,7 +18,7 @@
  *
  * An engine that stops beating: its lease and its heartbeat are written together, so when it has been silent
  * for a lease both end at once: its shards are free, and it no longer counts among the live engines whose
- * number sets the quotas, so the others' quotas grow to cover them (taken within a lease and a pass: 6 s and
+ * number sets the quotas, so the others' quotas grow to cover them (taken within a lease and a pass: 3 s and
  * about 2 s by default). Its heartbeat alone never cuts a lease short: an engine that was only slow keeps
  * what it was told it holds until its lease ends. `release` (an engine stopping on purpose) frees its shards
  * at once and removes it from the live engines.
@@ -34,8 +34,11 @@ import type { Db } from "./db";
 import { engineRowId, InstanceStore } from "./instance-store";
 import { leaseUntil } from "./lease";
 
-/** a shard's lease: renewed every pass (a block, about 2 s), so a dead engine's shards are taken within 10 s */
-export const SHARD_LEASE_MS = Number(process.env.SHARD_LEASE_MS ?? 6_000);
+/**
+ * A shard's lease: a watching engine renews it every third of it, apart from its passes (protection/engine.ts),
+ * so a dead engine's shards are taken within 3 s, while a pass that takes longer than a block keeps them
+ */
+export const SHARD_LEASE_MS = Number(process.env.SHARD_LEASE_MS ?? 3_000);
 
 /** PostgreSQL advisory lock class of the shards (the key's hash is the second half); migrations use 4020 */
 const SHARD_LOCK_CLASS = 4041;
