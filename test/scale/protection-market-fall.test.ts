@@ -1,10 +1,10 @@
 /**
- * A market-wide fall (design-40, the scale bench's fall in bench/protection/scale/fall.ts): 50 managed Safes
+ * A market-wide fall (the scale bench's fall, bench/protection/scale/fall.ts): 50 managed Safes
  * cross their trigger in the same block (ETH 3,000 -> 2,500 USD, the feed and the pool together), beside
  * healthy ones; automine off, one block mined at a time after the engine's pass. Every crossing Safe must be
  * deleveraged within 2 blocks of the fall, once, and none liquidated when a second drop (1,950 USD) takes
  * any Safe left at its position under 1, with a liquidator beside calling Aave's liquidationCall.
- * Today's engine acts on one Safe per block (its pass awaits each receipt), so it fails this.
+ * An engine whose pass awaits each act's receipt deleverages about one Safe a block, and fails this.
  */
 import fs from "node:fs";
 import os from "node:os";

@@ -28,9 +28,8 @@ const LATENCIES = (process.env.BENCH_SCALE_LATENCIES ?? "0,30").split(",").map(N
 const FALL_SAFES = Number(process.env.BENCH_SCALE_FALL_SAFES ?? 1000);
 /** the fall's runs: engines, "k" for one of them killed ("" for none) */
 const FALL_RUNS = (process.env.BENCH_SCALE_FALLS ?? "1,2,3,3k").split(",").filter(Boolean);
-/** a pass of today's engine longer than this (estimated from the pass at 0 ms) is not run, its estimate is reported */
 
-/** the goals (design-40 and its issue) */
+/** the goals the engine is measured against (bench/README.md) */
 export const GOALS = {
   watch_ms_at_30ms: { 1000: 1000, 10000: 2000 } as Record<number, number>,
   rpc_requests_per_block_per_1000_healthy: 20,

@@ -183,7 +183,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * until every live engine that logs its passes passed `block` and the pending pool stayed the same `quietMs`,
- * at least `minMs` after the block (Base's block time: an engine that does not log its passes, today's, gets
+ * at least `minMs` after the block (Base's block time: an engine that does not log its passes gets
  * what a block on Base gives it) and at most `maxMs`
  */
 async function waitForEngines(

@@ -33,8 +33,8 @@ const median = (xs: number[]) => {
 };
 
 /**
- * `passes` passes (design-40's engine after one warm-up pass not counted: its first pass reads every Safe), each at a new
- * block; stops early once the passes took `budgetMs` (today's engine at 10,000 Safes and 30 ms takes minutes a pass)
+ * `passes` passes (after one warm-up pass not counted: the first pass reads every Safe), each at a new
+ * block; stops early once the passes took `budgetMs` (an engine that walks every Safe takes minutes a pass at 10,000 Safes and 30 ms)
  */
 export async function measureWatch(
   world: World,

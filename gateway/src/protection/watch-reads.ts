@@ -1,5 +1,5 @@
 /**
- * The protection engine's chain reads at one block (design-40.md, part B), each a few JSON-RPC requests
+ * The protection engine's chain reads at one block (chain-watch.ts), each a few JSON-RPC requests
  * whatever the number of Safes:
  *
  * - `readMarket`: the market at block B (oracle prices, each reserve's normalized income and configuration,
