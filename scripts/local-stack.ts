@@ -34,6 +34,12 @@ const PORTS = {
   facilitator: Number(env.FACILITATOR_PORT ?? 4021),
   gateway: Number(env.PORT ?? 4020),
 };
+/** the i-th gateway's port: PORT, then the next ports up that no other part of the stack listens on */
+const gatewayPort = (i: number): number => {
+  const taken = new Set([PORTS.fork, PORTS.sepolia, PORTS.facilitator]);
+  let port = PORTS.gateway;
+  for (let k = 0; ; port++) if (!taken.has(port) && k++ === i) return port;
+};
 const DEMO_PASSPHRASE = "demo-passphrase-not-secret";
 const hexKey = (i: number) => `0x${Buffer.from(devAccount(i).getHdKey().privateKey!).toString("hex")}` as `0x${string}`;
 
@@ -258,7 +264,7 @@ async function main() {
           entries.args.gateway,
           {
             ...storeEnv,
-            PORT: String(PORTS.gateway + i),
+            PORT: String(gatewayPort(i)),
             DATA_DIR: dataDir,
             BASE_RPC_URL: fork.rpcUrl,
             X402_FACILITATOR: "local",
@@ -324,7 +330,7 @@ async function main() {
     pid: process.pid,
     started_at: new Date().toISOString(),
     gateway_url: gw,
-    gateway_urls: Array.from({ length: instances }, (_, i) => `http://127.0.0.1:${PORTS.gateway + i}`),
+    gateway_urls: Array.from({ length: instances }, (_, i) => `http://127.0.0.1:${gatewayPort(i)}`),
     fork_rpc_url: fork.rpcUrl,
     x402_rpc_url: sepolia.rpcUrl,
     facilitator_url: `http://127.0.0.1:${PORTS.facilitator}`,
@@ -342,7 +348,7 @@ async function main() {
       `  console       ${gw}/console   (operators sign in with a Safe owner's wallet; reviewers at ${gw}/console#reviewer ${env.ADMIN_TOKEN ? "with your ADMIN_TOKEN" : "once the stack is started with ADMIN_TOKEN=<24+ characters>"})`,
       ...Array.from(
         { length: instances - 1 },
-        (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${PORTS.gateway + i + 1}   (same store, any of them serves the whole loop)`,
+        (_, i) => `  gateway ${i + 2}     http://127.0.0.1:${gatewayPort(i + 1)}   (same store, any of them serves the whole loop)`,
       ),
       `  store         ${databaseUrl ? `PostgreSQL ${redactedUrl(databaseUrl)}${postgres ? " (embedded, data in .data/postgres)" : ""}` : `SQLite ${path.relative(ROOT, path.join(dataDir, "gateway.sqlite"))}`}`,
       `  chains        ${fresh ? "new" : "restored from the last run"}, kept in ${shown(chainsDir)} (written every ${STATE_INTERVAL_SECONDS} s and on Ctrl-C; npm start -- --fresh starts the chains and the store over${env.DATABASE_URL ? ", but not an external DATABASE_URL's database" : ""})`,
