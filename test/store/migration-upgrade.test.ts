@@ -164,7 +164,7 @@ describe("a kept database migrated to the last version", () => {
       await upTo(db, 14);
       await db.run("INSERT INTO instances (id, started_at, heartbeat_at) VALUES ('engine:0xabc0000000000000000000000000000000000001', ?, ?)", T, T);
       await db.run("INSERT INTO instances (id, started_at, heartbeat_at) VALUES ('ins0123456789ab', ?, ?)", T, T);
-      expect(await migrate(db, migrationsFor(db.dialect))).toEqual([15]);
+      expect(await migrate(db, migrationsFor(db.dialect))).toEqual([15, 16]);
       expect(await db.all("SELECT id, automation FROM instances ORDER BY id")).toEqual([
         { id: "engine:0xabc0000000000000000000000000000000000001", automation: "0xabc0000000000000000000000000000000000001" },
         { id: "ins0123456789ab", automation: null },
