@@ -16,10 +16,9 @@ import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { EXECUTE_GAS_LIMIT, type Call } from "../../gateway/src/protection/module-calls";
 import { isPlan, planRepayment } from "../../gateway/src/protection/repayment-plan";
 import type { EngineParts, Run } from "../../gateway/src/protection/trigger-run";
-import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ageRow } from "../helpers/rows";
-import { authed, registerTreasury } from "../helpers/treasury";
+import { delegatedSafe } from "../helpers/managed-safe";
 
 let fork: BaseForkNode;
 let gw: TestGateway;
@@ -41,31 +40,7 @@ async function until<T>(what: string, read: () => Promise<T | undefined | null |
   }
 }
 
-/** a managed Safe with WETH supplied and USDC borrowed (health 1.65), its module attached and enabled */
-async function protectedSafe(protectBelow: number) {
-  const operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
-  await fork.fund(operator.account.address);
-  const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
-  const tenant = await registerTreasury(gw.url, {
-    wallet_address: safe,
-    execution_mode: "managed",
-    ownership_proof: await operator.ownershipProof(gw.url, "managed"),
-  });
-  await operator.fundWeth(10n * 10n ** 18n);
-  await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
-  const module = await operator.deployModule(automation.address, 2500);
-  const safe_proof = await operator.delegationProof({
-    service: gw.url,
-    treasuryId: tenant.treasuryId,
-    module,
-    protectBelowHealth: protectBelow,
-    parkTargetBps: 2500,
-  });
-  const attached = await authed(gw.url, tenant.key).post("/api/v1/delegation", { module, protect_below_health_score: protectBelow, safe_proof }, null);
-  expect(attached.status).toBe(200);
-  await operator.approveDelegation(module);
-  return { safe, module, tenant, api: authed(gw.url, tenant.key) };
-}
+const protectedSafe = (protectBelow: number) => delegatedSafe(fork, gw.url, automation.address, protectBelow);
 
 /** an engine's claimed run on a Safe's trigger, as engine.ts makes it */
 async function claimedRun(engine: ProtectionEngine, treasuryId: string): Promise<{ parts: EngineParts; run: Run }> {

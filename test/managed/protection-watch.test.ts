@@ -9,9 +9,9 @@ import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
-import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
-import { authed, registerTreasury } from "../helpers/treasury";
+import { delegatedSafe } from "../helpers/managed-safe";
+import { registerTreasury } from "../helpers/treasury";
 
 let fork: BaseForkNode;
 let gw: TestGateway;
@@ -30,31 +30,7 @@ afterAll(async () => {
   await fork?.stop();
 });
 
-/** a managed Safe with 10 WETH supplied and 15,000 USDC borrowed (health 1.65), delegated at `trigger` and approved */
-async function delegatedSafe(trigger: number) {
-  const operator = new Operator({ privateKey: generatePrivateKey(), rpcUrl: fork.rpcUrl });
-  await fork.fund(operator.account.address);
-  const safe = await operator.createSafe(String(Math.floor(Math.random() * 1e9)));
-  const tenant = await registerTreasury(gw.url, {
-    wallet_address: safe,
-    execution_mode: "managed",
-    ownership_proof: await operator.ownershipProof(gw.url, "managed"),
-  });
-  await operator.fundWeth(10n * 10n ** 18n);
-  await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
-  const module = await operator.deployModule(automation.address, 2500);
-  const safe_proof = await operator.delegationProof({
-    service: gw.url,
-    treasuryId: tenant.treasuryId,
-    module,
-    protectBelowHealth: trigger,
-    parkTargetBps: 2500,
-  });
-  const attached = await authed(gw.url, tenant.key).post("/api/v1/delegation", { module, protect_below_health_score: trigger, safe_proof }, null);
-  expect(attached.status).toBe(200);
-  await operator.approveDelegation(module);
-  return { operator, safe, tenant, api: authed(gw.url, tenant.key) };
-}
+const safeDelegatedAt = (protectBelow: number) => delegatedSafe(fork, gw.url, automation.address, protectBelow);
 
 /** `n` watched Safes without a position: delegation rows written through the store (what the watch reads) */
 async function watchedRows(n: number): Promise<string[]> {
@@ -82,7 +58,7 @@ const watchedBy = async (e: ProtectionEngine) =>
 
 describe("the protection engine's watch", () => {
   it("a pass hands the crossed trigger to an act and returns before its transaction is mined", async () => {
-    const { tenant, api } = await delegatedSafe(1.7); // health 1.65 is under 1.7: crossed
+    const { tenant, api } = await safeDelegatedAt(1.7); // health 1.65 is under 1.7: crossed
     const engine = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
     const anvil = createTestClient({ mode: "anvil", chain: base, transport: http(fork.rpcUrl) });
     await anvil.setAutomine(false);
