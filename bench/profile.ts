@@ -69,11 +69,15 @@ function moduleOf(url: string, line: number): string {
         .join("/");
 }
 
-/** the top self-time functions, counting only the samples taken `skipMs` after the process started (its start-up left out) */
+/**
+ * The top self-time functions, counting only the samples taken `skipMs` after the process started (its start-up
+ * left out) and, with `untilMs`, before that time (one load's window of a process that served several)
+ */
 export function hotSpots(
   file: string,
   skipMs = 0,
   top = 12,
+  untilMs = Infinity,
 ): { busy_pct: number; spots: HotSpot[]; inclusive: HotSpot[]; modules: { module: string; self_pct: number }[] } {
   const profile = JSON.parse(fs.readFileSync(file, "utf8")) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
   const hits = new Map<number, number>();
@@ -81,7 +85,7 @@ export function hotSpots(
   let counted = 0;
   profile.samples.forEach((s, i) => {
     at += profile.timeDeltas[i] ?? 0;
-    if (at < skipMs * 1000) return;
+    if (at < skipMs * 1000 || at > untilMs * 1000) return;
     counted++;
     hits.set(s, (hits.get(s) ?? 0) + 1);
   });

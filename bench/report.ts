@@ -153,7 +153,8 @@ export function printSessions(s: Awaited<ReturnType<typeof sessions>>): void {
           .join(" / ")}; ${r.machine_busy_pct}%`,
     );
   console.log(
-    `session / bearer: throughput ${s.session_vs_bearer.rps_ratio}x, p50 ${s.session_vs_bearer.p50_ratio}x (exact / bearer: ${s.exact_vs_bearer.rps_ratio}x, ${s.exact_vs_bearer.p50_ratio}x)`,
+    `session / bearer: throughput ${s.session_vs_bearer.rps_ratio}x, p50 ${s.session_vs_bearer.p50_ratio}x` +
+      (s.exact_vs_bearer ? ` (exact / bearer: ${s.exact_vs_bearer.rps_ratio}x, ${s.exact_vs_bearer.p50_ratio}x)` : ""),
   );
   const t = s.transactions;
   if (!t) return; // --quick: not counted

@@ -24,6 +24,25 @@ export interface ChainChannel {
 
 export type ChargeOutcome = { kind: "charged"; channel: ChannelRecord } | { kind: "stale"; channel: ChannelRecord | undefined } | { kind: "over_balance" };
 
+/** a voucher's payment, recorded with its charge (x402_payments: one row per payer and `session:<channel>:<amount>`) */
+export interface VoucherPayment {
+  payer: string;
+  nonce: string;
+  route: string;
+  amountAtomic: bigint;
+  treasuryId: string;
+  /** what the settlement header names: the channel and cumulative amount */
+  transaction: string;
+  /** the answer's status when the charge is the request's outcome too (a paid read); else the row is leased to `holder` until the outcome */
+  status?: number;
+  holder: string;
+}
+
+/** a charge rolled back: its payment was recorded already (a replay, or a concurrent request with the same voucher) */
+class PaymentTaken extends Error {}
+/** a charge rolled back: the voucher's amount is above the channel's balance */
+class OverBalance extends Error {}
+
 /** the holder of a channel set aside after its claim failed (holdBack) */
 const HELD = "held";
 
@@ -82,6 +101,63 @@ export class ChannelStore {
       if (moved.changes !== 1) return { kind: "stale", channel: await this.get(id) };
       return { kind: "charged", channel: { ...channel, charged: v.to, voucherSignature: v.signature } };
     });
+  }
+
+  /**
+   * Charge a voucher and record its payment, settled, in ONE transaction: the channel's `charged` moves from
+   * `from` to `to` (a conditional UPDATE), and the payment's row is inserted (its primary key refuses a second
+   * one), with the request's outcome when it is known (a paid read's answer), else leased to its holder until
+   * the outcome. Either both are written or neither: `stale` (another request moved the channel),
+   * `over_balance`, or `used` (the payment's row exists: a replay).
+   */
+  chargeVoucher(
+    channelId: string,
+    v: { from: bigint; to: bigint; signature: string },
+    p: VoucherPayment,
+    now: Date,
+  ): Promise<ChargeOutcome | { kind: "used" }> {
+    const id = channelId.toLowerCase();
+    const at = now.toISOString();
+    return this.db
+      .transaction(async (): Promise<ChargeOutcome> => {
+        const raw = await this.db.get(
+          `UPDATE x402_channels SET charged = ?, voucher_signature = ?, vouchers_unredeemed = vouchers_unredeemed + 1,
+             first_unredeemed_at = COALESCE(first_unredeemed_at, ?), updated_at = ?
+           WHERE channel_id = ? AND charged = ? RETURNING *`,
+          v.to.toString(),
+          v.signature,
+          at,
+          at,
+          id,
+          v.from.toString(),
+        );
+        if (!raw) return { kind: "stale", channel: await this.get(id) };
+        const channel = fromRow(raw);
+        if (v.to > channel.balance) throw new OverBalance();
+        const answered = p.status !== undefined;
+        const inserted = await this.db.run(
+          `INSERT INTO x402_payments (payer, nonce, route, amount_atomic, state, treasury_id, transaction_hash, created_at, settled_at, outcome_status, lease_holder, lease_expires_at)
+           VALUES (?, ?, ?, ?, 'settled', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          p.payer.toLowerCase(),
+          p.nonce.toLowerCase(),
+          p.route,
+          p.amountAtomic.toString(),
+          p.treasuryId,
+          p.transaction,
+          at,
+          at,
+          answered ? p.status! : null,
+          answered ? null : p.holder,
+          answered ? null : leaseUntil(now),
+        );
+        if (inserted.changes !== 1) throw new PaymentTaken();
+        return { kind: "charged", channel };
+      })
+      .catch((err: unknown) => {
+        if (err instanceof PaymentTaken) return { kind: "used" as const };
+        if (err instanceof OverBalance) return { kind: "over_balance" as const };
+        throw err;
+      });
   }
 
   /** what the unredeemed vouchers add up to, across channels: the batch policy's measures */

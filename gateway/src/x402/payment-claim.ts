@@ -19,9 +19,11 @@ export interface PaymentClaim {
   treasuryId: string;
   /**
    * move the money; on failure the 402 is written, everything undone, and false returned. `used`: what a metered
-   * call used, charged by an `upto` payment (at most its signed maximum); any other scheme charges its price
+   * call used, charged by an `upto` payment (at most its signed maximum); any other scheme charges its price.
+   * `answered`: the status of the answer already made (a paid read), recorded as the payment's outcome with the
+   * charge where the scheme can (a session voucher: one transaction); `outcome` then writes nothing more
    */
-  settle(used?: bigint): Promise<boolean>;
+  settle(used?: bigint, answered?: number): Promise<boolean>;
   /** the request will not be charged: free the proof (and a treasury created for it) */
   release(): Promise<void>;
   outcome(status: number): Promise<void>;

@@ -34,8 +34,9 @@ export const paidRead: RequestStage = {
       sendJson(res, result.status, result.body);
       return;
     }
-    // a metered route charges what its answer used (an `upto` payment; any other pays the route's price)
-    if (!(await claim.settle(spec.price?.meter ? meteredAmount(spec.price, result.body) : undefined))) return;
+    // a metered route charges what its answer used (an `upto` payment; any other pays the route's price); the
+    // answer's status goes with the charge (a session voucher records both in one transaction)
+    if (!(await claim.settle(spec.price?.meter ? meteredAmount(spec.price, result.body) : undefined, result.status))) return;
     for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
     await claim.outcome(result.status);
     const text = jsonTextOf(result.body);

@@ -25,7 +25,7 @@ import type { RoutePrice } from "../prices";
 import type { RouteRequirements } from "../route-requirements";
 import { reasonCode } from "../settlement";
 import { syncChannel } from "./channel-sync";
-import { channelState, sessionClaim, type SessionContext } from "./session-claim";
+import { channelState, sessionClaim, type LockedSession, type SessionContext } from "./session-claim";
 import { decodeSessionPayment, sessionMismatch, voucherSigned, type SessionPayment } from "./voucher";
 
 /** the scheme's own reason for a voucher whose base is not the server's (its client recovers from it) */
@@ -88,6 +88,25 @@ export function sessionAuthorizer(ctx: SessionContext, deps: SessionDeps) {
     const payer = s.config.payer;
     const nonce = `session:${s.voucher.channelId}:${cumulative}`;
     const holder = newHolder("pay");
+    const claimOf = (l: Omit<LockedSession, "session" | "price" | "nonce" | "holder" | "route">) =>
+      sessionClaim(
+        ctx,
+        { facilitator: deps.facilitator, knownPayers: deps.knownPayers, requirements: requirementsOf(deps, price) },
+        { session: s, price: price.atomic, nonce, holder, route: `${route.method} ${route.path}`, ...l },
+        { res, refuse },
+      );
+    const credit = (treasuryId: string) => {
+      const credential: Credential = { kind: "x402", scope: `payer:${payer.toLowerCase()}`, treasuryId, subject: payer };
+      res.locals.credential = credential;
+      res.setHeader("X-Treasury-Id", treasuryId);
+    };
+    if (s.type === "voucher" && !retryOfLast) {
+      // a voucher on the channel's next amount holds nothing before its charge: the charge, the payment's row and
+      // (a read) its outcome are one transaction (session-claim.ts), which one request alone can commit
+      const treasury = await payerTreasury(ctx, payer);
+      credit(treasury.treasuryId);
+      return claimOf({ treasuryId: treasury.treasuryId, created: treasury.created, takenOver: false, lockFree: true });
+    }
     const locked = await ctx.tx.transaction(async () => {
       const lock = await ctx.stores.payments.lock({
         payer,
@@ -114,23 +133,12 @@ export function sessionAuthorizer(ctx: SessionContext, deps: SessionDeps) {
         { "Retry-After": "1" },
       );
     }
-    const credential: Credential = { kind: "x402", scope: `payer:${payer.toLowerCase()}`, treasuryId: locked.treasuryId, subject: payer };
-    res.locals.credential = credential;
-    res.setHeader("X-Treasury-Id", locked.treasuryId);
-    return sessionClaim(
-      ctx,
-      { facilitator: deps.facilitator, knownPayers: deps.knownPayers, requirements: requirementsOf(deps, price) },
-      {
-        session: s,
-        price: price.atomic,
-        nonce,
-        holder,
-        treasuryId: locked.treasuryId,
-        created: locked.created,
-        takenOver: locked.kind === "locked" && locked.takenOver,
-        alreadySettled: locked.kind === "settled_unserved" ? { transaction: locked.transactionHash ?? "" } : undefined,
-      },
-      { res, refuse },
-    );
+    credit(locked.treasuryId);
+    return claimOf({
+      treasuryId: locked.treasuryId,
+      created: locked.created,
+      takenOver: locked.kind === "locked" && locked.takenOver,
+      alreadySettled: locked.kind === "settled_unserved" ? { transaction: locked.transactionHash ?? "" } : undefined,
+    });
   };
 }

@@ -41,6 +41,13 @@ export interface LockedSession {
   created: boolean;
   takenOver: boolean;
   alreadySettled?: { transaction: string };
+  /** the route paid for (`METHOD /path`), as the payment's row names it */
+  route: string;
+  /**
+   * nothing locked before the charge (a voucher on the channel's next amount): settle charges the voucher and
+   * inserts the payment's row, settled, in one transaction (with the outcome when the answer is known)
+   */
+  lockFree?: boolean;
 }
 
 export function sessionClaim(
@@ -68,9 +75,15 @@ export function sessionClaim(
     );
 
   let done = false;
+  /** the payment's row was written with the request's outcome (a lock-free read's one transaction) */
+  let answeredWithCharge = false;
+  /** a lock-free payment's row exists (it was charged): from then on it is leased to `holder` as a locked one is */
+  let recorded = !locked.lockFree;
   const release = async () => {
     if (done) return;
     done = true;
+    // lock-free and not charged: nothing of this payment was written (only a treasury created for it, if any)
+    if (!recorded) return created ? void (await ctx.stores.treasuries.removeUnused(treasuryId)) : undefined;
     if (alreadySettled || takenOver) return payments.lapse(payer, nonce, holder, ctx.clock.now());
     await ctx.tx.transaction(async () => {
       await payments.release(payer, nonce, holder);
@@ -81,7 +94,19 @@ export function sessionClaim(
     answer.res.locals.credential = undefined;
     answer.res.removeHeader("X-Treasury-Id");
   };
-  /** charge the voucher and settle the payment, in one transaction */
+  /** charge the voucher and record its payment, settled (and answered, when `answered`), in one transaction */
+  const chargeLockFree = async (transaction: string, answered: number | undefined) => {
+    const outcome = await ctx.stores.channels.chargeVoucher(
+      s.voucher.channelId,
+      { from: cumulative - locked.price, to: cumulative, signature: s.voucher.signature },
+      { payer, nonce, route: locked.route, amountAtomic: locked.price, treasuryId, transaction, status: answered, holder },
+      ctx.clock.now(),
+    );
+    if (outcome.kind === "used") return { kind: "stale" as const, channel: await ctx.stores.channels.get(s.voucher.channelId) };
+    if (outcome.kind === "charged") [recorded, answeredWithCharge] = [true, answered !== undefined];
+    return outcome;
+  };
+  /** charge the voucher and settle the locked payment, in one transaction */
   const charge = async (transaction: string) =>
     ctx.tx.transaction(async () => {
       const outcome = await ctx.stores.channels.charge(
@@ -98,9 +123,9 @@ export function sessionClaim(
     nonce,
     treasuryId,
     release,
-    renew: async () => await payments.renew(payer, nonce, holder, ctx.clock.now()),
-    outcome: async (status) => await payments.outcome(payer, nonce, status),
-    settle: async () => {
+    renew: async () => (recorded ? await payments.renew(payer, nonce, holder, ctx.clock.now()) : true),
+    outcome: async (status) => (answeredWithCharge ? undefined : await payments.outcome(payer, nonce, status)),
+    settle: async (_used, answered) => {
       if (done) throw new Error("payment already settled or released");
       if (alreadySettled) {
         done = true;
@@ -147,7 +172,7 @@ export function sessionClaim(
           return false;
         }
       }
-      const outcome = await charge(transaction);
+      const outcome = locked.lockFree ? await chargeLockFree(transaction, answered) : await charge(transaction);
       if (outcome.kind !== "charged") {
         await release();
         forget();
