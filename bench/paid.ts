@@ -1,12 +1,15 @@
 /**
  * The paid path: the gateway (x402 v1, v2, v2 over MCP) and x402-express's own middleware, same facilitator,
  * same route and price, on a local Base Sepolia; each number of clients on a fresh chain, the rows of one
- * number taking turns (args.ts PAID_TURNS), CPU per request of every process involved.
+ * number (at the first, the paid MCP tool call too) taking turns (args.ts PAID_TURNS), CPU per request of every process involved. With --profile: 4 clients
+ * only, the gateway under node --cpu-prof, its v2 and MCP rows' windows in results/profiles/paid_<row>.json.
  */
+import fs from "node:fs";
 import path from "node:path";
 import { freePort } from "../fixtures/anvil";
-import { PAID_CONCURRENCY, PAID_TURNS, QUICK } from "./args";
-import { figuresOf, load, type LoadFigures } from "./http-load";
+import { PAID_CONCURRENCY, PAID_TURNS, PROFILE, QUICK, RESULTS } from "./args";
+import { hotSpots } from "./profile";
+import { figuresOf, load, type LoadFigures, type Target } from "./http-load";
 import { benchServer, cpuPerRequest, startFacilitatorProcess, startGatewayProcess, startProcess, urlOf, type ServerProcess } from "./processes";
 import { dir, json, keep } from "./session";
 
@@ -25,7 +28,13 @@ async function paid() {
     const facilitatorPort = await freePort();
     let facilitator = keep(await startFacilitatorProcess(dir, chain.rpcUrl, facilitatorPort));
     const payTo = devAccount(2).address;
-    const gw = keep(await startGatewayProcess(dir, { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }));
+    const profDir = PROFILE ? fs.mkdtempSync(path.join(dir, "prof-")) : undefined;
+    const gw = keep(
+      await startGatewayProcess(dir, { X402_FACILITATOR_URL: facilitator.url, X402_PAY_TO: payTo }, profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []),
+    );
+    /** the gateway's profile windows of its v2 and MCP rows (ms since it was spawned) */
+    const windows: Record<string, [number, number]> = {};
+    const since = () => performance.now() - gw.spawnedAt;
     const price = ((await json(`${gw.url}/x402/prices.json`)).prices as { method: string; path: string; amount_atomic: string }[]).find(
       (p) => p.path === "/api/v1/health",
     )!.amount_atomic;
@@ -64,7 +73,16 @@ async function paid() {
       facilitator: facilitator.proc.pid,
       anvil: (chain as unknown as { process?: { pid?: number } }).process?.pid,
     });
-    type Paid = { server: string; version: string; url: string; pids: ReturnType<typeof pids>; proofs: (n: number) => Promise<Record<string, string>[]> };
+    /** a row: its server, its first URL, and its load of n requests, each with its own proof (`mcp`: at the first number of clients only) */
+    type Paid = {
+      server: string;
+      version: string;
+      url: string;
+      pids: ReturnType<typeof pids>;
+      proofs: (n: number) => Promise<Record<string, string>[]>;
+      target?: (n: number) => Promise<Target>;
+      mcp?: boolean;
+    };
     const v1For = (challenge: typeof gwChallenge.v1) => async (n: number) =>
       (await Promise.all(Array.from({ length: n }, () => createPaymentHeader(wallet as never, 1, challenge)))).map((p) => ({ "x-payment": p }));
     const paidServers: Paid[] = [
@@ -82,8 +100,33 @@ async function paid() {
             })),
           ),
       },
+      {
+        // the same payment as a paid MCP tool call (its REST twin is the v2 row's route), taking its turns with the others
+        server: "gateway",
+        version: "v2 over MCP",
+        url: `${gw.url}/api/mcp`,
+        pids: pids(gw),
+        proofs: async () => [],
+        mcp: true,
+        target: async (n) => {
+          const payments = await Promise.all(Array.from({ length: n }, () => v2.createPaymentPayload(requiredV2)));
+          return {
+            url: `${gw.url}/api/mcp`,
+            headers: { accept: "application/json, text/event-stream" },
+            body: (i) =>
+              JSON.stringify({
+                jsonrpc: "2.0",
+                id: 1,
+                method: "tools/call",
+                params: { name: "get_health", arguments: {}, _meta: { "x402/payment": payments[i] } },
+              }),
+            ok: (status, b) => status === 200 && b.includes("x402/payment-response") && !b.includes('"isError":true'),
+          };
+        },
+      },
     ];
-    for (const [level, c] of PAID_CONCURRENCY.entries()) {
+    for (const [level, c] of (PROFILE ? PAID_CONCURRENCY.slice(0, 1) : PAID_CONCURRENCY).entries()) {
+      const servers = paidServers.filter((s) => level === 0 || !s.mcp);
       if (level > 0) {
         // each number of clients on a fresh chain (and a facilitator started on it, on the same port): Anvil's CPU
         // per settlement grows with the settlements the chain holds (5.4 to 13.5 ms over 2,000 payments at 16 clients,
@@ -94,22 +137,24 @@ async function paid() {
         await chain.fund(account.address, 10_000_000_000n);
         facilitator = keep(await startFacilitatorProcess(dir, chain.rpcUrl, facilitatorPort));
         // one paid request per server first (not counted): each opens its connections to the new facilitator
-        for (const s of paidServers.slice(0, 2)) await fetch(s.url, { headers: (await s.proofs(1))[0] }).then((r) => r.arrayBuffer());
+        for (const s of servers.slice(0, 2)) await fetch(s.url, { headers: (await s.proofs(1))[0] }).then((r) => r.arrayBuffer());
       }
       const count = QUICK ? 40 : Math.max(Number(process.env.BENCH_PAID_REQUESTS ?? 200), c * 6);
       // each turn's slice keeps every client busy for a few requests (a slice's start and end, with fewer
       // clients busy, are the same share of every row)
       const perTurn = Math.max(Math.ceil(count / PAID_TURNS), c * 3);
-      const pooled = paidServers.map(() => ({ latencies: [] as number[], seconds: 0, failures: 0, requests: 0, busy: 0, cpu: {} as Record<string, number> }));
+      const pooled = servers.map(() => ({ latencies: [] as number[], seconds: 0, failures: 0, requests: 0, busy: 0, cpu: {} as Record<string, number> }));
       for (let turn = 0; turn < PAID_TURNS; turn++) {
-        for (let k = 0; k < paidServers.length; k++) {
-          const at = (k + turn) % paidServers.length;
-          const s = paidServers[at]!;
+        for (let k = 0; k < servers.length; k++) {
+          const at = (k + turn) % servers.length;
+          const s = servers[at]!;
           const p = pooled[at]!;
           const proofs = await s.proofs(perTurn); // signed before the slice's load
-          const r = await cpuPerRequest(s.pids(), () =>
-            load(`${s.server} ${s.version} c=${c}`, { url: s.url, headersOf: (i) => proofs[i]! }, { connections: c, count: perTurn, keep: p.latencies }),
-          );
+          const target: Target = s.target ? await s.target(perTurn) : { url: s.url, headersOf: (i) => proofs[i]! };
+          const from = since();
+          const r = await cpuPerRequest(s.pids(), () => load(`${s.server} ${s.version} c=${c}`, target, { connections: c, count: perTurn, keep: p.latencies }));
+          const row = s.mcp ? "mcp" : s.server === "gateway" && s.version === "v2" ? "v2" : undefined;
+          if (row && !windows[row]) windows[row] = [from, since()];
           p.seconds += r.seconds;
           p.failures += r.failures;
           p.requests += r.requests;
@@ -117,7 +162,7 @@ async function paid() {
           for (const [name, ms] of Object.entries(r.cpu_ms_per_request)) p.cpu[name] = (p.cpu[name] ?? 0) + ms * r.requests;
         }
       }
-      for (const [k, s] of paidServers.entries()) {
+      for (const [k, s] of servers.entries()) {
         const p = pooled[k]!;
         rows.push({
           server: s.server,
@@ -128,33 +173,25 @@ async function paid() {
           turns: PAID_TURNS,
         });
       }
-      if (c === PAID_CONCURRENCY[0]) {
-        const mcpPayments = await Promise.all(Array.from({ length: count }, () => v2.createPaymentPayload(requiredV2)));
-        rows.push({
-          server: "gateway",
-          version: "v2 over MCP",
-          ...(await load(
-            `gateway MCP tools/call get_health c=${c}`,
-            {
-              url: `${gw.url}/api/mcp`,
-              headers: { accept: "application/json, text/event-stream" },
-              body: (i) =>
-                JSON.stringify({
-                  jsonrpc: "2.0",
-                  id: 1,
-                  method: "tools/call",
-                  params: { name: "get_health", arguments: {}, _meta: { "x402/payment": mcpPayments[i] } },
-                }),
-              ok: (s, b) => s === 200 && b.includes("x402/payment-response") && !b.includes('"isError":true'),
-            },
-            { connections: c, count },
-          )),
-        });
-      }
     }
     for (const s of [stock, gw, facilitator]) await s.stop();
+    if (profDir) profileWindows(profDir, windows);
     return rows;
   } finally {
     await chain.stop();
+  }
+}
+
+/** the gateway's top functions and modules in each row's window, saved and printed */
+function profileWindows(profDir: string, windows: Record<string, [number, number]>): void {
+  const file = fs.readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"));
+  if (!file) return;
+  fs.mkdirSync(path.join(RESULTS, "profiles"), { recursive: true });
+  for (const [row, [from, until]] of Object.entries(windows)) {
+    const profile = hotSpots(path.join(profDir, file), from + 200, 20, until);
+    fs.writeFileSync(path.join(RESULTS, "profiles", `paid_${row}.json`), JSON.stringify(profile, null, 2));
+    console.log(`\nprofile of the gateway's ${row} row (busy ${profile.busy_pct}%):`);
+    for (const s of profile.spots) console.log(`  ${String(s.self_pct).padStart(5)}%  ${s.fn}  ${s.where}`);
+    for (const m of profile.modules.slice(0, 15)) console.log(`  ${String(m.self_pct).padStart(5)}%  [module] ${m.module}`);
   }
 }

@@ -16,7 +16,8 @@
  *               counting JSON-RPC proxy (0 and 30 ms), and a market-wide fall with 1, 2, 3 engines and 3 with one
  *               killed (bench/protection/scale/; results/protection-scale-latest.json)
  *   --profile   only the HTTP routes, each on a fresh gateway under node --cpu-prof: the top self-time
- *               functions of the measured load in the JSON and bench/results/profiles/
+ *               functions of the measured load in the JSON and bench/results/profiles/; with --paid, the paid
+ *               path's v2 and MCP rows (4 clients) and the session and bearer rows of x402 sessions instead
  *   BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_PAID_REQUESTS tune it; BENCH_ONLY (a regular expression)
  *   keeps only the HTTP routes whose name matches.
  *
@@ -51,7 +52,7 @@ async function paidPart(result: Record<string, unknown>): Promise<void> {
   const session = await sessions();
   result.sessions = session;
   printSessions(session);
-  if (QUICK) return;
+  if (QUICK || PROFILE) return;
   const loops = await agentLoopBySchemes();
   result.agent_loop_by_scheme = loops;
   printAgentSchemes(loops);
@@ -61,7 +62,10 @@ async function main(): Promise<void> {
   const started = new Date();
   const result: Record<string, unknown> = {
     started_at: started.toISOString(),
-    mode: [QUICK ? "quick" : "full", PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : LOOP_ONLY ? "wallet-loop" : PAID_ONLY ? "paid" : ""]
+    mode: [
+      QUICK ? "quick" : "full",
+      PROFILE && PAID_ONLY ? "paid profile" : PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : LOOP_ONLY ? "wallet-loop" : PAID_ONLY ? "paid" : "",
+    ]
       .filter(Boolean)
       .join(" "),
     node: process.version,

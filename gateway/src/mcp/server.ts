@@ -181,7 +181,7 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
       if (refused) throw refused;
     },
   };
-  const server = buildMcpServer(tools, tc, version, log);
+  const server = buildMcpServer(toolsServing(message, tools), tc, version, log);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   res.on("close", () => {
     void transport.close();
@@ -190,6 +190,18 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
   acceptJsonAndStream(req);
   await server.connect(transport);
   await transport.handleRequest(req, res, message);
+}
+
+/**
+ * The tools a request's server registers: a single tools/call of a known tool, that tool alone (a server
+ * registers each tool's schemas when it is built, once per request: about 40 tools for one call); any other
+ * request (tools/list, a batch, an unknown tool's call, which is answered tool_not_found), every tool.
+ */
+export function toolsServing(body: unknown, tools: ToolDefinition[]): ToolDefinition[] {
+  const m = body as { method?: unknown; params?: { name?: unknown } } | null;
+  if (!m || typeof m !== "object" || Array.isArray(m) || m.method !== "tools/call") return tools;
+  const called = tools.find((t) => t.name === m.params?.name);
+  return called ? [called] : tools;
 }
 
 /** the `params.arguments` of the tools/call message of this id in a JSON-RPC body (one message, or a batch) */

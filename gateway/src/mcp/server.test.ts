@@ -1,0 +1,23 @@
+import { describe, expect, it } from "vitest";
+import { toolsServing } from "./server";
+import type { ToolDefinition } from "./tools";
+
+const tools = ["get_health", "get_treasury", "deposit"].map((name) => ({ name }) as ToolDefinition);
+
+describe("toolsServing: the tools a request's MCP server registers", () => {
+  it("a single tools/call of a known tool: that tool alone", () => {
+    expect(toolsServing({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_treasury", arguments: {} } }, tools)).toEqual([tools[1]]);
+  });
+
+  it("every tool for anything else: tools/list, an unknown tool's call (answered tool_not_found), a batch, no name, no body", () => {
+    for (const body of [
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "no_such_tool" } },
+      [{ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_health" } }],
+      { jsonrpc: "2.0", id: 1, method: "tools/call" },
+      null,
+      undefined,
+    ])
+      expect(toolsServing(body, tools)).toBe(tools);
+  });
+});
