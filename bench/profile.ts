@@ -22,11 +22,14 @@ export interface HotSpot {
   self_pct: number;
 }
 
+/** a stack bundle: built (scripts/stack-build.mjs) or copied for a run (processes.ts) */
+const BUNDLE = /\/\.cache\/treasury-(stack|bench)\//;
+
 const shortUrl = (url: string) => {
   const p = url.replace(/^file:\/\//, "");
   const nm = p.lastIndexOf("node_modules/");
   if (nm >= 0) return p.slice(nm + "node_modules/".length);
-  return p.includes("/.cache/treasury-stack/") ? `bundle:${path.basename(p)}` : path.relative(process.cwd(), p) || p;
+  return BUNDLE.test(p) ? `bundle:${path.basename(p)}` : path.relative(process.cwd(), p) || p;
 };
 
 /** the module of a line of a stack bundle: the last esbuild `// path` marker above it */
@@ -35,7 +38,7 @@ function moduleOf(url: string, line: number): string {
   if (!url) return "(native)";
   if (url.startsWith("node:")) return `node:${url.slice(5).split("/")[0]}`;
   const file = url.replace(/^file:\/\//, "");
-  if (!file.includes("/.cache/treasury-stack/")) {
+  if (!BUNDLE.test(file)) {
     const short = shortUrl(url);
     // a package outside the bundle (a native binding's wrapper, a lazily loaded page): summed as the package
     return file.includes("node_modules/")
