@@ -21,8 +21,8 @@ import { paymentMismatch, signedPayer, type X402Version } from "./payment-match"
 import { payerTreasury } from "./payer-treasury";
 import type { RouteRequirements } from "./route-requirements";
 import { reasonCode } from "./settlement";
-import { sessionAuthorizer } from "./sessions/session-authorize";
-import { uptoAuthorizer } from "./upto/upto-authorize";
+import { sessionAuthorizer } from "./schemes/session/session-authorize";
+import { uptoAuthorizer } from "./schemes/upto/upto-authorize";
 
 export type Authorize = (req: Request, res: Response, route: { method: string; path: string }) => Promise<PaymentClaim | null>;
 

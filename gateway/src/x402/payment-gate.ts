@@ -40,7 +40,7 @@ import { paymentOf, type RequirementsV2 } from "./payment-match";
 import { proofSigner, sentProof, validNowPayer } from "./payment-identity";
 import { routeRequirements } from "./route-requirements";
 import { settlePending } from "./settlement";
-import { SessionRedeemer } from "./sessions/redeemer";
+import { SessionRedeemer } from "./schemes/session/redeemer";
 
 export { X402_NETWORK } from "./payment-match";
 export type { PaymentGateContext } from "./gate-context";

@@ -37,8 +37,8 @@ import {
 import type { RoutePrice } from "./prices";
 import type { RouteRequirements } from "./route-requirements";
 
-import { channelIdOf, decodeSessionPayment, isSessionPayment, sessionMismatch, voucherSigned } from "./sessions/voucher";
-import { decodeUptoAuthorization, isUptoPayment, uptoMismatch } from "./upto/permit";
+import { channelIdOf, decodeSessionPayment, isSessionPayment, sessionMismatch, voucherSigned } from "./schemes/session/voucher";
+import { decodeUptoAuthorization, isUptoPayment, uptoMismatch } from "./schemes/upto/permit";
 
 /** one turn of the event loop: a store query just made leaves before the CPU recovers a signature, so the two overlap */
 const oneTurn = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -18,8 +18,8 @@ import {
   type RequirementsV2,
 } from "./payment-match";
 import type { RoutePrice } from "./prices";
-import { sessionRequirements, type SessionTerms } from "./sessions/voucher";
-import { UPTO_SCHEME } from "./upto/permit";
+import { sessionRequirements, type SessionTerms } from "./schemes/session/voucher";
+import { UPTO_SCHEME } from "./schemes/upto/permit";
 
 export function wwwAuthenticate(): string {
   return `Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="${X402_NETWORK}" header="${PAYMENT_HEADERS[1].payment}", X402 realm="treasury" scheme="exact" network="${X402_NETWORK_V2}" header="${PAYMENT_HEADERS[2].payment}"`;

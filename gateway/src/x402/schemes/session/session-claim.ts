@@ -7,13 +7,13 @@
  */
 import type { Response } from "express";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
-import type { ChannelRecord } from "../../store/channel-store";
-import type { FacilitatorClient } from "../facilitator-client";
-import type { KnownPayers } from "../known-payers";
-import type { PaymentClaim } from "../payment-claim";
-import { PAYMENT_HEADERS, toHeaderJson, X402_NETWORK_V2 } from "../payment-match";
-import { settleOnce, settlementUnknown } from "../settlement";
-import type { PaymentGateContext } from "../gate-context";
+import type { ChannelRecord } from "../../../store/channel-store";
+import type { FacilitatorClient } from "../../facilitator-client";
+import type { KnownPayers } from "../../known-payers";
+import type { PaymentClaim } from "../../payment-claim";
+import { PAYMENT_HEADERS, toHeaderJson, X402_NETWORK_V2 } from "../../payment-match";
+import { settleOnce, settlementUnknown } from "../../settlement";
+import type { PaymentGateContext } from "../../gate-context";
 import { readChannel } from "./channel-sync";
 import type { SessionPayment } from "./voucher";
 

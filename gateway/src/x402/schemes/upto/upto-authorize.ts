@@ -11,15 +11,15 @@ import { TreasuryError } from "@treasury/core/lib/errors";
 import type { Request, Response } from "express";
 import { getAddress } from "viem";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
-import { newHolder } from "../../store/lease";
-import { verifyPayment, type FacilitatorClient } from "../facilitator-client";
-import type { PaymentGateContext, PaymentGateOptions } from "../gate-context";
-import type { KnownPayers } from "../known-payers";
-import { paymentClaim, type PaymentClaim } from "../payment-claim";
-import type { PaymentPayloadV2 } from "../payment-match";
-import { payerTreasury } from "../payer-treasury";
-import type { RouteRequirements } from "../route-requirements";
-import { reasonCode } from "../settlement";
+import { newHolder } from "../../../store/lease";
+import { verifyPayment, type FacilitatorClient } from "../../facilitator-client";
+import type { PaymentGateContext, PaymentGateOptions } from "../../gate-context";
+import type { KnownPayers } from "../../known-payers";
+import { paymentClaim, type PaymentClaim } from "../../payment-claim";
+import type { PaymentPayloadV2 } from "../../payment-match";
+import { payerTreasury } from "../../payer-treasury";
+import type { RouteRequirements } from "../../route-requirements";
+import { reasonCode } from "../../settlement";
 import { decodeUptoAuthorization, uptoMismatch } from "./permit";
 
 export function uptoAuthorizer(
