@@ -17,9 +17,7 @@ import type { PaymentAnswer, RouteRequirements } from "./route-requirements";
 import { payerCredential, type AnyScheme, type LockedPayment, type PricedRoute, type Refusal, type SchemeEnv, type SentPayment } from "./schemes/scheme";
 
 /** what authorizing a proof gave: a 402 to write, or a claimed payment with its credential */
-export type GateOutcome =
-  | ({ kind: "refused" } & PaymentAnswer)
-  | { kind: "claimed"; claim: PaymentClaim; credential: Credential; treasuryId: string };
+export type GateOutcome = ({ kind: "refused" } & PaymentAnswer) | { kind: "claimed"; claim: PaymentClaim; credential: Credential; treasuryId: string };
 
 export type Authorize = (sent: SentPayment | undefined, route: PricedRoute) => Promise<GateOutcome>;
 

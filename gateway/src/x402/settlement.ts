@@ -86,7 +86,10 @@ export interface FacilitatorSettling {
 }
 
 /** the settlement response header of a facilitator scheme's payment, in the proof's version */
-export const settlementHeaders = (version: X402Version, s: { success: boolean; transaction: string; payer?: string; amount?: string }): Record<string, string> => ({
+export const settlementHeaders = (
+  version: X402Version,
+  s: { success: boolean; transaction: string; payer?: string; amount?: string },
+): Record<string, string> => ({
   [PAYMENT_HEADERS[version].response]:
     version === 2 ? toHeaderJson({ ...s, network: X402_NETWORK_V2 }) : settleResponseHeader({ ...s, network: X402_NETWORK } as SettleResponse),
 });

@@ -52,12 +52,22 @@ describe("authorize-payment", () => {
 
   it("a claimed proof gives the request its payer's credential and X-Treasury-Id", async () => {
     const log: CallLog = [];
-    h = await serveStage(authorizePayment, routeOf({ security: "bearer_or_x402" }), { payments: gate(log, fakeClaim(log, true, "0xcc")) }, (s) => (s.paying = true));
+    h = await serveStage(
+      authorizePayment,
+      routeOf({ security: "bearer_or_x402" }),
+      { payments: gate(log, fakeClaim(log, true, "0xcc")) },
+      (s) => (s.paying = true),
+    );
     const r = await h.call("POST", "/r");
     expect([r.body.payment, r.headers.get("x-treasury-id"), h.states[0]!.res.locals.credential]).toEqual([
       "0xcc",
       "trs_paid",
-      { kind: "x402", scope: "payer:0x1111111111111111111111111111111111111111", treasuryId: "trs_paid", subject: "0x1111111111111111111111111111111111111111" },
+      {
+        kind: "x402",
+        scope: "payer:0x1111111111111111111111111111111111111111",
+        treasuryId: "trs_paid",
+        subject: "0x1111111111111111111111111111111111111111",
+      },
     ]);
   });
 

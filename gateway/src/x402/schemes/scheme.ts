@@ -151,7 +151,6 @@ export interface PaymentScheme<P = unknown, S = unknown> {
 }
 
 /** a scheme of any proof (the registry's element) */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyScheme = PaymentScheme<any, any>;
 
 /** the credential a claimed payment gives its request */

@@ -12,13 +12,7 @@
 import { getAddress } from "viem";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import { verifyPayment } from "../../facilitator-client";
-import {
-  decodePaymentHeader,
-  decodePaymentV2,
-  paymentMismatch,
-  signedPayer,
-  type DecodedPayment,
-} from "../../payment-match";
+import { decodePaymentHeader, decodePaymentV2, paymentMismatch, signedPayer, type DecodedPayment } from "../../payment-match";
 import { reasonCode, settleByFacilitator, settlementHeaders, type FacilitatorSettling } from "../../settlement";
 import { oneTurn, unseen } from "../proof-checks";
 import type { PaymentScheme, RouteMatch, SchemeEnv } from "../scheme";
@@ -68,6 +62,5 @@ export const exactScheme: PaymentScheme<DecodedPayment, FacilitatorSettling> = {
     return payer && (await fresh) ? payer : null;
   },
   settle: (env, locked) => settleByFacilitator(env, locked, undefined),
-  settledAgain: async (_env, locked, transaction) =>
-    settlementHeaders(locked.settling.version, { success: true, transaction, payer: locked.payer }),
+  settledAgain: async (_env, locked, transaction) => settlementHeaders(locked.settling.version, { success: true, transaction, payer: locked.payer }),
 };

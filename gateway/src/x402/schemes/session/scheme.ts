@@ -119,7 +119,8 @@ export const sessionScheme: PaymentScheme<SessionPayment, SessionSettling> = {
     return cumulative === channel.charged + at.price.atomic && cumulative <= balance ? s.config.payer.toLowerCase() : null;
   },
   settle: (env, locked) => settleSession(env, locked),
-  settledAgain: async (env, locked, transaction) => sessionSettled(env, locked, transaction, await env.ctx.stores.channels.get(locked.settling.s.voucher.channelId)),
+  settledAgain: async (env, locked, transaction) =>
+    sessionSettled(env, locked, transaction, await env.ctx.stores.channels.get(locked.settling.s.voucher.channelId)),
 };
 
 /** a voucher verified: locked as its channel and cumulative amount; a replay of the last one is served only as a dead request's */

@@ -55,7 +55,8 @@ export const chargeVoucher = (env: Pick<SchemeEnv, "ctx">, locked: LockedPayment
       { from: cumulative - locked.price.atomic, to: cumulative, signature: s.voucher.signature },
       ctx.clock.now(),
     );
-    if (outcome.kind === "charged") await ctx.stores.payments.settled(locked.payer, locked.nonce, transaction, locked.treasuryId, ctx.clock.now().toISOString());
+    if (outcome.kind === "charged")
+      await ctx.stores.payments.settled(locked.payer, locked.nonce, transaction, locked.treasuryId, ctx.clock.now().toISOString());
     return outcome;
   });
 };
@@ -79,7 +80,11 @@ export async function settleSession(env: SchemeEnv, locked: LockedPayment<Sessio
         ? read.chain
         : { balance: (known?.balance ?? 0n) + s.deposit.amount, totalClaimed: known?.totalClaimed ?? 0n, withdrawRequestedAt: known?.withdrawRequestedAt ?? 0 };
     // not read: recorded as never synced, so the channel's next voucher reads the chain before it is charged
-    await ctx.stores.channels.sync({ channelId: s.voucher.channelId, payer, config: { ...s.config } }, chain, read.kind === "read" ? ctx.clock.now() : new Date(0));
+    await ctx.stores.channels.sync(
+      { channelId: s.voucher.channelId, payer, config: { ...s.config } },
+      chain,
+      read.kind === "read" ? ctx.clock.now() : new Date(0),
+    );
     if (chain.withdrawRequestedAt > 0) return { kind: "failed", refusal: { error: "session_withdrawal_pending", extra: { payer } } };
   }
   const outcome = await chargeVoucher(env, locked, transaction);
