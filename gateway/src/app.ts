@@ -39,7 +39,8 @@ import { receiptKeyRoutes } from "./routes/receipt-keys";
 import { paidAnswers } from "./x402/receipts/paid-answers";
 import type { ReceiptSigningKey } from "./x402/receipts/receipt-key";
 import { X402_ASSET } from "./x402/asset";
-import { hasPayment, X402_NETWORK } from "./x402/payment-gate";
+import { X402_NETWORK } from "./x402/payment-gate";
+import { sentPaymentOf } from "./http/sent-payment";
 import { mcpRoutes } from "./routes/mcp";
 import { hasWalletSignature } from "./services/wallet-signature";
 import { createServices, type Services } from "./services/services";
@@ -105,8 +106,9 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
         if (req.headers.authorization) return credentialIdentity(keys, req);
         // a sign-in (it decides over a payment header beside it) is counted as a payer: its signer's own bucket once proven, else unproven
         if (hasWalletSignature(req)) return services.walletSignature.provenSigner(req).then((signer) => (signer === null ? UNPROVEN_PAYER : `payer:${signer}`));
-        if (!services.payments.enabled || !hasPayment(req)) return undefined; // nothing to look up: counted by address at once
-        return services.payments.provenPayer(req).then((payer) => (payer === undefined ? undefined : payer === null ? UNPROVEN_PAYER : `payer:${payer}`));
+        const sent = sentPaymentOf(req, services.payments); // read once: the request's stages read the same
+        if (!sent) return undefined; // nothing to look up: counted by address at once
+        return services.payments.provenPayer(sent, req).then((payer) => (payer === undefined ? undefined : payer === null ? UNPROVEN_PAYER : `payer:${payer}`));
       },
     }),
   );

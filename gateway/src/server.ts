@@ -60,7 +60,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
     HEARTBEAT_MS,
   );
   heartbeat.unref();
-  // x402 sessions: charged vouchers redeemed on chain when the batch policy says so (x402/sessions/redeemer.ts)
+  // x402 sessions: charged vouchers redeemed on chain when the batch policy says so (x402/schemes/session/redeemer.ts)
   const redeemer = gateway.services.payments.redeemer;
   redeemer?.start(1_000, (err) => opts.logger.warn({ err }, "session redemption failed"));
 

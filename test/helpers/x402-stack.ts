@@ -127,8 +127,13 @@ export const settledPaymentCount = (gateway: TestGateway, payer: string): Promis
  * The rate limit's identity of a request with these headers (lower-case names), as the gateway decides it
  * (PaymentGate.provenPayer): the payer, null (an unproven payer, counted by client address), undefined (no price)
  */
-export const rateIdentity = (gateway: TestGateway, method: string, path: string, headers: Record<string, string>) =>
-  gateway.gateway.services.payments.provenPayer({ method, path, header: (n: string) => headers[n.toLowerCase()] } as never);
+export const rateIdentity = (gateway: TestGateway, method: string, path: string, headers: Record<string, string>) => {
+  const payments = gateway.gateway.services.payments;
+  return payments.provenPayer(
+    payments.read((n: string) => headers[n.toLowerCase()]),
+    { method, path },
+  );
+};
 
 /** x402 version 2's PaymentRequired of a route's 402 (its PAYMENT-REQUIRED header, decoded) */
 export async function paymentRequiredFor(base: string, method: string, path: string, body?: unknown): Promise<PaymentRequiredV2> {

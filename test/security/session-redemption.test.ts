@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LEASE_MS, newHolder } from "../../gateway/src/store/lease";
-import { MAX_CLAIMS_PER_BATCH, HOLD_BACK_MS } from "../../gateway/src/x402/sessions/redeemer";
+import { MAX_CLAIMS_PER_BATCH, HOLD_BACK_MS } from "../../gateway/src/x402/schemes/session/redeemer";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
 
 let gw: TestGateway;

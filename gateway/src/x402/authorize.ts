@@ -1,94 +1,60 @@
 /**
- * A request's payment proof authorized, before anything is charged: decoded, matched to this route's own
- * requirements (exact amount, payTo, asset, network, an authorization no longer than maxTimeoutSeconds),
- * verified with the facilitator, locked (payer, nonce) durably under a lease, and the payer's own
- * treasury resolved (payer-treasury.ts), in one transaction. A refused proof is answered 402 here (null);
- * a proof another request holds is 409 payment_in_progress (never a 402: a conforming client would pay
- * again); a spent proof proves nothing (it is public on chain once settled) and is refused.
+ * A request's payment proof authorized, before anything is charged, the same way for every scheme: offered on
+ * this route, decoded (once, when the request was read), matched to this route's own requirements, verified
+ * (the facilitator, or the scheme's own signature check), locked (payer, nonce) durably under a lease with
+ * the payer's own treasury resolved (payer-treasury.ts) in one transaction, and the claim made
+ * (payment-claim.ts). The outcome is data: refused (a 402 the HTTP stage writes) or claimed (the claim, the
+ * credential, the treasury); a proof another request holds throws payment_in_progress (409, never a 402: a
+ * conforming client would pay again); a spent proof proves nothing (it is public on chain once settled) and
+ * is refused. The facilitator's outage is payment_facilitator_unavailable (503, facilitator-client.ts).
  */
 import type { Credential } from "@treasury/core/domain/credential";
 import { TreasuryError } from "@treasury/core/lib/errors";
-import type { Request, Response } from "express";
-import { getAddress } from "viem";
-import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import { newHolder } from "../store/lease";
-import { verifyPayment, type FacilitatorClient } from "./facilitator-client";
-import type { PaymentGateContext, PaymentGateOptions } from "./gate-context";
-import type { KnownPayers } from "./known-payers";
 import { paymentClaim, type PaymentClaim } from "./payment-claim";
-import { sentProof } from "./payment-identity";
-import { paymentMismatch, signedPayer, type X402Version } from "./payment-match";
 import { payerTreasury } from "./payer-treasury";
-import type { RouteRequirements } from "./route-requirements";
-import { reasonCode } from "./settlement";
-import { sessionAuthorizer } from "./sessions/session-authorize";
-import { uptoAuthorizer } from "./upto/upto-authorize";
+import type { PaymentAnswer, RouteRequirements } from "./route-requirements";
+import { payerCredential, type AnyScheme, type LockedPayment, type PricedRoute, type Refusal, type SchemeEnv, type SentPayment } from "./schemes/scheme";
 
-export type Authorize = (req: Request, res: Response, route: { method: string; path: string }) => Promise<PaymentClaim | null>;
+/** what authorizing a proof gave: a 402 to write, or a claimed payment with its credential */
+export type GateOutcome = ({ kind: "refused" } & PaymentAnswer) | { kind: "claimed"; claim: PaymentClaim; credential: Credential; treasuryId: string };
 
-export function authorizer(
-  ctx: PaymentGateContext,
-  opts: PaymentGateOptions,
-  deps: { requirements: RouteRequirements; facilitator: FacilitatorClient; knownPayers: KnownPayers },
-): Authorize {
-  const cfg = ctx.config.x402;
-  const { requirements: reqs, facilitator } = deps;
-  const session = sessionAuthorizer(ctx, deps);
-  const upto = uptoAuthorizer(ctx, opts, deps);
-  return async (req, res, route) => {
-    const price = reqs.priceOf(route);
-    const refuse = (error: string, extra: Record<string, unknown> = {}) => reqs.refuse(req, res, price, error, extra);
-    const sent = sentProof((n) => req.header(n));
-    // a session's voucher (x402 `batch-settlement`): its own path, the same guarantees
-    if (sent?.scheme === "session") return session(req, res, route, sent.raw);
-    // a signed maximum (x402 `upto`) on a metered route: charged what the call used
-    if (sent?.scheme === "upto") return upto(req, res, route, sent.raw);
-    const version: X402Version = sent?.version ?? 1;
-    const decoded = sent?.decoded;
-    const resource = ctx.links.url(req.path);
-    const mismatch = paymentMismatch(decoded, {
-      priceAtomic: price.atomic,
-      payTo: reqs.payTo,
-      asset: getAddress(opts.asset.address),
-      resource,
-      maxTimeoutSeconds: cfg.maxTimeoutSeconds,
-      nowSeconds: BigInt(Math.floor(ctx.clock.now().getTime() / 1000)),
-    });
-    if (mismatch || !decoded) {
-      refuse(mismatch?.error ?? "invalid_payment_header", mismatch?.extra ?? {});
-      return null;
-    }
-    const { authorization } = decoded;
-    // the facilitator gets the proof in the version it was made in, with this route's requirements in that version
-    const payment = (decoded.version === 2 ? decoded.payment : { ...decoded.payment, x402Version: 1 }) as PaymentPayload;
-    const requirements = (version === 2 ? reqs.v2(price) : reqs.v1(req, price)) as PaymentRequirements;
+export type Authorize = (sent: SentPayment | undefined, route: PricedRoute) => Promise<GateOutcome>;
 
-    // the facilitator answered and refused the proof itself (malformed, say): the client's fault, a 402
-    const verification = await verifyPayment(facilitator, payment, requirements);
-    if (verification.refused) return (refuse("invalid_payment", { reason: reasonCode(verification.refused.reason) }), null);
-    const verified = verification.verified;
-    // an authorization used on chain may be this service's own payment, settled by a request that died before
-    // answering: with a valid signature and this service's record of it, the lock below decides (take over, or refuse)
-    const ownDeadPayment =
-      !verified.isValid &&
-      /nonce_used/.test(verified.invalidReason ?? "") &&
-      (await signedPayer(decoded, opts.asset))?.toLowerCase() === authorization.from.toLowerCase() &&
-      (await ctx.stores.payments.seen(authorization.from, authorization.nonce));
-    if (!verified.isValid && !ownDeadPayment) {
-      refuse(reasonCode(verified.invalidReason) ?? "invalid_payment", { payer: verified.payer });
-      return null;
-    }
+export function authorizer(env: SchemeEnv, requirements: RouteRequirements): Authorize {
+  const { ctx } = env;
+  return async (sent, route) => {
+    const price = requirements.priceOf(route);
+    const scheme: AnyScheme | undefined = sent?.scheme;
+    const refused = (refusal: Refusal): GateOutcome => ({ kind: "refused", ...requirements.refusal(route.path, price, refusal, scheme) });
+    if (!sent || !scheme) return refused({ error: "invalid_payment_header" });
+    if (scheme.offers(env, price).length === 0) return refused({ error: "unsupported_scheme_or_network" });
+    if (sent.proof === undefined) return refused({ error: "invalid_payment_header" });
+    const at = { route, price, nowSeconds: BigInt(Math.floor(ctx.clock.now().getTime() / 1000)) };
+    const mismatch = scheme.match(env, sent.proof, at, sent);
+    if (mismatch) return refused(mismatch);
+    const verified = await scheme.verify(env, sent.proof, at, sent);
+    if ("error" in verified) return refused(verified);
 
-    const payer = getAddress(authorization.from);
-    const nonce = authorization.nonce;
-    const routeKey = `${route.method} ${route.path}`;
+    const { payer, nonce } = verified;
     const holder = newHolder("pay");
-    // lock the proof (under a lease) and resolve the payer's treasury in one transaction
+    if (verified.lockFree) {
+      // nothing to lock: the scheme's settle charges and records the payment in one transaction, one request alone
+      const treasury = await payerTreasury(ctx, payer);
+      const claimed: LockedPayment = { ...verified, route, price, ...treasury, holder, takenOver: false };
+      return {
+        kind: "claimed",
+        claim: paymentClaim(env, scheme, claimed),
+        credential: payerCredential(payer, treasury.treasuryId),
+        treasuryId: treasury.treasuryId,
+      };
+    }
+    // lock the proof (under a lease) and resolve the payer's treasury in one transaction; a scheme's atLock joins it
     const locked = await ctx.tx.transaction(async () => {
       const lock = await ctx.stores.payments.lock({
         payer,
         nonce,
-        route: routeKey,
+        route: `${route.method} ${route.path}`,
         amountAtomic: price.atomic,
         treasuryId: null,
         holder,
@@ -96,13 +62,22 @@ export function authorizer(
       });
       if (lock.kind === "busy" || lock.kind === "used") return lock;
       const treasury = lock.kind === "settled_unserved" && lock.treasuryId ? { treasuryId: lock.treasuryId, created: false } : await payerTreasury(ctx, payer);
-      return { ...lock, ...treasury };
+      const claimed: LockedPayment = {
+        ...verified,
+        route,
+        price,
+        ...treasury,
+        holder,
+        takenOver: lock.kind === "locked" && lock.takenOver,
+        ...(lock.kind === "settled_unserved" ? { alreadySettled: { transaction: lock.transactionHash ?? "" } } : {}),
+      };
+      const atLock = lock.kind === "locked" && !verified.onlyServedSettled && scheme.atLock ? await scheme.atLock(env, claimed) : undefined;
+      return { kind: lock.kind, claimed: { ...claimed, ...(atLock === undefined ? {} : { atLock }) } };
     });
     if (locked.kind === "used") {
       // a client that lost its answer pays the retry with a fresh proof (same Idempotency-Key or payment-identifier):
       // the stored answer, and the fresh proof is released unsettled
-      refuse("payment_already_used", { payer });
-      return null;
+      return refused(verified.usedRefusal ?? { error: "payment_already_used", extra: { payer } });
     }
     if (locked.kind === "busy") {
       // not a 402: a conforming client would pay again
@@ -113,26 +88,12 @@ export function authorizer(
         { "Retry-After": "1" },
       );
     }
-    const { treasuryId, created } = locked;
-    const credential: Credential = { kind: "x402", scope: `payer:${payer.toLowerCase()}`, treasuryId, subject: payer };
-    res.locals.credential = credential;
-    res.setHeader("X-Treasury-Id", treasuryId);
-    return paymentClaim(
-      ctx,
-      deps,
-      {
-        payer,
-        nonce,
-        treasuryId,
-        created,
-        holder,
-        takenOver: locked.kind === "locked" && locked.takenOver,
-        alreadySettled: locked.kind === "settled_unserved" ? { transaction: locked.transactionHash ?? "" } : undefined,
-        version,
-        payment,
-        requirements,
-      },
-      { res, refuse },
-    );
+    if (verified.onlyServedSettled && locked.kind === "locked") {
+      // a proof that pays nothing new, locked afresh: it is no dead request's payment, so it is refused
+      await ctx.stores.payments.release(payer, nonce, holder);
+      return refused(verified.onlyServedSettled);
+    }
+    const { treasuryId } = locked.claimed;
+    return { kind: "claimed", claim: paymentClaim(env, scheme, locked.claimed), credential: payerCredential(payer, treasuryId), treasuryId };
   };
 }

@@ -29,36 +29,45 @@
  * one registered with its signed ownership proof, or the one its first paid
  * call created (`paid`). A bare registration of its address is never chosen.
  */
-import type { Request, Response } from "express";
-import { authorizer } from "./authorize";
-import { challenger } from "./challenge";
+import { authorizer, type GateOutcome } from "./authorize";
+import { challenger, type Challenge } from "./challenge";
 import { facilitatorClient } from "./facilitator-client";
 import type { PaymentGateContext, PaymentGateOptions } from "./gate-context";
 import { KnownPayers } from "./known-payers";
-import type { PaymentClaim } from "./payment-claim";
-import { paymentOf, type RequirementsV2 } from "./payment-match";
-import { proofSigner, sentProof, validNowPayer } from "./payment-identity";
-import { routeRequirements } from "./route-requirements";
+import type { RequirementsV2 } from "./payment-match";
+import { routeRequirements, type PaymentAnswer } from "./route-requirements";
+import { PAYMENT_SCHEMES } from "./schemes";
+import type { AnyScheme, PricedRoute, Refusal, SchemeEnv, SentPayment } from "./schemes/scheme";
+import { SessionRedeemer } from "./schemes/session/redeemer";
+import { readPayment } from "./sent-payment";
 import { settlePending } from "./settlement";
-import { SessionRedeemer } from "./sessions/redeemer";
 
 export { X402_NETWORK } from "./payment-match";
 export type { PaymentGateContext } from "./gate-context";
-export type { PaymentClaim } from "./payment-claim";
+export type { PaymentClaim, SettleOutcome } from "./payment-claim";
+export type { GateOutcome } from "./authorize";
+export type { PaymentAnswer } from "./route-requirements";
+export type { SentPayment } from "./schemes/scheme";
 
 export interface PaymentGate {
   enabled: boolean;
+  /** the schemes it takes (the registry, or a test's) */
+  schemes: readonly AnyScheme[];
+  /** a request's proof, read once (the HTTP layer keeps it in the request's state), or undefined when it sent none */
+  read(header: (name: string) => string | undefined): SentPayment | undefined;
   /** the 402 of a priced route without a credential; `extensions`: what the route offers beside the price (sign-in-with-x) */
-  challenge(req: Request, res: Response, route: { method: string; path: string }, extensions?: Record<string, unknown>): Promise<void>;
+  challenge: Challenge;
   /**
-   * A verified, locked payment, or null when the answer (the 402 refusal) was already written. A spent
-   * proof proves nothing any more (it is public on chain once settled): it is refused, never a key to a
-   * stored answer. Throws payment_in_progress (409) while another request holds the same proof.
+   * A verified, locked payment (claimed), or the 402 refusal to write (refused). A spent proof proves nothing
+   * any more (it is public on chain once settled): it is refused, never a key to a stored answer. Throws
+   * payment_in_progress (409) while another request holds the same proof.
    */
-  authorize(req: Request, res: Response, route: { method: string; path: string }): Promise<PaymentClaim | null>;
+  authorize(sent: SentPayment | undefined, route: PricedRoute): Promise<GateOutcome>;
+  /** the 402 of a refusal on a priced route (a settlement refused), in the refusing scheme's terms */
+  refusal(route: PricedRoute, refusal: Refusal, scheme?: AnyScheme): PaymentAnswer;
   /** x402 version 2's PaymentRequired of a priced route (what its 402 carries in PAYMENT-REQUIRED) */
   paymentRequired(
-    route: { method: string; path: string },
+    route: PricedRoute,
     error?: string,
   ): {
     x402Version: 2;
@@ -67,19 +76,16 @@ export interface PaymentGate {
     accepts: RequirementsV2[];
     extensions: Record<string, unknown>;
   };
-  /**
-   * the payer whose signature a request's proof (either version) carries in the scheme that pays it (a session's
-   * voucher, an upto authorization, else the EIP-3009 authorization), else undefined: authorize's payer
-   */
-  verifiedPayer(header: (name: string) => string | undefined): Promise<string | undefined>;
+  /** the payer whose signature a request's proof carries in the scheme that pays it, else undefined: authorize's payer */
+  verifiedPayer(sent: SentPayment | undefined): Promise<string | undefined>;
   /**
    * Who stands behind a request's payment, for its rate limit (a fresh key costs nothing, and a spent proof is
    * public, so a signature alone proves no identity): the payer when the proof is valid now for this priced
-   * route (payment-identity.ts: unexpired, unspent, a voucher on the channel's next amount) and signed by a payer
-   * this service has settled a payment of; null for any other proof on a priced route; undefined on a route
-   * that takes no payment (the header buys nothing there).
+   * route (each scheme's `validNow`: unexpired, unspent, a voucher on the channel's next amount) and signed by a
+   * payer this service has settled a payment of; null for any other proof on a priced route; undefined on a
+   * route that takes no payment (the header buys nothing there).
    */
-  provenPayer(req: Request): Promise<string | null | undefined>;
+  provenPayer(sent: SentPayment | undefined, route: PricedRoute): Promise<string | null | undefined>;
   /**
    * A payment whose settlement's outcome was unknown (pending), settled now (once: the facilitator settles an
    * authorization at most once, and EIP-3009's nonce makes a second transfer impossible): `settled` (also when it
@@ -92,39 +98,42 @@ export interface PaymentGate {
   spent(payment: { payer: string; nonce: string }, status: number): Promise<void>;
 }
 
-/** does the request carry a payment proof of either x402 version? */
-export const hasPayment = (req: Request): boolean => paymentOf((n) => req.header(n)) !== undefined;
-
-export function createPaymentGate(ctx: PaymentGateContext, opts: PaymentGateOptions): PaymentGate {
+/** `schemes`: the registry (PAYMENT_SCHEMES) unless a test gives its own */
+export function createPaymentGate(ctx: PaymentGateContext, opts: PaymentGateOptions, schemes: readonly AnyScheme[] = PAYMENT_SCHEMES): PaymentGate {
   const facilitator = facilitatorClient(opts.facilitator, ctx.config.x402.facilitatorTimeoutMs);
-  const requirements = routeRequirements(ctx, opts);
   const knownPayers = new KnownPayers((payer) => ctx.stores.payments.hasSettled(payer));
-  const validNow = validNowPayer(ctx, opts, requirements);
+  const requirements = routeRequirements(ctx, opts, schemes, () => env);
+  const env: SchemeEnv = { ctx, opts, requirements, facilitator, knownPayers };
+  const nowSeconds = () => BigInt(Math.floor(ctx.clock.now().getTime() / 1000));
 
   const sessions = ctx.config.x402.sessions;
   return {
     enabled: ctx.config.x402.enabled,
+    schemes,
     redeemer:
       ctx.config.x402.enabled && sessions
         ? new SessionRedeemer(ctx, facilitator, { payTo: requirements.payTo, asset: opts.asset.address, policy: sessions.redeem })
         : undefined,
+    read: (header) => readPayment(header, schemes),
     paymentRequired: (route, error = "payment_required") => requirements.paymentRequired(route.path, requirements.priceOf(route), error),
-    verifiedPayer: async (header) => {
-      const proof = sentProof(header);
-      return proof && proofSigner(proof, opts.asset);
+    refusal: (route, refusal, scheme) => requirements.refusal(route.path, requirements.priceOf(route), refusal, scheme),
+    verifiedPayer: async (sent) => {
+      if (!sent || sent.proof === undefined) return undefined;
+      return sent.scheme.payer(env, sent.proof).catch(() => undefined); // a malformed proof names nobody
     },
     settlePending: (payment) => settlePending(ctx, facilitator, knownPayers, payment),
     spent: async (payment, status) => {
       await ctx.stores.payments.outcome(payment.payer, payment.nonce, status);
     },
-    async provenPayer(req) {
-      const price = opts.prices.for(req.method === "HEAD" ? "GET" : req.method, req.path);
+    async provenPayer(sent, route) {
+      const price = opts.prices.for(route.method === "HEAD" ? "GET" : route.method, route.path);
       if (!price) return undefined;
-      const proof = sentProof((n) => req.header(n));
-      const payer = proof && (await validNow(proof, { path: req.path, price }));
+      if (!sent || sent.proof === undefined) return null;
+      const at = { route: { method: price.method, path: route.path }, price, nowSeconds: nowSeconds() };
+      const payer = await sent.scheme.validNow(env, sent.proof, at).catch(() => null);
       return payer && (await knownPayers.has(payer)) ? payer : null;
     },
-    challenge: challenger(ctx, opts, requirements),
-    authorize: authorizer(ctx, opts, { requirements, facilitator, knownPayers }),
+    challenge: challenger(requirements),
+    authorize: authorizer(env, requirements),
   };
 }

@@ -79,9 +79,14 @@ export function decodePaymentHeader(header: string): DecodedPaymentV1 | undefine
 
 /** the x402 version 2 payment (PAYMENT-SIGNATURE: base64 JSON) and its authorization, or undefined */
 export function decodePaymentSignatureHeader(header: string): DecodedPaymentV2 | undefined {
+  return decodePaymentV2(fromHeaderJson(header));
+}
+
+/** a version 2 header's decoded object as an `exact` payment and its authorization, or undefined */
+export function decodePaymentV2(decoded: Record<string, unknown> | undefined): DecodedPaymentV2 | undefined {
   try {
     // not base64 JSON of an object: not a proof; a property of null throws: not a proof either
-    const payment = fromHeaderJson(header) as PaymentPayloadV2 | undefined;
+    const payment = decoded as PaymentPayloadV2 | undefined;
     if (payment?.x402Version !== 2) return undefined;
     if (typeof payment.accepted.scheme !== "string" || typeof payment.accepted.network !== "string") return undefined;
     const authorization = (payment.payload as { authorization?: Authorization }).authorization!;
@@ -95,25 +100,15 @@ export function decodePaymentSignatureHeader(header: string): DecodedPaymentV2 |
 /** x402 version 2 carries objects in headers as base64 of their JSON */
 export const toHeaderJson = (value: unknown): string => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
-/** headers decoded lately: a request's proof is read by several stages (identity, payment-identifier, authorize, receipt) */
-const decodedHeaders = new Map<string, Record<string, unknown> | undefined>();
-const DECODED_KEPT = 256;
-
-/** the object a version 2 header carries, or undefined when it is absent or not base64 JSON of an object (a copy: callers may edit it) */
+/** the object a version 2 header carries, or undefined when it is absent or not base64 JSON of an object */
 export function fromHeaderJson(value: string | null | undefined): Record<string, unknown> | undefined {
   if (!value) return undefined;
-  let decoded = decodedHeaders.get(value);
-  if (decoded === undefined && !decodedHeaders.has(value)) {
-    try {
-      const parsed: unknown = JSON.parse(Buffer.from(value, "base64").toString("utf8"));
-      decoded = parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
-    } catch {
-      decoded = undefined;
-    }
-    if (decodedHeaders.size >= DECODED_KEPT) decodedHeaders.delete(decodedHeaders.keys().next().value!);
-    decodedHeaders.set(value, decoded);
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(value, "base64").toString("utf8"));
+    return parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
-  return decoded === undefined ? undefined : structuredClone(decoded);
 }
 
 /** the proof a request carries: v2's PAYMENT-SIGNATURE if sent, else v1's X-PAYMENT; undefined when neither */

@@ -2,7 +2,7 @@
  * The shapes of the version 2 payment proofs this service takes, checked at the edge: a proof that does not
  * parse is malformed (a typed 402 `invalid_payment_header`), whatever stage reads it (the rate limit's
  * identity, the payment-identifier, authorize), before any of its fields is used or sent to the facilitator.
- * One schema per scheme's payload; the decoders (sessions/voucher.ts, upto/permit.ts) parse with them.
+ * One schema per scheme's payload; the decoders (schemes/session/voucher.ts, schemes/upto/permit.ts) parse with them.
  * `accepted` is the requirements the client says it accepted: what the facilitator is given to verify, so a
  * field of the wrong type there is the client's error, not the facilitator's outage.
  */
@@ -36,7 +36,7 @@ const ChannelConfigShape = z.object({
   salt: BYTES32,
 });
 
-/** a session (`batch-settlement`) payload: a voucher alone, or a deposit with its first voucher (the voucher's own fields: sessions/voucher.ts) */
+/** a session (`batch-settlement`) payload: a voucher alone, or a deposit with its first voucher (the voucher's own fields: schemes/session/voucher.ts) */
 export const SessionPayload = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("voucher"), channelConfig: ChannelConfigShape, voucher: z.record(z.string(), z.unknown()) }),
   z.looseObject({

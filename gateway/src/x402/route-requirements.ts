@@ -1,9 +1,9 @@
 /**
  * A priced route's payment requirements, as each x402 version states them: v1's (x402-express's shape,
  * the 402's `accepts`), v2's (CAIP-2 network, `amount`; the PAYMENT-REQUIRED header), and the 402 that
- * offers both. The resource is the configured public URL, never the Host header.
+ * offers both (each scheme of the registry adding its own offers). The resource is the configured public URL,
+ * never the Host header. A refusal is data (status, headers, body): the HTTP stage writes it.
  */
-import type { Request, Response } from "express";
 import { getAddress } from "viem";
 import type { PaymentRequirements } from "x402/types";
 import { BAZAAR } from "./bazaar";
@@ -18,8 +18,7 @@ import {
   type RequirementsV2,
 } from "./payment-match";
 import type { RoutePrice } from "./prices";
-import { sessionRequirements, type SessionTerms } from "./sessions/voucher";
-import { UPTO_SCHEME } from "./upto/permit";
+import type { AnyScheme, Refusal, SchemeEnv } from "./schemes/scheme";
 
 export function wwwAuthenticate(): string {
   return `Bearer realm="treasury", X402 realm="treasury" scheme="exact" network="${X402_NETWORK}" header="${PAYMENT_HEADERS[1].payment}", X402 realm="treasury" scheme="exact" network="${X402_NETWORK_V2}" header="${PAYMENT_HEADERS[2].payment}"`;
@@ -27,18 +26,23 @@ export function wwwAuthenticate(): string {
 
 const withBazaar = (ext: unknown) => (ext ? { [BAZAAR]: ext } : {});
 
+/** a 402 as data: the HTTP layer writes its status, its headers and its body (adding the request's id) */
+export interface PaymentAnswer {
+  status: 402;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
 export type RouteRequirements = ReturnType<typeof routeRequirements>;
 
-export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "links">, opts: PaymentGateOptions) {
+export function routeRequirements(
+  ctx: Pick<PaymentGateContext, "config" | "links">,
+  opts: PaymentGateOptions,
+  schemes: readonly AnyScheme[],
+  env: () => SchemeEnv,
+) {
   const cfg = ctx.config.x402;
   const payTo = getAddress(cfg.payTo);
-  /** x402 sessions (`batch-settlement`), offered beside `exact` when configured */
-  const sessions: SessionTerms | undefined = cfg.sessions && {
-    payTo,
-    receiverAuthorizer: cfg.sessions.receiverAuthorizer,
-    asset: getAddress(opts.asset.address),
-    withdrawDelaySeconds: cfg.sessions.withdrawDelaySeconds,
-  };
 
   const priceOf = (route: { method: string; path: string }): RoutePrice => {
     const price = opts.prices.for(route.method, route.path);
@@ -47,11 +51,11 @@ export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "link
   };
 
   /** the same requirements x402-express puts in the challenge */
-  const v1 = (req: Request, p: RoutePrice): PaymentRequirements => ({
+  const v1 = (path: string, p: RoutePrice): PaymentRequirements => ({
     scheme: "exact",
     network: X402_NETWORK,
     maxAmountRequired: p.atomic.toString(),
-    resource: ctx.links.url(req.path) as `${string}://${string}`,
+    resource: ctx.links.url(path) as `${string}://${string}`,
     description: p.description,
     mimeType: "application/json",
     payTo,
@@ -72,31 +76,15 @@ export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "link
     extra: { name: opts.asset.name, version: opts.asset.version },
   });
 
-  /** the session offer of this route: the price of a call, the channel's terms, and (a corrective 402) the channel's state here */
-  const session = (p: RoutePrice, state?: Record<string, unknown>) => {
-    if (!sessions) return [];
-    const r = sessionRequirements({ priceAtomic: p.atomic, maxTimeoutSeconds: cfg.maxTimeoutSeconds, asset: opts.asset }, sessions);
-    return [{ ...r, extra: { ...r.extra, ...state } }];
-  };
-
-  /** the `upto` offer of a metered route: the payer signs the route's price as a maximum, and is charged what the call used */
-  const upto = (p: RoutePrice) =>
-    p.meter && cfg.uptoFacilitator
-      ? [
-          {
-            ...v2(p),
-            scheme: UPTO_SCHEME,
-            extra: { name: opts.asset.name, version: opts.asset.version, assetTransferMethod: "permit2", facilitatorAddress: cfg.uptoFacilitator },
-          },
-        ]
-      : [];
-
-  /** x402 version 2's PaymentRequired for this route: the PAYMENT-REQUIRED header of every 402 (and a paid MCP tool's refusal) */
-  const paymentRequired = (path: string, p: RoutePrice, error: string, sessionState?: Record<string, unknown>) => ({
+  /**
+   * x402 version 2's PaymentRequired for this route: the PAYMENT-REQUIRED header of every 402 (and a paid MCP
+   * tool's refusal); `accepts` is every scheme's offers, `refusing` the scheme whose corrective state rides in its own
+   */
+  const paymentRequired = (path: string, p: RoutePrice, error: string, refusing?: { scheme: AnyScheme; state?: Record<string, unknown> }) => ({
     x402Version: 2 as const,
     error,
     resource: { url: ctx.links.url(path), description: p.description, mimeType: "application/json" },
-    accepts: [v2(p), ...session(p, sessionState), ...upto(p)],
+    accepts: schemes.flatMap((s) => s.offers(env(), p, s === refusing?.scheme ? refusing.state : undefined)),
     extensions: {
       [PAYMENT_IDENTIFIER]: paymentIdentifierDeclaration(),
       ...withBazaar(opts.catalog?.extension(p.method, p.path)),
@@ -104,18 +92,14 @@ export function routeRequirements(ctx: Pick<PaymentGateContext, "config" | "link
   });
 
   /** a 402 in both versions: v1's body (with the typed-error fields) and v2's PAYMENT-REQUIRED header */
-  const refuse = (req: Request, res: Response, p: RoutePrice, error: string, extra: Record<string, unknown> = {}, sessionState?: Record<string, unknown>) => {
-    res.setHeader("WWW-Authenticate", wwwAuthenticate());
-    res.setHeader(PAYMENT_HEADERS[2].required, headerJson(paymentRequired(req.path, p, error, sessionState)));
-    res.status(402).json({
-      x402Version: 1,
-      error,
-      accepts: [v1(req, p)],
-      message: `payment refused: ${error}`,
-      request_id: res.locals.requestId,
-      ...extra,
-    });
-  };
+  const refusal = (path: string, p: RoutePrice, refused: Refusal, scheme?: AnyScheme): PaymentAnswer => ({
+    status: 402,
+    headers: {
+      "WWW-Authenticate": wwwAuthenticate(),
+      [PAYMENT_HEADERS[2].required]: headerJson(paymentRequired(path, p, refused.error, scheme && { scheme, state: refused.state })),
+    },
+    body: { x402Version: 1, error: refused.error, accepts: [v1(path, p)], message: `payment refused: ${refused.error}`, ...refused.extra },
+  });
 
-  return { payTo, priceOf, v1, v2, sessions, session, upto, paymentRequired, refuse };
+  return { payTo, priceOf, v1, v2, paymentRequired, refusal };
 }

@@ -6,10 +6,12 @@
  * once, and EIP-3009's nonce makes a second transfer impossible).
  */
 import { TreasuryError } from "@treasury/core/lib/errors";
-import { SettleError, type PaymentPayload, type PaymentRequirements } from "x402/types";
+import { SettleError, settleResponseHeader, type PaymentPayload, type PaymentRequirements, type SettleResponse } from "x402/types";
 import type { FacilitatorClient } from "./facilitator-client";
 import type { PaymentGateContext } from "./gate-context";
 import type { KnownPayers } from "./known-payers";
+import { PAYMENT_HEADERS, toHeaderJson, X402_NETWORK, X402_NETWORK_V2, type X402Version } from "./payment-match";
+import type { LockedPayment, SchemeEnv, SchemeSettlement } from "./schemes/scheme";
 
 /** a settlement whose outcome is not known: the retry with the same proof (or the same Idempotency-Key) is served once, charged at most once */
 export const settlementUnknown = (payer: string) =>
@@ -74,4 +76,47 @@ export async function settlePending(
   await ctx.stores.payments.settled(payment.payer, payment.nonce, outcome.transaction, pending.treasuryId ?? "", ctx.clock.now().toISOString(), outcome.amount);
   knownPayers.add(payment.payer);
   return "settled";
+}
+
+/** what a facilitator scheme (`exact`, `upto`) settles: the proof and the requirements in the version it was made in */
+export interface FacilitatorSettling {
+  version: X402Version;
+  payment: PaymentPayload;
+  requirements: PaymentRequirements;
+}
+
+/** the settlement response header of a facilitator scheme's payment, in the proof's version */
+export const settlementHeaders = (
+  version: X402Version,
+  s: { success: boolean; transaction: string; payer?: string; amount?: string },
+): Record<string, string> => ({
+  [PAYMENT_HEADERS[version].response]:
+    version === 2 ? toHeaderJson({ ...s, network: X402_NETWORK_V2 }) : settleResponseHeader({ ...s, network: X402_NETWORK } as SettleResponse),
+});
+
+/**
+ * A facilitator scheme's payment settled once: `used` (a metered call's use) settles that amount instead of the
+ * price (the facilitator refuses more than the signed maximum); a settlement below the use is spent, not served.
+ */
+export async function settleByFacilitator(
+  env: Pick<SchemeEnv, "ctx" | "facilitator">,
+  locked: LockedPayment<FacilitatorSettling>,
+  used: bigint | undefined,
+): Promise<SchemeSettlement> {
+  const { payer, nonce, treasuryId, settling } = locked;
+  const payments = env.ctx.stores.payments;
+  const metered = used !== undefined;
+  const requirements = metered ? ({ ...settling.requirements, amount: used.toString() } as PaymentRequirements) : settling.requirements;
+  // the facilitator settles an authorization at most once: a takeover's second call returns the first settlement
+  const outcome = await settleOnce(env.facilitator, settling.payment, requirements);
+  if (outcome.kind === "unknown") return { kind: "unknown", settlement: JSON.stringify({ payment: settling.payment, requirements }) };
+  if (outcome.kind === "failed") return { kind: "failed", refusal: { error: "settlement_failed", extra: { reason: outcome.reason, payer } } };
+  await payments.settled(payer, nonce, outcome.transaction, treasuryId, env.ctx.clock.now().toISOString(), outcome.amount);
+  if (metered && outcome.amount !== undefined && outcome.amount < used) {
+    // the authorization was settled for less than this call used (by someone else, before it): the call is not served
+    const extra = { reason: "settled_below_use", payer, settled_amount: outcome.amount.toString() };
+    return { kind: "spent", refusal: { error: "settlement_failed", extra } };
+  }
+  const amount = metered ? { amount: outcome.amount?.toString() ?? used.toString() } : {};
+  return { kind: "settled", headers: settlementHeaders(settling.version, { success: true, transaction: outcome.transaction, payer, ...amount }) };
 }

@@ -1,19 +1,23 @@
 /** authorize-payment: a payer's proof verified and locked before anything else; a refused one goes no further. */
 import { afterEach, describe, expect, it } from "vitest";
-import type { PaymentClaim, PaymentGate } from "../../x402/payment-gate";
+import type { GateOutcome, PaymentGate } from "../../x402/payment-gate";
+import { PAYMENT_SCHEMES } from "../../x402/schemes";
+import { readPayment } from "../../x402/sent-payment";
 import { authorizePayment } from "./authorize-payment";
 import { fakeClaim, routeOf, serveStage, type CallLog, type StageHarness } from "./harness.test-support";
 
 let h: StageHarness | undefined;
 afterEach(async () => h?.close());
 
-function gate(log: CallLog, claim: PaymentClaim | null): PaymentGate {
+function gate(log: CallLog, claim: ReturnType<typeof fakeClaim> | null): PaymentGate {
   return {
     enabled: true,
-    authorize: async (_req, res, route) => {
+    read: (header) => readPayment(header, PAYMENT_SCHEMES),
+    authorize: async (_sent, route): Promise<GateOutcome> => {
       log.push(["authorize", route]);
-      if (!claim) res.status(402).json({ error: "invalid_payment" });
-      return claim;
+      if (!claim) return { kind: "refused", status: 402, headers: { "WWW-Authenticate": "X402" }, body: { error: "invalid_payment" } };
+      const credential = { kind: "x402" as const, scope: `payer:${claim.payer}`, treasuryId: claim.treasuryId, subject: claim.payer };
+      return { kind: "claimed", claim: claim as never, credential, treasuryId: claim.treasuryId };
     },
   } as Partial<PaymentGate> as PaymentGate;
 }
@@ -39,11 +43,32 @@ describe("authorize-payment", () => {
     expect(log).toEqual([["authorize", { method: "POST", path: "/r" }]]);
   });
 
-  it("a refused proof is answered by the gate (402) and goes no further", async () => {
+  it("a refused proof is the gate's 402, written here with the request's id, and goes no further", async () => {
     const log: CallLog = [];
     h = await serveStage(authorizePayment, routeOf({ security: "bearer_or_x402" }), { payments: gate(log, null) }, (s) => (s.paying = true));
     const r = await h.call("POST", "/r");
-    expect([r.status, r.body]).toEqual([402, { error: "invalid_payment" }]);
+    expect([r.status, r.body, r.headers.get("www-authenticate")]).toEqual([402, { error: "invalid_payment", request_id: "req_test" }, "X402"]);
+  });
+
+  it("a claimed proof gives the request its payer's credential and X-Treasury-Id", async () => {
+    const log: CallLog = [];
+    h = await serveStage(
+      authorizePayment,
+      routeOf({ security: "bearer_or_x402" }),
+      { payments: gate(log, fakeClaim(log, true, "0xcc")) },
+      (s) => (s.paying = true),
+    );
+    const r = await h.call("POST", "/r");
+    expect([r.body.payment, r.headers.get("x-treasury-id"), h.states[0]!.res.locals.credential]).toEqual([
+      "0xcc",
+      "trs_paid",
+      {
+        kind: "x402",
+        scope: "payer:0x1111111111111111111111111111111111111111",
+        treasuryId: "trs_paid",
+        subject: "0x1111111111111111111111111111111111111111",
+      },
+    ]);
   });
 
   it("a request that is not a payer's goes on without a payment", async () => {

@@ -18,6 +18,7 @@ function setup(log: CallLog, opts: { settles?: boolean | Error; pending?: "settl
   const store = memoryIdempotency(log);
   const payments = {
     enabled: true,
+    read: () => undefined,
     settlePending: async (p: { nonce: string }) => (log.push(["settlePending", p.nonce]), opts.pending ?? "settled"),
     spent: async (p: { nonce: string }, status: number) => void log.push(["spent", p.nonce, status]),
   } as Partial<PaymentGate> as PaymentGate;

@@ -1,6 +1,8 @@
 /** payment-challenge: a payer without a proof gets the route's 402 (with sign-in-with-x on a siwx route); a proof goes on. */
 import { afterEach, describe, expect, it } from "vitest";
 import type { PaymentGate } from "../../x402/payment-gate";
+import { PAYMENT_SCHEMES } from "../../x402/schemes";
+import { readPayment } from "../../x402/sent-payment";
 import { SIWX_EXTENSION_KEY } from "../../x402/sign-in-with-x";
 import type { RouteHooks } from "../route-spec";
 import { routeOf, serveStage, type CallLog, type StageHarness } from "./harness.test-support";
@@ -12,9 +14,10 @@ afterEach(async () => h?.close());
 function hooksFor(log: CallLog): RouteHooks {
   const payments = {
     enabled: true,
-    challenge: async (_req, res, route, extensions) => {
+    read: (header) => readPayment(header, PAYMENT_SCHEMES),
+    challenge: (route, extensions) => {
       log.push(["challenge", route, extensions]);
-      res.status(402).json({ x402Version: 1 });
+      return { status: 402, headers: { "PAYMENT-REQUIRED": "e30=" }, body: { x402Version: 1 }, paywall: (url) => `<html>pay for ${url}</html>` };
     },
   } as Partial<PaymentGate> as PaymentGate;
   return { payments, walletSignature: { authenticate: async () => undefined, challenge: () => ({ statement: "sign this" }) } };
@@ -32,6 +35,15 @@ describe("payment-challenge", () => {
     h = await serveStage(paymentChallenge, routeOf({ security: "bearer_or_x402", method: "get", path: "/r" }), hooksFor(log), (s) => (s.paying = true));
     expect((await h.call("GET", "/r")).status).toBe(402);
     expect(log).toEqual([["challenge", { method: "GET", path: "/r" }, {}]]);
+  });
+
+  it("the gate's challenge is written here: its headers, its body with the request's id; a browser gets the paywall page", async () => {
+    const log: CallLog = [];
+    h = await serveStage(paymentChallenge, routeOf({ security: "bearer_or_x402", method: "get", path: "/r" }), hooksFor(log), (s) => (s.paying = true));
+    const api = await h.call("GET", "/r?x=1");
+    expect([api.status, api.body, api.headers.get("payment-required")]).toEqual([402, { x402Version: 1, request_id: "req_test" }, "e30="]);
+    const browser = await h.call("GET", "/r?x=1", { headers: { accept: "text/html", "user-agent": "Mozilla/5.0" } });
+    expect([browser.status, browser.text, browser.headers.get("payment-required")]).toEqual([402, "<html>pay for /r?x=1</html>", "e30="]);
   });
 
   it("on a siwx route the 402 also offers sign-in-with-x", async () => {

@@ -2,6 +2,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { IdempotencyStore } from "../../store/idempotency-store";
 import type { PaymentGate } from "../../x402/payment-gate";
+import { PAYMENT_SCHEMES } from "../../x402/schemes";
+import { readPayment } from "../../x402/sent-payment";
 import { PAYMENT_IDENTIFIER, toHeaderJson } from "../../x402/payment-match";
 import { fakeClaim, memoryIdempotency, routeOf, serveStage, type CallLog, type StageHarness } from "./harness.test-support";
 import { paymentIdentifier } from "./payment-identifier";
@@ -26,10 +28,13 @@ function setup(log: CallLog, signer: string | null = PAYER) {
   const store = memoryIdempotency(log);
   const payments = {
     enabled: true,
+    read: (header) => readPayment(header, PAYMENT_SCHEMES),
     verifiedPayer: async () => signer ?? undefined,
     authorize: async () => {
       log.push(["authorize"]);
-      return fakeClaim(log, true, "0xfresh");
+      const claim = fakeClaim(log, true, "0xfresh");
+      const credential = { kind: "x402" as const, scope: `payer:${claim.payer}`, treasuryId: claim.treasuryId, subject: claim.payer };
+      return { kind: "claimed" as const, claim: claim as never, credential, treasuryId: claim.treasuryId };
     },
   } as Partial<PaymentGate> as PaymentGate;
   return { store, hooks: { payments, idempotency: store as unknown as IdempotencyStore } };

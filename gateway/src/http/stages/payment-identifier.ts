@@ -6,15 +6,15 @@
  * same identifier for another request is 409 payment_identifier_reused. An answer is kept when the
  * request was charged or succeeded; a refusal before settlement frees the identifier. An unsigned or
  * forged proof goes the normal way (and is refused there): only a signer's identifier is honoured, and its
- * scope is the payer of the scheme that pays (x402/payment-identity.ts, the reading authorize makes): an
- * authorization carried beside another scheme's proof names nobody.
+ * scope is the payer of the scheme that pays (its `payer`, on the proof as the request read it once, the
+ * reading authorize makes): an authorization carried beside another scheme's proof names nobody.
  */
 import type { Response } from "express";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import { requestFingerprint, whileLeased } from "../../services/idempotency";
 import { newHolder } from "../../store/lease";
-import { sentProof } from "../../x402/payment-identity";
 import { PAYMENT_HEADERS, paymentIdentifier as identifierOf } from "../../x402/payment-match";
+import { authorizeRequest, forgetPayment } from "./authorize-payment";
 import { sendOutcome } from "./respond";
 import { paidRoute, takesPayment, type Next, type RequestStage, type RequestState } from "./stage";
 
@@ -28,12 +28,12 @@ export const paymentIdentifier: RequestStage = {
   errors: () => ["invalid_payment_identifier", "payment_identifier_reused", "payment_in_progress"],
   async run(state, next) {
     if (!state.paying) return next();
-    const { req, hooks } = state;
-    const pid = identifierOf(sentProof((n) => req.header(n))?.raw);
+    const { hooks, sentPayment } = state;
+    const pid = identifierOf(sentPayment?.raw);
     if (pid && "invalid" in pid) throw new TreasuryError("invalid_payment_identifier", pid.invalid);
     // the scope is the payer of the scheme that pays (a session's voucher, an upto authorization, else the
     // EIP-3009 authorization), never an authorization carried beside it
-    const payer = pid ? await hooks.payments!.verifiedPayer((n) => req.header(n)) : undefined;
+    const payer = pid ? await hooks.payments!.verifiedPayer(sentPayment) : undefined;
     if (pid && payer) return await byPaymentIdentifier(state, payer, pid.id, next);
     return next();
   },
@@ -49,13 +49,12 @@ async function byPaymentIdentifier(state: RequestState, payer: string, id: strin
   if (taken.kind === "replay") {
     // the stored answer goes only to whoever proves to be the payer now: a fresh authorization of the same payer,
     // verified and then released unsettled. A copied proof (public on chain once settled) is refused.
-    const fresh = await hooks.payments!.authorize(req, res, paidRoute(state.spec));
+    const fresh = await authorizeRequest(state);
     if (!fresh) return;
     await fresh.release();
     // served only to the payer that paid: the scope's payer is the fresh payment's (the same reading), checked again
     if (fresh.payer.toLowerCase() !== payer.toLowerCase()) {
-      res.locals.credential = undefined;
-      res.removeHeader("X-Treasury-Id");
+      forgetPayment(state);
       throw new TreasuryError("payment_identifier_reused", "this payment-identifier belongs to another payer's request; use a fresh id");
     }
     return sendOutcome(res, taken.response, true);

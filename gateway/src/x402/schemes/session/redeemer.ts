@@ -13,12 +13,12 @@
  */
 import { newId } from "@treasury/core/lib/ids";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
-import type { SessionConfig } from "../../config";
-import type { Clock } from "../../lib/clock";
-import type { ChannelRecord, ChannelStore } from "../../store/channel-store";
-import { LEASE_MS, newHolder } from "../../store/lease";
-import type { FacilitatorClient } from "../facilitator-client";
-import { X402_NETWORK_V2 } from "../payment-match";
+import type { SessionConfig } from "../../../config";
+import type { Clock } from "../../../lib/clock";
+import type { ChannelRecord, ChannelStore } from "../../../store/channel-store";
+import { LEASE_MS, newHolder } from "../../../store/lease";
+import type { FacilitatorClient } from "../../facilitator-client";
+import { X402_NETWORK_V2 } from "../../payment-match";
 import { BATCH_SETTLEMENT_SCHEME } from "./voucher";
 
 /** at most this many channels in one claim transaction */

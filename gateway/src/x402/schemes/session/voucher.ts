@@ -7,9 +7,9 @@
 import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, BATCH_SETTLEMENT_SCHEME, voucherTypes } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
 import { getAddress, hashTypedData, type Hex } from "viem";
-import { recoverHashSigner } from "../../lib/recover-signer";
-import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "../payment-match";
-import { SessionProof } from "../payment-schemas";
+import { recoverHashSigner } from "../../../lib/recover-signer";
+import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "../../payment-match";
+import { SessionProof } from "../../payment-schemas";
 
 export { BATCH_SETTLEMENT_SCHEME };
 

@@ -6,9 +6,9 @@
  */
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
-import type { ChainChannel, ChannelStore } from "../../store/channel-store";
-import { verifyPayment, type FacilitatorClient } from "../facilitator-client";
-import { reasonCode } from "../settlement";
+import type { ChainChannel, ChannelStore } from "../../../store/channel-store";
+import { verifyPayment, type FacilitatorClient } from "../../facilitator-client";
+import { reasonCode } from "../../settlement";
 import type { SessionPayment } from "./voucher";
 
 export type ChainRead = { kind: "read"; chain: ChainChannel } | { kind: "refused"; reason: string } | { kind: "unknown" };

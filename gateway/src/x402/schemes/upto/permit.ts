@@ -6,8 +6,8 @@
  */
 import { x402UptoPermit2ProxyAddress } from "@x402/evm";
 import { getAddress } from "viem";
-import { VALIDITY_SKEW_SECONDS, X402_NETWORK_V2, type PaymentPayloadV2 } from "../payment-match";
-import { UptoProof } from "../payment-schemas";
+import { VALIDITY_SKEW_SECONDS, X402_NETWORK_V2, type PaymentPayloadV2 } from "../../payment-match";
+import { UptoProof } from "../../payment-schemas";
 
 export const UPTO_SCHEME = "upto";
 
