@@ -4,12 +4,13 @@
  * authorizer, token, withdraw delay, the id bound to the configuration), and check the voucher's signature
  * by the channel's payer authorizer. No I/O; the charge itself is store/channel-store.ts's.
  */
-import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, BATCH_SETTLEMENT_SCHEME, voucherTypes } from "@x402/evm";
+import { BATCH_SETTLEMENT_SCHEME } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { getAddress, hashTypedData, type Hex } from "viem";
+import { getAddress, type Hex } from "viem";
 import { recoverHashSigner } from "../../../lib/recover-signer";
-import { X402_CHAIN_ID, X402_NETWORK_V2, type PaymentPayloadV2 } from "../../payment-match";
+import { X402_NETWORK_V2, type PaymentPayloadV2 } from "../../payment-match";
 import { SessionProof } from "../../payment-schemas";
+import { voucherDigest } from "./voucher-digest";
 
 export { BATCH_SETTLEMENT_SCHEME };
 
@@ -144,13 +145,9 @@ export async function voucherSigned(s: SessionPayment): Promise<boolean> {
   let ok = false;
   try {
     if (!claimableV(s.voucher.signature)) throw new Error("v is not 27 or 28");
-    const hash = hashTypedData({
-      domain: { ...BATCH_SETTLEMENT_DOMAIN, chainId: X402_CHAIN_ID, verifyingContract: getAddress(BATCH_SETTLEMENT_ADDRESS) },
-      types: voucherTypes,
-      primaryType: "Voucher",
-      message: { channelId: s.voucher.channelId, maxClaimableAmount: s.voucher.maxClaimableAmount },
-    });
-    ok = (await recoverHashSigner(hash, s.voucher.signature)).toLowerCase() === s.config.payerAuthorizer.toLowerCase();
+    ok =
+      (await recoverHashSigner(voucherDigest(s.voucher.channelId, s.voucher.maxClaimableAmount), s.voucher.signature)).toLowerCase() ===
+      s.config.payerAuthorizer.toLowerCase();
   } catch {
     ok = false;
   }
