@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { toolsServing } from "./server";
+import { buildMcpServer, toolsServing, type ToolContext } from "./server";
 import type { ToolDefinition } from "./tools";
 
 const tools = ["get_health", "get_treasury", "deposit"].map((name) => ({ name }) as ToolDefinition);
@@ -19,5 +19,15 @@ describe("toolsServing: the tools a request's MCP server registers", () => {
       undefined,
     ])
       expect(toolsServing(body, tools)).toBe(tools);
+  });
+});
+
+describe("buildMcpServer", () => {
+  it("every request's server shares one JSON Schema validator (none makes its own Ajv instance)", () => {
+    const build = () => buildMcpServer([], {} as ToolContext, "1", () => undefined);
+    const validatorOf = (s: ReturnType<typeof build>) => (s.server as unknown as { _jsonSchemaValidator: unknown })._jsonSchemaValidator;
+    const [a, b] = [build(), build()];
+    expect(validatorOf(a)).toBeDefined();
+    expect(validatorOf(a)).toBe(validatorOf(b));
   });
 });

@@ -16,6 +16,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { Request, Response } from "express";
 import { statusOf } from "../http/errors";
 import { TreasuryError } from "@treasury/core/lib/errors";
@@ -27,6 +28,13 @@ import { callRestTwin, MCP_PAYMENT_META, MCP_SIGN_IN_META } from "./rest-twin";
 import type { ToolDefinition, TwinRoute } from "./tools";
 
 export const MCP_SERVER_NAME = "agent-treasury-gateway";
+
+/**
+ * The JSON Schema validator every request's server shares (the SDK's own, on Ajv): a server made without one
+ * makes its own Ajv instance, with its formats, per request. It compiles only an elicitation's requested
+ * schema, which this server never sends.
+ */
+const SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
 
 /** what a tool call needs from the MCP request that carried it */
 export interface ToolContext {
@@ -68,6 +76,7 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
     { name: MCP_SERVER_NAME, version },
     {
       capabilities: { tools: {} },
+      jsonSchemaValidator: SCHEMA_VALIDATOR,
       instructions:
         "Agent treasury on Aave V3. Public tools need nothing; treasury tools need `Authorization: Bearer <sandbox or live key>` on the HTTP request " +
         "(create_sandbox_treasury returns a key). prepare_* tools return unsigned envelopes (wallet mode) that you sign locally and send with relay_signed_transaction.",
