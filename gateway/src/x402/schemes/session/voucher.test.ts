@@ -59,7 +59,15 @@ async function proof(opts: { amount?: bigint; price?: string; cfg?: ChannelConfi
       : { type: "deposit", channelConfig, voucher, deposit: { amount: opts.deposit, authorization: { erc3009Authorization: { salt: "7" } } } };
   return {
     x402Version: 2,
-    accepted: { scheme: BATCH_SETTLEMENT_SCHEME, network: X402_NETWORK_V2, amount: opts.price ?? "1000", asset: TOKEN, payTo: PAY_TO, maxTimeoutSeconds: 60, extra: {} },
+    accepted: {
+      scheme: BATCH_SETTLEMENT_SCHEME,
+      network: X402_NETWORK_V2,
+      amount: opts.price ?? "1000",
+      asset: TOKEN,
+      payTo: PAY_TO,
+      maxTimeoutSeconds: 60,
+      extra: {},
+    },
     payload,
   } as unknown as PaymentPayloadV2;
 }
