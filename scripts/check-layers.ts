@@ -68,6 +68,21 @@ export const BYPASSES: readonly { from: string; to: readonly string[]; why: stri
   { from: "mcp", to: ["store", "chain"], why: "MCP tools are served by their REST routes" },
 ];
 
+/**
+ * Packages a layer may not import (paths from gateway/src; tests are not layered): the HTTP framework stays in
+ * the HTTP layer and above. The payment gate and the services take a request's method, path and headers and
+ * return outcomes; the HTTP stages write them. `except`: files that are themselves an HTTP server of their own
+ * process (the local facilitator's).
+ */
+export const PACKAGE_BANS: readonly { from: readonly string[]; packages: readonly string[]; except?: readonly string[]; why: string }[] = [
+  {
+    from: ["x402/", "services/"],
+    packages: ["express", "x402-express"],
+    except: ["x402/facilitator/server.ts"],
+    why: "no HTTP framework below the HTTP layer: the gate returns an outcome, the HTTP stage writes it",
+  },
+];
+
 /** relative imports that leave gateway/src may go here only (from the repository's root): nowhere, the core package is imported by name */
 export const OUTSIDE_ALLOWED: readonly string[] = [];
 
@@ -253,6 +268,20 @@ export function checkLayers(
   return { files, edges, cycles: cyclesOf(files, edges), climbs, bypasses, strays };
 }
 
+/** imports of a banned package (PACKAGE_BANS) in the sources under `root` (gateway/src), each as "file:line imports package: why" */
+export function checkPackages(root: string, bans: typeof PACKAGE_BANS = PACKAGE_BANS): string[] {
+  const out: string[] = [];
+  for (const file of listFiles(root).sort()) {
+    const f = path.relative(root, file).split(path.sep).join("/");
+    const apply = bans.filter((b) => b.from.some((p) => f.startsWith(p)) && !b.except?.includes(f));
+    for (const imp of apply.length > 0 ? importsOf(file) : []) {
+      for (const b of apply)
+        if (b.packages.some((p) => imp.spec === p || imp.spec.startsWith(`${p}/`))) out.push(`${f}:${imp.line} imports ${imp.spec}: ${b.why}`);
+    }
+  }
+  return out;
+}
+
 const CODE = /\.(ts|mts|cts|mjs|cjs|js)$/;
 
 function listCode(dir: string): string[] {
@@ -320,6 +349,11 @@ function main(): void {
       );
     }
   }
+  const banned = checkPackages(root);
+  for (const b of banned) console.error(`banned package: gateway/src/${b}`);
+  bad += banned.length;
+  if (!quiet || banned.length > 0)
+    console.log(`banned packages (${PACKAGE_BANS.map((b) => `${b.from.join(",")} -/-> ${b.packages.join(",")}`).join("; ")}): ${banned.length} imports`);
   const crossed = checkBoundaries(repo);
   for (const c of crossed) console.error(`boundary: ${c}`);
   bad += crossed.length;

@@ -40,6 +40,7 @@ import { paidAnswers } from "./x402/receipts/paid-answers";
 import type { ReceiptSigningKey } from "./x402/receipts/receipt-key";
 import { X402_ASSET } from "./x402/asset";
 import { X402_NETWORK } from "./x402/payment-gate";
+import type { AnyScheme } from "./x402/schemes/scheme";
 import { sentPaymentOf } from "./http/sent-payment";
 import { mcpRoutes } from "./routes/mcp";
 import { hasWalletSignature } from "./services/wallet-signature";
@@ -58,7 +59,8 @@ export interface GatewayApp {
 }
 
 /** `receiptKey`: the key that signs x402 offers and receipts (x402/receipts/receipt-key.ts, loaded once by server.ts) */
-export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: ReceiptSigningKey): GatewayApp {
+/** `opts.schemes`: the x402 schemes taken (the registry, x402/schemes/index.ts, unless a test gives its own) */
+export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: ReceiptSigningKey, opts: { schemes?: readonly AnyScheme[] } = {}): GatewayApp {
   // every line the gateway writes passes the credential scrubber (http/log-scrub.ts)
   const secrets = [ctx.config.adminToken ?? ""].filter(Boolean);
   const logger = baseLogger.child({}, { formatters: { log: (o) => scrubLogObject(o, secrets) as Record<string, unknown> } });
@@ -72,7 +74,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   // Express's own query parser, with a shortcut for plain name=value queries (http/query-parser.ts)
   app.set("query parser", withPlainQueryShortcut(app.get("query parser fn") as (query: string) => unknown));
 
-  const services = createServices(ctx);
+  const services = createServices(ctx, opts);
   const startedAt = ctx.clock.now();
   const chains = () =>
     Promise.all(

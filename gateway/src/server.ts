@@ -3,6 +3,7 @@ import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { createApp, type GatewayApp } from "./app";
+import type { AnyScheme } from "./x402/schemes/scheme";
 import type { Config } from "./config";
 import { systemClock, type Clock } from "./lib/clock";
 import { createStores, linksFor, type AppContext } from "./services/context";
@@ -23,7 +24,14 @@ export interface RunningGateway {
 }
 
 /** the store of this configuration: DATABASE_URL's PostgreSQL, else DATA_DIR's SQLite file (or `database` given by a test) */
-export async function startGateway(opts: { config: Config; logger: Logger; database?: DatabaseLocation; clock?: Clock }): Promise<RunningGateway> {
+/** `schemes`: the x402 schemes taken (the registry unless a test gives its own) */
+export async function startGateway(opts: {
+  config: Config;
+  logger: Logger;
+  database?: DatabaseLocation;
+  clock?: Clock;
+  schemes?: readonly AnyScheme[];
+}): Promise<RunningGateway> {
   const location = opts.database ?? opts.config.database;
   const db = await openDatabase(location);
   opts.logger.info({ store: describeLocation(location) }, "store open");
@@ -42,7 +50,7 @@ export async function startGateway(opts: { config: Config; logger: Logger; datab
   const port = (server.address() as AddressInfo).port;
   const url = `http://${opts.config.host}:${port}`;
   ctx.links = linksFor(opts.config.publicBaseUrl ?? url);
-  const gateway = createApp(ctx, opts.logger, receiptKey);
+  const gateway = createApp(ctx, opts.logger, receiptKey, { schemes: opts.schemes });
   server.on("request", gateway.app);
   server.keepAliveTimeout = 5_000;
   const stopSweeper =

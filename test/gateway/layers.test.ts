@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { checkBoundaries, checkLayers, CORE_LAYERS, CORE_NAME, layerOf, LAYERS } from "../../scripts/check-layers";
+import { checkBoundaries, checkLayers, checkPackages, CORE_LAYERS, CORE_NAME, layerOf, LAYERS } from "../../scripts/check-layers";
 
 const made: string[] = [];
 afterAll(() => {
@@ -57,6 +57,25 @@ describe("scripts/check-layers.ts", () => {
       "lib/secrets.ts:2 imports packages/core/src/contracts/chains.ts, outside gateway/src",
       "stray/x.ts: in no layer (declare it in LAYERS, scripts/check-layers.ts)",
     ]);
+  });
+
+  it("reports the HTTP framework imported by the payment gate or a service (types too), not by the HTTP layer, a test or the facilitator's own server", () => {
+    const root = tree({
+      "gateway/src/x402/gate.ts": `import type { Request } from "express";\nexport type R = Request;\n`,
+      "gateway/src/x402/challenge.ts": `import { paymentMiddleware } from "x402-express";\nexport const m = paymentMiddleware;\n`,
+      "gateway/src/services/auth.ts": `import express from "express";\nexport const e = express;\n`,
+      "gateway/src/x402/facilitator/server.ts": `import express from "express";\nexport const app = express();\n`,
+      "gateway/src/x402/gate.test.ts": `import express from "express";\n`,
+      "gateway/src/http/stage.ts": `import type { Response } from "express";\nexport type S = Response;\n`,
+    });
+    const why = "no HTTP framework below the HTTP layer: the gate returns an outcome, the HTTP stage writes it";
+    expect(checkPackages(root)).toEqual([
+      `services/auth.ts:1 imports express: ${why}`,
+      `x402/challenge.ts:1 imports x402-express: ${why}`,
+      `x402/gate.ts:1 imports express: ${why}`,
+    ]);
+    // the repository has none
+    expect(checkPackages(path.resolve("gateway", "src"))).toEqual([]);
   });
 
   it("the core package below both sides: a core file importing the gateway or the signer agent (a test too), a signer-agent file importing gateway/src, a relative path into packages/core, a climb inside the core package (by its own name too)", () => {

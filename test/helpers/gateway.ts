@@ -7,6 +7,7 @@ import { loadConfig } from "../../gateway/src/config";
 import type { Clock } from "../../gateway/src/lib/clock";
 import { startGateway, type RunningGateway } from "../../gateway/src/server";
 import type { DatabaseLocation } from "../../gateway/src/store/db";
+import type { AnyScheme } from "../../gateway/src/x402/schemes/scheme";
 import { freshDatabase } from "./store";
 
 export interface TestGateway extends RunningGateway {
@@ -22,7 +23,7 @@ export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 
 export async function startTestGateway(
   env: Record<string, string> = {},
-  opts: { clock?: Clock; dataDir?: string; database?: DatabaseLocation } = {},
+  opts: { clock?: Clock; dataDir?: string; database?: DatabaseLocation; schemes?: readonly AnyScheme[] } = {},
 ): Promise<TestGateway> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gateway-test-"));
   const config = loadConfig({
@@ -39,7 +40,7 @@ export async function startTestGateway(
   const stream = { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) };
   const logger: Logger = pino({ level: "info" }, stream);
   const database = opts.database ?? (await freshDatabase(dataDir));
-  const running = await startGateway({ config, logger, database, clock: opts.clock });
+  const running = await startGateway({ config, logger, database, clock: opts.clock, schemes: opts.schemes });
   const self: TestGateway = {
     ...running,
     dataDir,

@@ -4,9 +4,9 @@
  * and revocation honoured). A console session's owner is confirmed on chain
  * again (console-ownership.ts): on each write, and on a read once its last
  * confirmation is older than a minute. The x402 payment proof is the second
- * kind and plugs in here (issue 4).
+ * kind and plugs in here.
  */
-import type { Request, Response } from "express";
+import type { AnswerView as Response, RequestView as Request } from "./request-view";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { Credential } from "@treasury/core/domain/credential";
 import { ownerRemoved, type ConsoleOwnership } from "./console-ownership";

@@ -3,7 +3,7 @@
  * neither expired nor revoked. (The x402 payment credential plugs in beside
  * it; see issue 4.)
  */
-import type { Request } from "express";
+import type { RequestView as Request } from "./request-view";
 import { hashApiKey } from "../lib/secrets";
 import type { ApiKeyRecord } from "../store/api-key-store";
 import type { ServiceContext } from "./context";

@@ -13,6 +13,7 @@ import { X402_ASSET } from "../x402/asset";
 import { BazaarCatalog } from "../x402/bazaar";
 import { facilitatorConfig } from "../x402/facilitator-client";
 import { createPaymentGate, type PaymentGate } from "../x402/payment-gate";
+import type { AnyScheme } from "../x402/schemes/scheme";
 import { PriceList } from "../x402/prices";
 import { AccessRequestService } from "./access-request-service";
 import { ActionService } from "./action-service";
@@ -49,7 +50,8 @@ export interface Services {
   payments: PaymentGate;
 }
 
-export function createServices(ctx: AppContext): Services {
+/** `opts.schemes`: the x402 schemes the payment gate takes (its registry unless given) */
+export function createServices(ctx: AppContext, opts: { schemes?: readonly AnyScheme[] } = {}): Services {
   const marketRates = new MarketRatesService(ctx.config.rpcUrls, {
     ttlSeconds: ctx.config.marketRatesTtlSeconds,
     timeoutMs: ctx.config.rpcTimeoutMs,
@@ -97,16 +99,20 @@ export function createServices(ctx: AppContext): Services {
     authenticate: bearerAuthenticator(scope(ctx, "apiKeys"), new ConsoleOwnership(scope(ctx, "apiKeys", "treasuries"), chain)),
     prices,
     catalog,
-    payments: createPaymentGate(scope(ctx, "payments", "treasuries", "channels"), {
-      prices,
-      catalog,
-      asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
-      facilitator: facilitatorConfig(
-        ctx.config.x402.facilitator,
-        ctx.config.x402.facilitatorUrl,
-        { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret },
-        ctx.config.x402.facilitatorApiKey,
-      ),
-    }),
+    payments: createPaymentGate(
+      scope(ctx, "payments", "treasuries", "channels"),
+      {
+        prices,
+        catalog,
+        asset: { address: X402_ASSET.address, name: X402_ASSET.name, version: X402_ASSET.version },
+        facilitator: facilitatorConfig(
+          ctx.config.x402.facilitator,
+          ctx.config.x402.facilitatorUrl,
+          { keyId: ctx.config.x402.cdpKeyId, keySecret: ctx.config.x402.cdpKeySecret },
+          ctx.config.x402.facilitatorApiKey,
+        ),
+      },
+      opts.schemes,
+    ),
   };
 }

@@ -20,7 +20,7 @@
  * address (the bucket its x402 payments are counted in); any other sign-in is an unproven identity,
  * counted by client address in the write window.
  */
-import type { Request, Response } from "express";
+import type { AnswerView as Response, RequestView as Request } from "./request-view";
 import { isErc6492Signature, type Address, type Hex } from "viem";
 import { CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
 import type { ChainGateway } from "../chain/chain-gateway";

@@ -21,7 +21,6 @@
  * The payment is already settled when a receipt is signed: a receipt that cannot be issued is logged and the
  * paid answer goes out without it, never a charged request without its answer.
  */
-import type { Request, Response } from "express";
 import type { SignedReceipt } from "@x402/extensions/offer-receipt";
 import type { Clock } from "../../lib/clock";
 import { fromHeaderJson, PAYMENT_HEADERS, toHeaderJson } from "../payment-match";
@@ -29,6 +28,23 @@ import type { ToolCallFacts } from "./digest";
 import { OFFER_EXTENSION_KEY, signOffers, type OfferTerms } from "./offer";
 import { issueReceipt, rebindToToolCall, RECEIPT_EXTENSION_KEY, withReceipt, withReceiptHeader, type PaymentFacts } from "./receipt";
 import type { ReceiptSigningKey } from "./receipt-key";
+
+/** what a paid answer reads of its request (the HTTP layer's request has these members) */
+interface Request {
+  readonly method: string;
+  readonly path: string;
+  readonly originalUrl: string;
+  header(name: string): string | undefined;
+}
+
+/** what a paid answer reads and writes of its response (the HTTP layer's response has these members) */
+interface Response {
+  readonly locals: Record<string, unknown>;
+  readonly statusCode: number;
+  getHeader(name: string): unknown;
+  setHeader(name: string, value: number | string | readonly string[]): unknown;
+  json(body?: unknown): unknown;
+}
 
 /** a priced route, as the price list names it (method, declared path) */
 export type PricedRoute = { method: string; path: string };
