@@ -220,7 +220,9 @@ export function write(result: Record<string, unknown>, started: Date): void {
   const latest = QUICK
     ? "quick-latest"
     : PROFILE
-      ? "profile-latest"
+      ? PAID_ONLY
+        ? "paid-profile-latest"
+        : "profile-latest"
       : ROUTES_ONLY
         ? "routes-latest"
         : TABLES_ONLY
