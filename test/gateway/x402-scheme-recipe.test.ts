@@ -47,6 +47,16 @@ describe("a scheme is a folder and a line", () => {
     ]);
   });
 
+  it("the price list and the discovery list name it on every priced route", async () => {
+    const prices = await call(gateway.url, "GET", "/x402/prices.json");
+    const audit = (prices.body.prices as { path: string; schemes: string[] }[]).find((p) => p.path === AUDIT);
+    expect(audit?.schemes).toEqual(["exact", TICKET_SCHEME]);
+    expect((prices.body.prices as { schemes: string[] }[]).every((p) => p.schemes.includes(TICKET_SCHEME))).toBe(true);
+    const listed = await call(gateway.url, "GET", "/x402/discovery/resources");
+    expect(listed.status).toBe(200);
+    expect((listed.body.items as { accepts: { scheme: string }[] }[]).every((i) => i.accepts.some((a) => a.scheme === TICKET_SCHEME))).toBe(true);
+  });
+
   it("pays a priced route over HTTP: served on the payer's treasury, settled once, with its settlement header and receipt", async () => {
     const t = await ticket();
     const r = await call(gateway.url, "GET", AUDIT, { headers: t.headers });

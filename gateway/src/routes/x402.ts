@@ -23,6 +23,7 @@ export const PriceListDocument = z
         display: z.string(),
         description: z.string(),
         tool: z.string().optional().openapi({ description: "the MCP tool this route serves (its name finds the capability's path)" }),
+        schemes: z.array(z.string()).optional().openapi({ description: "the x402 schemes this route takes (each scheme's offer in its 402's `accepts`)" }),
         metered: z
           .object({ scheme: z.literal("upto"), max_atomic: z.string(), base_atomic: z.string(), per_unit_atomic: z.string(), unit: z.string() })
           .optional()
@@ -47,7 +48,13 @@ export const DiscoveryResources = z
           x402Version: z.literal(2),
           accepts: z.array(
             z
-              .object({ scheme: z.enum(["exact", "batch-settlement", "upto"]), network: z.string(), amount: z.string(), asset: z.string(), payTo: z.string() })
+              .object({
+                scheme: z.string().openapi({ description: "the x402 scheme: exact, batch-settlement, upto, or any other the gateway takes" }),
+                network: z.string(),
+                amount: z.string(),
+                asset: z.string(),
+                payTo: z.string(),
+              })
               .passthrough(),
           ),
           lastUpdated: z.string(),
@@ -99,6 +106,9 @@ export function x402Routes(
     summary: "x402 price per route (atomic USDC and the human figure)",
     tags: ["Discovery"],
     responses: { 200: { description: "price list", schema: PriceListDocument }, ...RATE_LIMITED },
-    handler: () => ({ status: 200, body: prices.document(info.network, info.asset, info.payTo) }),
+    handler: () => ({
+      status: 200,
+      body: prices.document(info.network, info.asset, info.payTo, (p) => payments.paymentRequired(p).accepts.map((a) => a.scheme)),
+    }),
   });
 }

@@ -116,4 +116,17 @@ describe("a metered route (x402 upto)", () => {
       new PriceList([{ method: "GET", path: "/n", atomic: 1_000n, description: "d" }]).document("base-sepolia", "0xa", "0xb").prices[0],
     ).not.toHaveProperty("metered");
   });
+
+  it("lists the schemes each route takes, as the gate's registry offers them (none when not asked)", () => {
+    const list = new PriceList([
+      { method: "GET", path: "/m", atomic: 1_300n, description: "d", meter },
+      { method: "GET", path: "/n", atomic: 1_000n, description: "d" },
+    ]);
+    const doc = list.document("base-sepolia", "0xa", "0xb", (p) => (p.meter ? ["exact", "upto"] : ["exact"]));
+    expect(doc.prices.map((p) => [p.path, p.schemes])).toEqual([
+      ["/m", ["exact", "upto"]],
+      ["/n", ["exact"]],
+    ]);
+    expect(list.document("base-sepolia", "0xa", "0xb").prices[0]).not.toHaveProperty("schemes");
+  });
 });

@@ -72,7 +72,8 @@ export class PriceList {
     return this.byRoute.get(`${method.toUpperCase()} ${path}`);
   }
 
-  document(network: string, asset: string, payTo: string) {
+  /** `schemesOf`: the x402 schemes a route takes (the gate's registry, each scheme's offers), listed per route */
+  document(network: string, asset: string, payTo: string, schemesOf?: (p: RoutePrice) => string[]) {
     return {
       object: "x402_price_list",
       /** the version the `network` field names; every route accepts both */
@@ -94,6 +95,7 @@ export class PriceList {
         display: `$${formatDecimal(p.atomic, 6)}`,
         description: p.description,
         ...(p.tool ? { tool: p.tool } : {}),
+        ...(schemesOf ? { schemes: schemesOf(p) } : {}),
         ...(p.meter
           ? {
               metered: {

@@ -68,11 +68,6 @@ export interface BatchSettlementFacilitatorOptions {
   serialize?: <T>(send: () => Promise<T>) => Promise<T>;
 }
 
-/** a version 2 payment of the batch-settlement scheme (the local facilitator's `exact` path handles the rest) */
-export function isBatchSettlementPayment(payment: { x402Version?: number; accepted?: { scheme?: string } }): boolean {
-  return payment.x402Version === 2 && payment.accepted?.scheme === BATCH_SETTLEMENT_SCHEME;
-}
-
 const same = (a: unknown, b: unknown) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
 
 /** the payer a payload names (deposit, voucher and refund payloads carry the channel config) */

@@ -38,9 +38,9 @@ import { baseSepolia } from "viem/chains";
 import { verify as x402Verify } from "x402/facilitator";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "x402/types";
 import { nonceTaken, shortError, TOKEN_ABI, transferCall, type ExactEvmPayload } from "./authorization-call";
-import { isBatchSettlementPayment, type BatchSettlementFacilitator } from "./batch-settlement";
+import type { BatchSettlementFacilitator } from "./batch-settlement";
 import { withNativeEoaCheck } from "./native-eoa-check";
-import { isUptoPayment, type UptoFacilitator } from "./upto";
+import type { UptoFacilitator } from "./upto";
 
 /** the schemes beside `exact` this facilitator settles, when their keys are given */
 export interface OtherSchemes {
@@ -72,11 +72,12 @@ export class LocalFacilitator {
   private readonly verifiedReuseMs: number;
 
   /** the other schemes, each settled by the official @x402/evm scheme with a key of its own (batch-settlement.ts, upto.ts) */
-  private readonly others: OtherSchemes;
+  private readonly others: ReadonlyMap<string, BatchSettlementFacilitator | UptoFacilitator>;
 
   constructor(opts: { rpcUrl: string; privateKey: Hex; verifiedReuseMs?: number; schemes?: OtherSchemes }) {
     this.verifiedReuseMs = opts.verifiedReuseMs ?? VERIFIED_REUSE_MS;
-    this.others = opts.schemes ?? {};
+    // by the scheme name each settles (a version 2 payment's `accepted.scheme`)
+    this.others = new Map(Object.values(opts.schemes ?? {}).map((s: BatchSettlementFacilitator | UptoFacilitator) => [s.supportedKind().scheme, s]));
     const transport = rpcHttp(opts.rpcUrl, { retryCount: 0 });
     this.publicClient = withNativeEoaCheck(createPublicClient({ chain: baseSepolia, transport, pollingInterval: 50 }));
     this.wallet = withNativeEoaCheck(
@@ -161,9 +162,8 @@ export class LocalFacilitator {
 
   /** the scheme other than `exact` a version 2 payment is made in, when this facilitator settles it */
   private otherScheme(payment: AnyPayment): BatchSettlementFacilitator | UptoFacilitator | undefined {
-    if (this.others.batch && isBatchSettlementPayment(payment as never)) return this.others.batch;
-    if (this.others.upto && isUptoPayment(payment as never)) return this.others.upto;
-    return undefined;
+    const scheme = (payment as { accepted?: { scheme?: unknown } }).accepted?.scheme;
+    return payment.x402Version === 2 && typeof scheme === "string" ? this.others.get(scheme) : undefined;
   }
 
   /** x402 version 2's /supported: each version's kind, the extensions, and the settling account per network family */
@@ -172,8 +172,7 @@ export class LocalFacilitator {
       kinds: [
         { x402Version: 2, scheme: "exact", network: NETWORK_V2 },
         { x402Version: 1, scheme: "exact", network: NETWORK },
-        ...(this.others.batch ? [this.others.batch.supportedKind()] : []),
-        ...(this.others.upto ? [this.others.upto.supportedKind()] : []),
+        ...[...this.others.values()].map((s) => s.supportedKind()),
       ],
       extensions: [],
       signers: { "eip155:*": [this.address] },

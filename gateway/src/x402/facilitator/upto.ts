@@ -39,8 +39,9 @@ import { baseSepolia } from "viem/chains";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { shortError } from "./authorization-call";
 import { NETWORK_V2 } from "./payment-versions";
+import { UPTO_SCHEME } from "../schemes/upto/permit";
 
-export const UPTO_SCHEME = "upto";
+export { UPTO_SCHEME };
 /** the official scheme's reason when the settlement's simulation fails and its diagnosis finds no cause */
 const SIMULATION_FAILED = "permit2_simulation_failed";
 
@@ -90,11 +91,6 @@ export interface UptoFacilitator {
   verify(payment: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
   /** settle `requirements.amount` (what was used, at most the signed maximum) */
   settle(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
-}
-
-/** a version 2 payment of the upto scheme (the local facilitator's `exact` path handles the rest) */
-export function isUptoPayment(payment: { x402Version?: number; accepted?: { scheme?: string } }): boolean {
-  return payment.x402Version === 2 && payment.accepted?.scheme === UPTO_SCHEME;
 }
 
 interface Permit2Authorization {
