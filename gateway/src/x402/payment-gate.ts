@@ -3,8 +3,10 @@
  * 402 offers both: the v1 body (`accepts`) and the v2 `PAYMENT-REQUIRED`
  * header; a proof comes in v1's `X-PAYMENT` or v2's `PAYMENT-SIGNATURE` and is
  * answered in the same version (`X-PAYMENT-RESPONSE` / `PAYMENT-RESPONSE`),
- * with the same guarantees. The gate offers primitives; the route's request
- * stages (http/stages/) put them in the order that makes charging exactly-once:
+ * with the same guarantees, in every scheme of the registry (schemes/index.ts: a
+ * scheme is a folder and a line). The gate offers primitives whose answers are
+ * outcomes (data, never an HTTP response); the route's request stages
+ * (http/stages/) write them, in the order that makes charging exactly-once:
  *
  *   challenge   the 402 of a request without a proof (challenge.ts);
  *   authorize   decode the proof, match this route's own requirements (exact

@@ -108,6 +108,9 @@ describe("voucher: decoding", () => {
     const halfOrder = `0x${"11".repeat(32)}7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a01b`;
     expect(decodeSessionPayment(variant({ signature: halfOrder }))?.voucher.signature).toBe(halfOrder);
     expect(decodeSessionPayment({ ...p, payload: { ...p.payload, voucher: "x" } } as PaymentPayloadV2)).toBeUndefined();
+    // a field that is no string, even one whose text would pass
+    expect(decodeSessionPayment(variant({ channelId: [voucher.channelId] }))).toBeUndefined();
+    expect(decodeSessionPayment(variant({ signature: [voucher.signature] }))).toBeUndefined();
     expect(decodeSessionPayment({ ...p, payload: { ...p.payload, type: "refund" } } as PaymentPayloadV2)).toBeUndefined();
   });
 
@@ -140,6 +143,7 @@ describe("voucher: matching this service's terms", () => {
     });
     expect(sessionMismatch(accepted({ payTo: RECEIVER_AUTHORIZER }), route)).toEqual({ error: "payment_recipient_mismatch" });
     expect(sessionMismatch(accepted({ payTo: "nope" }), route)).toEqual({ error: "payment_recipient_mismatch" });
+    expect(sessionMismatch(accepted({ payTo: [PAY_TO] }), route)).toEqual({ error: "payment_recipient_mismatch" });
     expect(sessionMismatch(accepted({ asset: PAY_TO }), route)).toEqual({ error: "payment_asset_mismatch" });
     // the same addresses in another case are the same
     expect(sessionMismatch(accepted({ payTo: PAY_TO.toLowerCase(), asset: TOKEN.toLowerCase() }), route)).toBeNull();

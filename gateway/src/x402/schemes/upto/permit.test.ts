@@ -93,6 +93,9 @@ describe("permit: matching a metered route", () => {
     expect(mismatchOf(payment({ accepted: { payTo: other } }))).toEqual({ error: "payment_recipient_mismatch" });
     // an accepted payTo that is no address (the shape is checked where the proof is decoded; here, the match alone)
     expect(uptoMismatch(payment({ accepted: { payTo: "nope" } }), decodeUptoAuthorization(payment())!, route)).toEqual({ error: "payment_recipient_mismatch" });
+    expect(uptoMismatch(payment({ accepted: { payTo: [PAY_TO] } }), decodeUptoAuthorization(payment())!, route)).toEqual({
+      error: "payment_recipient_mismatch",
+    });
     expect(mismatchOf(payment({ authorization: { witness: { to: other, facilitator: FACILITATOR, validAfter: "0" } } }))).toEqual({
       error: "payment_recipient_mismatch",
     });
