@@ -100,6 +100,7 @@ export const convert: ActionDeclaration<"convert"> = {
   },
   cli: {
     usage: "convert <amount_usdc> --target btc|eth",
+    flags: { target: "what a conversion buys" },
     body: (amount, flags) => ({ amount_usdc: amount, ...(typeof flags.target === "string" ? { target: flags.target as "btc" | "eth" } : {}) }),
   },
 };

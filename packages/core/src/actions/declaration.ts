@@ -139,6 +139,9 @@ export interface ActionDeclaration<Name extends string = string> extends Positio
     functions: string[];
     check(calls: DecodedCall[], intent: SignerIntent, ctx: SignerRuleContext): number;
   };
-  /** the command line (`signer-agent run <name> ...`): usage and the body it sends */
-  cli: { usage: string; body(amount: number, flags: Record<string, string | boolean | undefined>): ActionBody };
+  /**
+   * the command line (`signer-agent run <name> ...`): usage, what each flag its usage names means (its help,
+   * `run`'s and `relay`'s), and the body it sends
+   */
+  cli: { usage: string; flags?: Record<string, string>; body(amount: number, flags: Record<string, string | boolean | undefined>): ActionBody };
 }
