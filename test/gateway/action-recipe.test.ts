@@ -86,6 +86,12 @@ describe("a declaration-only action", () => {
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ action: "park", parking_id: parked.body.parking_id, parked_usdc: 245 });
 
+    // its estimate: the common fields, none of another action's (no borrow rate, no target)
+    const estimate = await api.post("/api/v1/estimate", { action: "park", amount_usdc: 250 });
+    expect(estimate.status).toBe(200);
+    expect(estimate.body).toMatchObject({ object: "action_preview", action: "park", amount_usdc: 250, service_fee_usdc: 5, net_amount: 245, aave_rate: null });
+    expect(estimate.body.target).toBeUndefined();
+
     // its x402 price: the 402 of an unauthenticated call names it
     const unpaid = await call(gw.url, "POST", "/api/v1/parkings", { body: { amount_usdc: 250 }, headers: { "idempotency-key": newIdempotencyKey() } });
     expect(unpaid.status).toBe(402);

@@ -140,6 +140,11 @@ export interface ActionDeclaration<Name extends string = string> extends Positio
     check(calls: DecodedCall[], intent: SignerIntent, ctx: SignerRuleContext): number;
   };
   /**
+   * what the estimate (POST /api/v1/estimate) says of it beyond the common fields: Aave's variable borrow rate
+   * (an action on the debt), and its own fields from the estimate's body (a conversion's target)
+   */
+  estimate?: { borrowRate?: boolean; fields?(body: Pick<ActionBody, "target">): Record<string, unknown> };
+  /**
    * the command line (`signer-agent run <name> ...`): usage, what each flag its usage names means (its help,
    * `run`'s and `relay`'s), and the body it sends
    */
