@@ -12,6 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keepAlivePost } from "@treasury/core/lib/keep-alive-post";
+import { TreasuryError } from "@treasury/core/lib/errors";
 import { CHAIN_CALL_IN_TRANSACTION, inStoreTransaction } from "@treasury/core/lib/store-transaction";
 import { ChainGateway } from "../../gateway/src/chain/chain-gateway";
 import { AutomationNonceStore } from "../../gateway/src/store/automation-nonce-store";
@@ -32,9 +33,10 @@ beforeAll(async () => {
     req.on("data", (c) => (body += c));
     req.on("end", () => {
       requests++;
-      const { id } = JSON.parse(body) as { id: number };
+      const { id, method } = JSON.parse(body) as { id: number; method: string };
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ jsonrpc: "2.0", id, result: "0x2a" }));
+      // 42, as a quantity or as a call's 32-byte word
+      res.end(JSON.stringify({ jsonrpc: "2.0", id, result: method === "eth_call" ? `0x${(42).toString(16).padStart(64, "0")}` : "0x2a" }));
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -69,6 +71,21 @@ describe("no chain call inside a store transaction", () => {
     // after the transaction, the same call goes through
     expect(await chain.client("base").getBlockNumber({ cacheTime: 0 })).toBe(42n);
     expect(requests).toBe(before + 1);
+  });
+
+  it("the chain adapter's refusal names the transaction, not the transport", async () => {
+    const chain = new ChainGateway({ base: url }, 5_000);
+    const safe = "0x00000000000000000000000000000000000000cc" as const;
+    expect(await chain.safeNonce("base", safe)).toBe(42n);
+    const refused = await db
+      .transaction(() => chain.safeNonce("base", safe))
+      .then(
+        () => null,
+        (err: TreasuryError) => err,
+      );
+    expect(refused).toBeInstanceOf(TreasuryError);
+    expect(refused!.code).toBe("chain_unavailable");
+    expect(refused!.message).toBe(`could not read the Safe ${safe}'s nonce on base: ${CHAIN_CALL_IN_TRANSACTION} (${new URL(url).host})`);
   });
 
   it("the facilitator client's POST is refused inside a transaction, nested ones included", async () => {

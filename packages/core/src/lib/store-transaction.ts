@@ -21,7 +21,15 @@ export function insideStoreTransaction<T>(fn: () => Promise<T>): Promise<T> {
 /** is this code running inside a store transaction's body? */
 export const inStoreTransaction = (): boolean => mark.getStore() === true;
 
+/** the refusal: a programming error, named so that whoever wraps it (viem's HTTP error, the chain adapter) can say it */
+export class ChainCallInTransaction extends Error {
+  constructor(what: string) {
+    super(`${CHAIN_CALL_IN_TRANSACTION} (${what})`);
+    this.name = "ChainCallInTransaction";
+  }
+}
+
 /** a call to a node or a facilitator, refused inside a store transaction (`what`: the URL's host, say) */
 export function refuseInsideStoreTransaction(what: string): void {
-  if (mark.getStore() && process.env.STRICT_STORE_TRANSACTIONS !== "0") throw new Error(`${CHAIN_CALL_IN_TRANSACTION} (${what})`);
+  if (mark.getStore() && process.env.STRICT_STORE_TRANSACTIONS !== "0") throw new ChainCallInTransaction(what);
 }
