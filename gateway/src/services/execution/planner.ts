@@ -40,6 +40,8 @@ export interface Plan {
   fee: Fee;
   /** the fee tier the fee was priced at (absent: a fee as signed, an envelope's) */
   tierIndex?: number;
+  /** the prices an amount in a token was valued at (the chain's oracle when planned), for the rail's refusal in its unit */
+  price?: PriceOf;
   /** the sandbox ledger after the action; null for a chain-backed treasury (the chain is the ledger) */
   ledger: LedgerResult | null;
   ltvBefore: number;
@@ -127,7 +129,7 @@ export class Planner {
     if (chain) {
       const checked = this.checkOnChain(treasury, d, request, chain, tier, price);
       // an action that swaps is bounded under the pool's quote now (QuoterV2)
-      return { ...checked, request: await this.quoted(treasury, d, request, checked.fee.feeMicro) };
+      return { ...checked, ...(price ? { price } : {}), request: await this.quoted(treasury, d, request, checked.fee.feeMicro) };
     }
     const before = positionOf(treasury.holdings);
     const funded = fundedLedger(treasury, d, request.amountMicro);
@@ -168,7 +170,7 @@ export class Planner {
    * request (its quote and its prices kept). Pure: no call to the chain.
    */
   confirm(treasury: TreasuryRecord, plan: Plan, chain: ChainPosition): Plan {
-    return { ...plan, ...this.checkOnChain(treasury, declarationOf(plan.request.action), plan.request, chain, plan.tierIndex ?? 0, null) };
+    return { ...plan, ...this.checkOnChain(treasury, declarationOf(plan.request.action), plan.request, chain, plan.tierIndex ?? 0, plan.price ?? null) };
   }
 
   /**
@@ -177,7 +179,7 @@ export class Planner {
    */
   repriced(treasury: TreasuryRecord, plan: Plan, chain: ChainPosition, tierIndex: number): Plan {
     if (plan.tierIndex === undefined || plan.tierIndex === tierIndex) return plan;
-    return { ...plan, ...this.checkOnChain(treasury, declarationOf(plan.request.action), plan.request, chain, tierIndex, null) };
+    return { ...plan, ...this.checkOnChain(treasury, declarationOf(plan.request.action), plan.request, chain, tierIndex, plan.price ?? null) };
   }
 
   /** the checks of an action on a chain position (the wallet's needs, the rail, Aave's health rule, the wallet's USDC) and its figures */
