@@ -17,6 +17,7 @@ import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chain
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { HEALTH_SCORE_CAP } from "@treasury/core/domain/position";
 import { TreasuryError } from "@treasury/core/lib/errors";
+import { ChainCallInTransaction } from "@treasury/core/lib/store-transaction";
 
 export interface ChainPosition {
   /** collateral value, micro-USD (Aave's base currency has 8 decimals) */
@@ -49,6 +50,9 @@ const AAVE_ERRORS: Record<string, string> = {
 
 export function describeRevert(err: unknown): string {
   if (err instanceof BaseError) {
+    // a call refused inside a store transaction says so, not viem's "HTTP request failed."
+    const refused = err.walk((e) => e instanceof ChainCallInTransaction);
+    if (refused instanceof ChainCallInTransaction) return refused.message;
     const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
     const reason = reverted?.reason ?? (err.walk() as { reason?: string })?.reason;
     const data = (err.walk((e) => typeof (e as { data?: unknown }).data === "string") as { data?: Hex } | null)?.data;

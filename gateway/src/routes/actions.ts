@@ -90,7 +90,8 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
         ...(d.route.extraResponses ?? {}),
       },
       errors: ACTION_ERRORS,
-      reserve: ({ body, res }, holder) => deps.actions.reserve(requireCredential(res).treasuryId, actionRequest(d, body), holder),
+      // the reservation's plan is kept by the service for this holder: the handler's perform carries it out
+      reserve: async ({ body, res }, holder) => (await deps.actions.reserve(requireCredential(res).treasuryId, actionRequest(d, body), holder)).release,
       storeOnly: ({ res }) => deps.actions.storeOnly(requireCredential(res).treasuryId),
       handler: async ({ body, res }) => {
         const credential = requireCredential(res);

@@ -1,4 +1,4 @@
-import { TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
+import { DECLARED, TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
 import { AMOUNT_ALIAS_RULES, hexBytes, queryNumber, requiredWhen, schemaRules, usdcAmount } from "@treasury/core/schemas/common";
 import { z } from "@treasury/core/schemas/zod";
 
@@ -32,6 +32,17 @@ export const RelayRequest = z
 
 const Timestamp = z.string().datetime({ offset: true });
 
+/** each action's own id on its receipt (deposit_id: dep_...), from its declaration's receiptId and idPrefix */
+const RECEIPT_IDS = Object.fromEntries(
+  DECLARED.map((d) => [
+    d.receiptId,
+    z
+      .string()
+      .regex(new RegExp(`^${d.idPrefix}_`))
+      .optional(),
+  ]),
+);
+
 export const ActionReceipt = z
   .object({
     sandbox: z.boolean(),
@@ -46,19 +57,16 @@ export const ActionReceipt = z
         "processing, approved (borrow) or completed as the spec shows them; a managed action on a Safe moves from processing/approved to completed (with tx_hash) or failed (with failure) when its Safe transaction executes",
     }),
     created_at: Timestamp,
-    deposit_id: z.string().regex(/^dep_/).optional(),
+    ...RECEIPT_IDS,
     net_amount: z.number().optional(),
-    borrow_id: z.string().regex(/^brw_/).optional(),
     fee_basis: z.string().optional(),
     current_ltv: z.number().optional(),
-    conversion_id: z.string().regex(/^cnv_/).optional(),
     target: z.enum(["btc", "eth"]).optional(),
     estimated_amount: z.number().optional(),
-    repayment_id: z.string().regex(/^rep_/).optional(),
     remaining_borrow: z.number().optional(),
   })
   .passthrough()
-  .openapi("ActionReceipt", { description: "spec 2.4, per-action variants (deposit_id, conversion_id, borrow_id, repayment_id)" });
+  .openapi("ActionReceipt", { description: `spec 2.4, per-action variants (${DECLARED.map((d) => d.receiptId).join(", ")})` });
 
 const UnsignedTx = z.object({
   chain: z.string(),

@@ -38,6 +38,14 @@ import { Planner, type ActionRequest, type Plan } from "./execution/planner";
 import type { ActionOutcome, ModeRun } from "./execution/strategy";
 
 export type { ActionRequest, Plan } from "./execution/planner";
+
+/** what reserve made for a holder: the plan (quote included), the position it was made on (null: a ledger), the slot's release */
+export interface Reservation {
+  treasuryId: string;
+  plan: Plan;
+  chain: ChainPosition | null;
+  release(): Promise<void>;
+}
 export type { ActionOutcome } from "./execution/strategy";
 
 /** another action of the treasury holds its slot */
@@ -59,6 +67,8 @@ export class ActionService {
   /** an envelope's life, shared with the relay */
   readonly envelopes: EnvelopeLifecycle;
   private readonly modes: ModeTable;
+  /** the reservations of this process's requests, by holder, until released */
+  private readonly reserved = new Map<string, Reservation>();
 
   constructor(
     private readonly ctx: Ctx,
@@ -103,19 +113,21 @@ export class ActionService {
   }
 
   /**
-   * Every check perform() makes, and the treasury's conflict slot claimed for
-   * `holder` in the same transaction: after this, no other action of the
-   * treasury can start until the release is called (or the slot expires). A
-   * paid request reserves before its payment is settled, so a request that
-   * would be refused or conflicted is never charged.
+   * Every check perform() makes, and the treasury's conflict slot claimed for `holder`: the plan is made
+   * once, here, before the store transaction (the position, the quote, the oracle's prices: every chain
+   * read); the transaction re-checks only what the store decides (no envelope or Safe transaction pending)
+   * and claims the slot. After this, no other action of the treasury can start until the release is called
+   * (or the slot expires). A paid request reserves before its payment is settled, so a request that would
+   * be refused or conflicted is never charged. The reservation, plan included, is what perform() carries out
+   * for the same holder.
    */
-  async reserve(treasuryId: string, request: ActionRequest, holder: string): Promise<() => Promise<void>> {
+  async reserve(treasuryId: string, request: ActionRequest, holder: string): Promise<Reservation> {
     const t = await this.backing.treasury(treasuryId);
     if (onLedgerOnly(t)) {
       // never paid, nothing outside the store: the checks now (a refusal answers before anything is written),
       // then perform does them again and the action in one transaction, with no slot claimed around it
-      await this.guard(t, request, this.ctx.clock.now(), null);
-      return async () => {};
+      const plan = await this.guard(t, request, this.ctx.clock.now(), null);
+      return { treasuryId, plan, chain: null, release: async () => {} };
     }
     // the position first, with the Safe check alongside (the wallet it refuses is a contract, which the sandbox never
     // funds); then the sandbox's funding, only for an action the position does not refuse outright (repay without debt,
@@ -124,50 +136,76 @@ export class ActionService {
     const refused = position !== null && declarationOf(request.action).walletNeeds(request.amountMicro, position, request.params).refusal !== undefined;
     const funded = !refused && (await this.backing.fundForAction(t, request));
     const chain = await this.backing.asFundedOnSignature(t, request, funded ? await this.backing.chainPosition(t) : position);
+    const plan = await this.guard(t, request, this.ctx.clock.now(), chain);
     await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
-      await this.guard(await this.backing.treasury(treasuryId), request, now, chain);
+      await this.refusePending(await this.backing.treasury(treasuryId), now);
       if (!(await this.ctx.stores.slots.claim(treasuryId, holder, now))) throw slotBusy();
     });
-    return () => this.ctx.stores.slots.release(treasuryId, holder);
+    const reservation: Reservation = {
+      treasuryId,
+      plan,
+      chain,
+      release: async () => {
+        this.reserved.delete(holder);
+        await this.ctx.stores.slots.release(treasuryId, holder);
+      },
+    };
+    this.reserved.set(holder, reservation);
+    return reservation;
   }
 
   /**
-   * Carry out an action for a treasury. The caller either holds the
-   * treasury's slot (`holder`, from reserve) or perform reserves and releases
-   * it itself; a ledger-only treasury's action is one transaction, no slot.
+   * Carry out an action for a treasury. The caller either holds the treasury's slot (`holder`, from
+   * reserve, whose plan this carries out) or perform reserves and releases it itself; a ledger-only
+   * treasury's action is one transaction, no slot.
    */
   async perform(treasuryId: string, request: ActionRequest, trigger: string, holder?: string): Promise<ActionOutcome> {
-    if (holder && (await this.ctx.stores.slots.holds(treasuryId, holder))) return this.run(treasuryId, request, trigger);
+    const reserved = holder === undefined ? undefined : this.reserved.get(holder);
+    if (reserved?.treasuryId === treasuryId) return this.run(reserved, trigger, holder!);
     if (await this.backing.storeOnly(treasuryId)) return this.runOnLedger(treasuryId, request, trigger);
     const own = `perform_${newId("tx").slice(3)}`;
-    const release = await this.reserve(treasuryId, request, own);
+    const reservation = await this.reserve(treasuryId, request, own);
     try {
-      return await this.run(treasuryId, request, trigger);
+      return await this.run(reservation, trigger, own);
     } finally {
-      await release();
+      await reservation.release();
     }
   }
 
-  /** the action, its slot held: checked, its mode chosen and prepared, committed in one transaction, then followed up */
-  private async run(treasuryId: string, request: ActionRequest, trigger: string): Promise<ActionOutcome> {
+  /**
+   * The reserved action, its slot held: its mode chosen and prepared, committed in one transaction that
+   * re-checks only what the store decides (the slot still held, no envelope or Safe transaction pending,
+   * the fee tier: a moved tier re-prices the fee, without the chain), then followed up.
+   */
+  private async run(reservation: Reservation, trigger: string, holder: string): Promise<ActionOutcome> {
+    const { treasuryId, plan } = reservation;
+    const request = plan.request;
     const before = await this.backing.treasury(treasuryId);
     const row = this.modes[before.executionMode];
-    // read again after the reservation (a paid request settled in between: the action is checked on the chain as
-    // it is now, test/security/prepaid-retry.test.ts), together with the wallet's next nonce when the mode hints it
+    // a paid request's settlement ran between the reservation and now and moved the payer's USDC: the position is
+    // read again and the plan checked on it (test/security/prepaid-retry.test.ts), together with the wallet's next
+    // nonce when the mode hints it
+    const paid = trigger === "x402_payment" && reservation.chain !== null;
     const [chain, nonce] = await Promise.all([
-      this.backing.chainPosition(before).then((position) => this.backing.asFundedOnSignature(before, request, position)),
+      paid ? this.backing.chainPosition(before).then((position) => this.backing.asFundedOnSignature(before, request, position)) : reservation.chain,
       row.some((s) => s.needsNonce) ? this.nonces.next(before.chain, before.walletAddress) : null,
     ]);
-    const planned = await this.guard(before, request, this.ctx.clock.now(), chain);
+    const planned = paid && chain ? this.planner.confirm(before, plan, chain) : plan;
     const mode = await modeFor(this.modes, before, chain);
     const run: ModeRun = { treasuryId, request, trigger, before, chain, planned, nonce };
     const prepared = await mode.prepare(run);
     const outcome = await this.ctx.tx.transaction(async () => {
       const now = this.ctx.clock.now();
+      if (!(await this.ctx.stores.slots.holds(treasuryId, holder))) throw slotBusy();
       const treasury = await this.backing.treasury(treasuryId);
-      const plan = prepared.replan ? await this.guard(treasury, request, now, chain) : planned;
-      return prepared.commit(treasury, plan, now);
+      if (!prepared.recheck) return prepared.commit(treasury, planned, now);
+      await this.refusePending(treasury, now);
+      // on a chain, only the fee tier is the store's; a ledger is the store's own, planned on as it is now
+      const committed = chain
+        ? this.planner.repriced(treasury, planned, chain, (await this.ctx.stores.fees.ratchet()).tierIndex)
+        : await this.planner.plan(treasury, request, null);
+      return prepared.commit(treasury, committed, now);
     });
     await prepared.after?.(outcome);
     return outcome;
@@ -199,6 +237,12 @@ export class ActionService {
         details: [{ location: "body", field: "amount_usdc", message: `must be at least ${least}` }],
       });
     }
+    await this.refusePending(treasury, now);
+    return this.planner.plan(treasury, request, chain);
+  }
+
+  /** what the store decides: no envelope awaiting signature, no Safe transaction open */
+  private async refusePending(treasury: TreasuryRecord, now: Date): Promise<void> {
     const pending = await this.ctx.stores.envelopes.pendingFor(treasury.id, now.toISOString());
     if (pending) {
       throw new TreasuryError(
@@ -215,6 +259,5 @@ export class ActionService {
         { pending_safe_transaction_id: queued.id, pending_action: queued.action, pending_status: queued.status },
       );
     }
-    return this.planner.plan(treasury, request, chain);
   }
 }

@@ -4,7 +4,7 @@
  * end above the ceiling.
  */
 import type { TreasuryChain } from "@treasury/core/contracts/chains";
-import { ruleOf, type Action, type TreasuryAction } from "@treasury/core/actions";
+import { declarationOf, ruleOf, type Action, type TreasuryAction } from "@treasury/core/actions";
 import { parseUsdc, usdcToNumber, type Micro } from "@treasury/core/domain/money";
 import { DEMO_HOLDINGS, positionOf } from "@treasury/core/domain/portfolio";
 import { PositionError, positionAtLtv, simulate, type Position, type Simulation } from "@treasury/core/domain/position";
@@ -92,14 +92,16 @@ export class PreviewService {
   ) {
     const preset = PRESETS[treasury.preset];
     const sim = await this.run(chainPosition ?? positionOf(treasury.holdings), { action, amountMicro }, preset);
+    // what the action's declaration adds: Aave's borrow rate for an action on the debt, its own fields
+    const own = declarationOf(action).estimate;
     return {
       ...this.previewBody(sim, chainPosition ? "chain" : "sandbox_simulation"),
       treasury_id: treasury.id,
       service_fee: usdcToNumber(sim.fee.feeMicro),
-      aave_rate: action === "borrow" || action === "repay" ? this.borrowApy(treasury.chain) : null,
+      aave_rate: own?.borrowRate ? this.borrowApy(treasury.chain) : null,
       aave_rate_kind: "variable_borrow_apy_pct (null unless read from the chain's Pool within the cache window)",
       dex_spread: null,
-      ...(action === "convert" ? { target, dex_slippage_tolerance_pct: 1 } : {}),
+      ...own?.fields?.({ target }),
       net_amount: usdcToNumber(sim.amountMicro - sim.fee.feeMicro),
       estimated_at: this.ctx.clock.now().toISOString(),
     };

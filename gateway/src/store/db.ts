@@ -32,7 +32,8 @@ export interface Db {
   /**
    * Run `fn` as one serializable transaction; every query inside joins it
    * (nested calls join the outer one). On PostgreSQL a serialization failure
-   * re-runs `fn`, so `fn` must do nothing outside the database.
+   * re-runs `fn`, so `fn` must do nothing outside the database: a call to a node or a facilitator inside it
+   * throws (`chain call inside a store transaction`, @treasury/core/lib/store-transaction).
    */
   transaction<T>(fn: () => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /** several statements, no parameters (migrations, test fixtures) */

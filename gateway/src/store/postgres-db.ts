@@ -6,6 +6,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
+import { insideStoreTransaction } from "@treasury/core/lib/store-transaction";
 import { isContention, type Db, type SqlValue, type TransactionOptions } from "./db";
 
 /** a transaction that collided (store/db.ts `isContention`: SQLSTATE serialization_failure or deadlock_detected) is run again, this many times at most */
@@ -95,7 +96,7 @@ class PostgresDb implements Db {
       let broken = false;
       try {
         await client.query(`BEGIN ISOLATION LEVEL ${isolation}`);
-        const result = await this.client.run(client, fn);
+        const result = await this.client.run(client, () => insideStoreTransaction(fn));
         await client.query("COMMIT");
         return result;
       } catch (err) {

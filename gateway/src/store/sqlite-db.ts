@@ -8,6 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { insideStoreTransaction } from "@treasury/core/lib/store-transaction";
 import type { Db, SqlValue } from "./db";
 import { SqliteCheckpointer } from "./sqlite-checkpointer";
 
@@ -160,7 +161,7 @@ class SqliteDb implements Db {
     return this.exclusive(async () => {
       await this.untilNotBusy(() => this.statement("BEGIN IMMEDIATE").run());
       try {
-        const result = await this.inTransaction.run(true, fn);
+        const result = await this.inTransaction.run(true, () => insideStoreTransaction(fn));
         this.statement("COMMIT").run();
         this.committed();
         return result;

@@ -12,6 +12,13 @@ export interface ActionFlag {
   /** the values it takes; none: a switch */
   choices?: string[];
   required: boolean;
+  /** what it means, as the declaration says (cli.flags) */
+  about: string;
+}
+
+/** every flag any action takes, across the actions: its values, what it means, the actions that require it */
+export interface UnionFlag extends Omit<ActionFlag, "required"> {
+  requiredBy: TreasuryAction[];
 }
 
 export interface ActionUsage {
@@ -26,8 +33,13 @@ export interface ActionUsage {
   example: string;
 }
 
-const flagsIn = (text: string, required: boolean): ActionFlag[] =>
-  [...text.matchAll(/--([a-z-]+)(?: ([a-z0-9]+(?:\|[a-z0-9]+)+))?/g)].map((m) => ({ name: m[1]!, ...(m[2] ? { choices: m[2].split("|") } : {}), required }));
+const flagsIn = (text: string, required: boolean, about: Record<string, string>): ActionFlag[] =>
+  [...text.matchAll(/--([a-z-]+)(?: ([a-z0-9]+(?:\|[a-z0-9]+)+))?/g)].map((m) => ({
+    name: m[1]!,
+    ...(m[2] ? { choices: m[2].split("|") } : {}),
+    required,
+    about: about[m[1]!] ?? "as the action's usage says",
+  }));
 
 export function actionUsage(action: TreasuryAction): ActionUsage {
   const d = declarationOf(action);
@@ -44,20 +56,25 @@ export function actionUsage(action: TreasuryAction): ActionUsage {
     ...(e.asset ? [`--asset ${e.asset.toLowerCase()}`] : []),
     ...(e.sell ? ["--sell"] : []),
   ].join(" ");
-  return { name: action, usage, amount, flags: [...flagsIn(required, true), ...flagsIn(optional, false)], summary: d.route.summary, example };
+  const about = d.cli.flags ?? {};
+  return { name: action, usage, amount, flags: [...flagsIn(required, true, about), ...flagsIn(optional, false, about)], summary: d.route.summary, example };
 }
 
 export const ACTION_USAGES: ActionUsage[] = DECLARED.map((d) => actionUsage(d.name));
 
 export const isTreasuryAction = (a: string | undefined): a is TreasuryAction => (TREASURY_ACTIONS as readonly (string | undefined)[]).includes(a);
 
-/** every flag any action takes, its values the union of the actions' (for the command's flag table) */
-export function actionFlags(): ActionFlag[] {
-  const byName = new Map<string, ActionFlag>();
-  for (const f of ACTION_USAGES.flatMap((u) => u.flags)) {
-    const known = byName.get(f.name);
-    const choices = [...new Set([...(known?.choices ?? []), ...(f.choices ?? [])])];
-    byName.set(f.name, { name: f.name, ...(choices.length ? { choices } : {}), required: false });
+/** every flag any action takes, its values and meanings the union of the actions' (for the commands' flag tables) */
+export function actionFlags(): UnionFlag[] {
+  const byName = new Map<string, UnionFlag>();
+  for (const u of ACTION_USAGES) {
+    for (const f of u.flags) {
+      const known = byName.get(f.name);
+      const choices = [...new Set([...(known?.choices ?? []), ...(f.choices ?? [])])];
+      const abouts = [...new Set([...(known ? known.about.split("; ") : []), f.about])];
+      const requiredBy = [...(known?.requiredBy ?? []), ...(f.required ? [u.name] : [])];
+      byName.set(f.name, { name: f.name, ...(choices.length ? { choices } : {}), about: abouts.join("; "), requiredBy });
+    }
   }
   return [...byName.values()];
 }

@@ -4,8 +4,13 @@
  * a command line against it and help.ts renders it; the treasury actions come
  * from the gateway's declarations (actions.ts).
  */
-import { TREASURY_ACTIONS } from "@treasury/core/actions";
-import { actionFlags } from "./actions";
+import { DECLARED, TREASURY_ACTIONS } from "@treasury/core/actions";
+import { ACTION_USAGES, actionFlags } from "./actions";
+
+/** from the declarations: the actions whose amount is in an asset's units, the ones asked without an amount, the downward legs */
+const IN_UNITS = ACTION_USAGES.filter((u) => u.amount === "amount").map((u) => u.name);
+const NO_AMOUNT = ACTION_USAGES.filter((u) => u.amount === null).map((u) => u.name);
+const DOWNWARD = DECLARED.filter((d) => d.direction === "down").map((d) => d.name);
 
 export interface ArgSpec {
   name: string;
@@ -38,7 +43,7 @@ export interface CommandSpec {
 export const AMOUNTS = [
   "amounts: USDC in whole units: 500 means 500 USDC; decimals allowed up to 6 places (0.5, 1234.567891).",
   "  Digits and one point only: no thousands separators (1000, not 1,000), no unit (500, not 500usdc).",
-  "  ETH and BTC amounts (withdraw, sell with --asset) are in the asset's units, also up to 6 decimals.",
+  `  ETH and BTC amounts (${IN_UNITS.join(", ")} with --asset) are in the asset's units, also up to 6 decimals.`,
 ];
 
 export const GLOBAL_FLAGS: FlagSpec[] = [
@@ -194,28 +199,17 @@ export const COMMANDS: CommandSpec[] = [
       { name: "action", about: "one of the gateway's actions, below", choices: TREASURY_ACTIONS },
       {
         name: "amount",
-        about: "how much: whole USDC (500 = 500 USDC) up to 6 decimals; in the asset's units for withdraw/sell of ETH or BTC; none for exit",
+        about: `how much: whole USDC (500 = 500 USDC) up to 6 decimals; in the asset's units for ${IN_UNITS.join("/")} of ETH or BTC; none for ${NO_AMOUNT.join(", ")}`,
         optional: true,
       },
     ],
     flags: [
-      ...actionFlags().map((f) => ({
-        name: f.name,
-        ...(f.choices ? { value: f.choices.join("|"), choices: f.choices } : {}),
-        about:
-          f.name === "target"
-            ? "what a conversion buys"
-            : f.name === "asset"
-              ? "what a withdrawal or a sale takes (withdraw: default usdc)"
-              : f.name === "sell"
-                ? "an exit also sells the collateral for USDC"
-                : "as the action's usage says",
-      })),
+      ...actionFlags().map((f) => ({ name: f.name, ...(f.choices ? { value: f.choices.join("|"), choices: f.choices } : {}), about: f.about })),
       BEARER,
       X402_SCHEME,
     ],
     details: [
-      "Pays for the request with x402 (within the policy's price cap and daily budget) unless --bearer is given; a downward leg (repay, withdraw, sell, exit) signs in with the wallet instead, free.",
+      `Pays for the request with x402 (within the policy's price cap and daily budget) unless --bearer is given; a downward leg (${DOWNWARD.join(", ")}) signs in with the wallet instead, free.`,
       "With --x402-scheme session the first paid request deposits into a channel (20 requests' worth, at most what is left of the day's",
       "x402 budget) and each later one is paid by a voucher, no transaction; the next run continues the same channel.",
     ],
@@ -259,14 +253,12 @@ export const COMMANDS: CommandSpec[] = [
     args: [{ name: "file", about: "the gateway's JSON answer, or - for stdin (default: stdin)", optional: true }],
     flags: [
       { name: "amount", value: "<amount>", about: "what you asked (default: the envelope's amount_usdc); required for ETH/BTC withdrawals and sales" },
-      { name: "target", value: "btc|eth", choices: ["btc", "eth"], about: "what a conversion buys (required for convert: the envelope does not say)" },
-      {
-        name: "asset",
-        value: "usdc|eth|btc",
-        choices: ["usdc", "eth", "btc"],
-        about: "what a withdrawal or sale takes (required for sell, and for ETH/BTC withdrawals)",
-      },
-      { name: "sell", about: "an exit that sells its collateral (as asked)" },
+      // the actions' own flags, from their declarations: the envelope does not say them
+      ...actionFlags().map((f) => ({
+        name: f.name,
+        ...(f.choices ? { value: f.choices.join("|"), choices: f.choices } : {}),
+        about: `${f.about}, as asked (the envelope does not say)${f.requiredBy.length ? `; required for ${f.requiredBy.join(", ")}` : ""}`,
+      })),
     ],
     details: [
       "The envelope is checked against what it states (action, amount_usdc) and the flags given, then against the policy,",

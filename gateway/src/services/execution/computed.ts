@@ -22,7 +22,7 @@ export const computedMode = (deps: ModeDeps): ExecutionStrategy => ({
   mode: "computed",
   applies: () => true,
   prepare: async (run) => ({
-    replan: true,
+    recheck: true,
     commit: async (treasury, plan, now) => {
       const receipt = await deps.recorder.recordAction(treasury, plan, managedOrigin(run.trigger), now);
       const how = ownLedger(treasury)

@@ -15,7 +15,7 @@ export const envelopeMode = (deps: ModeDeps): ExecutionStrategy => ({
   prepare: async (run) => {
     const nonce = run.nonce ?? { nonce: null, source: "none" };
     return {
-      replan: true,
+      recheck: true,
       commit: async (treasury, plan, now) => {
         const { envelope, steps } = await deps.envelopes.create(treasury, plan, now, nonce);
         return { kind: "envelope_created", result: envelopeView(deps.ctx.links, envelope, steps, plan, nonce.source) };

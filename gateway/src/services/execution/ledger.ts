@@ -17,7 +17,7 @@ export const ledgerMode = (deps: ModeDeps): ExecutionStrategy => ({
   mode: "ledger",
   applies: (t) => onLedgerOnly(t),
   prepare: async (run) => ({
-    replan: true,
+    recheck: true,
     commit: async (treasury, plan, now) => {
       const receipt = await deps.recorder.recordAction(treasury, plan, managedOrigin(run.trigger), now);
       return { kind: "executed", result: { ...receipt, chain_execution: LEDGER_EXECUTION } };

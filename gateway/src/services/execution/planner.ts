@@ -38,6 +38,10 @@ export interface ActionRequest {
 export interface Plan {
   request: ActionRequest;
   fee: Fee;
+  /** the fee tier the fee was priced at (absent: a fee as signed, an envelope's) */
+  tierIndex?: number;
+  /** the prices an amount in a token was valued at (the chain's oracle when planned), for the rail's refusal in its unit */
+  price?: PriceOf;
   /** the sandbox ledger after the action; null for a chain-backed treasury (the chain is the ledger) */
   ledger: LedgerResult | null;
   ltvBefore: number;
@@ -123,32 +127,9 @@ export class Planner {
     const price: PriceOf | null = d.valueMicro ? await this.priceOf(treasury, chain) : null;
     const request = d.valueMicro && price ? { ...planned, amountMicro: d.valueMicro(planned.params, price) } : { ...planned };
     if (chain) {
-      const position = chainAsPosition(chain)!;
-      const needs = d.walletNeeds(request.amountMicro, chain, request.params);
-      if (needs.refusal) throw new TreasuryError(needs.refusal.code, needs.refusal.message);
-      const sim = simulated(() => simulate(position, d, request.amountMicro, preset, tier));
-      if (sim.breach) throw railError(d, sim, preset, request, price);
-      // Aave's own rule after a downward leg: a health factor under 1 reverts (the rail's ceilings are under every liquidation threshold, so it holds)
-      if (d.direction === "down" && sim.after.debtMicro > 0n && sim.healthAfter < 1) {
-        throw new TreasuryError("transaction_would_revert", `Aave refuses this ${request.action}: the health factor would fall to ${sim.healthAfter}, under 1`);
-      }
-      const usdcNeeded = needs.usdcMicro;
-      if (chain.holdings.walletUsdc < usdcNeeded) {
-        throw new TreasuryError(
-          "insufficient_balance",
-          `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(usdcNeeded, 6)}`,
-        );
-      }
+      const checked = this.checkOnChain(treasury, d, request, chain, tier, price);
       // an action that swaps is bounded under the pool's quote now (QuoterV2)
-      return {
-        request: await this.quoted(treasury, d, request, sim.fee.feeMicro),
-        fee: sim.fee,
-        ledger: null,
-        ltvBefore: sim.ltvBefore,
-        ltvAfter: sim.ltvAfter,
-        healthAfter: sim.healthAfter,
-        debtAfterMicro: sim.after.debtMicro,
-      };
+      return { ...checked, ...(price ? { price } : {}), request: await this.quoted(treasury, d, request, checked.fee.feeMicro) };
     }
     const before = positionOf(treasury.holdings);
     const funded = fundedLedger(treasury, d, request.amountMicro);
@@ -174,11 +155,66 @@ export class Planner {
     return {
       request,
       fee,
+      tierIndex: tier,
       ledger,
       ltvBefore: ltvPct(before),
       ltvAfter: ltvPct(after),
       healthAfter: healthScore(after),
       debtAfterMicro: ledger.holdings.debtMicro,
+    };
+  }
+
+  /**
+   * A chain plan checked again on the position as it is now (a paid request's settlement moved the payer's
+   * USDC after the plan was made): the wallet's balances, the rail and Aave's health rule, on the plan's own
+   * request (its quote and its prices kept). Pure: no call to the chain.
+   */
+  confirm(treasury: TreasuryRecord, plan: Plan, chain: ChainPosition): Plan {
+    return { ...plan, ...this.checkOnChain(treasury, declarationOf(plan.request.action), plan.request, chain, plan.tierIndex ?? 0, plan.price ?? null) };
+  }
+
+  /**
+   * The fee of a chain plan at the store's fee tier now (the ratchet moved since the plan was made), its figures
+   * simulated again on the position the plan was made on. Pure: no call to the chain.
+   */
+  repriced(treasury: TreasuryRecord, plan: Plan, chain: ChainPosition, tierIndex: number): Plan {
+    if (plan.tierIndex === undefined || plan.tierIndex === tierIndex) return plan;
+    return { ...plan, ...this.checkOnChain(treasury, declarationOf(plan.request.action), plan.request, chain, tierIndex, plan.price ?? null) };
+  }
+
+  /** the checks of an action on a chain position (the wallet's needs, the rail, Aave's health rule, the wallet's USDC) and its figures */
+  private checkOnChain(
+    treasury: TreasuryRecord,
+    d: ActionDeclaration<TreasuryAction>,
+    request: ActionRequest,
+    chain: ChainPosition,
+    tier: number,
+    price: PriceOf | null,
+  ): Omit<Plan, "request"> {
+    const preset = PRESETS[treasury.preset];
+    const position = chainAsPosition(chain)!;
+    const needs = d.walletNeeds(request.amountMicro, chain, request.params);
+    if (needs.refusal) throw new TreasuryError(needs.refusal.code, needs.refusal.message);
+    const sim = simulated(() => simulate(position, d, request.amountMicro, preset, tier));
+    if (sim.breach) throw railError(d, sim, preset, request, price);
+    // Aave's own rule after a downward leg: a health factor under 1 reverts (the rail's ceilings are under every liquidation threshold, so it holds)
+    if (d.direction === "down" && sim.after.debtMicro > 0n && sim.healthAfter < 1) {
+      throw new TreasuryError("transaction_would_revert", `Aave refuses this ${request.action}: the health factor would fall to ${sim.healthAfter}, under 1`);
+    }
+    if (chain.holdings.walletUsdc < needs.usdcMicro) {
+      throw new TreasuryError(
+        "insufficient_balance",
+        `the wallet holds ${formatDecimal(chain.holdings.walletUsdc, 6)} USDC on ${treasury.chain}; this ${request.action} needs ${formatDecimal(needs.usdcMicro, 6)}`,
+      );
+    }
+    return {
+      fee: sim.fee,
+      tierIndex: tier,
+      ledger: null,
+      ltvBefore: sim.ltvBefore,
+      ltvAfter: sim.ltvAfter,
+      healthAfter: sim.healthAfter,
+      debtAfterMicro: sim.after.debtMicro,
     };
   }
 

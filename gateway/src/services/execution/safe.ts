@@ -23,7 +23,7 @@ export const safeMode = (deps: ModeDeps): ExecutionStrategy => ({
   async prepare(run) {
     const nonce = await deps.chain.safeNonce(run.before.chain, run.before.walletAddress);
     return {
-      replan: true,
+      recheck: true,
       commit: async (treasury, plan, now) => {
         await deps.backing.refuseUnlessSafesOwn(treasury);
         return { kind: "queued_on_safe", result: await propose(deps, treasury, plan, run.trigger, now, nonce) };

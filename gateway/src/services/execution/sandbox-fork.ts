@@ -20,7 +20,7 @@ export const sandboxForkMode = (deps: ModeDeps): ExecutionStrategy => ({
   async prepare(run) {
     const ran = await runOnFork(deps, run.before, run.planned);
     return {
-      replan: false,
+      recheck: false,
       commit: async (treasury, planned, now) => {
         const plan: Plan = { ...planned, ltvAfter: ltvPct(ran.after), healthAfter: chainHealthScore(ran.after), debtAfterMicro: ran.after.debtMicro };
         const receipt = await deps.recorder.recordAction(treasury, plan, managedOrigin(run.trigger), now);

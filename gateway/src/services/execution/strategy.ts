@@ -8,10 +8,13 @@
  *   computed      any other managed treasury: computed on its position or its own ledger, nothing sent
  *   envelope      a wallet-mode treasury: an unsigned envelope, nothing changes until it is relayed
  *
- * ActionService (action-service.ts) runs every mode the same way: the checks (plan) on the treasury as it
- * is; `prepare` outside the database transaction (what the mode does on a chain first); `commit` in it, on
- * the treasury as it is then, the plan checked again unless the mode says its chain already holds the
- * result (`replan: false`); `after` once committed. A strategy returns an outcome with a kind, never an
+ * ActionService (action-service.ts) runs every mode the same way: the plan made once, by `reserve`, before
+ * any store transaction (every chain read: position, quote, prices); `prepare` outside the database
+ * transaction (what the mode does on a chain first); `commit` in it, on the treasury as it is then, after
+ * the store's own re-checks (the slot held, no envelope or Safe transaction pending, the fee tier; a ledger
+ * planned again, it is the store's) unless the mode says its chain already holds the result
+ * (`recheck: false`); `after` once committed. No chain call happens inside the transaction
+ * (@treasury/core/lib/store-transaction refuses it). A strategy returns an outcome with a kind, never an
  * HTTP status: the route maps the kind.
  */
 import type { ChainGateway, ChainPosition } from "../../chain/chain-gateway";
@@ -44,7 +47,7 @@ export interface ModeRun {
   before: TreasuryRecord;
   /** its position on its chain; null: a ledger */
   chain: ChainPosition | null;
-  /** the plan those checks made */
+  /** the plan reserve made (checked again on the position now after a paid request's settlement) */
   planned: Plan;
   /** the wallet's next nonce, for a mode that asked for it (`needsNonce`) */
   nonce: { nonce: number | null; source: string } | null;
@@ -52,8 +55,8 @@ export interface ModeRun {
 
 /** what a mode commits once it has done its work outside the database transaction */
 export interface PreparedExecution {
-  /** plan again on the treasury as it is in the transaction (false: the chain already holds the result) */
-  replan: boolean;
+  /** re-check in the transaction what the store decides (false: the chain already holds the result) */
+  recheck: boolean;
   /** in the database transaction: the record of the action */
   commit(treasury: TreasuryRecord, plan: Plan, now: Date): Promise<ActionOutcome>;
   /** once committed */

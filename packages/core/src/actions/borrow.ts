@@ -63,5 +63,6 @@ export const borrow: ActionDeclaration<"borrow"> = {
       return 1 + (f > 0n ? 1 : 0);
     },
   },
+  estimate: { borrowRate: true },
   cli: { usage: "borrow <amount_usdc>", body: (amount) => ({ amount_usdc: amount }) },
 };

@@ -98,8 +98,11 @@ export const convert: ActionDeclaration<"convert"> = {
       return 4 + (f > 0n ? 1 : 0);
     },
   },
+  // the plan bounds the swap 1% under the pool's quote
+  estimate: { fields: (body) => ({ target: body.target, dex_slippage_tolerance_pct: 1 }) },
   cli: {
     usage: "convert <amount_usdc> --target btc|eth",
+    flags: { target: "what a conversion buys" },
     body: (amount, flags) => ({ amount_usdc: amount, ...(typeof flags.target === "string" ? { target: flags.target as "btc" | "eth" } : {}) }),
   },
 };

@@ -139,6 +139,14 @@ export interface ActionDeclaration<Name extends string = string> extends Positio
     functions: string[];
     check(calls: DecodedCall[], intent: SignerIntent, ctx: SignerRuleContext): number;
   };
-  /** the command line (`signer-agent run <name> ...`): usage and the body it sends */
-  cli: { usage: string; body(amount: number, flags: Record<string, string | boolean | undefined>): ActionBody };
+  /**
+   * what the estimate (POST /api/v1/estimate) says of it beyond the common fields: Aave's variable borrow rate
+   * (an action on the debt), and its own fields from the estimate's body (a conversion's target)
+   */
+  estimate?: { borrowRate?: boolean; fields?(body: Pick<ActionBody, "target">): Record<string, unknown> };
+  /**
+   * the command line (`signer-agent run <name> ...`): usage, what each flag its usage names means (its help,
+   * `run`'s and `relay`'s), and the body it sends
+   */
+  cli: { usage: string; flags?: Record<string, string>; body(amount: number, flags: Record<string, string | boolean | undefined>): ActionBody };
 }

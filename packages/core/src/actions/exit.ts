@@ -124,5 +124,5 @@ export const exit: ActionDeclaration<"exit"> = {
   },
   onExecuted: (after: { debtMicro: Micro }) => ({ remaining_borrow: usdcToNumber(after.debtMicro) }),
   signer: exitSignerRule,
-  cli: { usage: "exit [--sell]", body: (_amount, flags) => (flags.sell ? { sell: true } : {}) },
+  cli: { usage: "exit [--sell]", flags: { sell: "an exit also sells the collateral for USDC" }, body: (_amount, flags) => (flags.sell ? { sell: true } : {}) },
 };

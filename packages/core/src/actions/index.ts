@@ -20,9 +20,11 @@ import { sell } from "./sell";
 import { withdraw } from "./withdraw";
 
 /** the actions a treasury executes: a route, an MCP tool, an x402 price, an envelope, a Safe transaction each */
-export const DECLARED = [deposit, convert, borrow, repay, withdraw, sell, exit] as const;
-export type TreasuryAction = (typeof DECLARED)[number]["name"];
-export const TREASURY_ACTIONS = DECLARED.map((d) => d.name) as TreasuryAction[];
+const BUILT_IN = [deposit, convert, borrow, repay, withdraw, sell, exit] as const;
+export type TreasuryAction = (typeof BUILT_IN)[number]["name"];
+/** the declarations, in registration order: a new action is its file and its line in BUILT_IN */
+export const DECLARED: ActionDeclaration<TreasuryAction>[] = [...BUILT_IN] as ActionDeclaration<TreasuryAction>[];
+export const TREASURY_ACTIONS = DECLARED.map((d) => d.name);
 
 /** kinds the public preview knows without a route of their own: the downward legs not yet executable, and the service's own protection */
 const PREVIEW_ONLY = [
@@ -47,7 +49,7 @@ export function ruleOf(action: Action): PositionRule {
 
 /** a treasury action's declaration */
 export function declarationOf(action: TreasuryAction): ActionDeclaration<TreasuryAction> {
-  return DECLARED.find((d) => d.name === action)! as ActionDeclaration<TreasuryAction>;
+  return DECLARED.find((d) => d.name === action)!;
 }
 
 /** upward legs pay a fee; downward legs are always free (spec fee rule 4) */
@@ -56,6 +58,21 @@ export const feeKindOf = (action: Action) => ruleOf(action).fee;
 
 /** the actions that are free, in the order of ACTIONS (fees.json free_actions) */
 export const FREE_ACTIONS = ACTIONS.filter((a) => !isUpwardLeg(a));
+
+/**
+ * One more declaration, as if it were a line of BUILT_IN (test/gateway/action-recipe.test.ts proves a
+ * declaration alone is enough): every list above takes it. The gateway's and the signer agent's modules
+ * derive their routes, schemas and rules when they load, so it is registered before they are imported.
+ */
+export function registerAction(declaration: ActionDeclaration<string>): void {
+  const d = declaration as ActionDeclaration<TreasuryAction>;
+  if (RULES.has(d.name)) throw new Error(`the action ${d.name} is already declared`);
+  DECLARED.push(d);
+  TREASURY_ACTIONS.push(d.name);
+  ACTIONS.splice(TREASURY_ACTIONS.length - 1, 0, d.name);
+  RULES.set(d.name, d);
+  if (d.fee === "none") FREE_ACTIONS.splice(FREE_ACTIONS.length - PREVIEW_ONLY.length, 0, d.name);
+}
 
 /** the fee of an action on an amount at a ratchet tier */
 export const feeOf = (action: Action, amountMicro: Micro, tierIndex = 0): Fee => feeFor(feeKindOf(action), amountMicro, tierIndex);

@@ -65,5 +65,6 @@ export const repay: ActionDeclaration<"repay"> = {
       return 2;
     },
   },
+  estimate: { borrowRate: true },
   cli: { usage: "repay <amount_usdc>", body: (amount) => ({ amount_usdc: amount }) },
 };

@@ -147,6 +147,7 @@ export const sell: ActionDeclaration<"sell"> = {
   },
   cli: {
     usage: "sell <amount> --asset eth|btc",
+    flags: { asset: "what a sale takes" },
     // the asset as typed (upper-cased): the request's schema refuses one that is not ETH or BTC, or none
     body: (amount, flags) => (typeof flags.asset === "string" ? { asset: flags.asset.toUpperCase() as "ETH" | "BTC", amount } : { amount }),
   },

@@ -140,6 +140,7 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
   },
   cli: {
     usage: "withdraw <amount> [--asset usdc|eth|btc]",
+    flags: { asset: "what a withdrawal takes (default usdc)" },
     body: (amount, flags) => ({ asset: (typeof flags.asset === "string" ? flags.asset.toUpperCase() : "USDC") as "USDC" | "ETH" | "BTC", amount }),
   },
 };

@@ -4,10 +4,12 @@
  * (lib/keep-alive-post.ts). The answer is handed back read whole, in the shape of the `Response` viem reads
  * (status, ok, headers.get, text): `fetch`'s Request, Headers and web-stream objects were two fifths of the
  * local facilitator's CPU in the bench's profile (bench/README.md, item 28). Every chain client of the
- * gateway, the local facilitator and the signer agent is made with it.
+ * gateway, the local facilitator and the signer agent is made with it; none may call inside a store transaction
+ * (lib/store-transaction.ts).
  */
 import { http, ResponseBodyTooLargeError, type HttpTransport, type HttpTransportConfig } from "viem";
 import { AnswerTooLargeError, keepAlivePost, MAX_ANSWER_BYTES } from "../lib/keep-alive-post";
+import { refuseInsideStoreTransaction } from "../lib/store-transaction";
 
 /** the part of `Response` viem's HTTP RPC client reads */
 class Answer {
@@ -43,7 +45,10 @@ class Answer {
 
 /** a `fetch` for viem's HTTP RPC client: POST only, the body a string, the answer read whole */
 export async function rpcFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  if (input instanceof Request || typeof init?.body !== "string" || (init.method ?? "POST") !== "POST") return fetch(input, init);
+  if (input instanceof Request || typeof init?.body !== "string" || (init.method ?? "POST") !== "POST") {
+    refuseInsideStoreTransaction(String(input instanceof Request ? input.url : input));
+    return fetch(input, init);
+  }
   // viem hands its headers over as a plain object of strings
   let headers = init.headers as Record<string, string> | undefined;
   if (headers === undefined || headers instanceof Headers || Array.isArray(headers)) {

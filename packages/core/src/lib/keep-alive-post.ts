@@ -3,10 +3,11 @@
  * the facilitator client (gateway/src/x402/facilitator-client.ts) and the chain clients' JSON-RPC transport
  * (chain/rpc-transport.ts): `fetch`'s Request, Headers and web-stream objects were a fifth of the
  * gateway's CPU on a paid request and two fifths of the facilitator's in the bench's profile
- * (bench/README.md, items 25 and 28).
+ * (bench/README.md, items 25 and 28). Refused inside a store transaction (lib/store-transaction.ts).
  */
 import http from "node:http";
 import https from "node:https";
+import { refuseInsideStoreTransaction } from "./store-transaction";
 
 export interface PostAnswer {
   status: number;
@@ -48,6 +49,11 @@ export class AnswerTooLargeError extends Error {
 
 export function keepAlivePost(url: string | URL, headers: Record<string, string>, body: string, opts: PostOptions = {}): Promise<PostAnswer> {
   const target = typeof url === "string" ? new URL(url) : url;
+  try {
+    refuseInsideStoreTransaction(target.host);
+  } catch (err) {
+    return Promise.reject(err as Error);
+  }
   const secure = target.protocol === "https:";
   if (!secure && target.protocol !== "http:") return Promise.reject(new TypeError(`not an HTTP URL: ${target.protocol}`));
   const signal = opts.signal ?? undefined;
