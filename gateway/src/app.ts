@@ -3,7 +3,7 @@
  * OpenAPI document, 405/404 and the typed error handler.
  */
 import { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
-import express, { type Express } from "express";
+import express, { type Express, type Request } from "express";
 import type { Logger } from "pino";
 import { jsonBody, keepRawBody } from "./http/content-type";
 import { docsRouter } from "./http/docs-page";
@@ -48,7 +48,7 @@ import { createServices, type Services } from "./services/services";
 import { gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
 import { scope, type AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
-import { TREASURY_CHAINS } from "@treasury/core/contracts/chains";
+import { TREASURY_CHAINS, type TreasuryChain } from "@treasury/core/contracts/chains";
 
 export const SERVICE_VERSION = "0.1.0";
 
@@ -76,22 +76,30 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
 
   const services = createServices(ctx, opts);
   const startedAt = ctx.clock.now();
-  const chains = () =>
-    Promise.all(
-      TREASURY_CHAINS.map(async (chain): Promise<ChainExecution> => {
-        if (!services.actions.chain.connected(chain)) return { chain, execution: "simulated", network: "none", sandbox_funding: false };
-        const sandbox = await services.actions.sandbox.active(chain);
-        return {
-          chain,
-          execution: "broadcast",
-          network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network",
-          sandbox_funding: sandbox,
-        };
-      }),
-    );
+  const broadcast = async (chain: TreasuryChain): Promise<ChainExecution> => {
+    const sandbox = await services.actions.sandbox.active(chain);
+    return {
+      chain,
+      execution: "broadcast",
+      network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network",
+      sandbox_funding: sandbox,
+    };
+  };
+  const simulated = (chain: TreasuryChain): ChainExecution => ({ chain, execution: "simulated", network: "none", sandbox_funding: false });
+  const chains = (): Promise<ChainExecution[]> => {
+    // no chain with an RPC (the sandbox's default): the rows at once, without a promise per chain
+    if (!TREASURY_CHAINS.some((chain) => services.actions.chain.connected(chain))) return Promise.resolve(TREASURY_CHAINS.map(simulated));
+    return Promise.all(TREASURY_CHAINS.map(async (chain) => (services.actions.chain.connected(chain) ? broadcast(chain) : simulated(chain))));
+  };
   const status = gatewayStatusWriter({ clock: ctx.clock, ping: () => ctx.db.get("SELECT 1 AS one"), chains }, startedAt, SERVICE_VERSION);
 
   const keys = scope(ctx, "apiKeys");
+  // the client's address; with no proxy trusted, Express's req.ip is the socket's address, read here without
+  // proxy-addr's parse of X-Forwarded-For on every request
+  const addressOf =
+    ctx.config.trustProxy === false
+      ? (req: Request) => (isInternalDispatch(req) ? clientAddress(req) : (req.socket.remoteAddress ?? "unknown"))
+      : clientAddress;
   app.use(requestContext(accessLog(logger, secrets)));
   app.use("/api/mcp", hostGuard({ publicBaseUrl: ctx.links.base, ...ctx.config.mcp }));
   app.use(
@@ -102,7 +110,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
       counters: ctx.stores.rateLimits,
       protocolPaths: ["/api/mcp"],
       internal: isInternalDispatch,
-      addressOf: clientAddress,
+      addressOf,
       // only an identity that cost something picks a bucket: a valid API key, or a payer this service has been paid by, named by a proof valid now
       credentialOf: (req) => {
         if (req.headers.authorization) return credentialIdentity(keys, req);
@@ -119,7 +127,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
       perHour: ctx.config.credentialsPerHour,
       paths: ["/api/v1/sandbox/keys", "/api/v1/treasuries"],
       counters: ctx.stores.rateLimits,
-      addressOf: clientAddress,
+      addressOf,
     }),
   );
   app.use(

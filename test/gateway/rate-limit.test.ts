@@ -47,6 +47,33 @@ describe("rate limits (spec 8)", () => {
     expect(bogus.status).toBe(429);
   });
 
+  it("with no proxy trusted (the default), X-Forwarded-For names no client: the socket's address is counted", async () => {
+    const from = (ip: string) => ({ headers: { "x-forwarded-for": ip } });
+    const remaining: number[] = [];
+    for (const ip of ["198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4", "198.51.100.5"]) {
+      remaining.push(Number((await call(gw.url, "GET", "/fees.json", from(ip))).headers.get("x-ratelimit-remaining")));
+    }
+    expect(remaining).toEqual([4, 3, 2, 1, 0]);
+    expect((await call(gw.url, "GET", "/fees.json", from("198.51.100.6"))).status).toBe(429);
+  });
+
+  it("behind a trusted proxy, each forwarded client has its own window", async () => {
+    const behind = await startTestGateway({ RATE_LIMIT_READ_PER_MIN: "5", TRUST_PROXY: "loopback" });
+    try {
+      const read = async (ip: string) =>
+        Number((await call(behind.url, "GET", "/fees.json", { headers: { "x-forwarded-for": ip } })).headers.get("x-ratelimit-remaining"));
+      expect([
+        await read("198.51.100.1"),
+        await read("198.51.100.1"),
+        await read("198.51.100.2"),
+        await read("2001:db8::1"),
+        await read("2001:db8::2"),
+      ]).toEqual([4, 3, 4, 4, 3]); // an IPv6 client is counted by its /56
+    } finally {
+      await behind.close();
+    }
+  });
+
   it("puts the headers on error responses too", async () => {
     const r = await call(gw.url, "GET", "/does-not-exist");
     expect(r.headers.get("x-ratelimit-remaining")).not.toBeNull();

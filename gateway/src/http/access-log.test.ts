@@ -57,6 +57,33 @@ describe("access log", () => {
     expect(first.request_id).toBe("sk_test_[redacted]");
   });
 
+  it("a URL or user agent seen again, or one too long to keep, is written and masked as the first time", () => {
+    const { lines, logger } = loggers();
+    const log = accessLog(logger, [ADMIN]);
+    const long = `/p?token=${ADMIN}&q=${"x".repeat(600)}`;
+    const seen = [
+      line({ url: `/a?api_key=${KEY}` }),
+      line({ url: `/a?api_key=${KEY}` }),
+      line({ url: long, userAgent: `bot ${KEY}` }),
+      line({ url: long, userAgent: `bot ${KEY}` }),
+    ];
+    for (const l of seen) log(l);
+    const written = lines.map((l) => JSON.parse(l));
+    expect(written.map((w) => w.req.url)).toEqual([
+      "/a?api_key=[redacted]",
+      "/a?api_key=[redacted]",
+      `/p?token=[redacted]&q=${"x".repeat(600)}`,
+      `/p?token=[redacted]&q=${"x".repeat(600)}`,
+    ]);
+    expect(written.map((w) => w.req.user_agent)).toEqual([
+      'agent "quoted" \\ \u2028',
+      'agent "quoted" \\ \u2028',
+      "bot sk_test_[redacted]",
+      "bot sk_test_[redacted]",
+    ]);
+    expect(lines.join("")).not.toContain(ADMIN);
+  });
+
   it("a 5xx goes through the structured logger at error level; nothing is written below the logger's level", () => {
     const { lines, logger } = loggers();
     accessLog(logger, [ADMIN])(line({ status: 503 }));

@@ -32,6 +32,11 @@ export const accessFields = (l: AccessLine) => ({
   ...(l.aborted ? { aborted: true } : {}),
 });
 
+/** how many distinct URLs (and user agents) keep their scrubbed text */
+const MEMO_ENTRIES = 1_024;
+/** longer ones are scrubbed each time (the memory kept stays under a megabyte) */
+const MEMO_LENGTH = 512;
+
 const message = (l: AccessLine) => (l.status >= 500 ? "request errored" : l.aborted ? "request aborted" : "request completed");
 
 /**
@@ -54,12 +59,28 @@ export function accessLog(logger: Logger, secrets: readonly string[]): AccessLog
   if (!stream || stream[s.needsMetadataGsym] || typeof levelPrefix !== "string" || typeof time !== "function" || typeof bindings !== "string")
     return structured;
   const str = JSON.stringify;
+  // the URLs and user agents a gateway sees repeat: each one's scrubbed JSON text is kept (a bounded set, started
+  // over when full) instead of scrubbed and encoded again for every request; the scrubber is a function of the
+  // text and `secrets` alone, so the text kept is the text it would write
+  const urls = new Map<string, string>();
+  const agents = new Map<string, string>();
+  const kept = (memo: Map<string, string>, v: string, scrub: (v: string) => string): string => {
+    if (v.length > MEMO_LENGTH) return str(scrub(v));
+    let text = memo.get(v);
+    if (text === undefined) {
+      if (memo.size >= MEMO_ENTRIES) memo.clear();
+      text = str(scrub(v));
+      memo.set(v, text);
+    }
+    return text;
+  };
+  const scrubUrlText = (v: string) => scrubUrl(v, secrets);
+  const scrubAgentText = (v: string) => scrubText(v, secrets);
   return (l) => {
     if (l.status >= 500 || !logger.isLevelEnabled("info")) return structured(l);
-    const scrubbed = (v: string | undefined) => (v === undefined ? "" : str(scrubText(v, secrets)));
     stream.write(
-      `${levelPrefix}${time()}${bindings},"request_id":${scrubbed(l.requestId)},"req":{"method":${str(l.method)},"url":${str(scrubUrl(l.url, secrets))}` +
-        `${l.remoteAddress === undefined ? "" : `,"remote_address":${str(l.remoteAddress)}`}${l.userAgent === undefined ? "" : `,"user_agent":${scrubbed(l.userAgent)}`}},` +
+      `${levelPrefix}${time()}${bindings},"request_id":${str(scrubText(l.requestId, secrets))},"req":{"method":${str(l.method)},"url":${kept(urls, l.url, scrubUrlText)}` +
+        `${l.remoteAddress === undefined ? "" : `,"remote_address":${str(l.remoteAddress)}`}${l.userAgent === undefined ? "" : `,"user_agent":${kept(agents, l.userAgent, scrubAgentText)}`}},` +
         `"res":{"statusCode":${l.status}},"responseTime":${l.responseTime}${l.aborted ? ',"aborted":true' : ""},"msg":${str(message(l))}}\n`,
     );
   };

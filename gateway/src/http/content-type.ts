@@ -14,6 +14,15 @@ import { TreasuryError } from "@treasury/core/lib/errors";
 const carriesBody = (headers: { "transfer-encoding"?: string; "content-length"?: string }): boolean =>
   headers["transfer-encoding"] !== undefined || !isNaN(headers["content-length"] as unknown as number);
 
+/** the first character after JSON's blanks (space, tab, LF, CR), as body-parser's strict parser looks at it */
+function firstNonBlank(text: string): string | undefined {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return text[i];
+  }
+  return undefined;
+}
+
 /** a body-parser error (`type`, `status`): the error handler maps each to its typed answer, whichever reader raised it */
 const bodyError = (type: string, status: number, message: string) => Object.assign(new Error(message), { type, status, expose: true });
 
@@ -66,12 +75,13 @@ function readPlainJson(limitBytes: number, fallback: RequestHandler): RequestHan
       const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
       res.locals.rawBody = raw;
       // a UTF-8 byte order mark is dropped, as body-parser's decoder drops it
-      const text = raw.toString("utf8").replace(/^\uFEFF/, "");
+      const decoded = raw.toString("utf8");
+      const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
       if (text.length === 0) {
         req.body = {};
         return finish();
       }
-      const first = /^[\x20\x09\x0a\x0d]*(.)/.exec(text)?.[1];
+      const first = firstNonBlank(text);
       if (first !== "{" && first !== "[")
         return finish(bodyError("entity.parse.failed", 400, "Unexpected token in JSON: only an object or an array is accepted"));
       try {

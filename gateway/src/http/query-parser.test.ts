@@ -52,6 +52,16 @@ describe("withPlainQueryShortcut", () => {
     for (const q of cases) expect(same(parse(q), extended(q)), q).toBe(true);
   });
 
+  it("answers a URL without a query (Express passes null) as qs does: a fresh plain object each time", () => {
+    for (const q of [null, undefined, ""] as unknown as string[]) {
+      const [a, b] = [parse(q), parse(q)];
+      expect(same(a, extended(q)), String(q)).toBe(true);
+      expect(a).toEqual({});
+      expect(Object.getPrototypeOf(a)).toBe(Object.prototype);
+      expect(a).not.toBe(b); // a handler may write to its req.query
+    }
+  });
+
   it("answers generated queries as qs does", () => {
     const names = ["a", "b", "ltv", "limit", "a_b-c", "__proto__", "constructor", "a[b]", "a[]", "x.y", "%41", "", "a b", "A9"];
     const values = ["1", "55.5", "", "x+y", "%zz", "%41", "0xab", "-1", "a=b", "[1]", "1.2.3", "~"];

@@ -147,11 +147,20 @@ type Next = (err?: unknown) => void;
  * synchronously.
  */
 function counting(counter: SharedCounter, refuse: (res: Response, hit: Hit) => void, headers: boolean): (key: string, res: Response, next: Next) => void {
+  // the limit's text, once; the reset's, once per window end (every hit of a block shares it)
+  const limitText = String(counter.limit);
+  let resetMs = NaN;
+  let resetText = "";
   const answer = (hit: Hit, res: Response, next: Next): void => {
     if (headers && !res.headersSent) {
-      res.setHeader("X-RateLimit-Limit", String(counter.limit));
+      const ms = hit.resetTime.getTime();
+      if (ms !== resetMs) {
+        resetMs = ms;
+        resetText = String(Math.ceil(ms / 1000));
+      }
+      res.setHeader("X-RateLimit-Limit", limitText);
       res.setHeader("X-RateLimit-Remaining", String(Math.max(counter.limit - hit.totalHits, 0)));
-      res.setHeader("X-RateLimit-Reset", String(Math.ceil(hit.resetTime.getTime() / 1000)));
+      res.setHeader("X-RateLimit-Reset", resetText);
     }
     if (hit.totalHits > counter.limit) return refuse(res, hit);
     next();
@@ -165,8 +174,19 @@ function counting(counter: SharedCounter, refuse: (res: Response, hit: Hit) => v
 
 export function rateLimits(opts: RateLimitOptions): RequestHandler {
   const addressOf = opts.addressOf ?? ((req: Request) => req.ip ?? "unknown");
+  /** an address's key (`ipKeyGenerator`: an IPv6 client's /56), kept per address seen (a bounded set, started over when full) */
+  const addressKeys = new Map<string, string>();
+  const addressKey = (address: string): string => {
+    let key = addressKeys.get(address);
+    if (key === undefined) {
+      if (addressKeys.size >= MAX_LOCAL_BLOCKS) addressKeys.clear();
+      key = `ip:${ipKeyGenerator(address)}`;
+      addressKeys.set(address, key);
+    }
+    return key;
+  };
   /** a proven identity's own bucket, else the client address's */
-  const keyOf = (who: RateIdentity, req: Request) => (typeof who === "string" ? `cred:${who}` : `ip:${ipKeyGenerator(addressOf(req))}`);
+  const keyOf = (who: RateIdentity, req: Request) => (typeof who === "string" ? `cred:${who}` : addressKey(addressOf(req)));
   const refuse = (res: Response, hit: Hit) => {
     const retryAfter = secondsUntil(hit.resetTime);
     sendError(

@@ -18,15 +18,22 @@ const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
  * public GET's time (bench/README.md), and a header is where a credential travels. The line is written by
  * `log` (`http/access-log.ts`), which scrubs the fields a caller chose.
  */
+/** a fresh request id: `req_` and a random UUID's 32 hex digits */
+const freshId = (): string => {
+  const u = randomUUID();
+  return `req_${u.slice(0, 8)}${u.slice(9, 13)}${u.slice(14, 18)}${u.slice(19, 23)}${u.slice(24)}`;
+};
+
 export function requestContext(log: AccessLog): RequestHandler {
   return (req, res, next) => {
     const incoming = req.headers["x-request-id"];
-    const id = typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : `req_${randomUUID().replace(/-/g, "")}`;
+    const id = typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : freshId();
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
     const started = process.hrtime.bigint();
-    // a response emits close once, after finish when its answer was sent whole, alone when its connection went first
-    res.once("close", () => {
+    // a response emits close once, after finish when its answer was sent whole, alone when its connection went
+    // first: a plain listener is enough (`once` would wrap it, per request)
+    res.on("close", () => {
       log({
         requestId: id,
         method: req.method,

@@ -25,11 +25,8 @@ export function registerRoute<B, Q, P>(
   checkDeclaration(spec, hooks);
   registerDeclaration(registry, table, spec, hooks);
   const serve = requestPipeline(spec, hooks);
-  router[spec.method](spec.path, async (req, res, next) => {
-    try {
-      await serve(req, res);
-    } catch (err) {
-      next(err);
-    }
+  // the pipeline's promise carries any failure to the error handler (no async wrapper of its own: a promise less per request)
+  router[spec.method](spec.path, (req, res, next) => {
+    serve(req, res).catch(next);
   });
 }

@@ -107,9 +107,13 @@ export class PreviewService {
     };
   }
 
-  /** Simulate on a position; throws the typed 400/403 errors. */
+  /** Simulate on a position at the fee ratchet's tier as it stands; throws the typed 400/403 errors. */
   async run(position: Position, input: PreviewInput, preset: Preset): Promise<Simulation> {
-    const tier = (await this.ctx.stores.fees.ratchet()).tierIndex;
+    return this.simulateAt(position, input, preset, (await this.ctx.stores.fees.ratchet()).tierIndex);
+  }
+
+  /** Simulate on a position at a fee tier; throws the typed 400/403 errors. */
+  private simulateAt(position: Position, input: PreviewInput, preset: Preset, tier: number): Simulation {
     let sim: Simulation;
     try {
       sim = simulate(position, ruleOf(input.action), input.amountMicro, preset, tier);
@@ -130,8 +134,9 @@ export class PreviewService {
       const collateral = position.collateralMicro > 0n ? position.collateralMicro : positionOf(DEMO_HOLDINGS).collateralMicro;
       position = positionAtLtv(collateral, input.currentLtv, position.liquidationThresholdBps);
     }
-    const sim = await this.run(position, input, subject.preset);
-    return this.previewBody(sim, subject.environment);
+    // the ratchet read here, the simulation synchronous: one asynchronous step per preview
+    const { tierIndex } = await this.ctx.stores.fees.ratchet();
+    return this.previewBody(this.simulateAt(position, input, subject.preset, tierIndex), subject.environment);
   }
 
   previewBody(sim: Simulation, environment: string) {
