@@ -16,6 +16,7 @@ export default defineConfig({
     alias: [{ find: /^@treasury\/core\/(.*)$/, replacement: path.join(import.meta.dirname, "packages", "core", "src", "$1") }],
   },
   test: {
+    name: "unit",
     include: ["packages/*/src/**/*.test.ts", "gateway/**/*.test.ts", "signer-agent/**/*.test.ts", "test/domain/**/*.test.ts"],
     testTimeout: 30_000,
     pool: "threads",
