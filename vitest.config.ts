@@ -52,14 +52,16 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     projects: [
       "vitest.unit.config.ts",
-      ...(everythingOnPostgres ? [] : [{ test: { ...chainTests, name: "sqlite", include: ["test/**/*.test.ts"], env: { TEST_STORE: "sqlite" } } }]),
+      ...(everythingOnPostgres
+        ? []
+        : [{ test: { ...chainTests, name: "sqlite", include: ["test/**/*.test.ts"], env: { TEST_STORE: "sqlite" }, globalSetup: ["test/setup/chains.ts"] } }]),
       {
         test: {
           ...chainTests,
           name: "postgres",
           include: everythingOnPostgres ? ["test/**/*.test.ts"] : ["test/store/**/*.test.ts", "test/scale/**/*.test.ts"],
           env: { TEST_STORE: "postgres" },
-          globalSetup: ["test/setup/postgres.ts"],
+          globalSetup: ["test/setup/postgres.ts", "test/setup/chains.ts"],
         },
       },
     ],
