@@ -49,6 +49,9 @@ const chainTests = {
 
 export default defineConfig({
   test: {
+    // two files at a time, the unit tests' threads and the chain files' processes in one pool (vitest's default on
+    // two cores would be one); VITEST_MAX_WORKERS overrides it
+    maxWorkers: 2,
     sequence: { sequencer: LongestFirst },
     projects: [
       "vitest.unit.config.ts",
