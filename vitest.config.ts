@@ -14,7 +14,7 @@ import path from "node:path";
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-/** test/setup/durations.json: `<project>:<path>` to milliseconds (`npx tsx scripts/test-durations.ts <vitest JSON report>...`) */
+/** test/setup/durations.json: `<project>:<path>` to milliseconds (`npx tsx test/setup/durations.ts <vitest JSON report>...`) */
 const DURATIONS: Record<string, number> = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "test/setup/durations.json"), "utf8"));
 /** a file with no duration on record: a typical chain file's */
 const UNKNOWN_MS = 10_000;
