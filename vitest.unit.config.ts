@@ -1,7 +1,7 @@
 /**
- * The fast unit tests: no chain, no server, no network. Beside the
- * security-critical modules (packages/core/src/**, gateway/src/**,
- * signer-agent/src/**) and the domain's property tests. Mutation testing
+ * The `unit` project (vitest.config.ts): the fast tests beside the modules
+ * (packages/core/src/**, gateway/src/**, signer-agent/src/**), the domain's
+ * property tests among them; no chain, no server, no network. Mutation testing
  * (stryker.config.json) runs these.
  *
  * `@treasury/core` is aliased to this checkout's packages/core/src: Stryker runs
@@ -16,7 +16,8 @@ export default defineConfig({
     alias: [{ find: /^@treasury\/core\/(.*)$/, replacement: path.join(import.meta.dirname, "packages", "core", "src", "$1") }],
   },
   test: {
-    include: ["packages/*/src/**/*.test.ts", "gateway/**/*.test.ts", "signer-agent/**/*.test.ts", "test/domain/**/*.test.ts"],
+    name: "unit",
+    include: ["packages/*/src/**/*.test.ts", "gateway/**/*.test.ts", "signer-agent/**/*.test.ts"],
     testTimeout: 30_000,
     pool: "threads",
     setupFiles: ["test/setup/fast-check.ts"],

@@ -16,7 +16,8 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
-import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { type BaseForkNode } from "../../fixtures/base-fork";
+import { sharedFork } from "../helpers/shared-chains";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { floatArtefacts } from "../helpers/figures";
@@ -29,7 +30,7 @@ let gw: TestGateway;
 let doc: ResponseValidator;
 
 beforeAll(async () => {
-  fork = await startBaseFork();
+  fork = await sharedFork();
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT });
   doc = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
 }, 60_000);

@@ -12,7 +12,8 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { swapRouter02 } from "@treasury/core/contracts/uniswap";
 import { devAccount } from "../../fixtures/base-sepolia";
-import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { type BaseForkNode } from "../../fixtures/base-fork";
+import { sharedFork } from "../helpers/shared-chains";
 import http2 from "node:http";
 import type { AddressInfo } from "node:net";
 import { ChainGateway } from "../../gateway/src/chain/chain-gateway";
@@ -24,7 +25,7 @@ let fork: BaseForkNode;
 const MINT_ABI = parseAbi(["function mint(address to, uint256 value)", "function deposit() payable"]);
 
 beforeAll(async () => {
-  fork = await startBaseFork();
+  fork = await sharedFork();
 });
 afterAll(() => fork?.stop());
 

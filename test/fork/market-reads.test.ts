@@ -11,7 +11,8 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { CONVERT_POOL_FEE, SWAP_ROUTER_02_ABI } from "@treasury/core/contracts/uniswap";
 import { QUOTER_V2_ABI, quoterV2 } from "@treasury/core/contracts/uniswap-quoter";
-import { FORK_PRICES_USD, FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_PRICES_USD, FORK_RISK, type BaseForkNode } from "../../fixtures/base-fork";
+import { sharedFork } from "../helpers/shared-chains";
 import {
   balancesOf,
   decodeReserveConfiguration,
@@ -48,7 +49,7 @@ const TOKEN_ABI = parseAbi(["function deposit() payable", "function mint(address
 const FEED_ABI = parseAbi(["function latestAnswer() view returns (int256)"]);
 
 beforeAll(async () => {
-  fork = await startBaseFork();
+  fork = await sharedFork();
   const m = fork.manifest;
   market = {
     pool: m.aave.pool,

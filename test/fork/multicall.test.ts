@@ -9,7 +9,8 @@ import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "@treasury/core/contracts/aave-po
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { MULTICALL3_ABI, MULTICALL3_ADDRESS } from "@treasury/core/contracts/multicall3";
-import { FORK_PRICES_USD, installMulticall3, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_PRICES_USD, installMulticall3, type BaseForkNode } from "../../fixtures/base-fork";
+import { sharedFork } from "../helpers/shared-chains";
 import { aggregate3, read } from "../../gateway/src/chain/multicall";
 import { countingClient } from "../helpers/counting-client";
 
@@ -17,7 +18,7 @@ const m = AAVE_MARKETS.base;
 let fork: BaseForkNode;
 
 beforeAll(async () => {
-  fork = await startBaseFork();
+  fork = await sharedFork();
 });
 afterAll(() => fork?.stop());
 

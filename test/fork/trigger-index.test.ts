@@ -11,7 +11,8 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_ORACLE_PRICES_ABI } from "@treasury/core/contracts/aave-oracle";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { TriggerIndex, type IndexAsset, type MarketAt } from "@treasury/core/domain/trigger-index";
-import { FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_RISK, type BaseForkNode } from "../../fixtures/base-fork";
+import { sharedFork } from "../helpers/shared-chains";
 
 const E18 = 10n ** 18n;
 const E6 = 10n ** 6n;
@@ -25,7 +26,7 @@ const ASSETS: IndexAsset[] = ["USDC", "WETH", "cbBTC"];
 
 let fork: BaseForkNode;
 beforeAll(async () => {
-  fork = await startBaseFork();
+  fork = await sharedFork();
 });
 afterAll(() => fork?.stop());
 

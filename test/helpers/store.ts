@@ -1,7 +1,7 @@
 /**
- * The store a test runs on: TEST_STORE=postgres gives each caller a fresh
- * database on the run's embedded PostgreSQL (test/setup/postgres.ts); else a
- * SQLite file in the test's data directory.
+ * The store a test runs on: TEST_STORE=postgres (the `postgres` project, vitest.config.ts) gives each caller a
+ * database of its own on the run's PostgreSQL (test/setup/postgres.ts), cloned from the template migrated to the
+ * current schema; else a SQLite file in the test's data directory, migrated when it is opened.
  */
 import { randomBytes } from "node:crypto";
 import path from "node:path";
@@ -11,8 +11,13 @@ import type { DatabaseLocation } from "../../gateway/src/store/db";
 
 export const TEST_STORE: "sqlite" | "postgres" = process.env.TEST_STORE === "postgres" ? "postgres" : "sqlite";
 
-/** a new, empty database of the run's backend */
-export async function freshDatabase(dataDir: string): Promise<DatabaseLocation> {
+/** a new database of the run's backend at the current schema, with no rows */
+export const freshDatabase = (dataDir: string): Promise<DatabaseLocation> => newDatabase(dataDir, inject("postgresTemplate"));
+
+/** a new database of the run's backend with no schema at all (what a migration test upgrades step by step) */
+export const emptyDatabase = (dataDir: string): Promise<DatabaseLocation> => newDatabase(dataDir, undefined);
+
+async function newDatabase(dataDir: string, template: string | undefined): Promise<DatabaseLocation> {
   if (TEST_STORE === "sqlite") return { file: path.join(dataDir, "gateway.sqlite") };
   const admin = inject("postgresAdminUrl");
   if (!admin) throw new Error("TEST_STORE=postgres without a PostgreSQL (see test/setup/postgres.ts)");
@@ -20,7 +25,7 @@ export async function freshDatabase(dataDir: string): Promise<DatabaseLocation> 
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE ${name}`);
+    await client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`);
   } finally {
     await client.end();
   }

@@ -12,7 +12,7 @@ import type { Db } from "../../gateway/src/store/db";
 import { migrate, migrationsFor } from "../../gateway/src/store/open-database";
 import { openPostgres } from "../../gateway/src/store/postgres-db";
 import { openSqlite } from "../../gateway/src/store/sqlite-db";
-import { freshDatabase, TEST_STORE } from "../helpers/store";
+import { emptyDatabase, TEST_STORE } from "../helpers/store";
 
 const upTo = (db: Db, version: number) =>
   migrate(
@@ -137,7 +137,7 @@ describe("a kept database migrated to the last version", () => {
   });
 
   it.skipIf(TEST_STORE !== "postgres")("PostgreSQL from version 5: the api_keys kind check widened with its rows kept", async () => {
-    const location = await freshDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "upgrade-")));
+    const location = await emptyDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "upgrade-")));
     const db = await openPostgres((location as { url: string }).url, { max: 2 });
     try {
       await upTo(db, 5);
@@ -158,7 +158,7 @@ describe("a kept database migrated to the last version", () => {
   });
 
   it("version 15: the row engines of one key shared before becomes that key's engine row; a gateway's row names no key", async () => {
-    const location = await freshDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "upgrade-")));
+    const location = await emptyDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "upgrade-")));
     const db = "url" in location ? await openPostgres(location.url, { max: 2 }) : openSqlite(location.file);
     try {
       await upTo(db, 14);

@@ -13,7 +13,7 @@ import type { Db } from "../../gateway/src/store/db";
 import { migrate, migrationsFor } from "../../gateway/src/store/open-database";
 import { openPostgres } from "../../gateway/src/store/postgres-db";
 import { openSqlite } from "../../gateway/src/store/sqlite-db";
-import { freshDatabase, TEST_STORE } from "../helpers/store";
+import { emptyDatabase, TEST_STORE } from "../helpers/store";
 import { dumpSchema } from "./schema-dump";
 
 /** a dump's lists as one list of lines, each named by its list (`objects: ...`, `columns: ...`) */
@@ -54,7 +54,7 @@ describe("the migrated schema", () => {
   });
 
   it.skipIf(TEST_STORE !== "postgres")("PostgreSQL: every version's schema is the snapshot's", async () => {
-    const location = await freshDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "schema-")));
+    const location = await emptyDatabase(fs.mkdtempSync(path.join(os.tmpdir(), "schema-")));
     const db = await openPostgres((location as { url: string }).url, { max: 2 });
     try {
       await expect(JSON.stringify(await schemaByVersion(db), null, 1)).toMatchFileSnapshot("./schema-snapshot/postgres.json");

@@ -1,4 +1,5 @@
 /** Exact money: parsing, formatting and arithmetic on micro-units, including their refusals. */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   AmountPrecisionError,
@@ -92,5 +93,34 @@ describe("formatting and arithmetic", () => {
     expect(ratioToPct(1n, 8n, 3)).toBe(12.5);
     expect(ratioToPct(1n, 200n, 0)).toBe(1); // 0.5 -> 1
     expect(() => ratioToPct(1n, 0n)).toThrow("denominator must be positive");
+  });
+});
+
+// properties over every amount
+describe("money", () => {
+  it("parses JSON numbers into exact micro-USDC", () => {
+    expect(parseUsdc(0.1)).toBe(100_000n);
+    expect(parseUsdc(100)).toBe(100_000_000n);
+    expect(parseUsdc(123456.789012)).toBe(123_456_789_012n);
+    expect(parseUsdc(1e21)).toBe(10n ** 27n);
+    expect(() => parseUsdc(1e-7)).toThrow(AmountPrecisionError);
+    expect(() => parseUsdc(0.1234567)).toThrow(AmountPrecisionError);
+  });
+
+  it("round-trips every micro amount through a JSON number", () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), (micro) => {
+        const asNumber = usdcToNumber(micro);
+        expect(parseUsdc(JSON.parse(JSON.stringify(asNumber)))).toBe(micro);
+      }),
+    );
+  });
+
+  it("formats and parses decimals symmetrically", () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), fc.integer({ min: 0, max: 18 }), (v, d) => {
+        expect(parseDecimal(formatDecimal(v, d), d)).toBe(v);
+      }),
+    );
   });
 });

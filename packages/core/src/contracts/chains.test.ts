@@ -1,7 +1,7 @@
 /** The one declaration of the treasury chains (packages/core/src/contracts/chains.ts) agrees with the Aave address book. */
 import { AaveV3Arbitrum, AaveV3Base } from "@aave-dao/aave-address-book";
 import { describe, expect, it } from "vitest";
-import { AAVE_MARKETS, CHAINS, isTreasuryChain, onTreasuryChains, RATE_CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
+import { AAVE_MARKETS, CHAINS, isTreasuryChain, onTreasuryChains, RATE_CHAINS, TREASURY_CHAINS } from "./chains";
 
 describe("treasury chains", () => {
   it("are Base and Arbitrum, in that order, each with its own entry", () => {

@@ -1,11 +1,11 @@
 /**
- * The slide (-50% over an hour, 1,800 blocks of 2 s) from the ceiling and from 50%: the longest protection
- * scenario, in a file of its own so it runs beside the others (protection-scenarios.test.ts says what they
- * prove). The unprotected twin is liquidated, so the test can fail.
+ * The slide (-50% over an hour, 1,800 blocks of 2 s) from the ceiling (60%) and from 50% LTV, on SQLite: the
+ * longest scenario (README.md beside this file says what every scenario proves). The unprotected twin is
+ * liquidated, so the test can fail.
  */
 import { describe, expect, it } from "vitest";
-import { play, protectedHeld } from "../helpers/scenarios";
-import { TEST_STORE } from "../helpers/store";
+import { play, protectedHeld } from "../../helpers/scenarios";
+import { TEST_STORE } from "../../helpers/store";
 
 describe.skipIf(TEST_STORE === "postgres")("the slide", () => {
   for (const ltv of [60, 50]) {
