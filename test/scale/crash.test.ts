@@ -78,6 +78,7 @@ describe("kill -9 during an x402 settlement (2 s blocks)", () => {
     expect(await inFlight).toBeUndefined(); // the client saw the connection drop, no answer
     const payments = () => rowsOf(db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["state", "outcome_status"] });
     expect((await payments()).map((p) => p.state)).toEqual(["locked"]); // what the old code left forever
+    const [{ lease_expires_at: leaseEnds }] = await rowsOf(db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["lease_expires_at"] });
 
     // the restarted gateway; the client retries with the same proof and key (409/402 "in progress" means wait)
     const second = await gatewayOnStore();
@@ -92,10 +93,12 @@ describe("kill -9 during an x402 settlement (2 s blocks)", () => {
     expect(answer.status, answer.text).toBe(202);
     expect(answer.body.object).toBe("unsigned_transaction");
     // the dead process's claims (its Idempotency-Key, payment and slot, each under a 30 s lease) are taken over once
-    // its heartbeat is 5 s old, not when the leases run out (22.6-30.9 s before)
+    // its heartbeat is 5 s old, not when the leases run out: served before the dead request's payment lease ends
+    // (the time includes the second gateway's start, 3-17 s on a loaded 2-core machine)
     const takeoverMs = Date.now() - killedAt;
-    console.log(`[crash] served by the restarted gateway ${takeoverMs} ms after the kill (lease 30 s)`);
-    expect(takeoverMs).toBeLessThan(12_000);
+    const leaseLeftMs = Date.parse(String(leaseEnds)) - Date.now();
+    console.log(`[crash] served by the restarted gateway ${takeoverMs} ms after the kill, ${leaseLeftMs} ms before its lease ends`);
+    expect(leaseLeftMs).toBeGreaterThan(0);
 
     // charged once, for exactly the price; one settled payment, spent on this request; one envelope
     await new Promise((r) => setTimeout(r, 2_500));
