@@ -78,7 +78,7 @@ describe("kill -9 during an x402 settlement (2 s blocks)", () => {
     expect(await inFlight).toBeUndefined(); // the client saw the connection drop, no answer
     const payments = () => rowsOf(db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["state", "outcome_status"] });
     expect((await payments()).map((p) => p.state)).toEqual(["locked"]); // what the old code left forever
-    const [{ lease_expires_at: leaseEnds }] = await rowsOf(db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["lease_expires_at"] });
+    const leaseEnds = (await rowsOf(db, "x402_payments", { payer: account.address.toLowerCase() }, { columns: ["lease_expires_at"] }))[0]?.lease_expires_at;
 
     // the restarted gateway; the client retries with the same proof and key (409/402 "in progress" means wait)
     const second = await gatewayOnStore();
