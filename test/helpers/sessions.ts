@@ -27,6 +27,9 @@ import { generatePrivateKey } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import type { BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import type { Payer } from "./x402-stack";
+import type { ChannelConfig } from "../../gateway/src/x402/schemes/session/voucher";
+
+export type { ChannelConfig };
 
 export const NETWORK = "eip155:84532";
 const CONFIG_TUPLE =
@@ -48,16 +51,6 @@ const RECEIVE_TYPES = {
 } as const;
 /** secp256k1's group order: (r, n - s, v ^ 1) is the same signature's high-s twin */
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-
-export interface ChannelConfig {
-  payer: `0x${string}`;
-  payerAuthorizer: `0x${string}`;
-  receiver: `0x${string}`;
-  receiverAuthorizer: `0x${string}`;
-  token: `0x${string}`;
-  withdrawDelay: number;
-  salt: Hex;
-}
 
 /** a route's session offer, as its 402 states it (the `accepted` a session payment names) */
 export type SessionOffer = {

@@ -10,7 +10,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
-import type { AnvilNode } from "../../fixtures/anvil";
+import { rpc, type AnvilNode } from "../../fixtures/anvil";
 import { BASE_BLOCK_SECONDS, startBaseFork } from "../../fixtures/base-fork";
 import { startBaseSepolia } from "../../fixtures/base-sepolia";
 
@@ -24,17 +24,6 @@ export interface SharedChainInfo {
 }
 
 const BOOT: Record<SharedChainKind, () => Promise<AnvilNode>> = { "base-fork": () => startBaseFork(), "base-sepolia": () => startBaseSepolia() };
-
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
 
 interface Held {
   node: AnvilNode;

@@ -46,6 +46,11 @@ class OverBalance extends Error {}
 /** the holder of a channel set aside after its claim failed (holdBack) */
 const HELD = "held";
 
+/** a voucher's charge: the channel's `charged` moved from the voucher's base (a conditional UPDATE: one request moves it) */
+const CHARGE_VOUCHER = `UPDATE x402_channels SET charged = ?, voucher_signature = ?, vouchers_unredeemed = vouchers_unredeemed + 1,
+  first_unredeemed_at = COALESCE(first_unredeemed_at, ?), updated_at = ?
+  WHERE channel_id = ? AND charged = ?`;
+
 export class ChannelStore {
   constructor(private readonly db: Db) {}
 
@@ -87,17 +92,7 @@ export class ChannelStore {
       if (!channel || channel.charged !== v.from) return { kind: "stale", channel };
       if (v.to > channel.balance) return { kind: "over_balance" };
       const at = now.toISOString();
-      const moved = await this.db.run(
-        `UPDATE x402_channels SET charged = ?, voucher_signature = ?, vouchers_unredeemed = vouchers_unredeemed + 1,
-           first_unredeemed_at = COALESCE(first_unredeemed_at, ?), updated_at = ?
-         WHERE channel_id = ? AND charged = ?`,
-        v.to.toString(),
-        v.signature,
-        at,
-        at,
-        id,
-        v.from.toString(),
-      );
+      const moved = await this.db.run(CHARGE_VOUCHER, v.to.toString(), v.signature, at, at, id, v.from.toString());
       if (moved.changes !== 1) return { kind: "stale", channel: await this.get(id) };
       return { kind: "charged", channel: { ...channel, charged: v.to, voucherSignature: v.signature } };
     });
@@ -120,17 +115,7 @@ export class ChannelStore {
     const at = now.toISOString();
     return this.db
       .transaction(async (): Promise<ChargeOutcome> => {
-        const raw = await this.db.get(
-          `UPDATE x402_channels SET charged = ?, voucher_signature = ?, vouchers_unredeemed = vouchers_unredeemed + 1,
-             first_unredeemed_at = COALESCE(first_unredeemed_at, ?), updated_at = ?
-           WHERE channel_id = ? AND charged = ? RETURNING *`,
-          v.to.toString(),
-          v.signature,
-          at,
-          at,
-          id,
-          v.from.toString(),
-        );
+        const raw = await this.db.get(`${CHARGE_VOUCHER} RETURNING *`, v.to.toString(), v.signature, at, at, id, v.from.toString());
         if (!raw) return { kind: "stale", channel: await this.get(id) };
         const channel = fromRow(raw);
         if (v.to > channel.balance) throw new OverBalance();
