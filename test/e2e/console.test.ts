@@ -17,8 +17,7 @@ import { createWalletClient, http, publicActions, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BaseForkNode } from "../../fixtures/base-fork";
-import { sharedFork } from "../helpers/shared-chains";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
@@ -43,7 +42,7 @@ const automation = privateKeyToAccount(automationKey);
 beforeAll(async () => {
   if (!CHROMIUM) return;
   fs.mkdirSync(SHOTS, { recursive: true });
-  fork = await sharedFork();
+  fork = await startBaseFork();
   await fork.fund(automation.address);
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
   engine = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });

@@ -13,8 +13,7 @@ import fc from "fast-check";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DECLARED } from "@treasury/core/actions";
-import { type BaseForkNode } from "../../fixtures/base-fork";
-import { sharedFork } from "../helpers/shared-chains";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { call, startTestGateway, type JsonResponse, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
@@ -25,7 +24,7 @@ let gw: TestGateway;
 let doc: ResponseValidator;
 
 beforeAll(async () => {
-  fork = await sharedFork();
+  fork = await startBaseFork();
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT: devAccount(5).address });
   doc = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
 }, 60_000);

@@ -16,8 +16,7 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
-import { type BaseForkNode } from "../../fixtures/base-fork";
-import { sharedFork } from "../helpers/shared-chains";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { floatArtefacts } from "../helpers/figures";
@@ -30,7 +29,7 @@ let gw: TestGateway;
 let doc: ResponseValidator;
 
 beforeAll(async () => {
-  fork = await sharedFork();
+  fork = await startBaseFork();
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, FEE_RECIPIENT });
   doc = new ResponseValidator((await call(gw.url, "GET", "/openapi.json")).body);
 }, 60_000);

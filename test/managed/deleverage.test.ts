@@ -17,8 +17,7 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { moveMarket } from "../../fixtures/arbitrageur";
-import { type BaseForkNode } from "../../fixtures/base-fork";
-import { sharedFork } from "../helpers/shared-chains";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
@@ -35,7 +34,7 @@ const LIQUIDATION_ABI = parseAbi([
 ]);
 
 beforeAll(async () => {
-  fork = await sharedFork();
+  fork = await startBaseFork();
   await fork.fund(automation.address);
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
   engine = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });

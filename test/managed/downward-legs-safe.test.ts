@@ -11,8 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
-import { type BaseForkNode } from "../../fixtures/base-fork";
-import { sharedFork } from "../helpers/shared-chains";
+import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
@@ -28,7 +27,7 @@ const automationKey = generatePrivateKey();
 const automation = privateKeyToAccount(automationKey);
 
 beforeAll(async () => {
-  fork = await sharedFork();
+  fork = await startBaseFork();
   await fork.fund(automation.address);
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
   // the fork prices gas far above Base's own: a budget that five executions fit in

@@ -14,8 +14,7 @@ import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { SAFE_ABI } from "@treasury/core/contracts/safe";
-import { forkManifest, type BaseForkNode } from "../../fixtures/base-fork";
-import { sharedFork } from "../helpers/shared-chains";
+import { forkManifest, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
 import { SafeExecutor } from "../../gateway/src/protection/safe-executor";
 import { Operator } from "../../signer-agent/src/operator";
@@ -33,7 +32,7 @@ const m = AAVE_MARKETS.base;
 const ERC20 = parseAbi(["function balanceOf(address) view returns (uint256)"]);
 
 beforeAll(async () => {
-  fork = await sharedFork();
+  fork = await startBaseFork();
   await fork.fund(automation.address);
   gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl, AUTOMATION_ADDRESS: automation.address });
   executor = new SafeExecutor(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
