@@ -8,7 +8,7 @@
 import type { ChildProcess } from "node:child_process";
 import { inject } from "vitest";
 import type { AnvilNode } from "../../fixtures/anvil";
-import { baseForkAt, type BaseForkNode } from "../../fixtures/base-fork";
+import { baseForkAt, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { baseSepoliaAt, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import type { SharedChainInfo, SharedChainKind } from "../setup/chains";
 
@@ -32,8 +32,8 @@ async function shared(kind: SharedChainKind): Promise<AnvilNode> {
   };
 }
 
-/** this worker's offline Base fork, as booted from the fixture */
-export const sharedFork = async (): Promise<BaseForkNode> => baseForkAt(await shared("base-fork"));
+/** this worker's offline Base fork, as booted from the fixture; with BASE_FORK_URL, a fork of that chain of the file's own */
+export const sharedFork = async (): Promise<BaseForkNode> => (process.env.BASE_FORK_URL ? startBaseFork() : baseForkAt(await shared("base-fork")));
 
 /** this worker's local Base Sepolia (TestUSDC, the x402 contracts), as set up */
 export const sharedBaseSepolia = async (): Promise<BaseSepoliaNode> => baseSepoliaAt(await shared("base-sepolia"));
