@@ -11,7 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
-import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
@@ -74,7 +74,9 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
 
     // the treasury's state is the Safe's on-chain position; nothing protects it yet, and it says so
     const state = await api.get("/api/v1/treasury");
-    expect(state.body).toMatchObject({ environment: "chain", ltv: 50, health_score: 1.65, borrowed_usd: 15000, auto_repay_active: false });
+    // health: $30,000 of WETH at its liquidation threshold against $15,000 of debt, two decimals rounded down
+    const healthAt = Math.floor((30_000 * FORK_RISK.WETH.liquidationThresholdBps) / 15_000 / 100) / 100;
+    expect(state.body).toMatchObject({ environment: "chain", ltv: 50, health_score: healthAt, borrowed_usd: 15000, auto_repay_active: false });
     expect((await api.get("/api/v1/health")).body).toMatchObject({ environment: "chain", auto_repay_active: false });
     expect((await api.get(`/api/v1/treasuries/${tenant.treasuryId}`)).body.state.environment).toBe("chain");
     // the rail uses Aave's figures; an allowed action answers its 200 receipt and waits for the Safe's owners (safe-transactions.test.ts)
@@ -115,7 +117,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect((await api.get("/api/v1/health")).body.auto_repay_active).toBe(false);
     expect((await api.get("/api/v1/policy-state")).body).toMatchObject({ protection_status: "inactive", delegation: { state: "active" } });
 
-    // $23,000 of WETH against 15,000 USDC: health 23,000 x 0.825 / 15,000 = 1.265 < 1.3
+    // $23,000 of WETH against 15,000 USDC: health 23,000 x 0.83 / 15,000 = 1.273 < 1.3
     const health = await api.get("/api/v1/health");
     expect(health.body.health_score).toBeLessThan(1.3);
     const [result] = (await engine.tick()).filter((r) => r.treasuryId === tenant.treasuryId);
@@ -227,7 +229,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
   it("respects the gas caps and an operator's tighter protect threshold", async () => {
     const { operator, tenant, api } = await operatorWithSafe();
     await operator.fundWeth(10n * 10n ** 18n);
-    await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n); // health 1.65
+    await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n); // health 1.66
     const module = await operator.deployModule(automation.address, 2500);
     // a tighter band: protect below 1.7 instead of the preset's 1.3
     expect((await attach(operator, tenant, module, 1.7)).status).toBe(200);
@@ -242,7 +244,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     // a monthly budget already spent: skipped
     const spent = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey, gasCaps: { perActionUsd: 1, perMonthUsd: 0 } });
     expect(mine(await spent.tick()).detail).toMatch(/gas budget/);
-    // within the caps, the tighter threshold acts at health 1.65
+    // within the caps, the tighter threshold acts at health 1.66
     const acted = mine(await engine.tick());
     expect(acted.outcome, acted.detail).toBe("executed");
     expect((await api.get("/api/v1/treasury")).body.ltv).toBe(25);
@@ -256,7 +258,7 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     await operator.fundWeth(10n * 10n ** 18n);
     await operator.supplyAndBorrow(10n * 10n ** 18n, 15_000n * 10n ** 6n);
     const module = await operator.deployModule(automation.address, 2500);
-    expect((await attach(operator, tenant, module, 1.7)).status).toBe(200); // health 1.65 is under 1.7: a trigger
+    expect((await attach(operator, tenant, module, 1.7)).status).toBe(200); // health 1.66 is under 1.7: a trigger
     await operator.approveDelegation(module);
     // each engine is its own instance (its own in-process guard), as two engine processes on one database
     const other = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
