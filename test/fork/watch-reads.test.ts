@@ -12,7 +12,7 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import type { IndexAsset, MarketAt, WatchedPosition } from "@treasury/core/domain/trigger-index";
-import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { INDEX_ASSETS } from "@treasury/core/domain/trigger-index";
 import { changedAccounts, confirm, readMarket, readPositions, watchReserves } from "../../gateway/src/protection/watch-reads";
 import { Operator } from "../../signer-agent/src/operator";
@@ -112,7 +112,11 @@ describe("readMarket and readPositions", () => {
     const market = await readMarket(client, "base", blockNumber);
     expect(rpc.sent).toEqual(["eth_call"]);
     expect(market.decimals).toEqual({ USDC: 6, WETH: 18, cbBTC: 8 });
-    expect(market.liquidationThresholdBps).toEqual({ USDC: 7800n, WETH: 8250n, cbBTC: 7800n });
+    expect(market.liquidationThresholdBps).toEqual({
+      USDC: BigInt(FORK_RISK.USDC.liquidationThresholdBps),
+      WETH: BigInt(FORK_RISK.WETH.liquidationThresholdBps),
+      cbBTC: BigInt(FORK_RISK.cbBTC.liquidationThresholdBps),
+    });
     for (const a of INDEX_ASSETS) expect(market.liquidityIndex[a]).toBeGreaterThanOrEqual(RAY);
   });
 });
