@@ -9,6 +9,7 @@ import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { aTokenBalance, aTokenMintScaled, mulDivCeil } from "@treasury/core/domain/aave-math";
 import { CONVERT_POOL_FEE, SWAP_ROUTER_02_ABI } from "@treasury/core/contracts/uniswap";
 import { QUOTER_V2_ABI, quoterV2 } from "@treasury/core/contracts/uniswap-quoter";
 import { FORK_PRICES_USD, FORK_RISK, type BaseForkNode } from "../../fixtures/base-fork";
@@ -211,14 +212,6 @@ describe("the market's Aave figures", () => {
         aToken,
       });
     }
-    expect([weth!.ltvBps, weth!.liquidationThresholdBps, usdc!.ltvBps, usdc!.liquidationThresholdBps, btc!.ltvBps, btc!.liquidationThresholdBps]).toEqual([
-      8000n,
-      8250n,
-      7500n,
-      7800n,
-      7300n,
-      7800n,
-    ]);
     expect(usdc!.variableDebtToken).toBe(market.variableDebtUsdc);
     // a token that is not a reserve
     await expect(readReserves(reader, market.pool, ["0x000000000000000000000000000000000000dEaD"])).rejects.toThrow(/not a reserve/);
@@ -254,19 +247,29 @@ describe("the market's Aave figures", () => {
     const borrowed = await send(pool, AAVE_POOL_ABI, "borrow", [market.usdc, 12_000n * E6, 2n, 0, account.address]);
 
     // at the borrow's block, one JSON-RPC request of 12 calls
+    // 3.6 mints the supply's scaled balance rounded down and reads it back rounded down: 10 WETH, or a wei under
+    const wethIndex = await reader.readContract({
+      address: pool,
+      abi: AAVE_POOL_ABI,
+      functionName: "getReserveNormalizedIncome",
+      args: [market.weth],
+      blockNumber: borrowed.blockNumber,
+    });
+    const wethSupplied = aTokenBalance(aTokenMintScaled(10n * E18, wethIndex), wethIndex);
+    expect(wethSupplied === 10n * E18 || wethSupplied === 10n * E18 - 1n).toBe(true);
     requests.length = 0;
     const at = await readMarket(reader, market, account.address, { blockNumber: borrowed.blockNumber });
     expect(requests).toEqual([12]);
     expect(at).toEqual({
-      prices: { usdc: 1n * E8, weth: 3_000n * E8, btc: 60_000n * E8 },
+      prices: { usdc: FORK_PRICES_USD.USDC * E8, weth: FORK_PRICES_USD.WETH * E8, btc: FORK_PRICES_USD.cbBTC * E8 },
       reserves: at.reserves,
-      supplied: { usdc: 0n, weth: 10n * E18, btc: 0n },
+      supplied: { usdc: 0n, weth: wethSupplied, btc: 0n },
       debtUsdc: 12_000n * E6,
       wallet: { usdc: 12_000n * E6, weth: 1n * E18, btc: 25n * 10n ** 6n },
       // the WETH supplied is collateral (Aave enables it on a first supply); nothing else is supplied
       collateral: { usdc: false, weth: true, btc: false },
     });
-    expect(at.reserves.weth).toMatchObject({ ltvBps: 8000n, liquidationThresholdBps: 8250n });
+    expect(at.reserves.weth).toMatchObject({ ltvBps: BigInt(FORK_RISK.WETH.ltvBps), liquidationThresholdBps: BigInt(FORK_RISK.WETH.liquidationThresholdBps) });
 
     // the same figures as Aave's account data: debt in base units is the USDC debt times its price, rounded up
     const [collateralBase, debtBase] = await reader.readContract({
@@ -277,14 +280,14 @@ describe("the market's Aave figures", () => {
       blockNumber: borrowed.blockNumber,
     });
     expect(collateralBase).toBe((at.supplied.weth * at.prices.weth) / E18);
-    expect(debtBase).toBe((at.debtUsdc * at.prices.usdc) / E6);
+    expect(debtBase).toBe(mulDivCeil(at.debtUsdc, at.prices.usdc, E6));
 
     // 100 blocks (200 s) later: interest accrues on the debt, in whole USDC units
     const test = createTestClient({ mode: "anvil", chain: base, transport: http(fork.rpcUrl) });
     await test.mine({ blocks: 100 });
     const later = await readMarket(reader, market, account.address);
     expect(later.debtUsdc).toBeGreaterThan(12_000n * E6);
-    expect(later.supplied.weth).toBeGreaterThanOrEqual(10n * E18);
+    expect(later.supplied.weth).toBeGreaterThanOrEqual(wethSupplied);
 
     // a whale borrows 4,000,000 of the pool's 5,000,000 USDC: the rate rises so a 2 s block adds whole units to the debt
     const whale = await funded();

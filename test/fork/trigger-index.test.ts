@@ -1,7 +1,9 @@
 /**
- * packages/core/src/domain/trigger-index.ts against the Pool of the offline Base fork (Aave V3 from @aave/core-v3):
- * a position with WETH, cbBTC and USDC collateral and USDC debt, after a month of interest at high utilization and prices
- * moved apart, has the health factor getUserAccountData answers, to the wei, and is a candidate exactly around it.
+ * packages/core/src/domain/trigger-index.ts and aave-math.ts against the Pool of the offline Base fork (Aave 3.6): a
+ * position with WETH, cbBTC and USDC collateral and USDC debt, after a month of interest at high utilization and prices
+ * moved apart, has the health factor, collateral, debt and average LTV and threshold getUserAccountData answers, to
+ * the wei, its balances are the tokens' own, the indexes accrue as the Pool accrues them, and it is a candidate
+ * exactly around its health factor.
  */
 import { createPublicClient, createTestClient, createWalletClient, http, parseAbi, publicActions } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -10,6 +12,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_ORACLE_PRICES_ABI } from "@treasury/core/contracts/aave-oracle";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { accountData, aTokenBalance, normalizedDebt, normalizedIncome, RAY, vTokenBalance } from "@treasury/core/domain/aave-math";
 import { TriggerIndex, type IndexAsset, type MarketAt } from "@treasury/core/domain/trigger-index";
 import { FORK_RISK, type BaseForkNode } from "../../fixtures/base-fork";
 import { sharedFork } from "../helpers/shared-chains";
@@ -87,7 +90,7 @@ it("healthWad is the Pool's health factor to the wei, with interest accrued and 
   };
   const scaled = await each((a) => read(m.reserves[a].a_token, READS_ABI, "scaledBalanceOf", [account.address]));
   const scaledDebt = await read(m.reserves.USDC.variable_debt_token, READS_ABI, "scaledBalanceOf", [account.address]);
-  const [, , , , , healthFactor] = (await reader.readContract({
+  const [collateralBase, debtBase, , liquidationThreshold, ltv, healthFactor] = (await reader.readContract({
     address: pool,
     abi: AAVE_POOL_ABI,
     functionName: "getUserAccountData",
@@ -103,6 +106,48 @@ it("healthWad is the Pool's health factor to the wei, with interest accrued and 
   index.upsert(position, market);
   expect(index.healthWad("fork", market)).toBe(healthFactor);
   console.log(`fork position: health factor ${healthFactor} (Pool) = ${index.healthWad("fork", market)} (index)`);
+
+  // the whole account as 3.6 computes it (TokenMath's floor and ceiling, mulDivCeil, the floored averages)
+  const computed = accountData(
+    ASSETS.map((a) => ({
+      scaledCollateral: scaled[a],
+      scaledDebt: a === "USDC" ? scaledDebt : 0n,
+      liquidityIndex: market.liquidityIndex[a],
+      debtIndex: market.debtIndex,
+      price: market.prices[a],
+      decimals: market.decimals[a],
+      ltvBps: BigInt(FORK_RISK[a].ltvBps),
+      liquidationThresholdBps: BigInt(FORK_RISK[a].liquidationThresholdBps),
+    })),
+  );
+  expect([computed.totalCollateralBase, computed.totalDebtBase, computed.ltvBps, computed.liquidationThresholdBps, computed.healthFactorWad]).toEqual([
+    collateralBase,
+    debtBase,
+    ltv,
+    liquidationThreshold,
+    healthFactor,
+  ]);
+  // the tokens' balances: aToken rounded down, debt rounded up
+  const balance = (token: `0x${string}`) => read(token, ERC20_ABI, "balanceOf", [account.address]);
+  for (const a of ASSETS) expect(await balance(m.reserves[a].a_token)).toBe(aTokenBalance(scaled[a], market.liquidityIndex[a]));
+  const debt = await balance(m.reserves.USDC.variable_debt_token);
+  expect(debt).toBe(vTokenBalance(scaledDebt, market.debtIndex));
+  expect(debt).toBe((scaledDebt * market.debtIndex) / RAY + 1n); // not an exact multiple: rounded up
+  // the indexes a month on, from the reserve's stored state: linear income, compounded debt (MathUtils)
+  const { timestamp: now } = await reader.getBlock({ blockNumber });
+  for (const a of ASSETS) {
+    const r = (await reader.readContract({ address: pool, abi: AAVE_POOL_ABI, functionName: "getReserveData", args: [m.tokens[a]], blockNumber })) as {
+      liquidityIndex: bigint;
+      variableBorrowIndex: bigint;
+      currentLiquidityRate: bigint;
+      currentVariableBorrowRate: bigint;
+      lastUpdateTimestamp: number;
+    };
+    const stored = { ...r, lastUpdateTimestamp: BigInt(r.lastUpdateTimestamp) };
+    expect(now - stored.lastUpdateTimestamp).toBeGreaterThanOrEqual(30n * 24n * 3600n);
+    expect(normalizedIncome(stored, now)).toBe(market.liquidityIndex[a]);
+    if (a === "USDC") expect(normalizedDebt(stored, now)).toBe(market.debtIndex);
+  }
 
   // at its trigger it is not under it; one wei above, it is a candidate; 0.1% below its health factor, not one
   expect(index.candidates(market)).toEqual(["fork"]); // within the bound's band (one basis point of the average threshold)

@@ -12,7 +12,7 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import type { IndexAsset, MarketAt, WatchedPosition } from "@treasury/core/domain/trigger-index";
-import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { INDEX_ASSETS } from "@treasury/core/domain/trigger-index";
 import { changedAccounts, confirm, readMarket, readPositions, watchReserves } from "../../gateway/src/protection/watch-reads";
 import { Operator } from "../../signer-agent/src/operator";
@@ -30,21 +30,21 @@ let operator: Operator;
 let safe: `0x${string}`;
 let rpc: ReturnType<typeof countingClient>;
 
-/** Aave V3's GenericLogic.calculateUserAccountData, for positions without e-mode (WadRayMath, PercentageMath rounding half up) */
+/**
+ * Aave 3.6's GenericLogic.calculateUserAccountData, for positions without e-mode, written out apart from the
+ * core's: aToken balances rayMulFloor, the debt rayMulCeil then mulDivCeil into base currency, HF = wadDiv(Σ C_i LT_i,
+ * D) / 10^4 (3.0's half-up rayMul, floored debt and percentMul of a floored average threshold read a few 1e-4 off)
+ */
 function aaveHealthWad(p: WatchedPosition, at: MarketAt): bigint {
-  const rayMul = (a: bigint, b: bigint) => (a * b + RAY / 2n) / RAY;
-  let collateral = 0n;
+  const ceil = (a: bigint, b: bigint) => (a + b - 1n) / b;
   let weighted = 0n;
   for (const a of Object.keys(p.scaledCollateral) as IndexAsset[]) {
-    const value = (rayMul(p.scaledCollateral[a]!, at.liquidityIndex[a]) * at.prices[a]) / 10n ** BigInt(at.decimals[a]);
-    collateral += value;
+    const value = (((p.scaledCollateral[a]! * at.liquidityIndex[a]) / RAY) * at.prices[a]) / 10n ** BigInt(at.decimals[a]);
     weighted += value * at.liquidationThresholdBps[a];
   }
-  const debt = (rayMul(p.scaledDebt, at.debtIndex) * at.prices.USDC) / 10n ** BigInt(at.decimals.USDC);
+  const debt = ceil(ceil(p.scaledDebt * at.debtIndex, RAY) * at.prices.USDC, 10n ** BigInt(at.decimals.USDC));
   if (debt === 0n) return 2n ** 256n - 1n;
-  const threshold = collateral === 0n ? 0n : weighted / collateral;
-  const adjusted = (collateral * threshold + 5_000n) / 10_000n;
-  return (adjusted * WAD + debt / 2n) / debt;
+  return (weighted * WAD + debt / 2n) / debt / 10_000n;
 }
 
 const mine = (seconds = 0) =>
@@ -112,7 +112,11 @@ describe("readMarket and readPositions", () => {
     const market = await readMarket(client, "base", blockNumber);
     expect(rpc.sent).toEqual(["eth_call"]);
     expect(market.decimals).toEqual({ USDC: 6, WETH: 18, cbBTC: 8 });
-    expect(market.liquidationThresholdBps).toEqual({ USDC: 7800n, WETH: 8250n, cbBTC: 7800n });
+    expect(market.liquidationThresholdBps).toEqual({
+      USDC: BigInt(FORK_RISK.USDC.liquidationThresholdBps),
+      WETH: BigInt(FORK_RISK.WETH.liquidationThresholdBps),
+      cbBTC: BigInt(FORK_RISK.cbBTC.liquidationThresholdBps),
+    });
     for (const a of INDEX_ASSETS) expect(market.liquidityIndex[a]).toBeGreaterThanOrEqual(RAY);
   });
 });

@@ -80,6 +80,10 @@ describe("sell", () => {
     // 1.234567 USDC = 0.00002469134 BTC -> 0.000024
     expect(sell.safeUnits!({ asset: "BTC" }, 1_234_567n, price)).toEqual({ amount: "0.000024", asset: "BTC" });
     expect(sell.safeUnits!({ asset: "BTC" }, 50_000_000_000n, price)).toEqual({ amount: "1", asset: "BTC" });
+    // the most the rail accepts: 0.000001 BTC at 66,789.012345 is worth 66,789 micro-USDC, accepted under a safe amount of 66,789
+    const odd = (s: "USDC" | "ETH" | "BTC") => ({ USDC: 1_000_000n, ETH: 2_345_678_901n, BTC: 66_789_012_345n })[s];
+    expect(sell.safeUnits!({ asset: "BTC" }, 66_789n, odd)).toEqual({ amount: "0.000001", asset: "BTC" });
+    expect(sell.safeUnits!({ asset: "BTC" }, 66_788n, odd)).toEqual({ amount: "0", asset: "BTC" });
   });
 
   it("is a free downward leg with the withdraw's rail on collateral", () => {

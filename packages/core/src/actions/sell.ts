@@ -16,6 +16,7 @@ import { LedgerError, type ActionParams } from "../domain/sandbox-ledger";
 import { usdcAmount } from "../schemas/common";
 import { z } from "../schemas/zod";
 import type { ActionDeclaration, PriceOf, WalletPosition } from "./declaration";
+import { unitsWorthAtMost } from "./withdraw";
 import { approve, minOutOf, ROUTER_NAME, swapExactIn, SWAP_SLIPPAGE_BPS, tokenOf, withdraw as withdrawCall } from "./steps";
 import { swapRouter02 } from "../contracts/uniswap";
 
@@ -63,8 +64,7 @@ export const sell: ActionDeclaration<"sell"> = {
   safeUnits(params, safeMicro, price) {
     const symbol = assetOf(params);
     const decimals = ASSETS[symbol].decimals;
-    const step = 10n ** BigInt(Math.max(0, decimals - 6));
-    return { amount: formatDecimal(((safeMicro * 10n ** BigInt(decimals)) / price(symbol) / step) * step, decimals), asset: symbol };
+    return { amount: formatDecimal(unitsWorthAtMost(safeMicro, price(symbol), decimals), decimals), asset: symbol };
   },
   effect: (p, amount) => removeCollateral(p, amount),
   safeAmount: withdrawSafeAmount,

@@ -11,7 +11,9 @@ import { swapRouter02 } from "../contracts/uniswap";
 import type { DecodedCall } from "./signer-rule";
 import { PolicyRefusal, signerRuleContext } from "./signer-rule";
 import { stepContext } from "./steps";
-import { withdraw, WithdrawRequest } from "./withdraw";
+import fc from "fast-check";
+import { parseDecimal } from "../domain/money";
+import { unitsWorthAtMost, withdraw, WithdrawRequest } from "./withdraw";
 
 const wallet = "0x1111111111111111111111111111111111111111" as const;
 const m = AAVE_MARKETS.base;
@@ -40,6 +42,27 @@ describe("withdraw", () => {
     expect(withdraw.safeUnits!({ asset: "ETH" }, 1_000_000_001n, price)).toEqual({ amount: "0.4", asset: "ETH" });
     expect(withdraw.safeUnits!({ asset: "BTC" }, 1_234_567n, price)).toEqual({ amount: "0.000024", asset: "BTC" });
     expect(withdraw.safeUnits!({ asset: "USDC" }, 1_234_567n, price)).toEqual({ amount: "1.234567", asset: "USDC" });
+  });
+
+  it("states the most the rail accepts: the value rounds down, so 0.000001 ETH at 2,345.678901 is worth 2,345 micro-USDC", () => {
+    const odd = (s: "USDC" | "ETH" | "BTC") => ({ USDC: 1_000_000n, ETH: 2_345_678_901n, BTC: 66_789_012_345n })[s];
+    expect(withdraw.valueMicro!({ asset: "ETH", units: "1000000000000" }, odd)).toBe(2_345n);
+    // the quotient rounded down would say 0; 0.000001 ETH is accepted with a safe amount of 2,345 micro-USDC
+    expect(withdraw.safeUnits!({ asset: "ETH" }, 2_345n, odd)).toEqual({ amount: "0.000001", asset: "ETH" });
+    expect(withdraw.safeUnits!({ asset: "ETH" }, 2_344n, odd)).toEqual({ amount: "0", asset: "ETH" });
+    fc.assert(
+      fc.property(fc.constantFrom<"ETH" | "BTC" | "USDC">("ETH", "BTC", "USDC"), fc.bigInt(0n, 10n ** 12n), fc.bigInt(1n, 10n ** 12n), (asset, safe, p) => {
+        const at = () => p;
+        const d = { ETH: 18, BTC: 8, USDC: 6 }[asset];
+        const units = parseDecimal(withdraw.safeUnits!({ asset }, safe, at).amount, d);
+        expect(units).toBe(unitsWorthAtMost(safe, p, d));
+        const step = 10n ** BigInt(d - 6);
+        expect(units % step).toBe(0n);
+        expect(withdraw.valueMicro!({ asset, units: String(units) }, at)).toBeLessThanOrEqual(safe);
+        expect(withdraw.valueMicro!({ asset, units: String(units + step) }, at)).toBeGreaterThan(safe);
+      }),
+      { numRuns: 1_000 },
+    );
   });
 
   it("is a downward leg with the borrow's rail on collateral", () => {

@@ -10,7 +10,7 @@
  * Ledger: the units leave the books (USDC: from the idle USDC).
  */
 import { ASSETS, type AssetSymbol } from "../domain/assets";
-import { formatDecimal, parseDecimal } from "../domain/money";
+import { ceilDiv, formatDecimal, parseDecimal, type Micro } from "../domain/money";
 import { removeCollateral, withdrawSafeAmount } from "../domain/position";
 import { LedgerError, type ActionParams } from "../domain/sandbox-ledger";
 import { actionAmounts, AMOUNT_ALIAS_RULES, AssetSchema, schemaRules } from "../schemas/common";
@@ -42,6 +42,18 @@ export const WithdrawRequest = z
       then: { required: ["amount"], not: { required: ["amount_usdc"] } },
     }),
   );
+
+/**
+ * The most of an asset, in whole steps of what a request can state (6 decimals), whose value at `priceMicro` (a
+ * whole unit's, rounded down as `valueMicro` values it) is at most `safeMicro`: the rail accepts it, and refuses one
+ * step more. (The value rounds down, so the most is not the value's quotient rounded down: 2,345 micro-USDC of ETH at
+ * 2,345.678901 USDC is 0.000001 ETH, worth 2,345 micro.)
+ */
+export function unitsWorthAtMost(safeMicro: Micro, priceMicro: bigint, decimals: number): bigint {
+  const step = 10n ** BigInt(Math.max(0, decimals - 6));
+  const most = ceilDiv((safeMicro + 1n) * 10n ** BigInt(decimals), priceMicro) - 1n;
+  return (most / step) * step;
+}
 
 const assetOf = (p: ActionParams): AssetSymbol => p.asset ?? "USDC";
 const unitsOf = (p: ActionParams): bigint => BigInt(p.units ?? "0");
@@ -76,10 +88,8 @@ export const withdraw: ActionDeclaration<"withdraw"> = {
   safeUnits(params, safeMicro, price) {
     const symbol = assetOf(params);
     const decimals = ASSETS[symbol].decimals;
-    // rounded down to what a request can say (6 decimals), so the retry with it is accepted and passes
-    const step = 10n ** BigInt(Math.max(0, decimals - 6));
-    const units = ((safeMicro * 10n ** BigInt(decimals)) / price(symbol) / step) * step;
-    return { amount: formatDecimal(units, decimals), asset: symbol };
+    // what a request can state (6 decimals): the retry with it is accepted and passes, one step more is refused
+    return { amount: formatDecimal(unitsWorthAtMost(safeMicro, price(symbol), decimals), decimals), asset: symbol };
   },
   effect: (p, amount) => removeCollateral(p, amount),
   safeAmount: withdrawSafeAmount,

@@ -95,7 +95,8 @@ export async function oraclePrices(client: MarketReader, oracle: Address, assets
 
 /**
  * a reserve's parameters from its configuration word (Aave V3 ReserveConfiguration). A user in an e-mode
- * category borrows against the category's LTV and threshold instead (not read here; the fork has none).
+ * category borrows against the category's LTV and threshold instead, for the reserves in its collateral bitmap
+ * (3.6; not read here: the gateway's wallets are in none).
  */
 export interface ReserveConfig {
   /** loan to value, basis points (bits 0-15) */
@@ -118,7 +119,7 @@ export interface ReserveConfig {
 
 const bits = (data: bigint, from: number, width: number) => (data >> BigInt(from)) & ((1n << BigInt(width)) - 1n);
 
-/** decode Aave V3's ReserveConfigurationMap.data (the same layout in V3.0 to V3.3 for these fields) */
+/** decode Aave V3's ReserveConfigurationMap.data (the same layout from V3.0 to V3.6 for these fields) */
 export function decodeReserveConfiguration(data: bigint): ReserveConfig {
   return {
     ltvBps: bits(data, 0, 16),
@@ -160,7 +161,8 @@ export async function readReserves(client: MarketReader, pool: Address, assets: 
 
 /**
  * `owner`'s balance of each token, in the same order, in token units. For an aToken: the supplied amount with
- * the interest earned to this block; for a variable debt token: the exact debt (what repay(max) takes now).
+ * the interest earned to this block, rounded down (3.6: what withdraw(max) pays); for a variable debt token: the
+ * exact debt, rounded up (what repay(max) takes now). aave-math.ts computes both from the scaled balances.
  */
 export function balancesOf(client: MarketReader, tokens: readonly Address[], owner: Address, at: ReadAt = {}): Promise<bigint[]> {
   return Promise.all(tokens.map((token) => client.readContract({ address: token, abi: ERC20_ABI, functionName: "balanceOf", args: [owner], ...at })));

@@ -7,7 +7,7 @@ const RAY = 10n ** 27n;
 const WAD = 10n ** 18n;
 
 /**
- * The reference: GenericLogic.calculateUserAccountData (aave-v3-core), line by line, for a user whose configuration
+ * Aave 3.0 to 3.3's GenericLogic.calculateUserAccountData (aave-v3-core), line by line, for a user whose configuration
  * enables `enabled` as collateral and borrows USDC. WadRayMath and PercentageMath round half up.
  */
 function referenceAccount(scaled: Partial<Record<IndexAsset, bigint>>, scaledDebt: bigint, m: MarketAt) {
@@ -33,8 +33,8 @@ function referenceAccount(scaled: Partial<Record<IndexAsset, bigint>>, scaledDeb
   return { totalCollateral, avgLiquidationThreshold, healthFactor };
 }
 /**
- * The same in Aave 3.4+ (aave-v3-origin): aToken balance rayMulFloor, debt rayMulCeil then mulDivCeil,
- * HF = wadDiv(Σ C_i LT_i, D) / 10^4 (no floored average threshold).
+ * The reference: the same in Aave 3.4+ (aave-v3-origin 3.6, the fork's): aToken balance rayMulFloor, debt
+ * rayMulCeil then mulDivCeil, HF = wadDiv(Σ C_i LT_i, D) / 10^4 (no floored average threshold).
  */
 function originHealthWad(p: WatchedPosition, m: MarketAt): bigint {
   const wadDiv = (a: bigint, b: bigint) => (a * WAD + b / 2n) / b;
@@ -48,7 +48,8 @@ function originHealthWad(p: WatchedPosition, m: MarketAt): bigint {
   const debt = (((p.scaledDebt * m.debtIndex + RAY - 1n) / RAY) * m.prices.USDC + unit - 1n) / unit;
   return debt === 0n ? MAX_UINT256 : wadDiv(weighted, debt) / 10_000n;
 }
-const refHf = (p: WatchedPosition, m: MarketAt) => referenceAccount(p.scaledCollateral, p.scaledDebt, m).healthFactor;
+const coreHealthWad = (p: WatchedPosition, m: MarketAt) => referenceAccount(p.scaledCollateral, p.scaledDebt, m).healthFactor;
+const refHf = originHealthWad;
 
 /** Aave V3 on Base, about today */
 const BASE: MarketAt = {
@@ -73,15 +74,16 @@ const position = (id: string, scaledCollateral: WatchedPosition["scaledCollatera
 const under = (positions: WatchedPosition[], m: MarketAt) => positions.filter((p) => refHf(p, m) < p.triggerWad).map((p) => p.id);
 
 describe("Aave's health factor", () => {
-  it("WETH and cbBTC collateral: weighted threshold rounded down, percentMul then wadDiv", () => {
+  it("WETH and cbBTC collateral: Σ C_i LT_i wadDiv the debt, over 10^4 (3.6: no rounded average threshold)", () => {
     const p = position("mixed", { WETH: 10n ** 18n, cbBTC: 1_000_000n }, 2_000_000_000n);
     const index = new TriggerIndex();
     index.upsert(p, BASE);
-    // C = 3,000 + 900 USD; avgLT = floor((3,000 x 8,300 + 900 x 7,800) / 3,900) = 8,184; HF = 3,900 x 0.8184 / 2,000
-    expect(index.healthWad("mixed", BASE)).toBe(1_595_880_000_000_000_000n);
+    // C = 3,000 + 900 USD; HF = (3,000 x 0.83 + 900 x 0.78) / 2,000 = 1.596 (3.0's floored avgLT 8,184 gave 1.59588)
+    expect(index.healthWad("mixed", BASE)).toBe(1_596_000_000_000_000_000n);
+    expect(coreHealthWad(p, BASE)).toBe(1_595_880_000_000_000_000n);
     expect(index.healthWad("mixed", BASE)).toBe(refHf(p, BASE));
     expect(index.candidates(BASE)).toEqual([]);
-    // ETH -30%: C = 2,100 + 900; avgLT = floor((2,100 x 8,300 + 900 x 7,800) / 3,000) = 8,150; HF = 1.2225
+    // ETH -30%: C = 2,100 + 900; HF = (2,100 x 0.83 + 900 x 0.78) / 2,000 = 1.2225
     const fall = moved(BASE, { WETH: 700n });
     expect(index.healthWad("mixed", fall)).toBe(1_222_500_000_000_000_000n);
     expect(index.candidates(fall)).toEqual(["mixed"]);
@@ -97,8 +99,9 @@ describe("Aave's health factor", () => {
     };
     const index = new TriggerIndex();
     index.upsert(p, m);
-    // C = 3,150 USD (USDC excluded), D = 2,200 USD: HF = 3,150 x 0.83 / 2,200
-    expect(index.healthWad("p", m)).toBe((((315_000_000_000n * 8_300n + 5_000n) / 10_000n) * WAD + 110_000_000_000n) / 220_000_000_000n);
+    // C = 3,150 USD (USDC's threshold is 0), D = 2,200 USD: HF = wadDiv(3,150 x 8,300, 2,200) / 10^4, the last digit floored
+    expect(index.healthWad("p", m)).toBe((315_000_000_000n * 8_300n * WAD + 110_000_000_000n) / 220_000_000_000n / 10_000n);
+    expect(index.healthWad("p", m)).toBe(1_188_409_090_909_090_909n); // 3.0's percentMul then wadDiv: ...091
     expect(index.healthWad("p", m)).toBe(refHf(p, m));
   });
 });
@@ -298,7 +301,7 @@ describe("the index never misses (property)", () => {
         const debtValue = (totalCollateral * avgLiquidationThreshold * WAD * 1000n) / (10_000n * trigger * near);
         const scaledDebt = debt >= 0n ? debt : (debtValue * 10n ** BigInt(at.decimals.USDC) * RAY) / (at.prices.USDC * at.debtIndex) + 1n;
         const p = { id, scaledCollateral, scaledDebt, triggerWad: trigger, eMode };
-        const hf = justOver === "core" ? refHf(p, at) : originHealthWad(p, at);
+        const hf = justOver === "core" ? coreHealthWad(p, at) : originHealthWad(p, at);
         return { ...p, triggerWad: justOver !== "no" && hf < 10n * WAD ? hf + 1n : trigger };
       });
   /** large enough, and thresholds high enough, that the bound's slack is under 0.03% */
@@ -315,7 +318,7 @@ describe("the index never misses (property)", () => {
     }),
   );
 
-  it("every position whose Aave health factor (3.0 to 3.3, or 3.4+) is under its trigger is a candidate; healthWad is Aave's", () => {
+  it("every position whose Aave health factor (3.0 to 3.3, or 3.4+) is under its trigger is a candidate; healthWad is 3.6's", () => {
     fc.assert(
       fc.property(scenario, ({ reference, positions, markets, rereads }) => {
         const index = new TriggerIndex();
@@ -326,9 +329,9 @@ describe("the index never misses (property)", () => {
           for (const p of live.values()) {
             expect(index.healthWad(p.id, m)).toBe(refHf(p, m));
             if (refHf(p, m) < p.triggerWad || (p.eMode && p.scaledDebt > 0n)) expect(got.has(p.id)).toBe(true);
-            if (originHealthWad(p, m) < p.triggerWad) expect(got.has(p.id)).toBe(true);
+            if (coreHealthWad(p, m) < p.triggerWad) expect(got.has(p.id)).toBe(true);
             if (p.scaledDebt === 0n) expect(got.has(p.id)).toBe(false);
-            const lowest = [refHf(p, m), originHealthWad(p, m)].reduce((x, y) => (x < y ? x : y));
+            const lowest = [coreHealthWad(p, m), originHealthWad(p, m)].reduce((x, y) => (x < y ? x : y));
             if (got.has(p.id) && !p.eMode && tight(p, m)) expect(lowest * 10_000n).toBeLessThan(p.triggerWad * 10_003n);
           }
           // positions re-read at this block: balances moved (a repay halves the debt), or gone

@@ -3,12 +3,12 @@
  * looking at every position. Pure (no client, no I/O); the engine feeds it the market of each block (`MarketAt`)
  * and the scaled balances it read (`WatchedPosition`), and confirms its candidates on chain.
  *
- * Aave's health factor (aave-v3-core GenericLogic.calculateUserAccountData, WadRayMath half up; `aaveHealthWad`):
- *   C_i = rayMul(s_i, L_i) * p_i / 10^d_i       (collateral i in base currency; only if enabled and LT_i > 0)
- *   D   = rayMul(s_D, I_D) * p_USDC / 10^6      (variable USDC debt)
- *   avgLT = Σ C_i LT_i / C,   HF = percentMul(C, avgLT).wadDiv(D),   max uint without debt.
- * Aave 3.4+ (aave-v3-origin) rounds otherwise: C_i from rayMulFloor, D = mulDivCeil(rayMulCeil(s_D, I_D), p, 10^6),
- * HF = wadDiv(Σ C_i LT_i, D) / 10^4. The bound below holds for both.
+ * Aave's health factor as 3.6 computes it (GenericLogic.calculateUserAccountData; aave-math.ts `accountData`):
+ *   C_i = floor(rayMulFloor(s_i, L_i) * p_i / 10^d_i)        (collateral i in base currency; only if enabled)
+ *   D   = ceil(rayMulCeil(s_D, I_D) * p_USDC / 10^6)           (variable USDC debt)
+ *   HF  = wadDiv(Σ C_i LT_i, D) / 10^4,   max uint without debt.
+ * Aave 3.0 to 3.3 rounded otherwise (rayMul half up, D floored, HF = wadDiv(percentMul(C, avgLT), D) with the
+ * average threshold floored); the bound below holds for both.
  *
  * Why it never misses. Write W_i(m) = p_i L_i (LT_i - 1)⁺ 10^(36-d_i) and UNIT = 10^27 * 10^40 (one base-currency
  * unit on W's scale). A rounding moves its result by less than one unit, and L_i, I_D >= 1 ray, so (either version)
@@ -31,6 +31,8 @@
  * confirmation drops. Debt-free positions are never candidates; positions in an e-mode always are (their category's
  * figures differ). Markets are read, never changed (the reference is kept as given).
  */
+import { accountData, MAX_UINT256, RAY, WAD, type AccountReserve } from "./aave-math";
+
 export type IndexAsset = "USDC" | "WETH" | "cbBTC";
 export const INDEX_ASSETS: readonly IndexAsset[] = ["USDC", "WETH", "cbBTC"];
 
@@ -58,33 +60,26 @@ export interface WatchedPosition {
   eMode?: boolean;
 }
 
-export const RAY = 10n ** 27n;
-export const WAD = 10n ** 18n;
-export const MAX_UINT256 = 2n ** 256n - 1n;
+export { MAX_UINT256, RAY, WAD };
 const UNIT = RAY * 10n ** 40n; // one base-currency unit on the scale of W (module comment)
 const FIXED = 1n << 64n; // fixed-point scale of keys and thresholds
-
-/** Aave's WadRayMath and PercentageMath (half up) */
-export const rayMul = (a: bigint, b: bigint): bigint => (a * b + RAY / 2n) / RAY;
-export const percentMul = (value: bigint, bps: bigint): bigint => (value * bps + 5_000n) / 10_000n;
-export const wadDiv = (a: bigint, b: bigint): bigint => (a * WAD + b / 2n) / b;
 
 const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
 const held = (p: WatchedPosition, a: IndexAsset): bigint => p.scaledCollateral[a] ?? 0n;
 
-/** Aave's health factor (wad) of `p` under `m`, as GenericLogic.calculateUserAccountData computes it */
+/** Aave's health factor (wad) of `p` under `m`, as 3.6's GenericLogic.calculateUserAccountData computes it */
 export function aaveHealthWad(p: WatchedPosition, m: MarketAt): bigint {
-  let [collateral, weighted] = [0n, 0n];
-  for (const a of INDEX_ASSETS) {
-    const lt = m.liquidationThresholdBps[a];
-    if (lt === 0n || held(p, a) === 0n) continue;
-    const value = (rayMul(held(p, a), m.liquidityIndex[a]) * m.prices[a]) / 10n ** BigInt(m.decimals[a]);
-    collateral += value;
-    weighted += value * lt;
-  }
-  const debt = p.scaledDebt === 0n ? 0n : (rayMul(p.scaledDebt, m.debtIndex) * m.prices.USDC) / 10n ** BigInt(m.decimals.USDC);
-  if (debt === 0n) return MAX_UINT256;
-  return wadDiv(percentMul(collateral, collateral === 0n ? 0n : weighted / collateral), debt); // avgLT rounded down
+  const reserve = (a: IndexAsset): AccountReserve => ({
+    scaledCollateral: held(p, a),
+    scaledDebt: a === "USDC" ? p.scaledDebt : 0n,
+    liquidityIndex: m.liquidityIndex[a],
+    debtIndex: m.debtIndex,
+    price: m.prices[a],
+    decimals: m.decimals[a],
+    ltvBps: 1n, // the LTV does not enter the health factor
+    liquidationThresholdBps: m.liquidationThresholdBps[a],
+  });
+  return accountData(INDEX_ASSETS.map(reserve)).healthFactorWad;
 }
 
 /** W_i(m): what one scaled unit of `a` adds to lhs (module comment) */
