@@ -10,10 +10,10 @@
  * - `changedAccounts`: the accounts whose position moved in a block range: one eth_getLogs over the reserves'
  *   aTokens and variable debt tokens and the Pool.
  *
- * From `readMarket` and `readPositions` Aave's health factor is recomputed exactly (GenericLogic: a balance is
- * its scaled balance rayMul the index; value = price x balance / unit, the debt's the same; the threshold the
- * collateral-weighted average, rounded down; HF = collateral percentMul threshold wadDiv debt): the trigger
- * index's arithmetic (packages/core/src/domain/trigger-index.ts).
+ * From `readMarket` and `readPositions` Aave's health factor is recomputed exactly as 3.6's GenericLogic does
+ * it (an aToken balance is its scaled balance times the index rounded down, a debt rounded up; value = price x
+ * balance / unit, the collateral's rounded down and the debt's up; HF = wadDiv(sum of value x threshold, debt)
+ * / 10^4): packages/core/src/domain/aave-math.ts, used by the trigger index.
  *
  * A position the index cannot model (a supply or a debt in a reserve other than USDC, WETH and the BTC token,
  * or an e-mode category) is marked `eMode`: always a candidate, so confirmed on chain every block.
