@@ -30,7 +30,7 @@ const ACTION_STATUS = { executed: 200, queued_on_safe: 200, envelope_created: 20
 /**
  * What the action service refuses an action with (services/action-service.ts, services/execution/): the
  * plan's refusals (the wallet's or the ledger's balances, the collateral or debt the action needs, the safety
- * rail, Aave's health factor under 1 after a downward leg), a Safe's action from a registration the Safe did
+ * rail, Aave's health factor under 1 after a downward leg: would_be_liquidatable), a Safe's action from a registration the Safe did
  * not prove, another action, envelope or Safe transaction of the treasury in flight, a step the sandbox's
  * fork did not execute, a chain that did not answer. One list for every declared action: a declaration does
  * not state its own refusals (no_debt is repay's; insufficient_collateral withdraw's, sell's and exit's).
@@ -42,7 +42,7 @@ const ACTION_ERRORS: readonly ErrorCode[] = [
   "ownership_not_proven",
   "ltv_limit_exceeded",
   "conflicting_operation",
-  "transaction_would_revert",
+  "would_be_liquidatable",
   "sandbox_execution_failed",
   "chain_unavailable",
 ];
