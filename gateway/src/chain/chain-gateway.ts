@@ -13,6 +13,7 @@ import { CONVERT_POOL_FEE } from "@treasury/core/contracts/uniswap";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { SAFE_ABI } from "@treasury/core/contracts/safe";
+import { aaveVersionOf } from "@treasury/core/contracts/aave-versions";
 import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { HEALTH_SCORE_CAP } from "@treasury/core/domain/position";
@@ -49,6 +50,18 @@ export function chainHealthScore(p: { healthFactorWad: bigint; debtMicro: bigint
 export function chainAsPosition(p: ChainPosition | null) {
   return p ? { collateralMicro: p.collateralMicro, debtMicro: p.debtMicro, liquidationThresholdBps: p.liquidationThresholdBps || 8050 } : null;
 }
+
+/** the Aave Pool a chain's market runs, as the chain says: its revision and the version that has it (null: not in the table) */
+export interface AavePoolVersion {
+  pool: `0x${string}`;
+  /** the Pool's POOL_REVISION(); null when the chain did not answer */
+  revision: number | null;
+  /** the Aave version of that revision (AAVE_POOL_VERSIONS); null when the revision is unknown or unread */
+  version: string | null;
+}
+
+/** how long a Pool's revision read is kept: an upgrade of the Pool shows within a minute */
+const POOL_REVISION_TTL_MS = 60_000;
 
 export class ChainGateway {
   private readonly clients = new Map<TreasuryChain, PublicClient>();
@@ -95,6 +108,27 @@ export class ChainGateway {
       known.catch(() => this.reserveTokens.delete(chain));
     }
     return known;
+  }
+
+  private readonly poolRevisions = new Map<TreasuryChain, { at: number; revision: Promise<number> }>();
+  /** the Aave Pool's revision and version on the chain, read from the Pool (kept POOL_REVISION_TTL_MS; a failed read is asked again) */
+  async aavePool(chain: TreasuryChain): Promise<AavePoolVersion> {
+    const pool = AAVE_MARKETS[chain].pool;
+    let known = this.poolRevisions.get(chain);
+    if (!known || performance.now() - known.at > POOL_REVISION_TTL_MS) {
+      const revision = this.client(chain)
+        .readContract({ address: pool, abi: AAVE_POOL_ABI, functionName: "POOL_REVISION" })
+        .then((r) => Number(r));
+      known = { at: performance.now(), revision };
+      this.poolRevisions.set(chain, known);
+      revision.catch(() => this.poolRevisions.delete(chain));
+    }
+    try {
+      const revision = await known.revision;
+      return { pool, revision, version: aaveVersionOf(revision) };
+    } catch {
+      return { pool, revision: null, version: null };
+    }
   }
 
   connected(chain: TreasuryChain): boolean {
