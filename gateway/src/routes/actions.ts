@@ -86,7 +86,9 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
           "credential not bound to a treasury, or ownership_not_proven: a managed action on a Safe from a registration that is not the one the Safe itself proved (nothing is queued)",
         ),
         409: err("a conflicting operation is pending, or the same Idempotency-Key is in progress"),
-        422: err("Idempotency-Key reused with a different body; sandbox_execution_failed (a managed sandbox step did not execute on the local fork)"),
+        422: err(
+          "Idempotency-Key reused with a different body; would_be_liquidatable (a downward leg that would leave Aave's health factor under 1); sandbox_execution_failed (a managed sandbox step did not execute on the local fork)",
+        ),
         ...(d.route.extraResponses ?? {}),
       },
       errors: ACTION_ERRORS,

@@ -84,7 +84,7 @@ export function relayRoutes(kit: RouteKit, relay: RelayService): void {
       ),
       410: err("envelope expired"),
       422: err(
-        "Idempotency-Key reused with a different body; transaction_would_revert, broadcast_rejected or transaction_reverted (the step awaits a new signature)",
+        "Idempotency-Key reused with a different body; transaction_would_revert (`revert_reason`, and `aave_error` for Aave's), borrow_refused (Aave refuses the borrow), would_be_liquidatable (the call would leave the health factor under 1), broadcast_rejected or transaction_reverted (the step awaits a new signature)",
       ),
       503: err("the chain did not answer"),
       ...RATE_LIMITED,
