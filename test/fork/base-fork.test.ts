@@ -142,20 +142,6 @@ describe("the fork's Aave version", () => {
     expect(fork.manifest.aave.version).toBe(AAVE_ORIGIN_VERSION);
     expect(aaveVersionOf(revision)).toBe(AAVE_ORIGIN_VERSION.split(".").slice(0, 2).join("."));
   });
-
-  it("GET /api/v1/public/gateway-status names it per chain, read from the chain (Arbitrum, without an RPC, reads nothing)", async () => {
-    const gw = await startTestGateway({ BASE_RPC_URL: fork.rpcUrl });
-    try {
-      const r = await call(gw.url, "GET", "/api/v1/public/gateway-status");
-      expect(r.status).toBe(200);
-      expect(r.body.chains.map((c: { chain: string; aave: unknown }) => [c.chain, c.aave])).toEqual([
-        ["base", { pool: AaveV3Base.POOL, pool_revision: fork.manifest.aave.pool_revision, version: aaveVersionOf(fork.manifest.aave.pool_revision) }],
-        ["arbitrum", null],
-      ]);
-    } finally {
-      await gw.close();
-    }
-  });
 });
 
 describe("the gateway's envelopes execute on the fork", () => {
