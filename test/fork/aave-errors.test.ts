@@ -16,9 +16,11 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { aaveOrigin, AAVE_ORIGIN_VERSION } from "../../fixtures/aave-origin";
 import { FORK_PRICES_USD, FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { devAccount } from "../../fixtures/base-sepolia";
 import { PreflightError } from "../../signer-agent/src/errors";
 import { Preflight } from "../../signer-agent/src/preflight";
-import { startTestGateway, type TestGateway } from "../helpers/gateway";
+import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
+import { registerNew } from "../helpers/spec-flow";
 import { authed, registerTreasury } from "../helpers/treasury";
 
 type AbiError = { type: "error"; name: string; inputs: readonly AbiParameter[] };
@@ -140,5 +142,33 @@ describe("Aave's refusals relayed on the fork", () => {
       "the call reverts on the fork: Aave refuses it, the health factor would fall under 1: the position would be liquidatable (HealthFactorLowerThanLiquidationThreshold)",
     ]);
     await fork.setPrice("WETH", Number(FORK_PRICES_USD.WETH));
+  });
+
+  it("a managed sandbox borrow Aave refuses on the fork (its USDC reserve frozen by the risk admin): 422 borrow_refused, the failed step's ReserveFrozen() named, nothing recorded", async () => {
+    const t = await registerNew({ gatewayUrl: gw.url, rpcUrl: fork.rpcUrl }, "managed");
+    const deposited = await t.act("/api/v1/deposits", { amount_usdc: 1000 });
+    expect(deposited.status, deposited.text).toBe(200);
+    // the fixture's deployer is the market's risk admin
+    const admin = createWalletClient({ account: devAccount(0), chain: base, transport: http(fork.rpcUrl), pollingInterval: 20 }).extend(publicActions);
+    const freeze = async (frozen: boolean) => {
+      const hash = await admin.writeContract({
+        address: fork.manifest.aave.pool_configurator,
+        abi: parseAbi(["function setReserveFreeze(address asset, bool freeze)"]),
+        functionName: "setReserveFreeze",
+        args: [USDC, frozen],
+      });
+      expect((await admin.waitForTransactionReceipt({ hash })).status).toBe("success");
+    };
+    await freeze(true);
+    try {
+      const refused = await t.act("/api/v1/borrow", { amount_usdc: 100 });
+      expect([refused.status, refused.body.error, refused.body.executed_steps]).toEqual([422, "borrow_refused", []]);
+      expect(refused.body.failed_step).toMatchObject({ kind: "pool_call", revert_reason: "ReserveFrozen()", aave_error: "ReserveFrozen" });
+      expect(refused.body.message).toMatch(/did not execute on the local fork: Aave refuses it, the reserve is frozen \(ReserveFrozen\)/);
+      const receipts = await call(gw.url, "GET", "/api/v1/audit", { headers: { authorization: `Bearer ${t.apiKey}` } });
+      expect(receipts.body.data.map((e: { action: string }) => e.action)).toEqual(["deposit"]);
+    } finally {
+      await freeze(false);
+    }
   });
 });
