@@ -146,12 +146,9 @@ export const GatewayStatus = z
                 .int()
                 .nullable()
                 .openapi({ description: "the Pool's POOL_REVISION(), read from the chain; null when it did not answer" }),
-              version: z
-                .string()
-                .nullable()
-                .openapi({
-                  description: "the Aave version of that revision (e.g. `3.6` for revision 10); null for a revision the gateway does not know, never guessed",
-                }),
+              version: z.string().nullable().openapi({
+                description: "the Aave version of that revision (e.g. `3.6` for revision 10); null for a revision the gateway does not know, never guessed",
+              }),
             })
             .nullable()
             .openapi({ description: "the chain's Aave Pool as the chain says; null without an RPC (nothing read)" }),
