@@ -45,7 +45,7 @@ import { sentPaymentOf } from "./http/sent-payment";
 import { mcpRoutes } from "./routes/mcp";
 import { hasWalletSignature } from "./services/wallet-signature";
 import { createServices, type Services } from "./services/services";
-import { gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
+import { aaveOfPool, gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
 import { scope, type AppContext } from "./services/context";
 import { credentialIdentity } from "./services/credentials";
 import { TREASURY_CHAINS, type TreasuryChain } from "@treasury/core/contracts/chains";
@@ -77,15 +77,16 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   const services = createServices(ctx, opts);
   const startedAt = ctx.clock.now();
   const broadcast = async (chain: TreasuryChain): Promise<ChainExecution> => {
-    const sandbox = await services.actions.sandbox.active(chain);
+    const [sandbox, pool] = await Promise.all([services.actions.sandbox.active(chain), services.actions.chain.aavePool(chain)]);
     return {
       chain,
       execution: "broadcast",
       network: ctx.config.liveChains.includes(chain) ? "live" : sandbox ? "local_sandbox_chain" : "test_network",
       sandbox_funding: sandbox,
+      aave: aaveOfPool(pool),
     };
   };
-  const simulated = (chain: TreasuryChain): ChainExecution => ({ chain, execution: "simulated", network: "none", sandbox_funding: false });
+  const simulated = (chain: TreasuryChain): ChainExecution => ({ chain, execution: "simulated", network: "none", sandbox_funding: false, aave: null });
   const chains = (): Promise<ChainExecution[]> => {
     // no chain with an RPC (the sandbox's default): the rows at once, without a promise per chain
     if (!TREASURY_CHAINS.some((chain) => services.actions.chain.connected(chain))) return Promise.resolve(TREASURY_CHAINS.map(simulated));

@@ -95,11 +95,19 @@ export class RefusedError extends SignerAgentError {
   }
 }
 
-/** why preflight on the fork refused a transaction (the agent answers it as a RefusedError at stage preflight) */
+/**
+ * Why preflight on the fork refused a transaction (the agent answers it as a RefusedError at stage preflight): for
+ * an Aave revert, its error's name, and the gateway's code for it when Aave refused a borrow (`borrow_refused`) or a
+ * call that would leave the position liquidatable (`would_be_liquidatable`).
+ */
 export class PreflightError extends SignerAgentError {
   declare readonly code: "preflight_failed";
-  constructor(message: string) {
+  readonly aaveError: string | undefined;
+  readonly refusal: ErrorCode | undefined;
+  constructor(message: string, revert: { aaveError?: string; refusal?: ErrorCode } = {}) {
     super("preflight_failed", message);
+    this.aaveError = revert.aaveError;
+    this.refusal = revert.refusal;
   }
 }
 

@@ -4,8 +4,9 @@
  * succeeds as an eth_call from the wallet (a revert is decoded and shown),
  * gas is estimated, nonce and fees are filled.
  */
-import { BaseError, ContractFunctionRevertedError, createPublicClient, type Hex, type PublicClient } from "viem";
+import { createPublicClient, type Hex, type PublicClient } from "viem";
 import { AnvilReads } from "@treasury/core/chain/anvil-reads";
+import { aaveErrorOf, aaveRefusalOf, describeRevert, revertDataOf } from "@treasury/core/chain/revert";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { PreflightError } from "./errors";
 import type { StepTx } from "./policy";
@@ -23,13 +24,15 @@ export interface PreparedTx {
   maxPriorityFeePerGas: bigint;
 }
 
-function revertReason(err: unknown): string {
-  if (err instanceof BaseError) {
-    const r = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
-    const raw = err.walk() as { reason?: string; data?: string; shortMessage?: string };
-    return r?.reason ?? raw.reason ?? err.shortMessage;
-  }
-  return err instanceof Error ? err.message.split("\n")[0]! : String(err);
+/**
+ * The preflight's refusal of a call that reverts: the reason decoded (Aave's errors by name); Aave's refusal of a
+ * borrow, or of a call that would leave the position liquidatable, typed with the gateway's code for it.
+ */
+function reverts(err: unknown, calldata: Hex): PreflightError {
+  const data = revertDataOf(err);
+  const refusal = aaveRefusalOf(data, calldata);
+  const reason = refusal ? `Aave refuses it, ${refusal.why} (${refusal.aaveError})` : describeRevert(err);
+  return new PreflightError(`the call reverts on the fork: ${reason}`, { aaveError: aaveErrorOf(data)?.name, refusal: refusal?.code });
 }
 
 export class Preflight {
@@ -58,7 +61,7 @@ export class Preflight {
     if (id !== tx.chain_id) throw new PreflightError(`the fork answers chain ${id}, the transaction is for ${tx.chain_id}`);
     const bytecode = settled(code);
     if (!bytecode || bytecode === "0x") throw new PreflightError(`no contract at ${tx.to} on chain ${id}`);
-    if (called.status === "rejected") throw new PreflightError(`the call reverts on the fork: ${revertReason(called.reason)}`);
+    if (called.status === "rejected") throw reverts(called.reason, tx.data);
     const { maxFeePerGas, maxPriorityFeePerGas } = settled(fees);
     return { chainId: id, to: tx.to, data: tx.data, value, nonce: settled(nonce), gas: (settled(gas) * 12n) / 10n, maxFeePerGas, maxPriorityFeePerGas };
   }

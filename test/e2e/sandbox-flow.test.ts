@@ -15,6 +15,7 @@ import { createPublicClient, createWalletClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { aaveVersionOf } from "@treasury/core/contracts/aave-versions";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount } from "../../fixtures/base-sepolia";
@@ -65,8 +66,14 @@ describe("gateway status", () => {
       status: "online",
       execution: "mixed",
       chains: [
-        { chain: "base", execution: "broadcast", network: "local_sandbox_chain", sandbox_funding: true },
-        { chain: "arbitrum", execution: "simulated", network: "none", sandbox_funding: false },
+        {
+          chain: "base",
+          execution: "broadcast",
+          network: "local_sandbox_chain",
+          sandbox_funding: true,
+          aave: { pool: AaveV3Base.POOL, pool_revision: fork.manifest.aave.pool_revision, version: aaveVersionOf(fork.manifest.aave.pool_revision) },
+        },
+        { chain: "arbitrum", execution: "simulated", network: "none", sandbox_funding: false, aave: null },
       ],
     });
   });
@@ -240,7 +247,13 @@ describe("a chain that is not the sandbox's", () => {
     const other = await startTestGateway({ BASE_RPC_URL: proxy.url, FEE_RECIPIENT });
     try {
       const status = await call(other.url, "GET", "/api/v1/public/gateway-status");
-      expect(status.body.chains[0]).toEqual({ chain: "base", execution: "broadcast", network: "test_network", sandbox_funding: false });
+      expect(status.body.chains[0]).toEqual({
+        chain: "base",
+        execution: "broadcast",
+        network: "test_network",
+        sandbox_funding: false,
+        aave: { pool: AaveV3Base.POOL, pool_revision: fork.manifest.aave.pool_revision, version: aaveVersionOf(fork.manifest.aave.pool_revision) },
+      });
       const account = privateKeyToAccount(generatePrivateKey());
       const reg = await call(other.url, "POST", "/api/v1/treasuries", { body: { wallet_address: account.address } });
       const act = (path: string, body: Record<string, unknown>) =>

@@ -8,11 +8,15 @@ import { createPublicClient, createWalletClient, http, parseAbi, publicActions, 
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { AAVE_ERRORS_ABI } from "@treasury/core/contracts/aave-errors";
+import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { AAVE_SCALED_TOKEN_ABI } from "@treasury/core/contracts/aave-tokens";
+import { aaveVersionOf } from "@treasury/core/contracts/aave-versions";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { swapRouter02 } from "@treasury/core/contracts/uniswap";
 import { devAccount } from "../../fixtures/base-sepolia";
-import { type BaseForkNode } from "../../fixtures/base-fork";
+import { AAVE_ORIGIN_VERSION } from "../../fixtures/aave-origin";
+import { FORK_PRICES_USD, FORK_RISK, type BaseForkNode } from "../../fixtures/base-fork";
 import { sharedFork } from "../helpers/shared-chains";
 import http2 from "node:http";
 import type { AddressInfo } from "node:net";
@@ -68,44 +72,75 @@ describe("Aave V3 at the real Base addresses", () => {
     expect((await pub.getCode({ address: swapRouter02(8453) }))!.length).toBeGreaterThan(2);
   });
 
-  it("supply 10 WETH at $3000, borrow 15,000 USDC: Aave's own LTV and health figures; over-borrowing reverts", async () => {
+  it("supply 10 WETH, borrow 50% of its value in USDC: Aave's own collateral, debt, LTV and health factor (FORK_RISK); over-borrowing reverts CollateralCannotCoverNewBorrow()", async () => {
     const { account, wallet } = clients(generatePrivateKey());
     await fundWithEth(account.address);
     const weth = AaveV3Base.ASSETS.WETH.UNDERLYING;
+    const usdc = AaveV3Base.ASSETS.USDC.UNDERLYING;
+    const risk = FORK_RISK.WETH;
     const send = async (address: `0x${string}`, abi: any, functionName: string, args: unknown[], value?: bigint) => {
       const hash = await wallet.writeContract({ address, abi, functionName, args, value } as never);
       const r = await wallet.waitForTransactionReceipt({ hash });
       expect(r.status).toBe("success");
     };
+    const borrowed = (10n * FORK_PRICES_USD.WETH * 10n ** 6n) / 2n; // half the collateral's value: under any LTV
     await send(weth, MINT_ABI, "deposit", [], 10n * 10n ** 18n);
     await send(weth, ERC20_ABI, "approve", [AaveV3Base.POOL, 10n * 10n ** 18n]);
     await send(AaveV3Base.POOL, AAVE_POOL_ABI, "supply", [weth, 10n * 10n ** 18n, account.address, 0]);
-    await send(AaveV3Base.POOL, AAVE_POOL_ABI, "borrow", [AaveV3Base.ASSETS.USDC.UNDERLYING, 15_000n * 10n ** 6n, 2n, 0, account.address]);
-    const [collateral, debt, , liquidationThreshold, ltv, healthFactor] = await wallet.readContract({
-      address: AaveV3Base.POOL,
-      abi: AAVE_POOL_ABI,
-      functionName: "getUserAccountData",
-      args: [account.address],
-    });
-    expect(collateral).toBe(30_000n * 10n ** 8n);
-    expect(debt).toBe(15_000n * 10n ** 8n);
-    expect(ltv).toBe(8000n);
-    expect(liquidationThreshold).toBe(8250n);
-    expect(Number(healthFactor) / 1e18).toBeCloseTo(1.65, 6);
-    // Aave refuses it: error 36, COLLATERAL_CANNOT_COVER_NEW_BORROW
+    await send(AaveV3Base.POOL, AAVE_POOL_ABI, "borrow", [usdc, borrowed, 2n, 0, account.address]);
+    // everything at one block: Aave's answer and what it is computed from
+    const blockNumber = await wallet.getBlockNumber();
+    const read = <T>(address: `0x${string}`, abi: any, functionName: string, args: unknown[] = []) =>
+      wallet.readContract({ address, abi, functionName, args, blockNumber } as never) as Promise<T>;
+    const [collateral, debt, , liquidationThreshold, ltv, healthFactor] = await read<readonly [bigint, bigint, bigint, bigint, bigint, bigint]>(
+      AaveV3Base.POOL,
+      AAVE_POOL_ABI,
+      "getUserAccountData",
+      [account.address],
+    );
+    const [aWeth, usdcDebt, wethPrice, usdcPrice] = await Promise.all([
+      read<bigint>(AaveV3Base.ASSETS.WETH.A_TOKEN, ERC20_ABI, "balanceOf", [account.address]),
+      read<bigint>(AaveV3Base.ASSETS.USDC.V_TOKEN, ERC20_ABI, "balanceOf", [account.address]),
+      read<bigint>(AaveV3Base.ORACLE, AAVE_ORACLE_ABI, "getAssetPrice", [weth]),
+      read<bigint>(AaveV3Base.ORACLE, AAVE_ORACLE_ABI, "getAssetPrice", [usdc]),
+    ]);
+    expect([wethPrice, usdcPrice]).toEqual([FORK_PRICES_USD.WETH * 10n ** 8n, FORK_PRICES_USD.USDC * 10n ** 8n]);
+    // 3.6 (GenericLogic): collateral rounded down, debt up (the protocol's favour); the debt token rounds its balance up
+    expect(aWeth).toBeLessThanOrEqual(10n * 10n ** 18n);
+    expect(usdcDebt).toBeGreaterThanOrEqual(borrowed);
+    expect(collateral).toBe((aWeth * wethPrice) / 10n ** 18n);
+    expect(debt).toBe((usdcDebt * usdcPrice + 10n ** 6n - 1n) / 10n ** 6n);
+    expect([ltv, liquidationThreshold]).toEqual([BigInt(risk.ltvBps), BigInt(risk.liquidationThresholdBps)]);
+    // health factor = collateral x threshold / debt, wadDiv rounding half up, then / 10,000
+    expect(healthFactor).toBe((collateral * liquidationThreshold * 10n ** 18n + debt / 2n) / debt / 10_000n);
+    // a borrow to a debt between the LTV and the liquidation threshold: the health factor stays above 1, the LTV is passed
+    const midway = (collateral * BigInt(risk.ltvBps + risk.liquidationThresholdBps)) / 20_000n;
     await expect(
       wallet.simulateContract({
         address: AaveV3Base.POOL,
-        abi: AAVE_POOL_ABI,
+        abi: [...AAVE_POOL_ABI, ...AAVE_ERRORS_ABI],
         functionName: "borrow",
-        args: [AaveV3Base.ASSETS.USDC.UNDERLYING, 10_000n * 10n ** 6n, 2n, 0, account.address],
+        args: [usdc, ((midway - debt) * 10n ** 6n) / usdcPrice, 2n, 0, account.address],
       }),
-    ).rejects.toThrow(/reverted with the following reason:\s+36\b/);
-    // a lower ETH price lowers the health factor
-    await fork.setPrice("WETH", 2_000);
-    const after = await wallet.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
-    expect(Number(after[5]) / 1e18).toBeCloseTo(1.1, 6);
-    await fork.setPrice("WETH", 3_000);
+    ).rejects.toThrow(/reverted\.\s+Error: CollateralCannotCoverNewBorrow\(\)/);
+    // a lower ETH price lowers the health factor in proportion
+    await fork.setPrice("WETH", Number(FORK_PRICES_USD.WETH) / 2);
+    try {
+      const after = await wallet.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "getUserAccountData", args: [account.address] });
+      expect(Number(after[5]) / Number(healthFactor)).toBeCloseTo(0.5, 6);
+    } finally {
+      await fork.setPrice("WETH", Number(FORK_PRICES_USD.WETH));
+    }
+  });
+});
+
+describe("the fork's Aave version", () => {
+  it("the Pool's POOL_REVISION is the manifest's, and the core's table names it as the compiled package's version", async () => {
+    const pub = createPublicClient({ chain: base, transport: http(fork.rpcUrl) });
+    const revision = Number(await pub.readContract({ address: AaveV3Base.POOL, abi: AAVE_POOL_ABI, functionName: "POOL_REVISION" }));
+    expect(revision).toBe(fork.manifest.aave.pool_revision);
+    expect(fork.manifest.aave.version).toBe(AAVE_ORIGIN_VERSION);
+    expect(aaveVersionOf(revision)).toBe(AAVE_ORIGIN_VERSION.split(".").slice(0, 2).join("."));
   });
 });
 
@@ -141,8 +176,39 @@ describe("the gateway's envelopes execute on the fork", () => {
     expect(deposit.status).toBe(202);
     expect(deposit.body.steps.map((s: any) => s.unsigned_transaction.nonce)).toEqual([0, 1, 2]);
     await runEnvelope(pk, deposit.body);
-    const aUsdc = await wallet.readContract({ address: AaveV3Base.ASSETS.USDC.A_TOKEN, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address] });
-    expect(aUsdc).toBe(980n * 10n ** 6n);
+    // 980 USDC supplied (1,000 less the 2% fee). 3.5+ rounds in the protocol's favour: the scaled balance minted is
+    // 980e6 / index rounded down, and the balance read is scaled x index rounded down, so it reads 980e6 or one less
+    // (979,999,999 when the index is not a divisor), exactly as these two roundings give it
+    const RAY = 10n ** 27n;
+    const [mint] = await wallet.getContractEvents({
+      address: AaveV3Base.ASSETS.USDC.A_TOKEN,
+      abi: AAVE_SCALED_TOKEN_ABI,
+      eventName: "Mint",
+      args: { onBehalfOf: account.address },
+      fromBlock: 0n,
+    });
+    const at = await wallet.getBlockNumber();
+    const [scaled, income, aUsdc] = await Promise.all([
+      wallet.readContract({
+        address: AaveV3Base.ASSETS.USDC.A_TOKEN,
+        abi: AAVE_SCALED_TOKEN_ABI,
+        functionName: "scaledBalanceOf",
+        args: [account.address],
+        blockNumber: at,
+      }),
+      wallet.readContract({
+        address: AaveV3Base.POOL,
+        abi: AAVE_POOL_ABI,
+        functionName: "getReserveNormalizedIncome",
+        args: [AaveV3Base.ASSETS.USDC.UNDERLYING],
+        blockNumber: at,
+      }),
+      wallet.readContract({ address: AaveV3Base.ASSETS.USDC.A_TOKEN, abi: ERC20_ABI, functionName: "balanceOf", args: [account.address], blockNumber: at }),
+    ]);
+    expect(scaled).toBe((980n * 10n ** 6n * RAY) / mint!.args.index!);
+    expect(aUsdc).toBe((scaled * income) / RAY);
+    // read in the supply's block, at the index it minted at: never more than supplied, at most one unit less
+    if (income === mint!.args.index) expect(980n * 10n ** 6n - aUsdc).toBeOneOf([0n, 1n]);
     await gw.ctx.stores.envelopes.setStatus(deposit.body.tx_id, "relayed", null);
 
     await gw.ctx.stores.treasuries.updateHoldings(

@@ -4,7 +4,7 @@
  * position as Aave reports it, token balances, simulation of a signed
  * transaction before broadcasting it, broadcast and receipt.
  */
-import { BaseError, ContractFunctionRevertedError, createPublicClient, decodeErrorResult, type Hex, type PublicClient } from "viem";
+import { createPublicClient, type Hex, type PublicClient } from "viem";
 import { AnvilReads } from "@treasury/core/chain/anvil-reads";
 import type { MarketSnapshot } from "@treasury/core/domain/market-snapshot";
 import { oraclePrices, quoteExactIn, readMarket, readReserves } from "@treasury/core/chain/market-reads";
@@ -13,11 +13,12 @@ import { CONVERT_POOL_FEE } from "@treasury/core/contracts/uniswap";
 import { rpcHttp } from "@treasury/core/chain/rpc-transport";
 import { AAVE_ORACLE_ABI, AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { SAFE_ABI } from "@treasury/core/contracts/safe";
+import { aaveVersionOf } from "@treasury/core/contracts/aave-versions";
 import { AAVE_MARKETS, type TreasuryChain } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { HEALTH_SCORE_CAP } from "@treasury/core/domain/position";
 import { TreasuryError } from "@treasury/core/lib/errors";
-import { ChainCallInTransaction } from "@treasury/core/lib/store-transaction";
+import { describeRevert, revertError } from "@treasury/core/chain/revert";
 
 export interface ChainPosition {
   /** collateral value, micro-USD (Aave's base currency has 8 decimals) */
@@ -33,56 +34,7 @@ export interface ChainPosition {
   holdings: { aUsdc: bigint; aWeth: bigint; aBtc: bigint; walletUsdc: bigint };
 }
 
-/** Aave V3.0 error codes (string reverts) worth naming */
-const AAVE_ERRORS: Record<string, string> = {
-  "26": "INVALID_AMOUNT",
-  "27": "RESERVE_INACTIVE",
-  "28": "RESERVE_FROZEN",
-  "29": "RESERVE_PAUSED",
-  "30": "BORROWING_NOT_ENABLED",
-  "34": "COLLATERAL_CANNOT_COVER_NEW_BORROW",
-  "35": "HEALTH_FACTOR_LOWER_THAN_LIQUIDATION_THRESHOLD",
-  "36": "COLLATERAL_CANNOT_COVER_NEW_BORROW",
-  "39": "NO_DEBT_OF_SELECTED_TYPE",
-  "43": "UNDERLYING_BALANCE_ZERO",
-  "57": "HEALTH_FACTOR_NOT_BELOW_THRESHOLD",
-};
-
-export function describeRevert(err: unknown): string {
-  if (err instanceof BaseError) {
-    // a call refused inside a store transaction says so, not viem's "HTTP request failed."
-    const refused = err.walk((e) => e instanceof ChainCallInTransaction);
-    if (refused instanceof ChainCallInTransaction) return refused.message;
-    const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
-    const reason = reverted?.reason ?? (err.walk() as { reason?: string })?.reason;
-    const data = (err.walk((e) => typeof (e as { data?: unknown }).data === "string") as { data?: Hex } | null)?.data;
-    if (reason) return AAVE_ERRORS[reason] ? `${reason} (${AAVE_ERRORS[reason]})` : reason;
-    if (data && data.length > 2) return describeRevertData(data);
-    return err.shortMessage;
-  }
-  return err instanceof Error ? err.message.split("\n")[0]! : String(err);
-}
-
-/** the revert data an error carries (the innermost 0x string `data`), if any */
-export function revertDataOf(err: unknown): Hex | undefined {
-  if (!(err instanceof BaseError)) return undefined;
-  const found = err.walk((e) => typeof (e as { data?: unknown }).data === "string" && String((e as { data: string }).data).startsWith("0x")) as {
-    data?: Hex;
-  } | null;
-  return found?.data;
-}
-
-/** revert data in words: Error(string) (Aave's codes named), or the custom error's selector */
-export function describeRevertData(data: Hex): string {
-  if (data === "0x") return "reverted without a reason";
-  try {
-    const decoded = decodeErrorResult({ abi: [{ type: "error", name: "Error", inputs: [{ type: "string", name: "message" }] }], data });
-    const msg = String(decoded.args?.[0] ?? "");
-    return AAVE_ERRORS[msg] ? `${msg} (${AAVE_ERRORS[msg]})` : msg;
-  } catch {
-    return `custom error ${data.slice(0, 10)}`;
-  }
-}
+export { describeRevert, describeRevertData, revertDataOf } from "@treasury/core/chain/revert";
 
 /** wei of ETH in USD at an oracle price of 8 decimals */
 /** USD of an amount of wei at the oracle's ETH price (8 decimals): exact to the oracle's 1e-8 USD, one division at the edge */
@@ -98,6 +50,18 @@ export function chainHealthScore(p: { healthFactorWad: bigint; debtMicro: bigint
 export function chainAsPosition(p: ChainPosition | null) {
   return p ? { collateralMicro: p.collateralMicro, debtMicro: p.debtMicro, liquidationThresholdBps: p.liquidationThresholdBps || 8050 } : null;
 }
+
+/** the Aave Pool a chain's market runs, as the chain says: its revision and the version that has it (null: not in the table) */
+export interface AavePoolVersion {
+  pool: `0x${string}`;
+  /** the Pool's POOL_REVISION(); null when the chain did not answer */
+  revision: number | null;
+  /** the Aave version of that revision (AAVE_POOL_VERSIONS); null when the revision is unknown or unread */
+  version: string | null;
+}
+
+/** how long a Pool's revision read is kept: an upgrade of the Pool shows within a minute */
+const POOL_REVISION_TTL_MS = 60_000;
 
 export class ChainGateway {
   private readonly clients = new Map<TreasuryChain, PublicClient>();
@@ -144,6 +108,27 @@ export class ChainGateway {
       known.catch(() => this.reserveTokens.delete(chain));
     }
     return known;
+  }
+
+  private readonly poolRevisions = new Map<TreasuryChain, { at: number; revision: Promise<number> }>();
+  /** the Aave Pool's revision and version on the chain, read from the Pool (kept POOL_REVISION_TTL_MS; a failed read is asked again) */
+  async aavePool(chain: TreasuryChain): Promise<AavePoolVersion> {
+    const pool = AAVE_MARKETS[chain].pool;
+    let known = this.poolRevisions.get(chain);
+    if (!known || performance.now() - known.at > POOL_REVISION_TTL_MS) {
+      const revision = this.client(chain)
+        .readContract({ address: pool, abi: AAVE_POOL_ABI, functionName: "POOL_REVISION" })
+        .then((r) => Number(r));
+      known = { at: performance.now(), revision };
+      this.poolRevisions.set(chain, known);
+      revision.catch(() => this.poolRevisions.delete(chain));
+    }
+    try {
+      const revision = await known.revision;
+      return { pool, revision, version: aaveVersionOf(revision) };
+    } catch {
+      return { pool, revision: null, version: null };
+    }
   }
 
   connected(chain: TreasuryChain): boolean {
@@ -292,16 +277,18 @@ export class ChainGateway {
     return this.client(chain).getTransactionCount({ address, blockTag: "pending" });
   }
 
-  /** run the transaction as an eth_call from its signer; a revert is a typed 422 with the decoded reason */
+  /**
+   * Run the transaction as an eth_call from its signer; a revert is a typed 422 with the decoded reason
+   * (`revert_reason`, and `aave_error` for Aave's): Aave's refusal of a borrow is `borrow_refused`, a call that
+   * would leave the position liquidatable `would_be_liquidatable`, any other revert `transaction_would_revert`.
+   */
   async simulate(chain: TreasuryChain, tx: { from: `0x${string}`; to: `0x${string}`; data: Hex; value: bigint }): Promise<void> {
     // on Anvil at the block the transaction will run in (anvil-reads.ts)
     const at = await this.anvilReads.get(chain)!.simulationBlock();
     try {
       await this.client(chain).call({ account: tx.from, to: tx.to, data: tx.data, value: tx.value, ...at });
     } catch (err) {
-      throw new TreasuryError("transaction_would_revert", `the signed transaction would revert on ${chain}: ${describeRevert(err)}`, {
-        revert_reason: describeRevert(err),
-      });
+      throw revertError(err, tx.data, "transaction_would_revert", `the signed transaction would revert on ${chain}`);
     }
   }
 

@@ -214,11 +214,16 @@ export class SandboxChain {
 
   /** would the call succeed from the wallet now? */
   async wouldSucceed(chain: TreasuryChain, from: `0x${string}`, call: { to: `0x${string}`; data: Hex }): Promise<boolean> {
+    return (await this.revertOf(chain, from, call)) === undefined;
+  }
+
+  /** the error of the call from the wallet now (its revert, to decode), or undefined when it succeeds */
+  async revertOf(chain: TreasuryChain, from: `0x${string}`, call: { to: `0x${string}`; data: Hex }): Promise<unknown> {
     try {
       await this.chains.client(chain).call({ account: from, to: call.to, data: call.data });
-      return true;
-    } catch {
-      return false;
+      return undefined;
+    } catch (err) {
+      return err;
     }
   }
 

@@ -57,6 +57,8 @@ export const HTTP_STATUS = {
   safe_transaction_not_open: 409,
   safe_nonce_used: 409,
   transaction_would_revert: 422,
+  borrow_refused: 422,
+  would_be_liquidatable: 422,
   transaction_reverted: 422,
   broadcast_rejected: 422,
   sandbox_execution_failed: 422,

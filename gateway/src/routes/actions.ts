@@ -30,7 +30,8 @@ const ACTION_STATUS = { executed: 200, queued_on_safe: 200, envelope_created: 20
 /**
  * What the action service refuses an action with (services/action-service.ts, services/execution/): the
  * plan's refusals (the wallet's or the ledger's balances, the collateral or debt the action needs, the safety
- * rail, Aave's health factor under 1 after a downward leg), a Safe's action from a registration the Safe did
+ * rail, Aave's health factor under 1 after a downward leg: would_be_liquidatable; Aave's refusal of a step on the
+ * sandbox's fork: borrow_refused or would_be_liquidatable), a Safe's action from a registration the Safe did
  * not prove, another action, envelope or Safe transaction of the treasury in flight, a step the sandbox's
  * fork did not execute, a chain that did not answer. One list for every declared action: a declaration does
  * not state its own refusals (no_debt is repay's; insufficient_collateral withdraw's, sell's and exit's).
@@ -42,7 +43,8 @@ const ACTION_ERRORS: readonly ErrorCode[] = [
   "ownership_not_proven",
   "ltv_limit_exceeded",
   "conflicting_operation",
-  "transaction_would_revert",
+  "borrow_refused",
+  "would_be_liquidatable",
   "sandbox_execution_failed",
   "chain_unavailable",
 ];
@@ -86,7 +88,9 @@ export function actionRoutes(kit: RouteKit, deps: ActionDeps): void {
           "credential not bound to a treasury, or ownership_not_proven: a managed action on a Safe from a registration that is not the one the Safe itself proved (nothing is queued)",
         ),
         409: err("a conflicting operation is pending, or the same Idempotency-Key is in progress"),
-        422: err("Idempotency-Key reused with a different body; sandbox_execution_failed (a managed sandbox step did not execute on the local fork)"),
+        422: err(
+          "Idempotency-Key reused with a different body; borrow_refused (Aave refuses a managed sandbox borrow); would_be_liquidatable (a downward leg that would leave Aave's health factor under 1); sandbox_execution_failed (a managed sandbox step did not execute on the local fork)",
+        ),
         ...(d.route.extraResponses ?? {}),
       },
       errors: ACTION_ERRORS,

@@ -15,7 +15,8 @@ const RELAY_STATUS = { relayed: 200, replayed: 200, broadcasting: 202 } as const
  * What the relay refuses a signed transaction with (services/relay-service.ts, services/envelopes/,
  * chain/signed-transaction.ts): a transaction that is not the step's or not the wallet's, an unknown or
  * expired envelope, a step relayed, in flight or out of order, a nonce that is not the wallet's next, the
- * one signature outside the sandbox, a revert (simulated, or mined) or a node's refusal, a chain that did not answer.
+ * one signature outside the sandbox, a revert (simulated, or mined; Aave's refusal of a borrow and a call that would
+ * leave the position liquidatable typed) or a node's refusal, a chain that did not answer.
  */
 const RELAY_ERRORS: readonly ErrorCode[] = [
   "invalid_signed_transaction",
@@ -32,6 +33,8 @@ const RELAY_ERRORS: readonly ErrorCode[] = [
   "step_out_of_order",
   "prerequisite_steps_required",
   "transaction_would_revert",
+  "borrow_refused",
+  "would_be_liquidatable",
   "transaction_reverted",
   "broadcast_rejected",
   "chain_unavailable",
@@ -81,7 +84,7 @@ export function relayRoutes(kit: RouteKit, relay: RelayService): void {
       ),
       410: err("envelope expired"),
       422: err(
-        "Idempotency-Key reused with a different body; transaction_would_revert, broadcast_rejected or transaction_reverted (the step awaits a new signature)",
+        "Idempotency-Key reused with a different body; transaction_would_revert (`revert_reason`, and `aave_error` for Aave's), borrow_refused (Aave refuses the borrow), would_be_liquidatable (the call would leave the health factor under 1), broadcast_rejected or transaction_reverted (the step awaits a new signature)",
       ),
       503: err("the chain did not answer"),
       ...RATE_LIMITED,

@@ -138,10 +138,27 @@ export const GatewayStatus = z
           execution: z.enum(["broadcast", "simulated"]),
           network: z.enum(["live", "local_sandbox_chain", "test_network", "none"]),
           sandbox_funding: z.boolean(),
+          aave: z
+            .object({
+              pool: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+              pool_revision: z
+                .number()
+                .int()
+                .nullable()
+                .openapi({ description: "the Pool's POOL_REVISION(), read from the chain; null when it did not answer" }),
+              version: z.string().nullable().openapi({
+                description: "the Aave version of that revision (e.g. `3.6` for revision 10); null for a revision the gateway does not know, never guessed",
+              }),
+            })
+            .nullable()
+            .openapi({ description: "the chain's Aave Pool as the chain says; null without an RPC (nothing read)" }),
         }),
       )
       .optional()
-      .openapi({ description: "per chain: whether relayed transactions are broadcast, to what network, and whether the sandbox funds wallets there" }),
+      .openapi({
+        description:
+          "per chain: whether relayed transactions are broadcast, to what network, whether the sandbox funds wallets there, and the Aave version its Pool runs",
+      }),
   })
   .passthrough()
   .openapi("GatewayStatus", { description: "spec 2.17 (open object)" });

@@ -2,10 +2,12 @@
  * The gateway status document (spec 2.17), shared by REST and MCP. Every
  * field is read from what the running service does: the store answers, and
  * per chain whether actions are broadcast (an RPC is configured), to what kind
- * of network (live, the sandbox's local Anvil, or another test network), and
- * whether the sandbox funds wallets there.
+ * of network (live, the sandbox's local Anvil, or another test network),
+ * whether the sandbox funds wallets there, and which Aave version its Pool runs
+ * (read from the Pool: its POOL_REVISION and the version that has it).
  */
 import type { TreasuryChain } from "@treasury/core/contracts/chains";
+import type { AavePoolVersion } from "../chain/chain-gateway";
 import { SUPPORTED_ASSETS } from "@treasury/core/domain/assets";
 import type { Clock } from "../lib/clock";
 import { API_VERSION } from "../schemas/api-version";
@@ -17,7 +19,12 @@ export interface ChainExecution {
   network: "live" | "local_sandbox_chain" | "test_network" | "none";
   /** the sandbox funds new wallets and provides the steps a one-signature client does not sign */
   sandbox_funding: boolean;
+  /** the chain's Aave Pool as the chain says (null: no RPC, nothing read) */
+  aave: { pool: `0x${string}`; pool_revision: number | null; version: string | null } | null;
 }
+
+/** the status document's `aave` of a chain's Pool read */
+export const aaveOfPool = (p: AavePoolVersion): ChainExecution["aave"] => ({ pool: p.pool, pool_revision: p.revision, version: p.version });
 
 /** `ping` asks the store to answer (a failure is a typed 500); `chains` says how each chain executes */
 export async function gatewayStatusDocument(
@@ -60,7 +67,7 @@ export function gatewayStatusWriter(
     const [, chains] = await Promise.all([deps.ping(), deps.chains()]);
     const now = deps.clock.now();
     let key = "";
-    for (const c of chains) key += `${c.chain}/${c.execution}/${c.network}/${c.sandbox_funding};`;
+    for (const c of chains) key += `${c.chain}/${c.execution}/${c.network}/${c.sandbox_funding}/${c.aave?.pool}/${c.aave?.pool_revision}/${c.aave?.version};`;
     if (fixed?.key !== key) {
       const doc = await gatewayStatusDocument({ clock: { now: () => startedAt }, ping: async () => undefined, chains: async () => chains }, startedAt, version);
       const text = JSON.stringify(doc);

@@ -199,7 +199,7 @@ export class Planner {
     if (sim.breach) throw railError(d, sim, preset, request, price);
     // Aave's own rule after a downward leg: a health factor under 1 reverts (the rail's ceilings are under every liquidation threshold, so it holds)
     if (d.direction === "down" && sim.after.debtMicro > 0n && sim.healthAfter < 1) {
-      throw new TreasuryError("transaction_would_revert", `Aave refuses this ${request.action}: the health factor would fall to ${sim.healthAfter}, under 1`);
+      throw new TreasuryError("would_be_liquidatable", `Aave refuses this ${request.action}: the health factor would fall to ${sim.healthAfter}, under 1`);
     }
     if (chain.holdings.walletUsdc < needs.usdcMicro) {
       throw new TreasuryError(

@@ -8,6 +8,7 @@
  * position after, and the plan is not made again in the transaction.
  */
 import { ltvPct } from "@treasury/core/domain/position";
+import { aaveErrorOf, aaveRefusalOf, describeRevert, revertDataOf } from "@treasury/core/chain/revert";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import { chainHealthScore, type ChainPosition } from "../../chain/chain-gateway";
 import type { TreasuryRecord } from "../../store/treasury-store";
@@ -49,12 +50,23 @@ async function runOnFork(deps: ModeDeps, t: TreasuryRecord, plan: Plan): Promise
     }
     const r = await deps.sandbox.sendAs(t.chain, t.walletAddress, s).catch((err: unknown) => ({ status: "error" as const, error: (err as Error).message }));
     if (r.status !== "success") {
+      // the call again as an eth_call (a reverted transaction left the state as it was): its revert decoded, and
+      // Aave's refusal of a borrow or of a call that would leave the position liquidatable typed
+      const revert = await deps.sandbox.revertOf(t.chain, t.walletAddress, s).catch(() => undefined);
+      const data = revertDataOf(revert);
+      const refusal = aaveRefusalOf(data, s.data);
+      const why = refusal ? `: Aave refuses it, ${refusal.why} (${refusal.aaveError})` : "";
       throw new TreasuryError(
-        "sandbox_execution_failed",
-        `the ${s.kind} step (${s.summary.description}) did not execute on the local fork; the steps before it did: nothing was recorded`,
+        refusal?.code ?? "sandbox_execution_failed",
+        `the ${s.kind} step (${s.summary.description}) did not execute on the local fork${why}; the steps before it did: nothing was recorded`,
         {
           executed_steps: steps,
-          failed_step: { kind: s.kind, ...("hash" in r ? { tx_hash: r.hash } : { error: r.error }) },
+          failed_step: {
+            kind: s.kind,
+            ...("hash" in r ? { tx_hash: r.hash } : { error: r.error }),
+            ...(revert === undefined ? {} : { revert_reason: describeRevert(revert) }),
+            ...(aaveErrorOf(data) ? { aave_error: aaveErrorOf(data)!.name } : {}),
+          },
         },
       );
     }

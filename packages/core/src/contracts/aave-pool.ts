@@ -8,6 +8,7 @@ export const AAVE_POOL_ABI = parseAbi([
   "struct UserConfigurationMap { uint256 data; }",
   "function getUserConfiguration(address user) view returns (UserConfigurationMap)",
   "function FLASHLOAN_PREMIUM_TOTAL() view returns (uint128)",
+  "function POOL_REVISION() view returns (uint256)",
   "function getReserveNormalizedIncome(address asset) view returns (uint256)",
   "function getReserveNormalizedVariableDebt(address asset) view returns (uint256)",
   "function getUserEMode(address user) view returns (uint256)",

@@ -61,6 +61,9 @@ export const ERROR_CODES = [
   "safe_nonce_used",
   // the chain said no
   "transaction_would_revert",
+  // Aave refuses the borrow (its collateral, a cap, the reserve), or the call would leave the position liquidatable
+  "borrow_refused",
+  "would_be_liquidatable",
   "transaction_reverted",
   "broadcast_rejected",
   "sandbox_execution_failed",
