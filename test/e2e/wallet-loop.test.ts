@@ -15,7 +15,9 @@ import { createPublicClient, createWalletClient, http as viemHttp, parseAbi, pub
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { aTokenBalance, aTokenMintScaled, vTokenMintScaled } from "@treasury/core/domain/aave-math";
 import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { devAccount, startBaseSepolia, type BaseSepoliaNode } from "../../fixtures/base-sepolia";
 import { ManualClock } from "../../gateway/src/lib/clock";
@@ -73,6 +75,25 @@ const balanceOf = (token: `0x${string}`, who: `0x${string}`) =>
     functionName: "balanceOf",
     args: [who],
   });
+
+const SCALED_ABI = parseAbi(["function scaledBalanceOf(address user) view returns (uint256)"]);
+const scaledBalanceOf = (token: `0x${string}`, who: `0x${string}`) =>
+  createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({
+    address: token,
+    abi: SCALED_ABI,
+    functionName: "scaledBalanceOf",
+    args: [who],
+  });
+/** USDC's reserve indexes as last stored: those the last supply or borrow in the reserve ran at */
+const usdcIndexes = async () => {
+  const r = await createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({
+    address: AaveV3Base.POOL,
+    abi: AAVE_POOL_ABI,
+    functionName: "getReserveData",
+    args: [AaveV3Base.ASSETS.USDC.UNDERLYING],
+  });
+  return { liquidity: r.liquidityIndex, debt: r.variableBorrowIndex };
+};
 
 describe("the loop", () => {
   it("an agent with only a key pays with x402 for a deposit, signs and relays it, and its aUSDC rises by the amount less the 2% fee", async () => {
@@ -150,9 +171,12 @@ describe("the loop", () => {
     expect(aWeth).toBeGreaterThan(9n * 10n ** 17n); // about 0.98 WETH at $3000, less slippage
     // the swap was real: what the sandbox delivered ahead for a one-signature client went back to the pool
     expect(await balanceOf(AaveV3Base.ASSETS.WETH.UNDERLYING, account.address)).toBeLessThan(5n * 10n ** 16n);
-    const debtBefore = await balanceOf(AaveV3Base.ASSETS.USDC.V_TOKEN, account.address);
+    const debtBefore = await scaledBalanceOf(AaveV3Base.ASSETS.USDC.V_TOKEN, account.address);
     const result = await agent.run("borrow", 1000);
-    expect(await balanceOf(AaveV3Base.ASSETS.USDC.V_TOKEN, account.address)).toBe(debtBefore + 1_000_000_000n);
+    // 3.6 mints the debt's scaled amount rounded up, at the index the borrow ran at
+    expect(await scaledBalanceOf(AaveV3Base.ASSETS.USDC.V_TOKEN, account.address)).toBe(
+      debtBefore + vTokenMintScaled(1_000_000_000n, (await usdcIndexes()).debt),
+    );
     // exact on-chain figures (Aave's USD base, 8 decimals): 1000 USD of debt, within 0.0005 USD
     const off = result.onChain!.debt_base - 100_000_000_000n;
     expect(off < 0n ? -off : off).toBeLessThan(50_000n);
@@ -260,7 +284,17 @@ describe("the loop", () => {
     for (const step of deposit.steps.slice(1)) await agent.relay(step.tx_id, await agent.signStep(step));
     const pub = createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) });
     expect(await pub.getTransactionCount({ address: account.address })).toBe(3);
-    expect(await balanceOf(AaveV3Base.ASSETS.USDC.A_TOKEN, account.address)).toBe(294_000_000n);
+    // 294 USDC supplied once: 3.6 mints its scaled amount rounded down, and the balance reads it back rounded down
+    const { liquidity } = await usdcIndexes();
+    const scaled = await scaledBalanceOf(AaveV3Base.ASSETS.USDC.A_TOKEN, account.address);
+    expect(scaled).toBe(aTokenMintScaled(294_000_000n, liquidity));
+    const income = await pub.readContract({
+      address: AaveV3Base.POOL,
+      abi: AAVE_POOL_ABI,
+      functionName: "getReserveNormalizedIncome",
+      args: [AaveV3Base.ASSETS.USDC.UNDERLYING],
+    });
+    expect(await balanceOf(AaveV3Base.ASSETS.USDC.A_TOKEN, account.address)).toBe(aTokenBalance(scaled, income));
     const audit = await gw.ctx.stores.fees.forTreasury(deposit.treasury_id as string);
     expect(audit).toHaveLength(1);
   });
