@@ -104,11 +104,14 @@ describe("finding 2: delegation needs the Safe's own signature", () => {
     expect((await attackerApi.post("/api/v1/delegation", { module: victim.module, safe_proof: lifted }, null)).body.error).toBe("invalid_safe_proof");
     expect((await attackerApi.get("/api/v1/delegation")).body).toMatchObject({ state: "not_granted", module: null, protection_actions: [] });
 
-    // health 1.65 is above the victim's 1.3: the engine does nothing to the victim's debt
+    // health 1.66 is above the victim's 1.3: the engine does nothing to the victim's debt
     const idle = await engine.tick();
     expect(mine(idle, attacker.treasuryId)).toEqual([]);
     expect(mine(idle, victim.tenant.treasuryId).map((r) => r.outcome)).toEqual(["healthy"]);
-    expect((await victim.api.get("/api/v1/treasury")).body.borrowed_usd).toBe(15_000);
+    // nothing repaid: the debt is the 15,000 borrowed plus seconds of interest (3.6 rounds a debt up, to the micro-USD)
+    const debt = (await victim.api.get("/api/v1/treasury")).body.borrowed_usd;
+    expect(debt).toBeGreaterThanOrEqual(15_000);
+    expect(debt).toBeLessThan(15_000.01);
 
     // a real fall under 1.3: one action, by the victim's thresholds, recorded on the victim's treasury and shown to it
     await fork.setPrice("WETH", 2_300);
