@@ -1,25 +1,54 @@
 /**
  * The liquidator: Aave's own liquidationCall on any position whose health factor is under 1, with plenty of
- * USDC. Aave is the judge: a liquidation is Aave's verdict, not the runner's. What it took is tallied per Safe.
+ * USDC, as a liquidator on Base runs it under Aave 3.6's rules. Aave is the judge: a liquidation is Aave's
+ * verdict, not the runner's. What it took is tallied per Safe.
+ *
+ * What it asks for is the most the rules allow: it seizes the collateral the position holds most of (in base
+ * currency) and asks to cover all the debt; Aave caps that at its close factor (half the position's debt while
+ * the health factor is above 0.95 and the position's collateral and debt in the reserves are both at least
+ * 2,000 USD, all of it otherwise) and at the collateral the bonus can buy. When that would leave dust (collateral
+ * or debt under MIN_LEFTOVER_BASE, 1,000 USD, without closing either out) Aave refuses with MustNotLeaveDust;
+ * the liquidator then covers the largest amount Aave accepts, found by simulating the call. It liquidates again
+ * at the runner's next block while the health factor stays under 1.
  */
-import { parseAbi } from "viem";
+import { decodeErrorResult, parseAbi, type Hex } from "viem";
+import { AAVE_ERRORS_ABI } from "@treasury/core/contracts/aave-errors";
+import { AAVE_ORACLE_PRICES_ABI } from "@treasury/core/contracts/aave-oracle";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
+import { revertDataOf } from "@treasury/core/chain/revert";
 import type { BaseForkNode } from "../../fixtures/base-fork";
 import { accountOf, forkClient, WAD, type ForkClient } from "./fork-client";
 
 const m = AAVE_MARKETS.base;
-const LIQUIDATION_ABI = parseAbi([
+const MAX = 2n ** 255n;
+export const LIQUIDATION_ABI = parseAbi([
   "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
+  "function getReserveAToken(address asset) view returns (address)",
+  "function getReserveDeficit(address asset) view returns (uint256)",
 ]);
 
-/** what happened to one Safe over a run: its lowest health factor, the liquidations, the collateral they took beyond the debt (base currency) */
+/** what happened to one Safe over a run: its lowest health factor, the liquidations, the collateral they took beyond the debt, the bad debt left (base currency) */
 export interface SafeTally {
   lowest: number;
   liquidations: number;
   bonusLost: bigint;
+  /** debt Aave wrote off as the USDC reserve's deficit when a liquidation took the last collateral (USDC units) */
+  badDebt: bigint;
 }
-export const newTally = (): SafeTally => ({ lowest: Number.POSITIVE_INFINITY, liquidations: 0, bonusLost: 0n });
+export const newTally = (): SafeTally => ({ lowest: Number.POSITIVE_INFINITY, liquidations: 0, bonusLost: 0n, badDebt: 0n });
+
+/** the collateral asset a position holds most of, by value at the oracle */
+async function richestCollateral(client: ForkClient, who: `0x${string}`): Promise<`0x${string}`> {
+  const assets = [m.weth, m.btc] as const;
+  const [aTokens, prices] = await Promise.all([
+    Promise.all(assets.map((a) => client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveAToken", args: [a] }))),
+    client.readContract({ address: m.oracle, abi: AAVE_ORACLE_PRICES_ABI, functionName: "getAssetsPrices", args: [[...assets]] }),
+  ]);
+  const held = await Promise.all(aTokens.map((t) => client.readContract({ address: t, abi: ERC20_ABI, functionName: "balanceOf", args: [who] })));
+  const value = (i: number) => (held[i]! * prices[i]!) / 10n ** (i === 0 ? 18n : 8n);
+  return value(1) > value(0) ? assets[1] : assets[0];
+}
 
 /** a funded liquidator (USDC approved to the Pool); `liquidate` reads positions with `client` */
 export async function startLiquidator(fork: BaseForkNode, client: ForkClient) {
@@ -28,21 +57,59 @@ export async function startLiquidator(fork: BaseForkNode, client: ForkClient) {
   await liquidator.waitForTransactionReceipt({
     hash: await liquidator.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 2n ** 255n] }),
   });
+  const call = (collateral: `0x${string}`, who: `0x${string}`, debtToCover: bigint) =>
+    ({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [collateral, m.usdc, who, debtToCover, false] }) as const;
+  /** null when Aave accepts the call, else the name of its error */
+  const refusal = (collateral: `0x${string}`, who: `0x${string}`, debtToCover: bigint) =>
+    liquidator.simulateContract(call(collateral, who, debtToCover)).then(
+      () => null,
+      (err: unknown) => {
+        const data = revertDataOf(err) as Hex | undefined;
+        try {
+          return data ? decodeErrorResult({ abi: AAVE_ERRORS_ABI, data }).errorName : "reverted";
+        } catch {
+          return "reverted";
+        }
+      },
+    );
+
+  /** the debt to cover: all of it (Aave caps it), or under the dust rule the largest amount Aave accepts */
+  const debtToCover = async (collateral: `0x${string}`, who: `0x${string}`, debt: bigint): Promise<bigint | null> => {
+    const first = await refusal(collateral, who, MAX);
+    if (first === null) return MAX;
+    if (first !== "MustNotLeaveDust") return null;
+    // accepted amounts are those that leave at least MIN_LEFTOVER_BASE of each: a prefix of [1, debt]
+    let [lo, hi] = [0n, debt];
+    while (lo < hi) {
+      const mid = (lo + hi + 1n) / 2n;
+      if ((await refusal(collateral, who, mid)) === null) lo = mid;
+      else hi = mid - 1n;
+    }
+    return lo > 0n ? lo : null;
+  };
+
   /** liquidate `who` if its health factor is under 1, tallied `into` its Safe's outcome */
   return async (who: `0x${string}`, into: SafeTally) => {
     const before = await accountOf(client, who);
     if (before.debt === 0n || before.hf >= WAD) return;
-    const hash = await liquidator.writeContract({
-      address: m.pool,
-      abi: LIQUIDATION_ABI,
-      functionName: "liquidationCall",
-      args: [m.weth, m.usdc, who, 2n ** 255n, false],
-      gas: 2_000_000n,
-    });
+    const collateral = await richestCollateral(client, who);
+    const amount = await debtToCover(collateral, who, before.debt);
+    if (amount === null) return;
+    const deficit = () => client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveDeficit", args: [m.usdc] });
+    const usdcHeld = () => client.readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [liquidator.account.address] });
+    const [deficitBefore, heldBefore] = await Promise.all([deficit(), usdcHeld()]);
+    const hash = await liquidator.writeContract({ ...call(collateral, who, amount), gas: 2_000_000n });
     const receipt = await liquidator.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") return;
-    const after = await accountOf(client, who);
+    const [after, deficitAfter, heldAfter, usdcPrice] = await Promise.all([
+      accountOf(client, who),
+      deficit(),
+      usdcHeld(),
+      client.readContract({ address: m.oracle, abi: AAVE_ORACLE_PRICES_ABI, functionName: "getAssetPrice", args: [m.usdc] }),
+    ]);
     into.liquidations++;
-    into.bonusLost += before.collateral - after.collateral - (before.debt - after.debt);
+    into.badDebt += deficitAfter - deficitBefore;
+    // the collateral taken beyond the USDC the liquidator paid, both at the oracle (base currency)
+    into.bonusLost += before.collateral - after.collateral - ((heldBefore - heldAfter) * usdcPrice) / 10n ** 6n;
   };
 }

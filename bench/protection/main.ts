@@ -42,7 +42,7 @@ for (const run of plan(quick)) {
   results.push(r);
   const pr = r.protected;
   process.stdout.write(
-    `${r.scenario.padEnd(10)} LTV ${r.start_ltv_pct}% ${r.engines.padEnd(56)} protected: lowest HF ${pr.lowest_health.toFixed(4)}, liquidations ${pr.liquidations}, deleverages ${pr.deleverages} (recorded ${pr.recorded_actions}), trigger->act ${pr.blocks_trigger_to_act ?? "-"} blocks, under trigger at most ${pr.max_blocks_under_trigger} blocks, gas ${pr.gas_usd} USD, slippage ${pr.slippage_vs_oracle_usd} USD, premium ${pr.flash_premium_usd} USD | unprotected: lowest HF ${r.baseline.lowest_health.toFixed(4)}, liquidations ${r.baseline.liquidations}, bonus lost ${r.baseline.liquidation_bonus_lost_usd} USD | equity kept ${r.equity_kept_vs_baseline_usd} USD (${((Date.now() - t) / 1000).toFixed(1)} s)\n`,
+    `${r.scenario.padEnd(10)} LTV ${r.start_ltv_pct}% ${r.engines.padEnd(56)} protected: lowest HF ${pr.lowest_health.toFixed(4)}, liquidations ${pr.liquidations}, deleverages ${pr.deleverages} (recorded ${pr.recorded_actions}), trigger->act ${pr.blocks_trigger_to_act ?? "-"} blocks, under trigger at most ${pr.max_blocks_under_trigger} blocks, gas ${pr.gas_usd} USD, slippage ${pr.slippage_vs_oracle_usd} USD, premium ${pr.flash_premium_usd} USD | unprotected: lowest HF ${r.baseline.lowest_health.toFixed(4)}, liquidations ${r.baseline.liquidations}, bonus lost ${r.baseline.liquidation_bonus_lost_usd} USD, bad debt ${r.baseline.bad_debt_usd} USD | equity kept ${r.equity_kept_vs_baseline_usd} USD (${((Date.now() - t) / 1000).toFixed(1)} s)\n`,
   );
 }
 fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });

@@ -23,6 +23,8 @@ export interface SafeOutcome {
   liquidations: number;
   /** collateral a liquidator took beyond the debt it repaid, USD at the oracle */
   liquidation_bonus_lost_usd: number;
+  /** debt Aave wrote off as the USDC reserve's deficit after a liquidation took the last collateral, USD */
+  bad_debt_usd: number;
   /** collateral - debt + idle USDC and WETH at the end, USD at the final oracle prices */
   equity_end_usd: number;
 }

@@ -150,7 +150,7 @@ contract ProtectionModuleTest {
 
     /// at a health factor of 1.02 the collateral cannot be withdrawn first; flash liquidity repays first
     function test_deleverageFromHealth102WithFlashLiquidity() public {
-        _crashTo(1_855); // HF = 10 x 1,855 x 0.825 / 15,000 = 1.0203
+        _crashTo(1_855); // HF = 10 x 1,855 x 0.83 / 15,000 = 1.0264
         (,,,,, uint256 hf) = IAavePool(POOL).getUserAccountData(safe);
         _require(hf > 1.01e18 && hf < 1.03e18, "health factor near 1.02");
         // without flash liquidity the withdrawal breaks Aave's own health check (its custom error, selector 0x6679996d)

@@ -13,11 +13,12 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createWalletClient, http, publicActions } from "viem";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_ERRORS_ABI } from "@treasury/core/contracts/aave-errors";
 import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { moveMarket } from "../../fixtures/arbitrageur";
-import { startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_RISK, startBaseFork, type BaseForkNode } from "../../fixtures/base-fork";
 import { ProtectionEngine } from "../../gateway/src/protection/engine";
 import { Operator, PROTECTION_MODULE_ABI } from "../../signer-agent/src/operator";
 import { startTestGateway, type TestGateway } from "../helpers/gateway";
@@ -30,6 +31,7 @@ const automationKey = generatePrivateKey();
 const automation = privateKeyToAccount(automationKey);
 const m = AAVE_MARKETS.base;
 const LIQUIDATION_ABI = parseAbi([
+  "function getReserveDeficit(address asset) view returns (uint256)",
   "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
 ]);
 
@@ -69,9 +71,12 @@ const account = async (who: `0x${string}`) => {
   return { collateral, debt, hf, ltvBps: collateral === 0n ? 0n : (debt * 10_000n) / collateral };
 };
 
+/** the ETH price (whole USD) at which 10 WETH against 15,000 USDC stand at a health factor of 1.02 */
+const CRASH_USD = Math.round((1.02 * 15_000 * 10_000) / (10 * FORK_RISK.WETH.liquidationThresholdBps));
+
 async function protectAndJudge(tenant: { treasuryId: string }, api: ReturnType<typeof authed>, safe: `0x${string}`, twinSafe: `0x${string}`) {
-  // the market falls to 1,855 USD per ETH (oracle and pool): HF = 10 x 1,855 x 0.825 / 15,000 = 1.020
-  await moveMarket(fork, "WETH", 1_855);
+  // the market falls to the ETH price at which HF = 10 x price x WETH's threshold / 15,000 = 1.02 (1,843 USD at Base's 83%)
+  await moveMarket(fork, "WETH", CRASH_USD);
   const before = await account(safe);
   expect(Number(before.hf) / 1e18).toBeCloseTo(1.02, 2);
   expect(await client().readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [safe] })).toBe(0n);
@@ -96,7 +101,7 @@ async function protectAndJudge(tenant: { treasuryId: string }, api: ReturnType<t
   // Aave's percentMul: 5 bps, rounded half up
   expect(event!.args.flashPremium).toBe((event!.args.flashAmount * 5n + 5_000n) / 10_000n);
   // sold at no worse than 1% under the oracle
-  const oracleValue = (event!.args.collateralSold * 1_855n * 10n ** 6n) / 10n ** 18n;
+  const oracleValue = (event!.args.collateralSold * BigInt(CRASH_USD) * 10n ** 6n) / 10n ** 18n;
   expect(event!.args.usdcReceived * 10_000n).toBeGreaterThanOrEqual(oracleValue * 9_900n);
   const audit = (await api.get("/api/v1/audit")).body.data;
   expect(audit.at(-1)).toMatchObject({ action: "auto_deleverage", trigger: "auto_deleverage", fee_usdc: 0, fee_bearing: false });
@@ -122,8 +127,16 @@ async function protectAndJudge(tenant: { treasuryId: string }, api: ReturnType<t
     hash: await liquidator.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 2n ** 255n] }),
   });
   await expect(
-    liquidator.simulateContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [m.weth, m.usdc, safe, 2n ** 255n, false] }),
-  ).rejects.toThrow(/45|HEALTH_FACTOR_NOT_BELOW_THRESHOLD/);
+    liquidator.simulateContract({
+      address: m.pool,
+      abi: [...LIQUIDATION_ABI, ...AAVE_ERRORS_ABI],
+      functionName: "liquidationCall",
+      args: [m.weth, m.usdc, safe, 2n ** 255n, false],
+    }),
+  ).rejects.toThrow(/HealthFactorNotBelowThreshold\(\)/);
+  const paid = async () => client().readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [liquidator.account.address] });
+  const deficit = () => client().readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveDeficit", args: [m.usdc] });
+  const [usdcBefore, deficitBefore] = [await paid(), await deficit()];
   const liquidated = await liquidator.writeContract({
     address: m.pool,
     abi: LIQUIDATION_ABI,
@@ -132,9 +145,15 @@ async function protectAndJudge(tenant: { treasuryId: string }, api: ReturnType<t
   });
   expect((await liquidator.waitForTransactionReceipt({ hash: liquidated })).status).toBe("success");
   const twinAfter = await account(twinSafe);
-  // the twin paid the liquidation bonus: it lost more collateral than the debt it was relieved of
-  expect(twinBefore.collateral - twinAfter.collateral).toBeGreaterThan(twinBefore.debt - twinAfter.debt);
-  expect(twinBefore.debt - twinAfter.debt).toBeGreaterThan(0n);
+  // the twin paid the liquidation bonus: it lost more collateral than the USDC the liquidator repaid for it
+  const repaidBase = (usdcBefore - (await paid())) * 100n;
+  expect(repaidBase).toBeGreaterThan(0n);
+  expect(twinBefore.collateral - twinAfter.collateral).toBeGreaterThan(repaidBase);
+  // under the threshold of 0.95 Aave 3.6 closes the whole position: at 1,500 USD the collateral (15,000 USD) is
+  // short of the debt plus the bonus, so all of it is seized and the debt left over is written off as deficit
+  expect(twinAfter.collateral).toBe(0n);
+  expect(twinAfter.debt).toBe(0n);
+  expect((await deficit()) - deficitBefore).toBeGreaterThan(0n);
 }
 
 describe("protection from collateral: one atomic deleverage, bounded on chain, judged by Aave", () => {
