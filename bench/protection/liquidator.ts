@@ -8,23 +8,24 @@
  * the health factor is above 0.95 and the position's collateral and debt in the reserves are both at least
  * 2,000 USD, all of it otherwise) and at the collateral the bonus can buy. When that would leave dust (collateral
  * or debt under MIN_LEFTOVER_BASE, 1,000 USD, without closing either out) Aave refuses with MustNotLeaveDust;
- * the liquidator then covers the largest amount Aave accepts, found by simulating the call. It liquidates again
+ * the liquidator then covers the largest amount Aave accepts. Both amounts come from the rules as a pure function
+ * (liquidation-rules.ts, checked against Aave on the fork to the wei). It liquidates again
  * at the runner's next block while the health factor stays under 1.
  */
-import { decodeErrorResult, parseAbi, type Hex } from "viem";
-import { AAVE_ERRORS_ABI } from "@treasury/core/contracts/aave-errors";
+import { parseAbi } from "viem";
 import { AAVE_ORACLE_PRICES_ABI } from "@treasury/core/contracts/aave-oracle";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
-import { revertDataOf } from "@treasury/core/chain/revert";
-import type { BaseForkNode } from "../../fixtures/base-fork";
+import { FORK_RISK, type BaseForkNode } from "../../fixtures/base-fork";
 import { accountOf, forkClient, WAD, type ForkClient } from "./fork-client";
+import { largestDebtToCover, leavesNoDust, maxLiquidatableDebt, type LiquidationInputs } from "./liquidation-rules";
 
 const m = AAVE_MARKETS.base;
 const MAX = 2n ** 255n;
 export const LIQUIDATION_ABI = parseAbi([
   "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
   "function getReserveAToken(address asset) view returns (address)",
+  "function getReserveVariableDebtToken(address asset) view returns (address)",
   "function getReserveDeficit(address asset) view returns (uint256)",
 ]);
 
@@ -50,6 +51,33 @@ async function richestCollateral(client: ForkClient, who: `0x${string}`): Promis
   return value(1) > value(0) ? assets[1] : assets[0];
 }
 
+/** what the Pool reads in a liquidationCall of `who`'s USDC debt against `collateral` (WETH or cbBTC), at the latest block */
+export async function liquidationInputs(client: ForkClient, collateral: `0x${string}`, who: `0x${string}`): Promise<LiquidationInputs> {
+  const risk = FORK_RISK[collateral === m.weth ? "WETH" : "cbBTC"];
+  const [aToken, debtToken] = await Promise.all([
+    client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveAToken", args: [collateral] }),
+    client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveVariableDebtToken", args: [m.usdc] }),
+  ]);
+  const [account, collateralBalance, reserveDebt, prices] = await Promise.all([
+    accountOf(client, who),
+    client.readContract({ address: aToken, abi: ERC20_ABI, functionName: "balanceOf", args: [who] }),
+    client.readContract({ address: debtToken, abi: ERC20_ABI, functionName: "balanceOf", args: [who] }),
+    client.readContract({ address: m.oracle, abi: AAVE_ORACLE_PRICES_ABI, functionName: "getAssetsPrices", args: [[collateral, m.usdc]] }),
+  ]);
+  return {
+    totalDebtBase: account.debt,
+    healthFactor: account.hf,
+    reserveDebt,
+    collateralBalance,
+    debtPrice: prices[1]!,
+    debtUnit: 10n ** 6n,
+    collateralPrice: prices[0]!,
+    collateralUnit: collateral === m.weth ? WAD : 10n ** 8n,
+    bonusBps: BigInt(risk.liquidationBonusBps),
+    protocolFeeBps: BigInt(risk.liquidationProtocolFeeBps),
+  };
+}
+
 /** a funded liquidator (USDC approved to the Pool); `liquidate` reads positions with `client` */
 export async function startLiquidator(fork: BaseForkNode, client: ForkClient) {
   const liquidator = forkClient(fork.rpcUrl);
@@ -59,33 +87,12 @@ export async function startLiquidator(fork: BaseForkNode, client: ForkClient) {
   });
   const call = (collateral: `0x${string}`, who: `0x${string}`, debtToCover: bigint) =>
     ({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [collateral, m.usdc, who, debtToCover, false] }) as const;
-  /** null when Aave accepts the call, else the name of its error */
-  const refusal = (collateral: `0x${string}`, who: `0x${string}`, debtToCover: bigint) =>
-    liquidator.simulateContract(call(collateral, who, debtToCover)).then(
-      () => null,
-      (err: unknown) => {
-        const data = revertDataOf(err) as Hex | undefined;
-        try {
-          return data ? decodeErrorResult({ abi: AAVE_ERRORS_ABI, data }).errorName : "reverted";
-        } catch {
-          return "reverted";
-        }
-      },
-    );
-
-  /** the debt to cover: all of it (Aave caps it), or under the dust rule the largest amount Aave accepts */
-  const debtToCover = async (collateral: `0x${string}`, who: `0x${string}`, debt: bigint): Promise<bigint | null> => {
-    const first = await refusal(collateral, who, MAX);
-    if (first === null) return MAX;
-    if (first !== "MustNotLeaveDust") return null;
-    // accepted amounts are those that leave at least MIN_LEFTOVER_BASE of each: a prefix of [1, debt]
-    let [lo, hi] = [0n, debt];
-    while (lo < hi) {
-      const mid = (lo + hi + 1n) / 2n;
-      if ((await refusal(collateral, who, mid)) === null) lo = mid;
-      else hi = mid - 1n;
-    }
-    return lo > 0n ? lo : null;
+  /** the debt to cover (bench/protection/liquidation-rules.ts): all of it when Aave's own cap leaves no dust (Aave caps it at the block the call runs in), else the largest amount that leaves none */
+  const debtToCover = async (collateral: `0x${string}`, who: `0x${string}`): Promise<bigint | null> => {
+    const inputs = await liquidationInputs(client, collateral, who);
+    const largest = largestDebtToCover(inputs);
+    if (largest === 0n) return null;
+    return leavesNoDust(inputs, maxLiquidatableDebt(inputs)) ? MAX : largest;
   };
 
   /** liquidate `who` if its health factor is under 1, tallied `into` its Safe's outcome */
@@ -93,7 +100,7 @@ export async function startLiquidator(fork: BaseForkNode, client: ForkClient) {
     const before = await accountOf(client, who);
     if (before.debt === 0n || before.hf >= WAD) return;
     const collateral = await richestCollateral(client, who);
-    const amount = await debtToCover(collateral, who, before.debt);
+    const amount = await debtToCover(collateral, who);
     if (amount === null) return;
     const deficit = () => client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveDeficit", args: [m.usdc] });
     const usdcHeld = () => client.readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [liquidator.account.address] });
