@@ -25,6 +25,7 @@ import {
   vTokenBalance,
   vTokenMintScaled,
   WAD,
+  wadDiv,
   withdrawAllowed,
   type AccountReserve,
 } from "./aave-math";
@@ -111,6 +112,13 @@ describe("calculateUserAccountData", () => {
     expect(a.healthFactorWad).toBe(((300_000_000_000n * 8_250n + 9_000_000_000n * 7_800n) * WAD + 75_000_000_100n) / 150_000_000_200n / 10_000n);
     expect(accountData([weth(10n ** 18n)]).healthFactorWad).toBe(MAX_UINT256);
     expect(accountData([weth(10n ** 18n), reserve({ scaledCollateral: 5n, ltvBps: 0n })]).hasZeroLtvCollateral).toBe(true);
+    // a zero-LTV reserve with nothing supplied is not collateral; nor is a plain one
+    expect(accountData([weth(10n ** 18n), reserve({ scaledCollateral: 0n, ltvBps: 0n })]).hasZeroLtvCollateral).toBe(false);
+    expect(accountData([weth(10n ** 18n)]).hasZeroLtvCollateral).toBe(false);
+  });
+
+  it("wadDiv rounds half up, on the divisor's half", () => {
+    expect([wadDiv(1n, 3n), wadDiv(2n, 3n), wadDiv(1n, 2n)]).toEqual([333_333_333_333_333_333n, 666_666_666_666_666_667n, 500_000_000_000_000_000n]);
   });
 
   it("a borrow passes at exactly the LTV and not a base unit over; a withdraw at a health factor of exactly 1", () => {
@@ -118,6 +126,10 @@ describe("calculateUserAccountData", () => {
     const at = (debtBase: bigint) => accountData([reserve({ scaledCollateral: 1_000_000_000n }), reserve({ scaledDebt: debtBase, price: 1n, decimals: 0 })]);
     expect(borrowAllowed(at(75_000_000_000n))).toBe(true);
     expect(borrowAllowed({ ...at(75_000_000_000n), totalDebtBase: 75_000_000_001n })).toBe(false);
+    // each condition of the borrow's check on its own: an LTV of 0, a health factor a wei under 1
+    expect(borrowAllowed({ ...at(75_000_000_000n), ltvBps: 0n })).toBe(false);
+    expect(borrowAllowed({ ...at(1n), healthFactorWad: WAD })).toBe(true);
+    expect(borrowAllowed({ ...at(1n), healthFactorWad: WAD - 1n })).toBe(false);
     expect(withdrawAllowed({ ...at(78_000_000_000n) })).toBe(true);
     expect(withdrawAllowed({ ...at(78_000_000_100n) })).toBe(false);
   });

@@ -22,16 +22,12 @@ const ceilDiv = (a: bigint, b: bigint): bigint => (a + b - 1n) / b;
 export const rayMul = (a: bigint, b: bigint): bigint => (a * b + RAY / 2n) / RAY;
 export const rayMulFloor = (a: bigint, b: bigint): bigint => (a * b) / RAY;
 export const rayMulCeil = (a: bigint, b: bigint): bigint => ceilDiv(a * b, RAY);
-/** half up */
-export const rayDiv = (a: bigint, b: bigint): bigint => (a * RAY + b / 2n) / b;
 export const rayDivFloor = (a: bigint, b: bigint): bigint => (a * RAY) / b;
 export const rayDivCeil = (a: bigint, b: bigint): bigint => ceilDiv(a * RAY, b);
 /** half up */
 export const wadDiv = (a: bigint, b: bigint): bigint => (a * WAD + b / 2n) / b;
 /** MathUtils.mulDivCeil */
 export const mulDivCeil = (a: bigint, b: bigint, c: bigint): bigint => ceilDiv(a * b, c);
-/** half up */
-export const percentMul = (value: bigint, bps: bigint): bigint => (value * bps + PERCENTAGE_FACTOR / 2n) / PERCENTAGE_FACTOR;
 export const percentMulFloor = (value: bigint, bps: bigint): bigint => (value * bps) / PERCENTAGE_FACTOR;
 export const percentDivCeil = (value: bigint, bps: bigint): bigint => ceilDiv(value * PERCENTAGE_FACTOR, bps);
 
@@ -48,7 +44,7 @@ export const linearInterest = (rateRay: bigint, seconds: bigint): bigint => RAY 
 
 /** MathUtils.calculateCompoundedInterest (3.6: the third-order expansion on x = rate x time / year) */
 export function compoundedInterest(rateRay: bigint, seconds: bigint): bigint {
-  if (seconds === 0n) return RAY;
+  // no time: x = 0 and the factor is 1 (Aave returns RAY early, the same figure)
   const x = (rateRay * seconds) / SECONDS_PER_YEAR;
   return RAY + x + rayMul(x, x / 2n + rayMul(x, x / 6n));
 }
@@ -62,15 +58,13 @@ export interface ReserveIndexes {
   lastUpdateTimestamp: bigint;
 }
 
-/** ReserveLogic.getNormalizedIncome at `timestamp` (the stored index in the block it was updated) */
+/** ReserveLogic.getNormalizedIncome at `timestamp` (in the block of the update the factor is 1: the stored index) */
 export const normalizedIncome = (r: ReserveIndexes, timestamp: bigint): bigint =>
-  timestamp === r.lastUpdateTimestamp ? r.liquidityIndex : rayMul(linearInterest(r.currentLiquidityRate, timestamp - r.lastUpdateTimestamp), r.liquidityIndex);
+  rayMul(linearInterest(r.currentLiquidityRate, timestamp - r.lastUpdateTimestamp), r.liquidityIndex);
 
-/** ReserveLogic.getNormalizedDebt at `timestamp` */
+/** ReserveLogic.getNormalizedDebt at `timestamp` (in the block of the update the factor is 1: the stored index) */
 export const normalizedDebt = (r: ReserveIndexes, timestamp: bigint): bigint =>
-  timestamp === r.lastUpdateTimestamp
-    ? r.variableBorrowIndex
-    : rayMul(compoundedInterest(r.currentVariableBorrowRate, timestamp - r.lastUpdateTimestamp), r.variableBorrowIndex);
+  rayMul(compoundedInterest(r.currentVariableBorrowRate, timestamp - r.lastUpdateTimestamp), r.variableBorrowIndex);
 
 /** one reserve of a user's account: a supply enabled as collateral, a variable debt, or both */
 export interface AccountReserve {
@@ -121,7 +115,7 @@ export function accountData(reserves: readonly AccountReserve[]): AccountData {
       else ltvSum += value * r.ltvBps;
       ltSum += value * r.liquidationThresholdBps;
     }
-    if (r.scaledDebt > 0n) debt += debtBase(r.scaledDebt, r.debtIndex, r.price, r.decimals);
+    debt += debtBase(r.scaledDebt, r.debtIndex, r.price, r.decimals);
   }
   return {
     totalCollateralBase: collateral,
