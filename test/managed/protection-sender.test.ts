@@ -49,7 +49,7 @@ async function claimedRun(engine: ProtectionEngine, treasuryId: string): Promise
   const t = (await gw.ctx.stores.treasuries.get(treasuryId))!;
   const claimed = await gw.ctx.stores.protectionClaims.claim(treasuryId, `eng_${Math.random()}`, `fee_${Math.random()}`, new Date());
   if (claimed.kind !== "claimed") throw new Error(`not claimed: ${claimed.kind}`);
-  return { parts, run: { d, t, threshold: 1.3, claim: claimed.claim, gasWei: 0n, receipts: new Map() } };
+  return { parts, run: { d, t, threshold: 1.3, claim: claimed.claim, gasWei: 0n, receipts: new Map(), sentAt: new Map() } };
 }
 
 /** a harmless module call: the Safe approves the Pool for 1 micro-USDC */
