@@ -49,7 +49,7 @@ async function claimedRun(engine: ProtectionEngine, treasuryId: string): Promise
   const t = (await gw.ctx.stores.treasuries.get(treasuryId))!;
   const claimed = await gw.ctx.stores.protectionClaims.claim(treasuryId, `eng_${Math.random()}`, `fee_${Math.random()}`, new Date());
   if (claimed.kind !== "claimed") throw new Error(`not claimed: ${claimed.kind}`);
-  return { parts, run: { d, t, threshold: 1.3, claim: claimed.claim, gasWei: 0n, receipts: new Map() } };
+  return { parts, run: { d, t, threshold: 1.3, claim: claimed.claim, gasWei: 0n, receipts: new Map(), sentAt: new Map() } };
 }
 
 /** a harmless module call: the Safe approves the Pool for 1 micro-USDC */
@@ -125,6 +125,34 @@ describe("the protection engine's sender", () => {
     expect(receipts[0]!.blockNumber).toBe(receipts[1]!.blockNumber);
     for (const [i, { run }] of runs.entries()) await gw.ctx.stores.protectionClaims.finish([a, b][i]!.tenant.treasuryId, run.claim.holder);
   }, 90_000);
+
+  it("counts the blocks before a replacement from the block the transaction was signed at, not from the start of the wait", async () => {
+    const { tenant } = await protectedSafe(1.3);
+    const engine = new ProtectionEngine(gw.ctx, { rpcUrls: { base: fork.rpcUrl }, automationKey });
+    const { parts, run } = await claimedRun(engine, tenant.treasuryId);
+    await automine(false);
+    const signedAt = await node().getBlockNumber({ cacheTime: 0 });
+    const sent = await sendCall(parts, run, approveCall, await currentFees());
+    // a block with a risen base fee is mined before the wait starts: the transaction stays pending
+    const high = parseTransaction(sent.raw).maxFeePerGas! * 4n;
+    await rpc("anvil_setNextBlockBaseFeePerGas", [`0x${high.toString(16)}`]);
+    await mine();
+    let done = false;
+    const landing = awaitLanded(parts, run, sent).finally(() => (done = true));
+    while (!done) {
+      await sleep(400);
+      await mine();
+    }
+    const receipt = (await landing)!;
+    const replacement = await node().getTransaction({ hash: receipt.transactionHash });
+    // replaced REPLACE_AFTER_BLOCKS (2) after signedAt, when the latest block was the one after the risen one (its base
+    // fee 7/8 of it): twice that plus the tip; counted from the wait's start it came a block later, at 7/8 of that
+    expect(replacement.nonce).toBe(sent.nonce);
+    const baseFeeThen = (await node().getBlock({ blockNumber: signedAt + 2n })).baseFeePerGas!;
+    expect(baseFeeThen).toBe((high * 7n) / 8n);
+    expect(replacement.maxFeePerGas).toBe(2n * baseFeeThen + replacement.maxPriorityFeePerGas!);
+    await gw.ctx.stores.protectionClaims.finish(tenant.treasuryId, run.claim.holder);
+  }, 60_000);
 
   it("replaces a transaction stuck under a risen base fee at its nonce, with higher fees; the action is recorded once", async () => {
     const { tenant, api } = await protectedSafe(1.7); // health 1.65 is under 1.7: a trigger

@@ -262,11 +262,12 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
       const ran = mine(await executor.tick(), stx.id);
       expect(ran).toMatchObject([{ outcome: "failed" }]);
       expect(ran[0]!.detail).toContain("call 1 of 2 (pool_call: Borrow 100 USDC");
-      expect(ran[0]!.detail).toContain("30 (BORROWING_NOT_ENABLED)");
+      // Aave 3.6 reverts with a custom error of its Errors library, named with its arguments
+      expect(ran[0]!.detail).toContain("reverts: BorrowingNotEnabled()");
       expect(await client().readContract({ address: safe, abi: SAFE_ABI, functionName: "nonce" })).toBe(nonceBefore);
       const receipt = (await api.get(`/api/v1/receipts/${borrow.body.borrow_id}`)).body;
       expect(receipt).toMatchObject({ status: "failed", failure: { error: "transaction_would_revert" } });
-      expect(receipt.failure.message).toContain("BORROWING_NOT_ENABLED");
+      expect(receipt.failure.message).toContain("BorrowingNotEnabled()");
       expect((await api.get("/api/v1/audit")).body.data).toHaveLength(0);
     } finally {
       await setBorrowing(true);

@@ -36,7 +36,10 @@ const BLOCK_CHECK_MS = 250;
 export async function sendCall({ ctx, chain, automation }: EngineParts, run: Run, call: Call, fees: Plan["fees"]): Promise<SentTransaction> {
   const client = chain.client(run.t.chain);
   // the node's count is a floor (a transaction the key sent outside the store); the store gives out the rest
-  const pending = await client.getTransactionCount({ address: automation.address, blockTag: "pending" });
+  const [pending, block] = await Promise.all([
+    client.getTransactionCount({ address: automation.address, blockTag: "pending" }),
+    client.getBlockNumber({ cacheTime: 0 }),
+  ]);
   const now = ctx.clock.now();
   const sent = await ctx.tx.transaction(async () => {
     const nonce = await ctx.stores.automationNonces.allocate(run.t.chain, automation.address, pending, now);
@@ -56,6 +59,7 @@ export async function sendCall({ ctx, chain, automation }: EngineParts, run: Run
     return s;
   });
   run.claim.sent.push(sent);
+  run.sentAt.set(sent.hash, block);
   await client.sendRawTransaction({ serializedTransaction: sent.raw }).catch(() => undefined);
   return sent;
 }
@@ -85,7 +89,10 @@ export async function awaitLanded(parts: EngineParts, run: Run, sent: SentTransa
   const client = chain.client(run.t.chain);
   let renewed = Date.now();
   let checked = Date.now();
-  let since = await client.getBlockNumber({ cacheTime: 0 });
+  // blocks count from the one the transaction was signed at, not from the start of this wait: blocks mined in
+  // between would delay the replacement, and its fees would follow a later, lower base fee. A transaction
+  // recovered from another engine's claim counts from now.
+  let since = run.sentAt.get(sent.hash) ?? (await client.getBlockNumber({ cacheTime: 0 }));
   const receipt = await landedReceipt(client, automation.address, variants, {
     timeoutMs: RECEIPT_TIMEOUT_MS,
     whileWaiting: async () => {

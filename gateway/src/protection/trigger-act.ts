@@ -61,7 +61,7 @@ export class TriggerActor {
     if (claimed.kind === "disarmed")
       return { treasuryId: d.treasuryId, outcome: "already_acted", detail: `health ${health}; waiting for recovery above ${threshold}` };
     const claim = claimed.claim;
-    const run: Run = { d, t, threshold, claim, gasWei: 0n, receipts: new Map() };
+    const run: Run = { d, t, threshold, claim, gasWei: 0n, receipts: new Map(), sentAt: new Map() };
     try {
       if (claimed.kind === "taken_over") return await this.resume(run);
       // planned before the claim: another engine may have acted in between (and re-armed the trigger it restored)

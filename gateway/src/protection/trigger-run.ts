@@ -45,4 +45,6 @@ export interface Run {
   /** ETH spent on gas by the claim's landed transactions */
   gasWei: bigint;
   receipts: Map<Hex, TransactionReceipt>;
+  /** the latest block when this engine signed each of its transactions: a replacement counts blocks from there */
+  sentAt: Map<Hex, bigint>;
 }
