@@ -12,7 +12,7 @@
  * (liquidation-rules.ts, checked against Aave on the fork to the wei). It liquidates again
  * at the runner's next block while the health factor stays under 1.
  */
-import { parseAbi } from "viem";
+import { AAVE_LIQUIDATION_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_ORACLE_PRICES_ABI } from "@treasury/core/contracts/aave-oracle";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
@@ -22,12 +22,6 @@ import { largestDebtToCover, leavesNoDust, maxLiquidatableDebt, type Liquidation
 
 const m = AAVE_MARKETS.base;
 const MAX = 2n ** 255n;
-export const LIQUIDATION_ABI = parseAbi([
-  "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
-  "function getReserveAToken(address asset) view returns (address)",
-  "function getReserveVariableDebtToken(address asset) view returns (address)",
-  "function getReserveDeficit(address asset) view returns (uint256)",
-]);
 
 /** what happened to one Safe over a run: its lowest health factor, the liquidations, the collateral they took beyond the debt, the bad debt left (base currency) */
 export interface SafeTally {
@@ -43,7 +37,7 @@ export const newTally = (): SafeTally => ({ lowest: Number.POSITIVE_INFINITY, li
 async function richestCollateral(client: ForkClient, who: `0x${string}`): Promise<`0x${string}`> {
   const assets = [m.weth, m.btc] as const;
   const [aTokens, prices] = await Promise.all([
-    Promise.all(assets.map((a) => client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveAToken", args: [a] }))),
+    Promise.all(assets.map((a) => client.readContract({ address: m.pool, abi: AAVE_LIQUIDATION_ABI, functionName: "getReserveAToken", args: [a] }))),
     client.readContract({ address: m.oracle, abi: AAVE_ORACLE_PRICES_ABI, functionName: "getAssetsPrices", args: [[...assets]] }),
   ]);
   const held = await Promise.all(aTokens.map((t) => client.readContract({ address: t, abi: ERC20_ABI, functionName: "balanceOf", args: [who] })));
@@ -55,8 +49,8 @@ async function richestCollateral(client: ForkClient, who: `0x${string}`): Promis
 export async function liquidationInputs(client: ForkClient, collateral: `0x${string}`, who: `0x${string}`): Promise<LiquidationInputs> {
   const risk = FORK_RISK[collateral === m.weth ? "WETH" : "cbBTC"];
   const [aToken, debtToken] = await Promise.all([
-    client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveAToken", args: [collateral] }),
-    client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveVariableDebtToken", args: [m.usdc] }),
+    client.readContract({ address: m.pool, abi: AAVE_LIQUIDATION_ABI, functionName: "getReserveAToken", args: [collateral] }),
+    client.readContract({ address: m.pool, abi: AAVE_LIQUIDATION_ABI, functionName: "getReserveVariableDebtToken", args: [m.usdc] }),
   ]);
   const [account, collateralBalance, reserveDebt, prices] = await Promise.all([
     accountOf(client, who),
@@ -86,7 +80,7 @@ export async function startLiquidator(fork: BaseForkNode, client: ForkClient) {
     hash: await liquidator.writeContract({ address: m.usdc, abi: ERC20_ABI, functionName: "approve", args: [m.pool, 2n ** 255n] }),
   });
   const call = (collateral: `0x${string}`, who: `0x${string}`, debtToCover: bigint) =>
-    ({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "liquidationCall", args: [collateral, m.usdc, who, debtToCover, false] }) as const;
+    ({ address: m.pool, abi: AAVE_LIQUIDATION_ABI, functionName: "liquidationCall", args: [collateral, m.usdc, who, debtToCover, false] }) as const;
   /** the debt to cover (bench/protection/liquidation-rules.ts): all of it when Aave's own cap leaves no dust (Aave caps it at the block the call runs in), else the largest amount that leaves none */
   const debtToCover = async (collateral: `0x${string}`, who: `0x${string}`): Promise<bigint | null> => {
     const inputs = await liquidationInputs(client, collateral, who);
@@ -102,7 +96,7 @@ export async function startLiquidator(fork: BaseForkNode, client: ForkClient) {
     const collateral = await richestCollateral(client, who);
     const amount = await debtToCover(collateral, who);
     if (amount === null) return;
-    const deficit = () => client.readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveDeficit", args: [m.usdc] });
+    const deficit = () => client.readContract({ address: m.pool, abi: AAVE_LIQUIDATION_ABI, functionName: "getReserveDeficit", args: [m.usdc] });
     const usdcHeld = () => client.readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [liquidator.account.address] });
     const [deficitBefore, heldBefore] = await Promise.all([deficit(), usdcHeld()]);
     const hash = await liquidator.writeContract({ ...call(collateral, who, amount), gas: 2_000_000n });

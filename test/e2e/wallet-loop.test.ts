@@ -68,22 +68,12 @@ async function newAgent(gatewayUrl = gw.url) {
   return { agent, audit, privateKey, account, pub };
 }
 
-const balanceOf = (token: `0x${string}`, who: `0x${string}`) =>
-  createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({
-    address: token,
-    abi: ERC20_ABI,
-    functionName: "balanceOf",
-    args: [who],
-  });
-
-const SCALED_ABI = parseAbi(["function scaledBalanceOf(address user) view returns (uint256)"]);
-const scaledBalanceOf = (token: `0x${string}`, who: `0x${string}`) =>
-  createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({
-    address: token,
-    abi: SCALED_ABI,
-    functionName: "scaledBalanceOf",
-    args: [who],
-  });
+const TOKEN_READS = [...ERC20_ABI, ...parseAbi(["function scaledBalanceOf(address user) view returns (uint256)"])] as const;
+const tokenRead = (functionName: "balanceOf" | "scaledBalanceOf") => (token: `0x${string}`, who: `0x${string}`) =>
+  createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({ address: token, abi: TOKEN_READS, functionName, args: [who] });
+const balanceOf = tokenRead("balanceOf");
+/** an aToken's or a debt token's balance in scaled units (what Aave mints and burns) */
+const scaledBalanceOf = tokenRead("scaledBalanceOf");
 /** USDC's reserve indexes as last stored: those the last supply or borrow in the reserve ran at */
 const usdcIndexes = async () => {
   const r = await createPublicClient({ chain: base, transport: viemHttp(fork.rpcUrl) }).readContract({

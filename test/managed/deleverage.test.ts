@@ -8,13 +8,13 @@
  * liquidate. The same fall on an unprotected Safe is liquidated (the test can
  * fail).
  */
-import { encodeFunctionData, getAddress, parseAbi, parseEventLogs } from "viem";
+import { encodeFunctionData, getAddress, parseEventLogs } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createWalletClient, http, publicActions } from "viem";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AAVE_ERRORS_ABI } from "@treasury/core/contracts/aave-errors";
-import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
+import { AAVE_LIQUIDATION_ABI, AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { moveMarket } from "../../fixtures/arbitrageur";
@@ -30,10 +30,6 @@ let engine: ProtectionEngine;
 const automationKey = generatePrivateKey();
 const automation = privateKeyToAccount(automationKey);
 const m = AAVE_MARKETS.base;
-const LIQUIDATION_ABI = parseAbi([
-  "function getReserveDeficit(address asset) view returns (uint256)",
-  "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
-]);
 
 beforeAll(async () => {
   fork = await startBaseFork();
@@ -129,17 +125,17 @@ async function protectAndJudge(tenant: { treasuryId: string }, api: ReturnType<t
   await expect(
     liquidator.simulateContract({
       address: m.pool,
-      abi: [...LIQUIDATION_ABI, ...AAVE_ERRORS_ABI],
+      abi: [...AAVE_LIQUIDATION_ABI, ...AAVE_ERRORS_ABI],
       functionName: "liquidationCall",
       args: [m.weth, m.usdc, safe, 2n ** 255n, false],
     }),
   ).rejects.toThrow(/HealthFactorNotBelowThreshold\(\)/);
   const paid = async () => client().readContract({ address: m.usdc, abi: ERC20_ABI, functionName: "balanceOf", args: [liquidator.account.address] });
-  const deficit = () => client().readContract({ address: m.pool, abi: LIQUIDATION_ABI, functionName: "getReserveDeficit", args: [m.usdc] });
+  const deficit = () => client().readContract({ address: m.pool, abi: AAVE_LIQUIDATION_ABI, functionName: "getReserveDeficit", args: [m.usdc] });
   const [usdcBefore, deficitBefore] = [await paid(), await deficit()];
   const liquidated = await liquidator.writeContract({
     address: m.pool,
-    abi: LIQUIDATION_ABI,
+    abi: AAVE_LIQUIDATION_ABI,
     functionName: "liquidationCall",
     args: [m.weth, m.usdc, twinSafe, 2n ** 255n, false],
   });

@@ -12,7 +12,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseAbi, parseAbiItem, parseEventLogs, type Hex } from "viem";
+import { parseAbiItem, parseEventLogs, type Hex } from "viem";
+import { AAVE_LIQUIDATION_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { PROTECTION_MODULE_ABI } from "@treasury/core/contracts/protection-module";
@@ -27,9 +28,6 @@ import type { World } from "./world";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const m = AAVE_MARKETS.base;
-const LIQUIDATION_ABI = parseAbi([
-  "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
-]);
 const LIQUIDATION_EVENT = parseAbiItem(
   "event LiquidationCall(address indexed collateralAsset, address indexed debtAsset, address indexed user, uint256 debtToCover, uint256 liquidatedCollateralAmount, address liquidator, bool receiveAToken)",
 );
@@ -282,7 +280,7 @@ export async function runFall(world: World, pop: Population, liquidator: ForkCli
         if (a.debt === 0n || a.hf >= WAD) continue;
         await liquidator.writeContract({
           address: m.pool,
-          abi: LIQUIDATION_ABI,
+          abi: AAVE_LIQUIDATION_ABI,
           functionName: "liquidationCall",
           args: [m.weth, m.usdc, pop.crossing[k]!.safe, 2n ** 255n, false],
           gas: 2_000_000n,

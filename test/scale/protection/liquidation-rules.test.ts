@@ -4,8 +4,8 @@
  * the function gives, from what the liquidator reads on the chain, is what a liquidationCall repays, and asking
  * for 1 more repays no more.
  */
-import { parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAVE_LIQUIDATION_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { rpc } from "../../../fixtures/anvil";
@@ -64,7 +64,6 @@ describe("3.6's liquidation rules, pure", () => {
 });
 
 const m = AAVE_MARKETS.base;
-const POOL_ABI = parseAbi(["function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)"]);
 
 describe.skipIf(TEST_STORE === "postgres")("3.6's liquidation rules against Aave on the fork", () => {
   let fork: BaseForkNode;
@@ -87,7 +86,7 @@ describe.skipIf(TEST_STORE === "postgres")("3.6's liquidation rules against Aave
       await rpc(fork.rpcUrl, "evm_setNextBlockTimestamp", [Number(timestamp)]);
       const hash = await liquidator.writeContract({
         address: m.pool,
-        abi: POOL_ABI,
+        abi: AAVE_LIQUIDATION_ABI,
         functionName: "liquidationCall",
         args: [m.weth, m.usdc, who, amount, false],
         gas: 2_000_000n,

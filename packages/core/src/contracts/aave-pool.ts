@@ -20,6 +20,14 @@ export const AAVE_POOL_ABI = parseAbi([
   "function withdraw(address asset, uint256 amount, address to) returns (uint256)",
 ]);
 
+/** the Pool as a liquidator and the fork's tools read and call it (IPool, 3.3+: getReserveDeficit) */
+export const AAVE_LIQUIDATION_ABI = parseAbi([
+  "function liquidationCall(address collateralAsset, address debtAsset, address user, uint256 debtToCover, bool receiveAToken)",
+  "function getReserveAToken(address asset) view returns (address)",
+  "function getReserveVariableDebtToken(address asset) view returns (address)",
+  "function getReserveDeficit(address asset) view returns (uint256)",
+]);
+
 /** the Pool's events that change a user's position without a token moving (IPool) */
 export const AAVE_POOL_EVENTS_ABI = parseAbi([
   "event ReserveUsedAsCollateralEnabled(address indexed reserve, address indexed user)",
