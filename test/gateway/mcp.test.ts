@@ -148,7 +148,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(bad.structuredContent).toMatchObject({
       error: "invalid_request",
       http_status: 400,
-      message: "MCP error -32602: Input validation error: Invalid arguments for tool get_liquidation_distance: Too big: expected number to be <=75 at ltv",
+      message: "Input validation error: Invalid arguments for tool get_liquidation_distance: ltv: Too big: expected number to be <=75",
       request_id: expect.stringMatching(/^req_/),
     });
     expect(JSON.parse((bad.content as any[])[0].text)).toEqual(bad.structuredContent);
@@ -275,7 +275,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(noKey.isError).toBe(true);
     expect(noKey.body).toMatchObject({
       error: "invalid_request",
-      message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool prepare_repay: .* at idempotency_key$/),
+      message: expect.stringMatching(/^Input validation error: Invalid arguments for tool prepare_repay: idempotency_key: /),
     });
 
     const application = { operator_name: "Mo", operator_email: "mo@example.com", use_case: "Quarterly ETH buys with a conservative credit line." };
@@ -287,7 +287,7 @@ describe("MCP with the SDK client over Streamable HTTP", () => {
     expect(tooShort.isError).toBe(true);
     expect(tooShort.body).toMatchObject({
       error: "invalid_request",
-      message: expect.stringMatching(/^MCP error -32602: Input validation error: Invalid arguments for tool request_live_access: .* at use_case$/),
+      message: expect.stringMatching(/^Input validation error: Invalid arguments for tool request_live_access: use_case: /),
     });
     await client.close();
   });

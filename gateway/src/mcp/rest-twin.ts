@@ -23,7 +23,7 @@
  * not the loopback's.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { Request } from "express";
 import { fromHeaderJson, PAYMENT_HEADERS, toHeaderJson } from "../x402/payment-match";

@@ -13,12 +13,12 @@
  * of a tool that changes something takes one write from the caller's write
  * budget (a paid call's is taken by its REST twin, under the payer).
  */
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import { createMcpHandler, isLegacyRequest, McpServer, type CallToolResult } from "@modelcontextprotocol/server";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
+import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "@modelcontextprotocol/node";
 import type { Request, Response } from "express";
 import { statusOf } from "../http/errors";
+import { z } from "@treasury/core/schemas/zod";
 import { TreasuryError } from "@treasury/core/lib/errors";
 import type { PaymentGate } from "../x402/payment-gate";
 import type { ToolCallFacts } from "../x402/receipts/digest";
@@ -91,11 +91,12 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
       {
         title: tool.title,
         description: tool.description,
-        inputSchema: tool.inputSchema,
+        inputSchema: z.object(tool.inputSchema),
         outputSchema: tool.outputSchema,
         annotations: { title: tool.title, ...tool.annotations },
       },
-      async (args: Record<string, unknown>, extra: { _meta?: Record<string, unknown>; requestId?: string | number }) => {
+      async (args: Record<string, unknown>, ctx: { mcpReq: { _meta?: Record<string, unknown>; id?: string | number } }) => {
+        const extra = { _meta: ctx.mcpReq._meta, requestId: ctx.mcpReq.id };
         try {
           // a tool signed in by the wallet (a downward leg or a read of its own treasury; free, whether or not x402 is on):
           // counted as a paid call is, by its REST twin (the signer's own bucket once proven, else a write of the client's address)
@@ -190,15 +191,33 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
       if (refused) throw refused;
     },
   };
-  const server = buildMcpServer(toolsServing(message, tools), tc, version, log);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  res.on("close", () => {
-    void transport.close();
-    void server.close();
-  });
+  const unknown = unknownToolCalled(message, tools);
+  const factory = () => {
+    const server = buildMcpServer(toolsServing(message, tools), tc, version, log);
+    // SDK 2 answers an unregistered tool with a protocol error: the typed tool error instead, as for every refusal
+    if (unknown !== undefined)
+      server.registerTool(unknown, { description: "not a tool of this server", inputSchema: z.object({}).loose() }, () =>
+        toolError(new TreasuryError("tool_not_found", `Tool ${unknown} not found`), requestId),
+      );
+    return server;
+  };
   acceptJsonAndStream(req);
-  await server.connect(transport);
-  await transport.handleRequest(req, res, message);
+  if (await isLegacyRequest(await toWebRequest(req, message), message)) {
+    // 2025-era traffic (initialize, then requests without the per-request envelope): stateless, JSON answers
+    const server = factory();
+    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on("close", () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, message);
+    return;
+  }
+  // 2026-07-28: every request carries its version, capabilities and client in _meta; answers are JSON
+  const handler = createMcpHandler(factory, { legacy: "reject", responseMode: "json", onerror: log });
+  res.on("close", () => void handler.close());
+  await toNodeHandler(handler)(req, res, message);
 }
 
 /**
@@ -211,6 +230,14 @@ export function toolsServing(body: unknown, tools: ToolDefinition[]): ToolDefini
   if (!m || typeof m !== "object" || Array.isArray(m) || m.method !== "tools/call") return tools;
   const called = tools.find((t) => t.name === m.params?.name);
   return called ? [called] : tools;
+}
+
+/** the name of the tool a single tools/call calls, when no tool has it */
+export function unknownToolCalled(body: unknown, tools: ToolDefinition[]): string | undefined {
+  const m = body as { method?: unknown; params?: { name?: unknown } } | null;
+  if (!m || typeof m !== "object" || Array.isArray(m) || m.method !== "tools/call") return undefined;
+  const name = m.params?.name;
+  return typeof name === "string" && name.length > 0 && name.length <= 128 && !tools.some((t) => t.name === name) ? name : undefined;
 }
 
 /** the `params.arguments` of the tools/call message of this id in a JSON-RPC body (one message, or a batch) */

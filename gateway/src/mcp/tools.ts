@@ -7,7 +7,7 @@
  * method and flags, the price its x402 price. A tool call is served by the
  * route itself (mcp/rest-twin.ts), so no rule exists twice.
  */
-import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolAnnotations } from "@modelcontextprotocol/server";
 import type { ZodRawShape, ZodType } from "zod";
 import { IdempotencyKey, type RouteSpec } from "../http/route";
 import { z } from "@treasury/core/schemas/zod";
