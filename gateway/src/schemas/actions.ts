@@ -185,7 +185,12 @@ export const HealthState = z
 export const TreasuryState = z
   .object({
     treasury_id: z.string(),
-    holdings: z.object({ btc: z.number(), eth: z.number(), usdc: z.number() }),
+    holdings: z.object({
+      btc: z.number(),
+      eth: z.number(),
+      usdc: z.number(),
+      usdc_supplied: z.number().optional().describe("USDC supplied to Aave (its aToken balance), on a chain-backed treasury"),
+    }),
     total_value_usd: z.number(),
     borrowed_usd: z.number(),
     ltv: z.number(),
