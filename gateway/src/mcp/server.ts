@@ -1,6 +1,10 @@
 /**
- * The MCP server (official @modelcontextprotocol/sdk): one McpServer and one
- * stateless Streamable HTTP transport per request, JSON responses. Every tool
+ * The MCP server (the official TypeScript SDK 2, @modelcontextprotocol/server):
+ * one McpServer per request, JSON responses, both protocol revisions from one
+ * endpoint. A 2026-07-28 request (its version, capabilities and client in
+ * `_meta`, no session) is served by the SDK's createMcpHandler; a 2025-11-25
+ * one (initialize, then plain requests) by a stateless Streamable HTTP
+ * transport. Every tool
  * is served by its REST twin (rest-twin.ts). Tool failures come back as MCP
  * tool errors carrying the REST error body (`error`, `message`, context
  * fields such as `safe_amount`) and its HTTP status in `structuredContent`;
@@ -214,8 +218,8 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
     await transport.handleRequest(req, res, message);
     return;
   }
-  // 2026-07-28: every request carries its version, capabilities and client in _meta; answers are JSON
-  const handler = createMcpHandler(factory, { legacy: "reject", responseMode: "json", onerror: log });
+  // 2026-07-28: every request carries its version, capabilities and client in _meta; answers are JSON (no tool emits a message before its result)
+  const handler = createMcpHandler(factory, { legacy: "reject", onerror: log });
   res.on("close", () => void handler.close());
   await toNodeHandler(handler)(req, res, message);
 }

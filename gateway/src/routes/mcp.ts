@@ -73,7 +73,7 @@ export function mcpRoutes(
     method: "post",
     path: "/api/mcp",
     operationId: "postMcp",
-    summary: "MCP endpoint (JSON-RPC 2.0 over Streamable HTTP, stateless)",
+    summary: "MCP endpoint (JSON-RPC 2.0 over Streamable HTTP, stateless; protocol revisions 2026-07-28 and 2025-11-25)",
     description:
       "MCP clients connect with the Streamable HTTP transport. A plain JSON-RPC 2.0 request (e.g. `tools/list`) with Content-Type: application/json also works. A body missing `jsonrpc` or `method` is a 400 typed error; a notification (no `id`) is 202 with no body.",
     tags: ["MCP"],
@@ -85,7 +85,13 @@ export function mcpRoutes(
         schema: JsonRpcResponse,
       },
       202: { description: "a notification (a message without `id`) was accepted; no body" },
-      400: err("missing jsonrpc or method"),
+      400: err(
+        "missing jsonrpc or method; on 2026-07-28, a JSON-RPC error body instead: an unsupported protocol version (-32602 with the supported versions), Mcp-Method or Mcp-Name headers that do not match the body (-32020), a request without its _meta envelope",
+      ),
+      404: {
+        description: "2026-07-28: a method this server does not implement (JSON-RPC -32601), the removed initialize and ping among them",
+        schema: JsonRpcResponse,
+      },
       403: err("DNS-rebinding guard: a Host that is not this server's (host_not_allowed) or an Origin it does not allow (origin_not_allowed)"),
       ...RATE_LIMITED,
     },
