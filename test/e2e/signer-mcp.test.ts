@@ -17,6 +17,8 @@ import path from "node:path";
 import { AaveV3Base } from "@aave-dao/aave-address-book";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import http2 from "node:http";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as LegacyStdio } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -254,6 +256,46 @@ describe("signer-agent mcp on stdio against npm start's stack", () => {
     expect(await balanceOf(A.cbBTC.A_TOKEN)).toBe(0n);
     expect(r.structuredContent.position_after).toMatchObject({ debt_usd: "0" });
   }, 240_000);
+
+  it("--http: loopback only, the bearer token, Host and Origin checked; the SDK 2 client reads the position over it", async () => {
+    const token = "a-long-local-token-for-this-test";
+    const c = spawn(process.execPath, [path.join(ROOT, "signer-agent/bin/signer-agent.mjs"), "mcp", "--http", "--port", "0"], {
+      cwd: ROOT,
+      env: { ...serverParams().env, SIGNER_SERVE_TOKEN: token },
+    });
+    let out = "";
+    c.stdout.on("data", (d) => (out += d));
+    c.stderr.on("data", (d) => traffic.push(String(d)));
+    try {
+      for (let i = 0; i < 300 && !/MCP endpoint on/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+      const url = /MCP endpoint on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)![1]!;
+      expect(out).not.toContain(token);
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+      const post = (headers: Record<string, string>) =>
+        fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body });
+      expect((await post({})).status).toBe(401);
+      expect((await post({ authorization: "Bearer wrong" })).status).toBe(401);
+      expect((await post({ authorization: `Bearer ${token}`, origin: "http://evil.example" })).status).toBe(403);
+      const port = new URL(url).port;
+      const rebound = await new Promise<number>((resolve) => {
+        const r = http2.request(
+          { host: "127.0.0.1", port, method: "POST", path: "/", headers: { host: `evil.example:${port}`, authorization: `Bearer ${token}` } },
+          (res) => resolve(res.statusCode!),
+        );
+        r.end(body);
+      });
+      expect(rebound).toBe(403);
+      const client = new Client({ name: "http-test", version: "1" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      const r = (await client.callTool({ name: "position", arguments: {} })) as Result;
+      expect(r.structuredContent.address).toBe(agent.address);
+      const bad = (await client.callTool({ name: "borrow", arguments: { amount: -5 } })) as Result;
+      expect(bad.structuredContent.error).toBe("invalid_request");
+      await client.close();
+    } finally {
+      c.kill("SIGTERM");
+    }
+  }, 60_000);
 
   it("the key is absent from every JSON-RPC message, the server's stderr and the audit log", async () => {
     const audit = fs.readFileSync(path.join(dataDir, "agent", "audit.jsonl"), "utf8");

@@ -6,11 +6,15 @@ import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import { AuditLog } from "../audit-log";
 import { loadPolicy } from "../policy";
 import { signerMcpFactory } from "../mcp/server";
+import { randomBytes } from "node:crypto";
+import { serveMcpHttp } from "../mcp/http";
 import { agentFrom, type CommandContext } from "./agent-commands";
+import { UsageError } from "./args";
+import { out } from "./io";
 
 export const SIGNER_MCP_VERSION = "0.1.0";
 
-export async function mcp({ cfg, log }: CommandContext): Promise<number> {
+export async function mcp({ cfg, flags, log }: CommandContext): Promise<number> {
   const agent = await agentFrom(cfg, log);
   const factory = signerMcpFactory({
     agent,
@@ -21,6 +25,16 @@ export async function mcp({ cfg, log }: CommandContext): Promise<number> {
     x402SessionDir: cfg.x402SessionDir,
     version: SIGNER_MCP_VERSION,
   });
+  if (flags.http) {
+    const port = flags.port === undefined ? 4031 : Number(flags.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65_535 || !/^\d+$/.test(String(flags.port ?? "4031")))
+      throw new UsageError("mcp", `--port "${String(flags.port)}" is not a port: a whole number from 0 to 65535`);
+    const token = cfg.serveToken ?? randomBytes(24).toString("base64url");
+    const server = await serveMcpHttp(factory, { port, token, onerror: (err) => log(`mcp: ${err.message.split("\n")[0]}`) });
+    const bound = (server.address() as { port: number }).port;
+    out(`MCP endpoint on http://127.0.0.1:${bound}/ for ${agent.address}${cfg.serveToken ? "" : `; token ${token}`}`);
+    await new Promise(() => undefined);
+  }
   log(`MCP server on stdio for ${agent.address} (gateway ${cfg.gatewayUrl})`);
   await new Promise<void>((resolve) => {
     serveStdio(factory, { onerror: (err) => log(`mcp: ${err.message.split("\n")[0]}`) });

@@ -296,7 +296,12 @@ export const COMMANDS: CommandSpec[] = [
     about:
       "the signer agent as an MCP server on stdio (protocol 2026-07-28 and 2025-11-25) for an LLM host: position, preview, each action, x402 budget, audit log",
     args: [],
-    flags: [BEARER, X402_SCHEME],
+    flags: [
+      { name: "http", about: "serve on a loopback HTTP port instead, guarded by SIGNER_SERVE_TOKEN (as serve), Host and Origin checked" },
+      { name: "port", value: "<port>", about: "with --http: the port on 127.0.0.1 (default 4031)" },
+      BEARER,
+      X402_SCHEME,
+    ],
     details: [
       "stdout carries only MCP messages; progress goes to stderr. The key never appears in a tool's input, output or log.",
       "policy.json's confirm_above_usdc and confirm_actions make an action ask the person through the host first (docs/SIGNER-AGENT.md).",
