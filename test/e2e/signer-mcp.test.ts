@@ -210,7 +210,7 @@ describe("signer-agent mcp on stdio against npm start's stack", () => {
     const no = (await client.callTool({ name: "deposit", arguments: { amount: "2000" } })) as Result;
     expect(no.isError).toBe(true);
     expect(no.structuredContent.error).toBe("declined");
-    expect(asked.at(-1)).toContain("deposit of 2000 USDC, because 2000 USDC is above the policy's confirm_above_usdc of 1000.");
+    expect(asked.at(-1)).toContain("sign a deposit of 2000 USDC, because 2000 USDC is above the policy's confirm_above_usdc of 1000.");
     expect(asked.at(-1)).toMatch(/The gateway estimates: fee 40 USDC, LTV [\d.]+% before, [\d.]+% after\./);
     expect(await nonce()).toBe(n);
 
@@ -219,6 +219,22 @@ describe("signer-agent mcp on stdio against npm start's stack", () => {
     await mute.close();
     expect(refused.structuredContent).toMatchObject({ error: "confirmation_unavailable" });
     expect(refused.structuredContent.message).toContain("declared no elicitation");
+    expect(await nonce()).toBe(n);
+
+    // what the gateway's preview refuses is refused without troubling the person
+    const before = asked.length;
+    const overAsk = (await client.callTool({ name: "borrow", arguments: { amount: "100000" } })) as Result;
+    expect(overAsk.structuredContent).toMatchObject({ error: "refused", stage: "gateway", gateway_error: "ltv_limit_exceeded" });
+    expect(asked.length).toBe(before);
+    // a forged yes: a request state this server never minted, with an accepted answer, signs nothing and asks nobody
+    const forged = (await client.callTool({
+      name: "deposit",
+      arguments: { amount: "2000" },
+      requestState: "forged-state",
+      inputResponses: { confirm: { action: "accept", content: { confirm: true } } },
+    } as never)) as Result;
+    expect(forged.structuredContent).toMatchObject({ error: "invalid_request" });
+    expect(asked.length).toBe(before);
     expect(await nonce()).toBe(n);
 
     answer = true;
@@ -241,7 +257,7 @@ describe("signer-agent mcp on stdio against npm start's stack", () => {
     t.stderr?.on("data", (d) => traffic.push(String(d)));
     const r = (await legacy.callTool({ name: "borrow", arguments: { amount: "1100" } })) as Result;
     await legacy.close();
-    expect(seen.at(-1)).toContain("borrow of 1100 USDC");
+    expect(seen.at(-1)).toContain("sign a borrow of 1100 USDC");
     expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
     expect(r.structuredContent).toMatchObject({ action: "borrow", confirmed_by_user: true });
   }, 180_000);

@@ -97,8 +97,13 @@ function needsConfirmation(policy: Policy, action: TreasuryAction, amount: strin
  * signature and pays nothing): the action and amount, the gateway's estimate (fee, LTV before and after), and what
  * the signer agent will check of the calldata before it signs.
  */
-async function summaryOf(o: SignerMcpOptions, action: TreasuryAction, amount: string, extra: Record<string, unknown>, why: string): Promise<string> {
-  const d = declarationOf(action);
+async function summaryOf(
+  o: SignerMcpOptions,
+  action: TreasuryAction,
+  amount: string,
+  extra: Record<string, unknown>,
+  why: string,
+): Promise<{ refused: CallToolResult } | { message: string }> {
   let estimate = "";
   if (action !== "exit") {
     const p = await o.agent.position();
@@ -109,16 +114,27 @@ async function summaryOf(o: SignerMcpOptions, action: TreasuryAction, amount: st
       body: JSON.stringify({ action, amount: Number(amount), current_ltv: current }),
     }).catch(() => null);
     const b = (await res?.json().catch(() => null)) as Record<string, unknown> | null;
-    estimate =
-      res?.ok && b ? ` The gateway estimates: fee ${String(b.service_fee_usdc)} USDC, LTV ${String(b.ltv_before)}% before, ${String(b.ltv_after)}% after.` : "";
+    // what the gateway would refuse is refused here, without troubling the person
+    if (res && !res.ok && typeof b?.error === "string" && res.status < 500)
+      return {
+        refused: toolError("refused", `refused at gateway (its preview): ${String(b.message ?? b.error)}; nothing was asked of the person or signed`, {
+          stage: "gateway",
+          gateway_error: b.error,
+          ...(b.safe_amount !== undefined ? { safe_amount: b.safe_amount } : {}),
+        }),
+      };
+    if (res?.ok && b)
+      estimate = ` The gateway estimates: fee ${String(b.service_fee_usdc)} USDC, LTV ${String(b.ltv_before)}% before, ${String(b.ltv_after)}% after.`;
   }
   const flags = Object.entries(extra).map(([k, v]) => (v === true ? k : `${k} ${String(v)}`));
   const unit = ACTIONS.find((u) => u.name === action)?.amount === "amount" ? String(extra.asset ?? "usdc").toUpperCase() : "USDC";
-  return [
-    `The signer agent ${o.agent.address} is asked to ${d.route.summary.toLowerCase()}: ${action}${action === "exit" ? "" : ` of ${amount} ${unit}`}${flags.length ? ` (${flags.join(", ")})` : ""}, because ${why}.${estimate}`,
-    `If you say yes it asks the gateway for the transactions, signs only calls whose decoded calldata is exactly this ${action} for this wallet within the policy (its contracts, caps, fee at most ${(o.policy.max_fee_bps ?? 200) / 100}%), preflights each on the fork, and sends them.`,
-    "Sign and send it?",
-  ].join("\n");
+  return {
+    message: [
+      `The signer agent ${o.agent.address} is asked to sign a ${action}${action === "exit" ? "" : ` of ${amount} ${unit}`}${flags.length ? ` (${flags.join(", ")})` : ""}, because ${why}.${estimate}`,
+      `On a yes it asks the gateway for the transactions, signs only calls whose decoded calldata is exactly this ${action} for this wallet within the policy (its contracts, caps, fee at most ${(o.policy.max_fee_bps ?? 200) / 100}%), preflights each on the fork, and sends them.`,
+      "Sign and send it?",
+    ].join("\n"),
+  };
 }
 
 /** whether the host can ask its user: the request's declared capabilities (2026-07-28) or the initialize's (2025-11-25) */
@@ -290,7 +306,9 @@ async function runAction(
       `refused: ${why}, so a person must say yes first, and this MCP host declared no elicitation to ask them; nothing was signed. Use a host that can ask, or the CLI (signer-agent run).`,
     );
   }
-  const message = await summaryOf(o, action, amount, extra, why);
+  const summary = await summaryOf(o, action, amount, extra, why);
+  if ("refused" in summary) return summary.refused;
+  const { message } = summary;
   const id = randomBytes(24).toString("base64url");
   pending.set(id, { tool: action, args: key, expires: Date.now() + 10 * 60_000 });
   return inputRequired({
