@@ -273,6 +273,25 @@ describe("signer-agent mcp on stdio against npm start's stack", () => {
     expect(r.structuredContent.position_after).toMatchObject({ debt_usd: "0" });
   }, 240_000);
 
+  it("preview, x402_budget and audit_log read what the loop did; an unknown tool is a protocol error and the server lives on", async () => {
+    const pv = (await client.callTool({ name: "preview", arguments: { action: "deposit", amount: "500" } })) as Result;
+    expect(pv.isError, JSON.stringify(pv.content)).toBeFalsy();
+    expect(pv.structuredContent.preview).toMatchObject({ object: "action_preview", service_fee_usdc: 10 });
+    const budget = (await client.callTool({ name: "x402_budget", arguments: {} })) as Result;
+    expect(budget.structuredContent).toMatchObject({ scheme: "exact", confirm_above_usdc: "1000", confirm_actions: [] });
+    // every upward action paid its x402 price, within the day's budget
+    expect(Number(budget.structuredContent.spent_today_usdc)).toBeGreaterThan(0);
+    expect(Number(budget.structuredContent.spent_today_usdc) + Number(budget.structuredContent.left_today_usdc)).toBe(
+      Number(budget.structuredContent.daily_budget_usdc),
+    );
+    const log = (await client.callTool({ name: "audit_log", arguments: { limit: 500 } })) as Result;
+    const events = (log.structuredContent.entries as { event: string; reason?: string }[]).map((e) => e.event);
+    expect(events).toEqual(expect.arrayContaining(["x402_payment", "signed", "relayed", "executed", "refused"]));
+    expect(log.structuredContent.entries.some((e: { reason?: string }) => /declined by the person asked/.test(e.reason ?? ""))).toBe(true);
+    await expect(client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toThrow(/no_such_tool not found/);
+    expect(((await client.callTool({ name: "position", arguments: {} })) as Result).isError).toBeFalsy();
+  });
+
   it("--http: loopback only, the bearer token, Host and Origin checked; the SDK 2 client reads the position over it", async () => {
     const token = "a-long-local-token-for-this-test";
     const c = spawn(process.execPath, [path.join(ROOT, "signer-agent/bin/signer-agent.mjs"), "mcp", "--http", "--port", "0"], {
