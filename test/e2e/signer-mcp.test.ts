@@ -21,6 +21,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import http2 from "node:http";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as LegacyStdio } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport as LegacyHttp } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { createPublicClient, http, toHex } from "viem";
 import { base } from "viem/chains";
@@ -320,15 +321,39 @@ describe("signer-agent mcp on stdio against npm start's stack", () => {
         r.end(body);
       });
       expect(rebound).toBe(403);
-      const client = new Client({ name: "http-test", version: "1" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+      const client = new Client(
+        { name: "http-test", version: "1" },
+        { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+      );
+      const seen: string[] = [];
+      client.setRequestHandler("elicitation/create", async (req: any) => {
+        seen.push(req.params.message);
+        return { action: "accept", content: { confirm: true } };
+      });
       await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
       const r = (await client.callTool({ name: "position", arguments: {} })) as Result;
       expect(r.structuredContent.address).toBe(agent.address);
       const bad = (await client.callTool({ name: "borrow", arguments: { amount: -5 } })) as Result;
       expect(bad.structuredContent.error).toBe("invalid_request");
+      // each HTTP request is its own: the answer to the ask comes on another request, to the state minted on the first
+      const aBefore = await balanceOf(A.USDC.A_TOKEN);
+      const asked = (await client.callTool({ name: "deposit", arguments: { amount: "1500" } })) as Result;
+      expect(seen.at(-1)).toContain("sign a deposit of 1500 USDC");
+      expect(asked.isError, JSON.stringify(asked.content)).toBeFalsy();
+      expect(await balanceOf(A.USDC.A_TOKEN)).toBeGreaterThanOrEqual(aBefore + 1_470_000_000n - 1n);
       await client.close();
+      // 2025-11-25 over HTTP is stateless: the host cannot be asked, so the large action is refused, saying why
+      const legacy = new LegacyClient({ name: "legacy-http", version: "1" }, { capabilities: { elicitation: {} } });
+      await legacy.connect(new LegacyHttp(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      const n = await nonce();
+      const refused = (await legacy.callTool({ name: "deposit", arguments: { amount: "1500" } })) as Result;
+      expect(refused.structuredContent).toMatchObject({ error: "confirmation_unavailable" });
+      expect(((await legacy.callTool({ name: "position", arguments: {} })) as Result).structuredContent.address).toBe(agent.address);
+      expect(await nonce()).toBe(n);
+      await legacy.close();
     } finally {
       c.kill("SIGTERM");
+      traffic.push(out);
     }
   }, 60_000);
 

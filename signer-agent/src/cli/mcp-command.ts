@@ -15,6 +15,7 @@ import { out } from "./io";
 export const SIGNER_MCP_VERSION = "0.1.0";
 
 export async function mcp({ cfg, flags, log }: CommandContext): Promise<number> {
+  if (flags.port !== undefined && !flags.http) throw new UsageError("mcp", "--port is for --http: without it the server speaks on stdio");
   const agent = await agentFrom(cfg, log);
   const factory = signerMcpFactory({
     agent,
