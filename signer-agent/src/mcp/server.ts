@@ -24,7 +24,8 @@ import { checkStep, type Policy } from "../policy";
 import { describeCall } from "../envelope";
 import { ExecutedByService, RefusedError, SignerAgentError } from "../errors";
 import { positionDocument } from "../position";
-import { ACTIONS, ActionOutput, actionDescription, actionInput, AuditOutput, BudgetOutput, PositionOutput, PreviewOutput, READ_TOOLS } from "./tools";
+import { ACTION_USAGES } from "../cli/actions";
+import { ActionOutput, actionDescription, actionInput, AuditOutput, BudgetOutput, PositionOutput, PreviewOutput, READ_TOOLS } from "./tools";
 
 export const SIGNER_MCP_NAME = "signer-agent";
 
@@ -45,10 +46,11 @@ export function toolError(error: string, message: string, fields: Record<string,
   return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
 }
 
-const ok = (doc: Record<string, unknown>): CallToolResult => ({
-  content: [{ type: "text", text: JSON.stringify(doc, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) }],
-  structuredContent: JSON.parse(JSON.stringify(doc, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))) as Record<string, unknown>,
-});
+/** a tool's answer: its document as structuredContent and as the text (exact integers, bigint, as decimal strings) */
+function ok(doc: Record<string, unknown>): CallToolResult {
+  const text = JSON.stringify(doc, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+  return { content: [{ type: "text", text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
+}
 
 /** a failure as the typed error an LLM reads: a refusal with its stage, the agent's own codes, else internal_error */
 function errorResult(err: unknown): CallToolResult {
@@ -72,6 +74,9 @@ interface Pending {
   expires: number;
 }
 
+/** the most asks waiting for an answer at once (the oldest goes first) */
+const MAX_PENDING = 64;
+
 const CONFIRM_SCHEMA = {
   type: "object" as const,
   properties: { confirm: { type: "boolean" as const, title: "Sign and send it", description: "true only if the person says yes to exactly this" } },
@@ -82,6 +87,22 @@ const CONFIRM_SCHEMA = {
 export function signerMcpFactory(o: SignerMcpOptions): () => McpServer {
   const pending = new Map<string, Pending>();
   return () => buildSignerMcpServer(o, pending);
+}
+
+/** the gateway's public preview of an action from the wallet's current LTV (read on the chain): its status, its answer, that LTV */
+async function gatewayPreview(
+  o: SignerMcpOptions,
+  action: string,
+  amount: string,
+): Promise<{ status: number; body: Record<string, unknown>; currentLtv: number }> {
+  const p = await o.agent.position();
+  const currentLtv = p && p.collateral_base > 0n ? Number((p.debt_base * 10_000n) / p.collateral_base) / 100 : 0;
+  const res = await fetch(`${o.gatewayUrl}/api/v1/public/preview`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ action, amount: Number(amount), current_ltv: currentLtv }),
+  });
+  return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown>, currentLtv };
 }
 
 /** why a person must say yes first, or null: the action is one the policy marks, or its USDC amount is above confirm_above_usdc */
@@ -106,16 +127,9 @@ async function summaryOf(
 ): Promise<{ refused: CallToolResult } | { message: string }> {
   let estimate = "";
   if (action !== "exit") {
-    const p = await o.agent.position();
-    const current = p && p.collateral_base > 0n ? Number((p.debt_base * 10_000n) / p.collateral_base) / 100 : 0;
-    const res = await fetch(`${o.gatewayUrl}/api/v1/public/preview`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ action, amount: Number(amount), current_ltv: current }),
-    }).catch(() => null);
-    const b = (await res?.json().catch(() => null)) as Record<string, unknown> | null;
+    const { status, body: b } = await gatewayPreview(o, action, amount).catch(() => ({ status: 0, body: {} as Record<string, unknown> }));
     // what the gateway would refuse is refused here, without troubling the person
-    if (res && !res.ok && typeof b?.error === "string" && res.status < 500)
+    if (status >= 400 && status < 500 && typeof b.error === "string")
       return {
         refused: toolError("refused", `refused at gateway (its preview): ${String(b.message ?? b.error)}; nothing was asked of the person or signed`, {
           stage: "gateway",
@@ -123,11 +137,11 @@ async function summaryOf(
           ...(b.safe_amount !== undefined ? { safe_amount: b.safe_amount } : {}),
         }),
       };
-    if (res?.ok && b)
+    if (status === 200)
       estimate = ` The gateway estimates: fee ${String(b.service_fee_usdc)} USDC, LTV ${String(b.ltv_before)}% before, ${String(b.ltv_after)}% after.`;
   }
   const flags = Object.entries(extra).map(([k, v]) => (v === true ? k : `${k} ${String(v)}`));
-  const unit = ACTIONS.find((u) => u.name === action)?.amount === "amount" ? String(extra.asset ?? "usdc").toUpperCase() : "USDC";
+  const unit = ACTION_USAGES.find((u) => u.name === action)?.amount === "amount" ? String(extra.asset ?? "usdc").toUpperCase() : "USDC";
   return {
     message: [
       `The signer agent ${o.agent.address} is asked to sign a ${action}${action === "exit" ? "" : ` of ${amount} ${unit}`}${flags.length ? ` (${flags.join(", ")})` : ""}, because ${why}.${estimate}`,
@@ -179,7 +193,7 @@ function buildSignerMcpServer(o: SignerMcpOptions, pending: Map<string, Pending>
     }),
   );
 
-  const previewable = ACTIONS.filter((u) => u.amount).map((u) => u.name) as [string, ...string[]];
+  const previewable = ACTION_USAGES.filter((u) => u.amount).map((u) => u.name) as [string, ...string[]];
   server.registerTool(
     "preview",
     {
@@ -197,16 +211,9 @@ function buildSignerMcpServer(o: SignerMcpOptions, pending: Map<string, Pending>
       annotations: { title: READ_TOOLS.preview.title, ...read },
     },
     guarded(async ({ action, amount }: { action: string; amount: string }) => {
-      const p = await o.agent.position();
-      const current = p && p.collateral_base > 0n ? Number((p.debt_base * 10_000n) / p.collateral_base) / 100 : 0;
-      const res = await fetch(`${o.gatewayUrl}/api/v1/public/preview`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ action, amount: Number(amount), current_ltv: current }),
-      });
-      const body = (await res.json()) as Record<string, unknown>;
-      if (!res.ok) return toolError(String(body.error ?? "gateway_refused"), String(body.message ?? res.status), { ...body, http_status: res.status });
-      return ok({ preview: body, current_ltv: current });
+      const { status, body, currentLtv } = await gatewayPreview(o, action, amount);
+      if (status !== 200) return toolError(String(body.error ?? "gateway_refused"), String(body.message ?? status), { ...body, http_status: status });
+      return ok({ preview: body, current_ltv: currentLtv });
     }),
   );
 
@@ -253,7 +260,7 @@ function buildSignerMcpServer(o: SignerMcpOptions, pending: Map<string, Pending>
     }),
   );
 
-  for (const u of ACTIONS) {
+  for (const u of ACTION_USAGES) {
     const d = declarationOf(u.name);
     server.registerTool(
       u.name,
@@ -296,7 +303,7 @@ async function runAction(
     }
     return await run(o, action, amount, extra, true);
   }
-  const inUsdc = ACTIONS.find((u) => u.name === action)?.amount === "amount_usdc" || String(extra.asset ?? "usdc") === "usdc";
+  const inUsdc = ACTION_USAGES.find((u) => u.name === action)?.amount === "amount_usdc" || String(extra.asset ?? "usdc") === "usdc";
   const why = needsConfirmation(o.policy, action, amount, inUsdc);
   if (!why) return await run(o, action, amount, extra, false);
   if (!canAsk(server, ctx)) {
@@ -310,6 +317,9 @@ async function runAction(
   if ("refused" in summary) return summary.refused;
   const { message } = summary;
   const id = randomBytes(24).toString("base64url");
+  // what is no longer answerable goes; a host cannot pile up more than MAX_PENDING asks
+  for (const [k, v] of pending) if (v.expires < Date.now()) pending.delete(k);
+  if (pending.size >= MAX_PENDING) pending.delete(pending.keys().next().value!);
   pending.set(id, { tool: action, args: key, expires: Date.now() + 10 * 60_000 });
   return inputRequired({
     requestState: id,

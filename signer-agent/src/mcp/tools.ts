@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { declarationOf, type TreasuryAction } from "@treasury/core/actions";
-import { ACTION_USAGES, type ActionUsage } from "../cli/actions";
+import type { ActionUsage } from "../cli/actions";
 
 /** an amount as decimal text, exact: digits and at most one point, at most 6 decimals */
 export const DECIMAL = /^\d+(\.\d{1,6})?$/;
@@ -83,9 +83,6 @@ export const AuditOutput = z.object({ entries: z.array(z.record(z.string(), z.un
 
 export const PreviewOutput = z.object({ preview: z.record(z.string(), z.unknown()).describe("the gateway's action_preview answer"), current_ltv: z.number() });
 
-export const ErrorShape =
-  "a tool error's structuredContent is { error, message, request_id } (error: a code such as invalid_request, refused, declined, confirmation_unavailable)";
-
 const COST =
   "Costs: the gateway's x402 price for the request (paid by the signer agent within its policy's price cap and daily x402 budget, or free with a bearer key; a downward leg signs in instead of paying), the 2% service fee in the envelope where the action has one, and gas on the chain.";
 const REFUSES =
@@ -96,8 +93,6 @@ export function actionDescription(action: TreasuryAction): string {
   const d = declarationOf(action);
   return `${d.route.summary}. Runs the whole loop with the signer agent's own key: asks the gateway for the envelope, checks every step against the policy on its decoded calldata, preflights it on the fork, signs, relays and reads the result back; returns the receipts and the position after. The key never leaves the signer agent. ${COST} ${REFUSES}`;
 }
-
-export const ACTIONS = ACTION_USAGES;
 
 export const READ_TOOLS = {
   position: {
