@@ -28,6 +28,7 @@ const COMMANDS: Record<string, () => Promise<(ctx: CommandContext) => Promise<nu
   balance: async () => (await import("./cli/agent-commands")).balance,
   run: async () => (await import("./cli/agent-commands")).run,
   serve: async () => (await import("./cli/agent-commands")).serve,
+  mcp: async () => (await import("./cli/mcp-command")).mcp,
   where: async () => (await import("./cli/agent-commands")).where,
   register: async () => (await import("./cli/treasury-commands")).register,
   relay: async () => (await import("./cli/treasury-commands")).relay,

@@ -10,7 +10,7 @@ import { AAVE_POOL_ABI } from "@treasury/core/contracts/aave-pool";
 import { AAVE_MARKETS, CHAINS, TREASURY_CHAINS } from "@treasury/core/contracts/chains";
 import { ERC20_ABI } from "@treasury/core/contracts/erc20";
 import { SWAP_ROUTER_02_ABI, swapRouter02 } from "@treasury/core/contracts/uniswap";
-import { declarationOf, DECLARED, type TreasuryAction } from "@treasury/core/actions";
+import { declarationOf, DECLARED, TREASURY_ACTIONS, type TreasuryAction } from "@treasury/core/actions";
 import { PolicyRefusal, signerRuleContext, type DecodedCall, type SignerIntent } from "@treasury/core/actions/signer-rule";
 import { formatDecimal, isExactUsdc, parseUsdc } from "@treasury/core/domain/money";
 
@@ -34,6 +34,10 @@ export const PolicySchema = z
     max_fee_bps: z.number().int().min(0).max(1000).optional(),
     /** the most a swap may give up under the signer's own quote (the pool's, asked with its own RPC), basis points */
     max_slippage_bps: z.number().int().min(0).max(1000).optional(),
+    /** `signer-agent mcp`: an action of more than this (USDC) asks a person first, through the MCP host */
+    confirm_above_usdc: z.number().nonnegative().optional(),
+    /** `signer-agent mcp`: the actions that always ask a person first */
+    confirm_actions: z.array(z.enum(TREASURY_ACTIONS as unknown as [TreasuryAction, ...TreasuryAction[]])).optional(),
   })
   .superRefine((p, ctx) => {
     for (const k of ["per_transaction_cap_usdc", "daily_cap_usdc", "x402_max_price_usdc", "x402_daily_budget_usdc"] as const) {

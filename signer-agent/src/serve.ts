@@ -9,7 +9,8 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import type { SignerAgent } from "./agent";
 import { RefusedError, SignerAgentError } from "./errors";
 
-const same = (a: string, b: string) => timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
+/** a token compared in constant time (its hash, so lengths do not show) */
+export const sameToken = (a: string, b: string) => timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
 
 export function serveAgent(agent: SignerAgent, opts: { port: number; token: string }): Promise<http.Server> {
   const server = http.createServer((req, res) => {
@@ -19,7 +20,7 @@ export function serveAgent(agent: SignerAgent, opts: { port: number; token: stri
       res.end(JSON.stringify(body, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
     };
     const auth = req.headers.authorization ?? "";
-    if (!auth.startsWith("Bearer ") || !same(auth.slice(7), opts.token))
+    if (!auth.startsWith("Bearer ") || !sameToken(auth.slice(7), opts.token))
       return reply(401, { error: "unauthorized", message: "signer token missing or invalid" });
     if (req.method !== "POST") return reply(405, { error: "method_not_allowed", message: "POST only" });
     let raw = "";

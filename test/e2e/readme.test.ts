@@ -92,6 +92,18 @@ const EXPECTED: { file: string; has: string; prints: (string | RegExp)[] }[] = [
     prints: [/^\d+ tools$/m, "object: 'health_state'", "ltv: 40", "isError: true {", "error: 'ltv_limit_exceeded'", "safe_amount: 12000", "http_status: 403"],
   },
   {
+    file: "docs/SIGNER-AGENT.md",
+    has: "@modelcontextprotocol/client/stdio",
+    prints: [
+      /^11 tools$/m,
+      "3 receipts, the last confirmed",
+      "gateway_error: 'ltv_limit_exceeded'",
+      "is asked to sign a deposit of 5000 USDC, because 5000 USDC is above the policy's confirm_above_usdc of 1000",
+      "error: 'declined'",
+      "address: '0x90F79bf6EB2c4f870365E785982E1f101E93b906'",
+    ],
+  },
+  {
     file: "docs/OPERATOR.md",
     has: "npx signer-agent operator create-safe",
     prints: [

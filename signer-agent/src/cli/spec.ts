@@ -292,6 +292,24 @@ export const COMMANDS: CommandSpec[] = [
     examples: ["SIGNER_SERVE_TOKEN=a-long-local-token signer-agent serve --port 4030"],
   },
   {
+    name: "mcp",
+    about:
+      "the signer agent as an MCP server on stdio (protocol 2026-07-28 and 2025-11-25) for an LLM host: position, preview, each action, x402 budget, audit log",
+    args: [],
+    flags: [
+      { name: "http", about: "serve on a loopback HTTP port instead, guarded by SIGNER_SERVE_TOKEN (as serve), Host and Origin checked" },
+      { name: "port", value: "<port>", about: "with --http: the port on 127.0.0.1 (default 4031)" },
+      BEARER,
+      X402_SCHEME,
+    ],
+    details: [
+      "stdout carries only MCP messages; progress goes to stderr. The key never appears in a tool's input, output or log.",
+      "policy.json's confirm_above_usdc and confirm_actions make an action ask the person through the host first (docs/SIGNER-AGENT.md).",
+    ],
+    prints: "nothing but MCP messages on stdout; runs until the host closes stdin",
+    examples: ["SIGNER_PASSPHRASE=... signer-agent mcp"],
+  },
+  {
     name: "where",
     about: "a URL of the running local stack (its stack file), else the default",
     args: [{ name: "what", about: "gateway (default), rpc, x402-rpc or facilitator", optional: true, choices: ["gateway", "rpc", "x402-rpc", "facilitator"] }],
