@@ -113,10 +113,10 @@ function recorded<T extends { send: (m: any, o?: any) => Promise<void>; stderr: 
   return t;
 }
 
-async function modernClient(o: { canAsk: boolean }) {
+async function modernClient(o: { canAsk: boolean; capabilities?: Record<string, unknown> }) {
   const client = new Client(
     { name: "signer-mcp-test", version: "1" },
-    { capabilities: o.canAsk ? { elicitation: { form: {} } } : {}, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    { capabilities: o.capabilities ?? (o.canAsk ? { elicitation: { form: {} } } : {}), versionNegotiation: { mode: { pin: "2026-07-28" } } },
   );
   if (o.canAsk)
     client.setRequestHandler("elicitation/create", async (req: any) => {
@@ -220,6 +220,11 @@ describe("signer-agent mcp on stdio against npm start's stack", () => {
     await mute.close();
     expect(refused.structuredContent).toMatchObject({ error: "confirmation_unavailable" });
     expect(refused.structuredContent.message).toContain("declared no elicitation");
+    // a host that can only send the user to a URL cannot ask a form question either
+    const urlOnly = await modernClient({ canAsk: false, capabilities: { elicitation: { url: {} } } });
+    const refusedToo = (await urlOnly.callTool({ name: "deposit", arguments: { amount: "2000" } })) as Result;
+    await urlOnly.close();
+    expect(refusedToo.structuredContent).toMatchObject({ error: "confirmation_unavailable" });
     expect(await nonce()).toBe(n);
 
     // what the gateway's preview refuses is refused without troubling the person

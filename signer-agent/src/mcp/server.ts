@@ -151,12 +151,15 @@ async function summaryOf(
   };
 }
 
-/** whether the host can ask its user: the request's declared capabilities (2026-07-28) or the initialize's (2025-11-25) */
+/**
+ * Whether the host can ask its user a form question: the request's declared capabilities (2026-07-28) or the
+ * initialize's (2025-11-25); an empty elicitation capability means form, one of URLs only does not.
+ */
 function canAsk(server: McpServer, ctx: ServerContext): boolean {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
   const modern = envelope?.["io.modelcontextprotocol/clientCapabilities"] as { elicitation?: unknown } | undefined;
-  const caps = modern ?? server.server.getClientCapabilities();
-  return Boolean(caps?.elicitation);
+  const e = (modern ?? server.server.getClientCapabilities())?.elicitation as { form?: unknown; url?: unknown } | undefined;
+  return e !== undefined && (e.form !== undefined || e.url === undefined);
 }
 
 function buildSignerMcpServer(o: SignerMcpOptions, pending: Map<string, Pending>): McpServer {
@@ -169,8 +172,9 @@ function buildSignerMcpServer(o: SignerMcpOptions, pending: Map<string, Pending>
         "the action tools (deposit, convert, borrow, repay, withdraw, sell, exit) sign and send real transactions. Amounts are decimal text in the unit each tool states.",
     },
   );
-  // arguments the input schema refuses: the typed error body, never bare text
-  (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message) => toolError("invalid_request", message);
+  // arguments the input schema refuses: the typed error body, never bare text (an answer its own output schema refuses is this server's fault)
+  (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message) =>
+    toolError(/^Output validation error/.test(message) ? "internal_error" : "invalid_request", message);
 
   const guarded =
     <A>(fn: (args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
