@@ -88,7 +88,7 @@ const EXPECTED: { file: string; has: string; prints: (string | RegExp)[] }[] = [
   { file: "docs/API.md", has: '"method":"tools/list"', prints: ['"tools":[', '"name":"prepare_deposit"'] },
   {
     file: "docs/API.md",
-    has: "@modelcontextprotocol/sdk/client",
+    has: "@modelcontextprotocol/client",
     prints: [/^\d+ tools$/m, "object: 'health_state'", "ltv: 40", "isError: true {", "error: 'ltv_limit_exceeded'", "safe_amount: 12000", "http_status: 403"],
   },
   {
