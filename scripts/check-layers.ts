@@ -49,6 +49,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["schemas"], // the gateway's request/response schemas
   ["chain"], // the chain adapter: Safe transactions, signed transactions, the sandbox chain, landed checks
   ["store"], // the database contract, its two backends, migrations, one store per table group
+  ["events"], // where the event log goes out: webhook targets (SSRF guard), signed sending, the delivery worker
   ["config.ts"], // the process's configuration
   ["x402"], // x402 payments: matching, prices, bazaar, the facilitator and its client, the payment gate
   ["services"], // the rules that need state: the service context and every service

@@ -30,6 +30,7 @@ import { toolsOf, type ToolDefinition } from "./mcp/tools";
 import { actionRoutes } from "./routes/actions";
 import { delegationRoutes } from "./routes/delegation";
 import { receiptRoutes } from "./routes/receipts";
+import { eventRoutes } from "./routes/events";
 import { relayRoutes } from "./routes/relay";
 import { treasuryReadRoutes } from "./routes/treasury-reads";
 import { safeTransactionRoutes } from "./routes/safe-transactions";
@@ -177,6 +178,7 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   treasuryReadRoutes(kit, services);
   delegationRoutes(kit, services);
   receiptRoutes(kit, services.treasuries);
+  eventRoutes(kit, services.events);
   relayRoutes(kit, services.relay);
   safeTransactionRoutes(kit, services.safeTransactions);
   consoleRoutes(kit, services.consoleSessions, services.treasuries);

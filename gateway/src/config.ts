@@ -5,6 +5,7 @@
 import path from "node:path";
 import { TREASURY_CHAINS, type ChainKey, type TreasuryChain } from "@treasury/core/contracts/chains";
 import type { DatabaseLocation } from "./store/db";
+import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "./events/webhook-delivery";
 import { getAddress } from "viem";
 import { z } from "zod";
 
@@ -143,6 +144,15 @@ const envSchema = z.object({
   X402_SESSION_REDEEM_SECONDS: positiveInt(60),
   X402_SESSION_SYNC_SECONDS: positiveInt(30),
   AUTOMATION_ADDRESS: optionalAddress,
+  WEBHOOK_ALLOW_LOOPBACK: z.enum(["auto", "true", "false"]).optional().default("auto"),
+  WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === "" ? DEFAULT_RETRY_SCHEDULE_SECONDS.join(",") : v))
+    .pipe(z.string().regex(/^\d+(,\d+)*$/, "must be comma-separated waits in seconds"))
+    .transform((v) => v.split(",").map(Number)),
+  EVENTS_POLL_MS: positiveInt(1_000),
   FEE_RECIPIENT: z
     .string()
     .optional()
@@ -197,6 +207,12 @@ export interface Config {
   rpcUrls: Partial<Record<ChainKey, string>>;
   marketRatesTtlSeconds: number;
   rpcTimeoutMs: number;
+  /**
+   * Events (events/): webhook targets may be http to loopback (`auto`: when the gateway itself is bound to a
+   * loopback address, the local stack); a delivery's timeout; the waits between attempts (seconds); how often
+   * the delivery worker and the event streams look for events other instances wrote.
+   */
+  events: { allowLoopbackWebhooks: boolean; webhookTimeoutMs: number; webhookRetrySeconds: number[]; pollMs: number };
   /** address that receives service fees in wallet-mode envelopes */
   feeRecipient: `0x${string}`;
   /** the protection engine's automation address (its key is the engine's, never the gateway's) */
@@ -259,6 +275,8 @@ function sessionConfig(e: z.infer<typeof envSchema>): SessionConfig | undefined 
   };
 }
 
+const isLoopbackHost = (host: string): boolean => host === "localhost" || host === "::1" || /^127\./.test(host);
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
@@ -290,6 +308,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rpcUrls: { ethereum: e.ETHEREUM_RPC_URL, arbitrum: e.ARBITRUM_RPC_URL, base: e.BASE_RPC_URL },
     marketRatesTtlSeconds: e.MARKET_RATES_TTL_SECONDS,
     rpcTimeoutMs: e.RPC_TIMEOUT_MS,
+    events: {
+      allowLoopbackWebhooks: e.WEBHOOK_ALLOW_LOOPBACK === "auto" ? isLoopbackHost(e.HOST) : e.WEBHOOK_ALLOW_LOOPBACK === "true",
+      webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      webhookRetrySeconds: e.WEBHOOK_RETRY_SCHEDULE,
+      pollMs: e.EVENTS_POLL_MS,
+    },
     feeRecipient: e.FEE_RECIPIENT as `0x${string}`,
     automationAddress: e.AUTOMATION_ADDRESS ? getAddress(e.AUTOMATION_ADDRESS.toLowerCase()) : undefined,
     x402: {

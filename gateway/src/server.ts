@@ -14,6 +14,10 @@ import { startSweeper } from "./store/retention";
 import { HEARTBEAT_MS } from "./store/instance-store";
 import { INSTANCE_ID } from "./store/lease";
 import { loadReceiptSigningKey } from "./x402/receipts/receipt-key";
+import { WebhookDelivery } from "./events/webhook-delivery";
+
+/** how often the envelope deadline watch looks (envelope.expiring is written 2 minutes ahead) */
+const DEADLINE_SWEEP_MS = 5_000;
 
 export interface RunningGateway {
   url: string;
@@ -72,6 +76,28 @@ export async function startGateway(opts: {
   const redeemer = gateway.services.payments.redeemer;
   redeemer?.start(1_000, (err) => opts.logger.warn({ err }, "session redemption failed"));
 
+  // webhooks: every instance delivers, each delivery claimed under a lease (events/webhook-delivery.ts)
+  const webhooks = new WebhookDelivery(
+    ctx.stores,
+    clock,
+    {
+      holder: INSTANCE_ID,
+      allowLoopback: opts.config.events.allowLoopbackWebhooks,
+      timeoutMs: opts.config.events.webhookTimeoutMs,
+      retryScheduleSeconds: opts.config.events.webhookRetrySeconds,
+      pollMs: opts.config.events.pollMs,
+      userAgent: "agent-treasury-gateway-webhooks/1",
+    },
+    (err) => opts.logger.warn({ err }, "webhook delivery pass failed"),
+  );
+  webhooks.start();
+  // envelopes about to expire, or expired with no relay to refuse them: their events (services/envelopes/lifecycle.ts)
+  const deadlines = setInterval(
+    () => void gateway.services.actions.envelopes.sweepDeadlines().catch((err: unknown) => opts.logger.warn({ err }, "envelope deadline sweep failed")),
+    DEADLINE_SWEEP_MS,
+  );
+  deadlines.unref();
+
   let closed = false;
   return {
     url,
@@ -81,6 +107,7 @@ export async function startGateway(opts: {
     close: async () => {
       if (closed) return;
       closed = true;
+      gateway.services.events.close(); // every event stream ends, so the server can close
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
@@ -88,6 +115,8 @@ export async function startGateway(opts: {
       });
       clearInterval(heartbeat);
       await redeemer?.stop();
+      clearInterval(deadlines);
+      await webhooks.stop();
       await stopSweeper();
       await db.close();
     },

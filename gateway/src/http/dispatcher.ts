@@ -23,6 +23,7 @@ export const exactRouter = (): Router => express.Router(ROUTER_OPTIONS);
 export interface RouteSink {
   get(path: string, handler: RequestHandler): unknown;
   post(path: string, handler: RequestHandler): unknown;
+  delete(path: string, handler: RequestHandler): unknown;
 }
 
 export class RouteDispatcher implements RouteSink {
@@ -37,6 +38,11 @@ export class RouteDispatcher implements RouteSink {
   post(path: string, handler: RequestHandler): void {
     this.add("POST", path, handler);
     this.router.post(path, handler);
+  }
+
+  delete(path: string, handler: RequestHandler): void {
+    this.add("DELETE", path, handler);
+    this.router.delete(path, handler);
   }
 
   private add(method: string, path: string, handler: RequestHandler): void {

@@ -25,6 +25,7 @@ export const HTTP_STATUS = {
   insufficient_collateral: 400,
   insufficient_debt: 400,
   no_debt: 400,
+  webhook_url_refused: 400,
   payload_too_large: 413,
   unsupported_media_type: 415,
   method_not_allowed: 405,

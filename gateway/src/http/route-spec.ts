@@ -15,7 +15,7 @@ import type { PaymentGate } from "../x402/payment-gate";
 import type { Meter, PriceList } from "../x402/prices";
 import type { PaidAnswers } from "../x402/receipts/paid-answers";
 
-export type Method = "get" | "post";
+export type Method = "get" | "post" | "delete";
 
 export interface HandlerContext<B, Q, P> {
   req: Request;
@@ -29,6 +29,11 @@ export interface HandlerResult {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /**
+   * An answer that is a stream (Server-Sent Events): written by `stream` once the request passed every stage
+   * (paid for, when it is paid), in place of `body`. It resolves when the stream ended.
+   */
+  stream?: (res: Response) => Promise<void>;
 }
 
 export interface ResponseSpec {

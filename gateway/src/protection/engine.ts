@@ -27,6 +27,7 @@
  * 2.12: 0.25 USD an action, 5 USD a month per treasury); every action in the fee audit trail with fee 0; only
  * delegations attached with the Safe's own signature, recorded on the treasury the Safe named.
  */
+import { ZoneWatch } from "./zone-watch";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { TreasuryChain } from "@treasury/core/contracts/chains";
@@ -87,6 +88,7 @@ export class ProtectionEngine {
   private readonly watches = new Map<TreasuryChain, ChainWatch>();
   /** acts running, by treasury: one at a time per Safe, none awaited by a pass */
   private readonly acts = new Map<string, Promise<TickResult>>();
+  private readonly zones: ZoneWatch;
   private passing = false;
   /** the shards this engine holds (its last renewal), and when it renewed them */
   private shardSet: Set<number> | undefined;
@@ -106,6 +108,7 @@ export class ProtectionEngine {
     this.delegations = new DelegationService(ctx, this.chain);
     this.parts = { ctx, chain: this.chain, recorder: new ExecutionRecorder(ctx), automation: privateKeyToAccount(opts.automationKey), engineId: this.id };
     this.actor = new TriggerActor(this.parts, opts, this.delegations, this.id);
+    this.zones = new ZoneWatch(ctx);
     for (const c of Object.keys(opts.rpcUrls) as TreasuryChain[]) if (this.chain.connected(c)) this.watches.set(c, new ChainWatch(c, this.chain.client(c)));
   }
 
@@ -189,6 +192,8 @@ export class ProtectionEngine {
       }
       // the console's chart: one write for the pass
       await this.ctx.stores.positionSamples.sampleMany(samples);
+      // a position that moved into another zone: its treasury's event
+      await this.zones.observe(samples);
       report.acting = this.acts.size;
       report.ms = Math.round(performance.now() - t0);
       return { ...report, results, running };

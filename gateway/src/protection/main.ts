@@ -41,6 +41,7 @@ const ctx = scope(
   "slots",
   "positionSamples",
   "automationNonces",
+  "events",
 );
 const shards = Number(process.env.PROTECTION_SHARDS ?? 64);
 const engine = new ProtectionEngine(ctx, { rpcUrls: onTreasuryChains(config.rpcUrls), automationKey: key, shards });

@@ -64,7 +64,7 @@ const EXEC_GAS_LIMIT = 3_000_000n;
 const RECEIPT_TIMEOUT_MS = 60_000;
 
 type Ctx = ServiceContext<
-  "apiKeys" | "automationNonces" | "envelopes" | "executions" | "fees" | "positionSamples" | "safeTransactions" | "slots" | "treasuries"
+  "apiKeys" | "automationNonces" | "envelopes" | "events" | "executions" | "fees" | "positionSamples" | "safeTransactions" | "slots" | "treasuries"
 >;
 
 export class SafeExecutor {
@@ -303,6 +303,12 @@ export class SafeExecutor {
         !(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "executed", txHash: receipt.transactionHash, gasUsd }, now.toISOString()))
       )
         throw new LostClaim("this Safe transaction", "executor");
+      await this.ctx.stores.events.append(
+        r.treasuryId,
+        "safe_transaction.executed",
+        { safe_transaction_id: r.id, status: "executed", tx_hash: receipt.transactionHash },
+        { now },
+      );
       await this.updateReceipt(r, {
         status: "completed",
         tx_hash: receipt.transactionHash,
@@ -343,6 +349,14 @@ export class SafeExecutor {
     await this.ctx.tx.transaction(async () => {
       if (!(await this.ctx.stores.safeTransactions.finish(r.id, this.holder, { status: "failed", failure: { error, message }, txHash, gasUsd }, now)))
         throw new LostClaim("this Safe transaction", "executor");
+      // a transaction that reached the chain and reverted was executed, and failed; one that never did is not an execution
+      if (txHash)
+        await this.ctx.stores.events.append(
+          r.treasuryId,
+          "safe_transaction.executed",
+          { safe_transaction_id: r.id, status: "failed", tx_hash: txHash },
+          { now: new Date(now) },
+        );
       await this.updateReceipt(r, {
         status: "failed",
         failure: { error, message },

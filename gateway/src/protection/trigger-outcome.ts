@@ -76,6 +76,31 @@ async function endClaim(
 ): Promise<void> {
   const { d, claim } = run;
   if (!(await ctx.stores.protectionClaims.finish(claim.treasuryId, claim.holder))) throw new LostClaim("this trigger", "engine");
+  const trigger = { health_before: claim.healthBefore, ltv_before: claim.ltvBefore };
+  // the record's event, in the transaction that writes the record
+  if (end.status === "executed") {
+    await ctx.stores.events.append(
+      d.treasuryId,
+      "protection.acted",
+      {
+        action_id: claim.actionId,
+        safe: d.safe,
+        trigger,
+        repaid_usdc: end.repayMicro === null ? null : formatDecimal(end.repayMicro, 6),
+        ltv_after: end.ltvAfter,
+        tx_hashes: landedHashes(run),
+        gas_usd: gasUsd(run, ethPrice),
+      },
+      { now: end.createdAt },
+    );
+  } else {
+    await ctx.stores.events.append(
+      d.treasuryId,
+      "protection.failed",
+      { action_id: claim.actionId, safe: d.safe, reason: end.reason ?? "failed", trigger },
+      { now: end.createdAt },
+    );
+  }
   await ctx.stores.delegations.recordAction({
     id: claim.actionId,
     treasuryId: d.treasuryId,

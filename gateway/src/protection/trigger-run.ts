@@ -22,7 +22,17 @@ export interface TickResult {
 
 /** the stores the engine is given */
 export type EngineContext = ServiceContext<
-  "apiKeys" | "automationNonces" | "delegations" | "engineShards" | "executions" | "fees" | "instances" | "positionSamples" | "protectionClaims" | "treasuries"
+  | "apiKeys"
+  | "automationNonces"
+  | "delegations"
+  | "engineShards"
+  | "events"
+  | "executions"
+  | "fees"
+  | "instances"
+  | "positionSamples"
+  | "protectionClaims"
+  | "treasuries"
 >;
 
 /** the engine's parts, handed to each stage */

@@ -36,7 +36,7 @@ export interface AccessRequestInput {
 }
 
 export class AccessRequestService {
-  constructor(private readonly ctx: ServiceContext<"accessRequests" | "apiKeys" | "outbox" | "treasuries">) {}
+  constructor(private readonly ctx: ServiceContext<"accessRequests" | "apiKeys" | "events" | "outbox" | "treasuries">) {}
 
   async submit(input: AccessRequestInput) {
     const now = this.ctx.clock.now().toISOString();
@@ -185,6 +185,10 @@ export class AccessRequestService {
         createdAt: nowIso,
         deliveredAt: null,
       });
+      // a treasury's log: a request bound to one (approved) tells it; a declined request has no treasury to tell
+      if (boundTreasury) {
+        await this.ctx.stores.events.append(boundTreasury, "access_request.status_changed", { access_request_id: id, status: outcome }, { now });
+      }
       return { treasuryId: boundTreasury };
     });
     return { ...(await this.adminView(await this.get(id))), live_key_issued: outcome === "approved", treasury_id: result.treasuryId };

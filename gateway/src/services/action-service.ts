@@ -57,7 +57,7 @@ const slotBusy = () =>
     { "Retry-After": "1" },
   );
 
-type Ctx = ServiceContext<"apiKeys" | "envelopes" | "executions" | "fees" | "safeTransactions" | "slots" | "treasuries">;
+type Ctx = ServiceContext<"apiKeys" | "envelopes" | "events" | "executions" | "fees" | "safeTransactions" | "slots" | "treasuries">;
 
 export class ActionService {
   readonly backing: TreasuryBacking;

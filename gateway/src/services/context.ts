@@ -16,6 +16,7 @@ import { ChannelStore } from "../store/channel-store";
 import { DelegationStore } from "../store/delegation-store";
 import { EngineShardStore } from "../store/engine-shard-store";
 import { EnvelopeStore } from "../store/envelope-store";
+import { EventStore } from "../store/event-store";
 import { ExecutionStore } from "../store/execution-store";
 import { FeeStore } from "../store/fee-store";
 import { IdempotencyStore } from "../store/idempotency-store";
@@ -28,6 +29,7 @@ import { SafeTransactionStore } from "../store/safe-transaction-store";
 import { SignedNonceStore } from "../store/signed-nonce-store";
 import { SlotStore } from "../store/slot-store";
 import { TreasuryStore } from "../store/treasury-store";
+import { WebhookStore } from "../store/webhook-store";
 
 export interface Stores {
   treasuries: TreasuryStore;
@@ -50,11 +52,14 @@ export interface Stores {
   instances: InstanceStore;
   engineShards: EngineShardStore;
   automationNonces: AutomationNonceStore;
+  events: EventStore;
+  webhooks: WebhookStore;
 }
 
 export type StoreName = keyof Stores;
 
 export function createStores(db: Db, box: SecretBox): Stores {
+  const events = new EventStore(db);
   return {
     treasuries: new TreasuryStore(db),
     apiKeys: new ApiKeyStore(db),
@@ -64,7 +69,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     idempotency: new IdempotencyStore(db),
     envelopes: new EnvelopeStore(db),
     executions: new ExecutionStore(db),
-    payments: new PaymentStore(db),
+    payments: new PaymentStore(db, events),
     channels: new ChannelStore(db),
     delegations: new DelegationStore(db),
     slots: new SlotStore(db),
@@ -76,6 +81,8 @@ export function createStores(db: Db, box: SecretBox): Stores {
     instances: new InstanceStore(db),
     engineShards: new EngineShardStore(db),
     automationNonces: new AutomationNonceStore(db),
+    events,
+    webhooks: new WebhookStore(db, box),
   };
 }
 

@@ -35,7 +35,7 @@ import type { SignedProof, StatementVerifier } from "./statement-verifier";
 
 export class DelegationService {
   constructor(
-    private readonly ctx: ServiceContext<"delegations" | "instances" | "treasuries">,
+    private readonly ctx: ServiceContext<"delegations" | "events" | "instances" | "treasuries">,
     private readonly chain: ChainGateway,
     private readonly statements?: StatementVerifier,
   ) {}
@@ -160,6 +160,12 @@ export class DelegationService {
       else await this.ctx.stores.delegations.attachProven(attached);
       // the Safe named this treasury: it is proven to stand behind it
       await this.ctx.stores.treasuries.markProven(t.id);
+      await this.ctx.stores.events.append(
+        t.id,
+        "delegation.changed",
+        { change: current && upgrading ? "upgrade_staged" : "registered", safe: attached.safe, module: attached.module },
+        { now: this.ctx.clock.now() },
+      );
     });
     return this.view(t);
   }
@@ -204,17 +210,37 @@ export class DelegationService {
     });
     // a staged upgrade takes over once the Safe's owners enabled its module
     if (upgrade && upgradeEnabled) {
-      await this.ctx.stores.delegations.promoteUpgrade(t.id, upgrade);
+      await this.ctx.tx.transaction(async () => {
+        await this.ctx.stores.delegations.promoteUpgrade(t.id, upgrade);
+        await this.ctx.stores.events.append(t.id, "delegation.changed", { change: "upgraded", safe, module: upgrade }, { now: this.ctx.clock.now() });
+      });
       d = (await this.ctx.stores.delegations.get(t.id))!;
     }
     const enabled = upgrade && upgradeEnabled ? true : moduleEnabled;
     // the first approval is written once, not on every read
     if (enabled && d.firstApprovedAt === null) await this.ctx.stores.delegations.markApproved(t.id, this.ctx.clock.now().toISOString());
+    await this.recordApproval(t.id, enabled, enabled || d.firstApprovedAt !== null, safe, enabled && upgrade && upgradeEnabled ? upgrade : module);
     return delegationState({
       moduleEnabled: enabled,
       everApproved: enabled || d.firstApprovedAt !== null,
       hasFunds: account[0] > 0n,
       automationInFlight: pending > mined,
+    });
+  }
+
+  /**
+   * `delegation.changed` as the chain shows it: the module enabled on the Safe (approved), or disabled after it
+   * was (revoked). Written when it differs from the last approval or revocation the log recorded (a read that
+   * sees the same state again writes nothing), the check and the write in one transaction.
+   */
+  private async recordApproval(treasuryId: string, enabled: boolean, everApproved: boolean, safe: `0x${string}`, module: `0x${string}`): Promise<void> {
+    if (!everApproved) return;
+    const change = enabled ? "approved" : "revoked";
+    if ((await this.ctx.stores.events.lastApproval(treasuryId)) === change) return; // the common read: nothing changed, no write
+    await this.ctx.tx.transaction(async () => {
+      const last = await this.ctx.stores.events.lastApproval(treasuryId);
+      if (last === change) return;
+      await this.ctx.stores.events.append(treasuryId, "delegation.changed", { change, safe, module }, { now: this.ctx.clock.now() });
     });
   }
 

@@ -20,6 +20,7 @@ import { ActionService } from "./action-service";
 import { bearerAuthenticator, type Authenticator } from "./authenticator";
 import { scope, type AppContext } from "./context";
 import { DelegationService } from "./delegation-service";
+import { EventService } from "./event-service";
 import { MarketRatesService } from "./market-rates";
 import { PolicyService } from "./policy-service";
 import { PreviewService } from "./preview-service";
@@ -40,6 +41,8 @@ export interface Services {
   relay: RelayService;
   delegation: DelegationService;
   safeTransactions: SafeTransactionService;
+  /** the treasury's event log as its clients read it, and its webhooks */
+  events: EventService;
   consoleSessions: ConsoleSessionService;
   /** the wallet's own signature (x402 sign-in-with-x) on the downward legs */
   walletSignature: WalletSignatureAuth;
@@ -62,9 +65,9 @@ export function createServices(ctx: AppContext, opts: { schemes?: readonly AnySc
   const chainRpcs = onTreasuryChains(ctx.config.rpcUrls);
   const chain = new ChainGateway(chainRpcs, ctx.config.rpcTimeoutMs);
   const statements = new StatementVerifier(scope(ctx, "signedNonces"), chain);
-  const delegation = new DelegationService(scope(ctx, "delegations", "instances", "treasuries"), chain, statements);
+  const delegation = new DelegationService(scope(ctx, "delegations", "events", "instances", "treasuries"), chain, statements);
   const actions = new ActionService(
-    scope(ctx, "apiKeys", "envelopes", "executions", "fees", "safeTransactions", "slots", "treasuries"),
+    scope(ctx, "apiKeys", "envelopes", "events", "executions", "fees", "safeTransactions", "slots", "treasuries"),
     new NonceHints(chainRpcs, ctx.config.rpcTimeoutMs),
     chain,
     new SandboxChain(chain, ctx.config.sandboxChainTools, ctx.config.liveChains),
@@ -83,7 +86,7 @@ export function createServices(ctx: AppContext, opts: { schemes?: readonly AnySc
       },
       statements,
     ),
-    access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "outbox", "treasuries")),
+    access: new AccessRequestService(scope(ctx, "accessRequests", "apiKeys", "events", "outbox", "treasuries")),
     preview: new PreviewService(scope(ctx, "fees"), (chain) => marketRates.freshApy(chain), {
       treasury: (id) => backing.treasury(id),
       position: (t) => backing.chainPosition(t),
@@ -94,6 +97,7 @@ export function createServices(ctx: AppContext, opts: { schemes?: readonly AnySc
     relay,
     delegation,
     safeTransactions,
+    events: new EventService(scope(ctx, "events", "webhooks")),
     consoleSessions: new ConsoleSessionService(scope(ctx, "apiKeys", "signedNonces", "treasuries"), safeTransactions),
     walletSignature: new WalletSignatureAuth(scope(ctx, "signedNonces", "treasuries"), chain),
     authenticate: bearerAuthenticator(scope(ctx, "apiKeys"), new ConsoleOwnership(scope(ctx, "apiKeys", "treasuries"), chain)),

@@ -125,6 +125,18 @@ export class EnvelopeStore {
     return row ? envelopeFromRow(row) : undefined;
   }
 
+  /** envelopes awaiting signature that expire before `beforeIso`, none of whose steps is being broadcast (the deadline watch) */
+  async awaitingExpiringBefore(beforeIso: string, limit: number): Promise<EnvelopeRecord[]> {
+    const rows = await this.db.all(
+      `SELECT e.* FROM envelopes e WHERE e.status = 'awaiting_signature' AND e.expires_at <= ?
+         AND NOT EXISTS (SELECT 1 FROM envelope_steps s WHERE s.envelope_tx_id = e.tx_id AND s.status = 'broadcasting')
+       ORDER BY e.expires_at LIMIT ?`,
+      beforeIso,
+      limit,
+    );
+    return rows.map(envelopeFromRow);
+  }
+
   /** steps of a treasury claimed for broadcast and not yet reconciled with the chain */
   async broadcastingFor(treasuryId: string): Promise<StepRecord[]> {
     return (

@@ -6,6 +6,9 @@
  * payment is settled once (the facilitator settles an authorization at most
  * once) and the request served once, never charged again.
  */
+import { getAddress } from "viem";
+import { formatDecimal } from "@treasury/core/domain/money";
+import type { EventStore } from "./event-store";
 import type { Db } from "./db";
 import { holderGone } from "./instance-store";
 import { leaseUntil } from "./lease";
@@ -26,7 +29,11 @@ const readLock = rowReader(x402Payments, { pick: ["state", "outcome_status", "le
 const readPending = rowReader(x402Payments, { pick: ["pending_settlement", "treasury_id"] });
 
 export class PaymentStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** the treasury's event log: a settlement writes its `payment.settled` in its own transaction */
+    private readonly events?: EventStore,
+  ) {}
 
   lock(p: { payer: string; nonce: string; route: string; amountAtomic: bigint; treasuryId: string | null; holder: string; now: Date }): Promise<PaymentLock> {
     const payer = p.payer.toLowerCase();
@@ -121,6 +128,31 @@ export class PaymentStore {
 
   /** `amount`: what was charged when it differs from the locked amount (an `upto` payment's use, below its maximum) */
   async settled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string, amount?: bigint): Promise<void> {
+    await this.db.transaction(async () => {
+      const before = await this.db.get<{ state: string; route: string; amount_atomic: string }>(
+        "SELECT state, route, amount_atomic FROM x402_payments WHERE payer = ? AND nonce = ?",
+        payer.toLowerCase(),
+        nonce.toLowerCase(),
+      );
+      await this.markSettled(payer, nonce, transactionHash, treasuryId, at, amount);
+      // the first settlement of a payment for a treasury is its event (a settlement recorded again is not)
+      if (this.events && before?.state === "locked" && treasuryId !== "" && /^0x[0-9a-fA-F]{40}$/.test(payer)) {
+        await this.events.append(
+          treasuryId,
+          "payment.settled",
+          {
+            payer: getAddress(payer),
+            amount_usdc: formatDecimal(amount ?? BigInt(before.amount_atomic), 6),
+            route: before.route,
+            transaction: transactionHash || null,
+          },
+          { now: new Date(at) },
+        );
+      }
+    });
+  }
+
+  private async markSettled(payer: string, nonce: string, transactionHash: string, treasuryId: string, at: string, amount?: bigint): Promise<void> {
     await this.db.run(
       "UPDATE x402_payments SET state = 'settled', transaction_hash = ?, treasury_id = ?, settled_at = ?, pending_settlement = NULL, amount_atomic = COALESCE(?, amount_atomic) WHERE payer = ? AND nonce = ?",
       transactionHash,

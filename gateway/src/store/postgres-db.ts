@@ -6,7 +6,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
-import { insideStoreTransaction } from "@treasury/core/lib/store-transaction";
+import { storeTransactionBody } from "@treasury/core/lib/store-transaction";
 import { isContention, type Db, type SqlValue, type TransactionOptions } from "./db";
 
 /** a transaction that collided (store/db.ts `isContention`: SQLSTATE serialization_failure or deadlock_detected) is run again, this many times at most */
@@ -96,8 +96,10 @@ class PostgresDb implements Db {
       let broken = false;
       try {
         await client.query(`BEGIN ISOLATION LEVEL ${isolation}`);
-        const result = await this.client.run(client, () => insideStoreTransaction(fn));
+        const body = storeTransactionBody(fn);
+        const result = await this.client.run(client, () => body.run());
         await client.query("COMMIT");
+        body.committed();
         return result;
       } catch (err) {
         try {

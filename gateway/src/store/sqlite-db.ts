@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { insideStoreTransaction } from "@treasury/core/lib/store-transaction";
+import { storeTransactionBody } from "@treasury/core/lib/store-transaction";
 import type { Db, SqlValue } from "./db";
 import { SqliteCheckpointer } from "./sqlite-checkpointer";
 
@@ -161,9 +161,11 @@ class SqliteDb implements Db {
     return this.exclusive(async () => {
       await this.untilNotBusy(() => this.statement("BEGIN IMMEDIATE").run());
       try {
-        const result = await this.inTransaction.run(true, () => insideStoreTransaction(fn));
+        const body = storeTransactionBody(fn);
+        const result = await this.inTransaction.run(true, () => body.run());
         this.statement("COMMIT").run();
         this.committed();
+        body.committed();
         return result;
       } catch (err) {
         if (this.raw.inTransaction) this.statement("ROLLBACK").run();

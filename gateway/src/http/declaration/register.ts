@@ -9,7 +9,7 @@ import type { RouteTable } from "../route-table";
 import { openApiOperation } from "./openapi-operation";
 
 export function registerDeclaration(registry: OpenAPIRegistry, table: RouteTable, spec: AnyRouteSpec, hooks: RouteHooks): void {
-  const method = spec.method.toUpperCase() as "GET" | "POST";
+  const method = spec.method.toUpperCase() as "GET" | "POST"; // a priced route is a GET or a POST (http/declaration/check.ts)
   if (spec.price) hooks.prices?.add({ method, path: spec.path, ...spec.price, ...(spec.tool ? { tool: spec.tool.name } : {}) });
   if (spec.tool) table.addTool(spec);
   table.add(spec.path, spec.method);

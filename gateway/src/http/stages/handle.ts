@@ -4,7 +4,7 @@
  * answered itself.
  */
 import { runReserved } from "./reserve";
-import { sendResult, settledResult } from "./respond";
+import { sendResult, settledResult, streamResult } from "./respond";
 import type { RequestStage } from "./stage";
 
 export const handle: RequestStage = {
@@ -15,6 +15,7 @@ export const handle: RequestStage = {
   async run(state) {
     const result = settledResult(await runReserved(state));
     if (state.res.headersSent) return;
+    if (result.stream) return streamResult(state.res, result);
     sendResult(state.res, result);
   },
 };

@@ -7,7 +7,7 @@ import { whileLeased } from "../../services/idempotency";
 import { meteredAmount } from "../../x402/prices";
 import { jsonTextOf, sendJson, sendJsonText } from "../json-response";
 import type { HandlerResult } from "../route-spec";
-import { settledResult } from "./respond";
+import { settledResult, streamResult } from "./respond";
 import { paidRoute, takesPayment, type RequestStage } from "./stage";
 import { handlerContext } from "./validate";
 
@@ -39,6 +39,8 @@ export const paidRead: RequestStage = {
     if (!(await claim.settle(spec.price?.meter ? meteredAmount(spec.price, result.body) : undefined, result.status))) return;
     for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
     await claim.outcome(result.status);
+    // a paid stream: settled (its settlement header is set) before its first byte; no answer bytes to sign a receipt over
+    if (result.stream) return streamResult(res, result);
     const text = jsonTextOf(result.body);
     await hooks.receipts?.signHttpAnswer(req, res, paidRoute(spec), claim.payer, text);
     sendJsonText(res, result.status, text);

@@ -42,3 +42,10 @@ export function sendResult(res: Response, result: HandlerResult): void {
   for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
   sendJson(res, result.status, result.body);
 }
+
+/** a result that is a stream: its headers, then the stream, written until it ends */
+export async function streamResult(res: Response, result: HandlerResult): Promise<void> {
+  for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
+  res.status(result.status);
+  await result.stream!(res);
+}

@@ -18,6 +18,7 @@
  * next nonce, earlier steps relayed); the sandbox's part (steps prepared or provided without a signature, swap output
  * taken back) is envelopes/sandbox-steps.ts; the receipts the record writes, envelopes/receipts.ts; the fee as signed, envelopes/fee.ts.
  */
+import { declarationOf } from "@treasury/core/actions";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { positionOf } from "@treasury/core/domain/portfolio";
 import { ltvPct } from "@treasury/core/domain/position";
@@ -37,6 +38,8 @@ import { broadcastingReceipt, relayReceipt, simulatedProvision } from "./receipt
 import type { SandboxSteps } from "./sandbox-steps";
 
 export const ENVELOPE_TTL_MS = 15 * 60 * 1000;
+/** `envelope.expiring` is written this long before an envelope awaiting signature expires */
+export const EXPIRING_NOTICE_MS = 2 * 60 * 1000;
 
 /** what relaying a step came to; the route answers 200 for `relayed` and `replayed`, 202 for `broadcasting` */
 export type RelayOutcome =
@@ -47,7 +50,7 @@ export type RelayOutcome =
   /** sent, not mined in time: the step stays claimed, reconciled later */
   | { kind: "broadcasting"; result: Record<string, unknown> };
 
-type Ctx = ServiceContext<"envelopes" | "treasuries">;
+type Ctx = ServiceContext<"envelopes" | "events" | "treasuries">;
 
 export class EnvelopeLifecycle {
   constructor(
@@ -99,7 +102,16 @@ export class EnvelopeLifecycle {
       broadcastAt: null,
       failedAttempts: [],
     }));
-    await this.ctx.stores.envelopes.insert(envelope, steps);
+    // the envelope and its event: one transaction (the event log is an outbox: store/event-store.ts)
+    await this.ctx.tx.transaction(async () => {
+      await this.ctx.stores.envelopes.insert(envelope, steps);
+      await this.ctx.stores.events.append(
+        treasury.id,
+        "envelope.created",
+        { envelope_id: envelopeTxId, action: envelope.action, steps: steps.length, expires_at: envelope.expiresAt },
+        { now },
+      );
+    });
     return { envelope, steps };
   }
 
@@ -107,11 +119,56 @@ export class EnvelopeLifecycle {
   async refuseExpired(envelope: EnvelopeRecord): Promise<void> {
     const now = this.ctx.clock.now();
     if (envelope.status === "expired" || now.toISOString() >= envelope.expiresAt) {
-      if (envelope.status === "awaiting_signature") await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
+      if (envelope.status === "awaiting_signature") await this.expire(envelope);
       throw new TreasuryError("envelope_expired", `envelope ${envelope.txId} expired at ${envelope.expiresAt}; request a new one`, {
         expired_at: envelope.expiresAt,
       });
     }
+  }
+
+  /** an envelope past its expiry becomes `expired`, its event written once (a relay refused, or the deadline watch: events/envelope-deadlines.ts) */
+  async expire(envelope: EnvelopeRecord): Promise<void> {
+    await this.ctx.tx.transaction(async () => {
+      await this.ctx.stores.envelopes.setStatus(envelope.txId, "expired", null);
+      await this.ctx.stores.events.append(
+        envelope.treasuryId,
+        "envelope.expired",
+        { envelope_id: envelope.txId, action: envelope.action, expired_at: envelope.expiresAt },
+        { dedupeKey: `envelope.expired:${envelope.txId}`, now: this.ctx.clock.now() },
+      );
+    });
+  }
+
+  /**
+   * The deadline watch (run every few seconds by each gateway): `envelope.expiring` for an envelope awaiting
+   * signature that expires within EXPIRING_NOTICE_MS, and `envelope.expired` (the envelope marked so) for one past
+   * its expiry that no relay came to refuse. Each is written once per envelope (its dedupe key), whichever
+   * instance sees it first. Returns how many events it wrote.
+   */
+  async sweepDeadlines(): Promise<number> {
+    const now = this.ctx.clock.now();
+    let written = 0;
+    const due = await this.ctx.stores.envelopes.awaitingExpiringBefore(new Date(now.getTime() + EXPIRING_NOTICE_MS).toISOString(), 200);
+    for (const e of due) {
+      try {
+        if (e.expiresAt <= now.toISOString()) {
+          await this.expire(e);
+          written++;
+          continue;
+        }
+        const event = await this.ctx.stores.events.append(
+          e.treasuryId,
+          "envelope.expiring",
+          { envelope_id: e.txId, action: e.action, expires_at: e.expiresAt },
+          { dedupeKey: `envelope.expiring:${e.txId}`, now },
+        );
+        if (event) written++;
+      } catch (err) {
+        // another instance wrote the same envelope's event at the same moment (its dedupe key's unique index)
+        if (!/unique|duplicate/i.test(String((err as Error).message))) throw err;
+      }
+    }
+    return written;
   }
 
   /** claim: the step becomes `broadcasting` with the transaction's hash and nonce; anything else holding it is refused */
@@ -158,7 +215,15 @@ export class EnvelopeLifecycle {
     const mined = await this.parts.chain.receipt(chain, hash, timeoutMs);
     if (!mined) return { kind: "broadcasting", result: broadcastingReceipt(this.ctx.links, envelope, txId, hash) };
     if (mined.status !== "success") {
-      await this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString());
+      await this.ctx.tx.transaction(async () => {
+        if (!(await this.ctx.stores.envelopes.unclaimStep(txId, hash, "reverted", this.ctx.clock.now().toISOString()))) return;
+        await this.ctx.stores.events.append(
+          envelope.treasuryId,
+          "relay.failed",
+          { envelope_id: envelope.txId, step: step.seq, tx_hash: hash, reason: "reverted" },
+          { now: this.ctx.clock.now() },
+        );
+      });
       throw new TreasuryError(
         "transaction_reverted",
         `transaction ${hash} was mined but reverted on ${chain}; nothing was recorded. Sign the step again with the wallet's next nonce`,
@@ -196,6 +261,7 @@ export class EnvelopeLifecycle {
       if (!(await this.ctx.stores.envelopes.finishStep(txId, hash, answer, at.toISOString())))
         throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
       if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+      await this.relayed(envelope, step, hash, execution, at);
       won = true;
       return answer;
     });
@@ -280,8 +346,22 @@ export class EnvelopeLifecycle {
       if (!(await this.ctx.stores.envelopes.markStepRelayed(txId, verified.hash, signed, receipt, at.toISOString())))
         throw this.alreadyRelayed((await this.ctx.stores.envelopes.step(txId))!);
       if (last) await this.ctx.stores.envelopes.setStatus(envelope.txId, "relayed", at.toISOString());
+      await this.relayed(envelope, step, verified.hash, execution, at);
       return receipt;
     });
+  }
+
+  /** the event of a step recorded relayed (inside the transaction that records it) */
+  private async relayed(envelope: EnvelopeRecord, step: StepRecord, hash: string, execution: Record<string, unknown> | undefined, at: Date): Promise<void> {
+    // the action's receipt names its execution under its declaration's receipt id (deposit_id, borrow_id…)
+    const id = execution?.[declarationOf(envelope.action).receiptId];
+    const executionId = typeof id === "string" ? id : null;
+    await this.ctx.stores.events.append(
+      envelope.treasuryId,
+      "relay.confirmed",
+      { envelope_id: envelope.txId, step: step.seq, tx_hash: hash, execution_id: executionId },
+      { now: at },
+    );
   }
 
   /**

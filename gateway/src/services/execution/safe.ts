@@ -7,6 +7,7 @@
  * receipt is recorded now with the spec's status (`processing`, a borrow
  * `approved`: it has not happened yet); its fee is audited only when it executes.
  */
+import { formatDecimal } from "@treasury/core/domain/money";
 import { declarationOf } from "@treasury/core/actions";
 import { AAVE_MARKETS } from "@treasury/core/contracts/chains";
 import { newId } from "@treasury/core/lib/ids";
@@ -78,6 +79,19 @@ async function propose(deps: ModeDeps, t: TreasuryRecord, plan: Plan, trigger: s
     expiresAt,
     updatedAt: now.toISOString(),
   });
+  await ctx.stores.events.append(
+    t.id,
+    "safe_transaction.awaiting_signatures",
+    {
+      safe_transaction_id: id,
+      safe: t.walletAddress,
+      action: request.action,
+      amount_usdc: formatDecimal(request.amountMicro, 6),
+      safe_tx_hash: hash,
+      expires_at: expiresAt,
+    },
+    { now },
+  );
   return {
     ...receipt,
     chain_execution: {

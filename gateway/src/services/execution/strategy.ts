@@ -75,7 +75,7 @@ export interface ExecutionStrategy {
 
 /** what the modes are built with */
 export interface ModeDeps {
-  ctx: ServiceContext<"safeTransactions">;
+  ctx: ServiceContext<"events" | "safeTransactions">;
   backing: TreasuryBacking;
   recorder: ExecutionRecorder;
   envelopes: EnvelopeLifecycle;

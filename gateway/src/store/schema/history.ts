@@ -23,6 +23,7 @@ import {
   x402Payments,
 } from "./tables/actions";
 import { automationNonces, delegations, engineShards, positionSamples, protectionActions, protectionClaims, safeTransactions } from "./tables/protection";
+import { events, eventSequences, webhookDeliveries, webhookEndpoints } from "./tables/events";
 import { x402Channels, x402Redemptions } from "./tables/sessions";
 import { accessRequestEvents, accessRequests, apiKeys, feeAudit, feeRatchet, outbox, treasuries } from "./tables/treasury";
 
@@ -169,6 +170,21 @@ export const HISTORY: readonly Version[] = [
     ],
   },
   { version: 16, name: "automation_nonces", steps: [createTable(automationNonces)] },
+  {
+    version: 17,
+    name: "events_and_webhooks",
+    steps: [
+      createTable(events),
+      createIndex("events_created", events, ["created_at"]),
+      createTable(eventSequences),
+      createTable(webhookEndpoints),
+      createIndex("webhook_endpoints_treasury", webhookEndpoints, ["treasury_id"]),
+      createTable(webhookDeliveries),
+      createIndex("webhook_deliveries_due", webhookDeliveries, ["endpoint_id", "sequence"], { where: "status = 'pending'" }),
+      // the deadline watch's query: envelopes awaiting signature by expiry
+      createIndex("envelopes_awaiting_expiry", envelopes, ["expires_at"], { where: "status = 'awaiting_signature'" }),
+    ],
+  },
 ];
 
 /** the tables the history arrives at */
@@ -199,4 +215,8 @@ export const TABLES: readonly Table[] = [
   automationNonces,
   x402Channels,
   x402Redemptions,
+  events,
+  eventSequences,
+  webhookEndpoints,
+  webhookDeliveries,
 ] as unknown as readonly Table[];

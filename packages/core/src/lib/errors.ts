@@ -23,6 +23,8 @@ export const ERROR_CODES = [
   "insufficient_collateral",
   "insufficient_debt",
   "no_debt",
+  // a webhook target the service will not call: not https (loopback http on a local stack), or an address that is not public
+  "webhook_url_refused",
   "payload_too_large",
   "unsupported_media_type",
   "method_not_allowed",

@@ -8,18 +8,49 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
-const mark = new AsyncLocalStorage<true>();
+/** an open transaction's body: what is to run once it has committed */
+interface Frame {
+  afterCommit: (() => void)[];
+}
+
+const mark = new AsyncLocalStorage<Frame>();
 
 /** the message of the refusal */
 export const CHAIN_CALL_IN_TRANSACTION = "chain call inside a store transaction";
 
-/** run a store transaction's body under the mark (the backends' `transaction`) */
-export function insideStoreTransaction<T>(fn: () => Promise<T>): Promise<T> {
-  return mark.getStore() ? fn() : mark.run(true, fn);
+/**
+ * Run a store transaction's body under the mark (the backends' `transaction`); the backend calls `committed()`
+ * once its COMMIT succeeded, which runs what the body asked to run after it (`afterCommit`). A body that rolls
+ * back (or is run again after a collision: a new frame each time) runs none of it.
+ */
+export function storeTransactionBody<T>(fn: () => Promise<T>): { run(): Promise<T>; committed(): void } {
+  const frame: Frame = { afterCommit: [] };
+  return {
+    run: () => (mark.getStore() ? fn() : mark.run(frame, fn)),
+    committed: () => {
+      for (const f of frame.afterCommit.splice(0)) {
+        try {
+          f();
+        } catch {
+          // a notification's failure is not the transaction's
+        }
+      }
+    },
+  };
 }
 
 /** is this code running inside a store transaction's body? */
-export const inStoreTransaction = (): boolean => mark.getStore() === true;
+export const inStoreTransaction = (): boolean => mark.getStore() !== undefined;
+
+/**
+ * Run `fn` once the store transaction this code runs in has committed (at once, outside one): a notification
+ * of what the transaction wrote (the event log wakes its readers) never tells of a write that rolled back.
+ */
+export function afterCommit(fn: () => void): void {
+  const frame = mark.getStore();
+  if (frame) frame.afterCommit.push(fn);
+  else fn();
+}
 
 /** the refusal: a programming error, named so that whoever wraps it (viem's HTTP error, the chain adapter) can say it */
 export class ChainCallInTransaction extends Error {
