@@ -39,7 +39,8 @@ describe.skipIf(!CHROMIUM)(`/docs${CHROMIUM ? "" : ` (skipped: no Chromium; enab
     const title = await page.textContent(".info .title");
     expect(title).toContain("Agent Treasury Gateway");
     const doc = (await call(gw.url, "GET", "/openapi.json")).body;
-    const operations = Object.values(doc.paths).reduce((n: number, p: any) => n + Object.keys(p).length, 0);
+    // the paths' operations and the webhooks' (one per event type)
+    const operations = [...Object.values(doc.paths), ...Object.values(doc.webhooks ?? {})].reduce((n: number, p: any) => n + Object.keys(p).length, 0);
     expect(await page.locator(".opblock").count()).toBe(operations);
     expect(await page.locator(".opblock-summary-path", { hasText: "/api/v1/public/preview" }).count()).toBe(1);
     await page.screenshot({ path: `${gw.dataDir}/docs.png` });

@@ -82,6 +82,7 @@ describe("one 402, both versions", () => {
             "/api/v1/treasury",
             "/api/v1/policy-state",
             "/api/v1/audit",
+            "/api/v1/events",
           ].includes(p.path)
             ? { "sign-in-with-x": expect.objectContaining({ info: expect.objectContaining({ uri: `${base}${p.path}` }) }) }
             : {}),

@@ -54,6 +54,7 @@ describe("the 402 challenge and the price list", () => {
         "GET /api/v1/treasury 1100 get_treasury_state",
         "GET /api/v1/policy-state 1200 -",
         "GET /api/v1/audit 1300 -",
+        "GET /api/v1/events 1400 -",
       ].sort(),
     );
     const amounts = prices.prices.map((p: any) => p.amount_atomic);

@@ -61,7 +61,7 @@ describe("a kept database migrated to the last version", () => {
       );
       await db.run("INSERT INTO protection_actions (id, treasury_id, status, health_before, created_at) VALUES ('pa_1', 'trs_reg', 'executed', 1.2, ?)", T);
 
-      expect(await migrate(db, migrationsFor("sqlite"))).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+      expect(await migrate(db, migrationsFor("sqlite"))).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
 
       expect(await db.all("SELECT id, ownership, ownership_proof, usdc_supplied_micro FROM treasuries ORDER BY id")).toEqual([
         { id: "trs_paid", ownership: "paid", ownership_proof: null, usdc_supplied_micro: "0" },
@@ -144,7 +144,7 @@ describe("a kept database migrated to the last version", () => {
       await seedTreasury(db, "trs_reg", "registration");
       await db.run("INSERT INTO api_keys (id, key_hash, kind, last4, treasury_id, created_at) VALUES ('key_1', 'h1', 'live', '1234', 'trs_reg', ?)", T);
       await db.run("UPDATE fee_ratchet SET tier_index = 2 WHERE id = 1");
-      expect(await migrate(db, migrationsFor("postgres"))).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+      expect(await migrate(db, migrationsFor("postgres"))).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
       expect(await db.all("SELECT id, kind, owner_address FROM api_keys")).toEqual([{ id: "key_1", kind: "live", owner_address: null }]);
       expect(await db.get("SELECT rowid FROM treasuries")).toEqual({ rowid: 1 });
       await db.run("INSERT INTO api_keys (id, key_hash, kind, last4, created_at) VALUES ('key_2', 'h2', 'console', '5678', ?)", T);
@@ -164,7 +164,7 @@ describe("a kept database migrated to the last version", () => {
       await upTo(db, 14);
       await db.run("INSERT INTO instances (id, started_at, heartbeat_at) VALUES ('engine:0xabc0000000000000000000000000000000000001', ?, ?)", T, T);
       await db.run("INSERT INTO instances (id, started_at, heartbeat_at) VALUES ('ins0123456789ab', ?, ?)", T, T);
-      expect(await migrate(db, migrationsFor(db.dialect))).toEqual([15, 16]);
+      expect(await migrate(db, migrationsFor(db.dialect))).toEqual([15, 16, 17]);
       expect(await db.all("SELECT id, automation FROM instances ORDER BY id")).toEqual([
         { id: "engine:0xabc0000000000000000000000000000000000001", automation: "0xabc0000000000000000000000000000000000001" },
         { id: "ins0123456789ab", automation: null },

@@ -39,14 +39,11 @@ export const EventList = z
 
 export const WebhookCreate = z
   .object({
-    url: z
-      .string()
-      .max(2048)
-      .openapi({
-        description:
-          "https URL the events are POSTed to (http to a loopback address on a local stack); private, link-local and loopback addresses are refused, redirects are not followed",
-        example: "https://agent.example/hooks/treasury",
-      }),
+    url: z.string().max(2048).openapi({
+      description:
+        "https URL the events are POSTed to (http to a loopback address on a local stack); private, link-local and loopback addresses are refused, redirects are not followed",
+      example: "https://agent.example/hooks/treasury",
+    }),
     types: z
       .array(z.enum(EVENT_TYPE_NAMES))
       .max(EVENT_TYPE_NAMES.length)

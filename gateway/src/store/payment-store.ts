@@ -136,7 +136,8 @@ export class PaymentStore {
       );
       await this.markSettled(payer, nonce, transactionHash, treasuryId, at, amount);
       // the first settlement of a payment for a treasury is its event (a settlement recorded again is not)
-      if (this.events && before?.state === "locked" && treasuryId !== "" && /^0x[0-9a-fA-F]{40}$/.test(payer)) {
+      const known = treasuryId !== "" && (await this.db.get("SELECT 1 AS one FROM treasuries WHERE id = ?", treasuryId)) !== undefined;
+      if (this.events && before?.state === "locked" && known && /^0x[0-9a-fA-F]{40}$/.test(payer)) {
         await this.events.append(
           treasuryId,
           "payment.settled",
