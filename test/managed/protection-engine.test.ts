@@ -136,6 +136,22 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     expect(delegation.protection_actions.at(-1).gas_usd).toBeGreaterThan(0);
     for (const route of ["/api/v1/delegation", "/api/v1/treasury", "/api/v1/health", "/api/v1/audit"])
       expect(floatArtefacts((await api.get(route)).body, route)).toEqual([]);
+    // the treasury's event log told each step as it happened, the engine's action with its record, trigger and cost
+    const log = (await api.get("/api/v1/events?limit=500")).body.data as any[];
+    expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i + 1));
+    expect(log.map((e) => e.type)).toContain("safe_transaction.awaiting_signatures");
+    expect(log.filter((e) => e.type === "delegation.changed").map((e) => e.data.change)).toEqual(["registered", "approved"]);
+    expect(log.find((e) => e.type === "health.zone_changed")?.data).toMatchObject({ previous_zone: null });
+    const acted = log.filter((e) => e.type === "protection.acted");
+    expect(acted).toHaveLength(1);
+    expect(acted[0].data).toMatchObject({
+      safe,
+      tx_hashes: delegation.protection_actions.at(-1).tx_hashes,
+      gas_usd: delegation.protection_actions.at(-1).gas_usd,
+    });
+    expect(Number(acted[0].data.repaid_usdc)).toBeCloseTo(audit.at(-1).amount_usdc, 2);
+    expect(acted[0].data.trigger.health_before).toBeLessThan(1.3);
+    expect(acted[0].data.ltv_after).toBe(after.body.ltv);
 
     // never twice for one trigger: the next pass sees a restored position and does nothing
     expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("healthy");
@@ -167,6 +183,11 @@ describe("the managed treasury's delegation lifecycle and protection", () => {
     const revoke = await operator.revokeDelegation(module);
     await client.waitForTransactionReceipt({ hash: revoke });
     expect((await api.get("/api/v1/delegation")).body.state).toBe("revoked");
+    expect((await api.get("/api/v1/events?limit=500")).body.data.filter((e: any) => e.type === "delegation.changed").map((e: any) => e.data.change)).toEqual([
+      "registered",
+      "approved",
+      "revoked",
+    ]);
     // a fall under the trigger again (the watch confirms a crossed Safe on chain): the module is no longer enabled
     await fork.setPrice("WETH", 200);
     expect((await engine.tick()).find((r) => r.treasuryId === tenant.treasuryId)?.outcome).toBe("not_active");

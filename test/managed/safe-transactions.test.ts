@@ -218,6 +218,13 @@ describe("managed actions on a Safe, signed by its owners, executed by the servi
     expect(done.status).toBe("completed");
     expect(done.ltv_after).toBeGreaterThan(50);
     expect((await api.get("/api/v1/audit")).body.data).toMatchObject([{ action: "borrow", fee_usdc: 2 }]);
+    // the log: each proposal waited for signatures; the one refused before sending was never executed, the next was
+    const log = (await api.get("/api/v1/events")).body.data as any[];
+    const waiting = log.filter((e) => e.type === "safe_transaction.awaiting_signatures");
+    expect(waiting.at(-1).data).toMatchObject({ safe_transaction_id: next.id, action: "borrow", amount_usdc: "100", safe });
+    expect(log.filter((e) => e.type === "safe_transaction.executed").map((e) => e.data)).toEqual([
+      { safe_transaction_id: next.id, status: "executed", tx_hash: ran[0]!.txHash },
+    ]);
   }, 90_000);
 
   it("a convert: fee, approval, swap on Uniswap, approval, supply of the WETH, in one Safe transaction, completed", async () => {
