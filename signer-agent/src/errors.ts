@@ -38,6 +38,7 @@ export const SIGNER_ERROR_CODES = [
   "safe_transaction_reverted",
   "safe_execution_failed",
   "safe_execution_timed_out",
+  "event_timed_out",
   // the gateway, for the command line's own calls (GatewayError, GatewayUnreachable)
   "gateway_refused",
   "gateway_not_json",

@@ -110,6 +110,7 @@ const EXPECTED: { file: string; has: string; prints: (string | RegExp)[] }[] = [
       "delegation approved",
       /borrow 100 USDC: receipt brw_[0-9a-f]{32} approved; Safe transaction stx_/,
       /executed stx_[0-9a-f]{32} in 0x[0-9a-f]{64}; receipt brw_[0-9a-f]{32} completed/,
+      /\d+ protection\.acted: repaid \d+(\.\d+)? USDC through the module \(health 1\.\d+ before\), LTV 2\d(\.\d+)?% after, \d transactions?, gas \d+\.\d\d USD/,
       "delegation revoked",
     ],
   },

@@ -40,6 +40,7 @@ export const EXIT_STATUS = {
   safe_transaction_reverted: 1,
   safe_execution_failed: 1,
   safe_execution_timed_out: 1,
+  event_timed_out: 1,
   gateway_refused: 1,
   gateway_not_json: 1,
   gateway_unreachable: 1,

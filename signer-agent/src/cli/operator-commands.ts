@@ -172,6 +172,9 @@ export async function operatorCommand(sub: string, rest: string[], flags: Record
       return sign(rest[0], Boolean(flags.wait), gateway, operator, log);
     case "status":
       return status(state, Boolean(flags.json), gateway, () => needs("api_key", "signer-agent operator register"));
+    case "events":
+      needs("api_key", "signer-agent operator register");
+      return events(gateway, typeof flags.wait === "string" ? flags.wait : undefined, log);
     default:
       throw new UsageError("operator", `unknown operator subcommand "${sub}"`);
   }
@@ -217,6 +220,38 @@ async function sign(
     }
   }
   return 0;
+}
+
+/** what the event's data says, in one line */
+function eventLine(e: { sequence: number; type: string; data: Record<string, any> }): string {
+  const d = e.data;
+  const what =
+    e.type === "protection.acted"
+      ? `repaid ${d.repaid_usdc} USDC through the module (health ${d.trigger?.health_before} before), LTV ${d.ltv_after}% after, ${d.tx_hashes.length} transaction${d.tx_hashes.length === 1 ? "" : "s"}, gas ${usd2(d.gas_usd)}`
+      : e.type === "health.zone_changed"
+        ? `${d.previous_zone ?? "(first read)"} -> ${d.zone}, LTV ${d.ltv}%`
+        : e.type === "delegation.changed"
+          ? `${d.change}`
+          : e.type.startsWith("safe_transaction.")
+            ? `${d.safe_transaction_id}${d.action ? ` ${d.action} ${d.amount_usdc} USDC` : ""}${d.status ? ` ${d.status}` : ""}`
+            : JSON.stringify(d);
+  return `${e.sequence} ${e.type}: ${what}`;
+}
+
+/** the treasury's event log, oldest first; `--wait <type>`: until an event of that type is in it (at most a minute) */
+async function events(gateway: Gateway, waitFor: string | undefined, log: (line: string) => void): Promise<number> {
+  let after = 0;
+  const deadline = Date.now() + 60_000;
+  if (waitFor) log(`waiting for ${waitFor} (at most a minute)`);
+  for (;;) {
+    const page = await gateway("GET", `/api/v1/events?after=${after}&limit=500`);
+    const list = page.data as { sequence: number; type: string; data: Record<string, any> }[];
+    for (const e of list) out(eventLine(e));
+    after = page.next_after as number;
+    if (!waitFor || list.some((e) => e.type === waitFor)) return 0;
+    if (Date.now() > deadline) throw new SignerAgentError("event_timed_out", `no ${waitFor} event within a minute (is the protection process running?)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** the delegation and the treasury's health: a summary, or with --json one document */

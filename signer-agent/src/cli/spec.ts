@@ -164,6 +164,14 @@ const OPERATOR: CommandSpec[] = [
     prints: "a human summary (stdout), or with --json one JSON document",
     examples: ["signer-agent operator status", "signer-agent operator status --json | jq .delegation.state"],
   },
+  {
+    name: "operator events",
+    about: "the treasury's event log (GET /api/v1/events), a line per event, oldest first",
+    args: [],
+    flags: [{ name: "wait", value: "<type>", about: "poll until an event of this type is in the log (at most a minute), e.g. protection.acted" }],
+    prints: "a line per event: its sequence, its type and what it says (stdout)",
+    examples: ["signer-agent operator events", "signer-agent operator events --wait protection.acted"],
+  },
 ];
 
 export const COMMANDS: CommandSpec[] = [

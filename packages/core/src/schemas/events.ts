@@ -109,12 +109,10 @@ export type EventData<T extends EventType> = z.infer<(typeof EVENT_TYPES)[T]["da
 /** an event as every route carries it */
 export const TreasuryEvent = z
   .object({
-    id: z
-      .string()
-      .openapi({
-        description: "the event's id (evt_ and 32 hex digits): deliveries of one event carry it, for the receiver to deduplicate",
-        example: "evt_5f0c8a7c1d2e4b6a9c3e0f1a2b3c4d5e",
-      }),
+    id: z.string().openapi({
+      description: "the event's id (evt_ and 32 hex digits): deliveries of one event carry it, for the receiver to deduplicate",
+      example: "evt_5f0c8a7c1d2e4b6a9c3e0f1a2b3c4d5e",
+    }),
     type: z.enum(EVENT_TYPE_NAMES),
     treasury_id: z.string(),
     sequence: z
