@@ -44,6 +44,8 @@ import { X402_NETWORK } from "./x402/payment-gate";
 import type { AnyScheme } from "./x402/schemes/scheme";
 import { sentPaymentOf } from "./http/sent-payment";
 import { mcpRoutes } from "./routes/mcp";
+import { eventBus } from "./mcp/resources";
+import type { ServerEventBus } from "@modelcontextprotocol/server";
 import { hasWalletSignature } from "./services/wallet-signature";
 import { createServices, type Services } from "./services/services";
 import { aaveOfPool, gatewayStatusWriter, type ChainExecution } from "./services/gateway-status";
@@ -55,6 +57,8 @@ export const SERVICE_VERSION = "0.1.0";
 
 export interface GatewayApp {
   app: Express;
+  /** the MCP change-event bus: a treasury's events are published onto it (server.ts), its subscribers are told */
+  mcpBus: ServerEventBus & { listenerCount: number };
   openapi: ReturnType<typeof buildOpenApiDocument>;
   services: Services;
 }
@@ -187,7 +191,9 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   // the MCP tools: derived from the routes that declare one, once every route is registered
   let tools: ToolDefinition[] | undefined;
   const toolList = () => (tools ??= toolsOf(table.toolRoutes(), (method, path) => table.routeOf(method, path)));
+  const mcpBus = eventBus((err) => logger.warn({ err }, "mcp subscription listener failed"));
   mcpRoutes(kit, scope(ctx), {
+    bus: mcpBus,
     tools: toolList,
     payments: services.payments,
     walletSignature: services.walletSignature,
@@ -224,5 +230,5 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   }
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
-  return { app, openapi, services };
+  return { app, openapi, services, mcpBus };
 }

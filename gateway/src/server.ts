@@ -3,6 +3,7 @@ import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { createApp, type GatewayApp } from "./app";
+import { publishTreasuryChanged } from "./mcp/resources";
 import type { AnyScheme } from "./x402/schemes/scheme";
 import type { Config } from "./config";
 import { systemClock, type Clock } from "./lib/clock";
@@ -18,6 +19,29 @@ import { WebhookDelivery } from "./events/webhook-delivery";
 
 /** how often the envelope deadline watch looks (envelope.expiring is written 2 minutes ahead) */
 const DEADLINE_SWEEP_MS = 5_000;
+
+/** publish each treasury's new events onto the MCP bus; returns the stop */
+function mcpNotifications(gateway: GatewayApp, pollMs: number, clock: Clock, warn: (err: unknown) => void): () => void {
+  const bus = gateway.mcpBus;
+  const unsubscribe = gateway.services.events.onAppended((id) => publishTreasuryChanged(bus, id));
+  // events of other instances: a window that overlaps the last one (clocks differ a little; a repeated notice is harmless)
+  let since = new Date(clock.now().getTime() - 2_000);
+  const timer = setInterval(() => {
+    const now = clock.now();
+    const from = since;
+    since = new Date(now.getTime() - 2_000);
+    if (bus.listenerCount === 0) return;
+    void gateway.services.events
+      .changedSince(from.toISOString())
+      .then((ids) => ids.forEach((id) => publishTreasuryChanged(bus, id)))
+      .catch(warn);
+  }, pollMs);
+  timer.unref();
+  return () => {
+    unsubscribe();
+    clearInterval(timer);
+  };
+}
 
 export interface RunningGateway {
   url: string;
@@ -98,6 +122,10 @@ export async function startGateway(opts: {
   );
   deadlines.unref();
 
+  // MCP subscribers (subscriptions/listen): told when a treasury's log grows, by this process at once, by another
+  // within a poll (only polled while a subscription is open)
+  const stopMcpEvents = mcpNotifications(gateway, opts.config.events.pollMs, clock, (err) => opts.logger.warn({ err }, "mcp event poll failed"));
+
   let closed = false;
   return {
     url,
@@ -116,6 +144,7 @@ export async function startGateway(opts: {
       clearInterval(heartbeat);
       await redeemer?.stop();
       clearInterval(deadlines);
+      stopMcpEvents();
       await webhooks.stop();
       await stopSweeper();
       await db.close();

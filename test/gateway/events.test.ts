@@ -134,10 +134,16 @@ describe("the event log", () => {
     expect(events[1].data.execution_id).toBeNull();
     // paged with ?after=
     const second = await w.api.get("/api/v1/events?after=2&limit=1");
-    expect(second.body).toMatchObject({ data: [{ sequence: 3 }], next_after: 3, has_more: true });
+    expect(second.body).toMatchObject({ treasury_id: w.t.treasuryId, data: [{ sequence: 3 }], last_sequence: 4, next_after: 3, has_more: true });
     // another treasury's key reads its own (empty) log
     const other = await walletTreasury();
-    expect((await other.api.get("/api/v1/events")).body).toEqual({ data: [], next_after: 0, has_more: false });
+    expect((await other.api.get("/api/v1/events")).body).toEqual({
+      treasury_id: other.t.treasuryId,
+      data: [],
+      last_sequence: 0,
+      next_after: 0,
+      has_more: false,
+    });
   });
 
   it("writes no event for a change that rolled back", async () => {

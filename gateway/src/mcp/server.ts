@@ -17,7 +17,7 @@
  * of a tool that changes something takes one write from the caller's write
  * budget (a paid call's is taken by its REST twin, under the payer).
  */
-import { createMcpHandler, isLegacyRequest, McpServer, type CallToolResult } from "@modelcontextprotocol/server";
+import { createMcpHandler, isLegacyRequest, McpServer, type CallToolResult, type ServerEventBus } from "@modelcontextprotocol/server";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "@modelcontextprotocol/node";
 import type { Request, Response } from "express";
@@ -30,6 +30,7 @@ import type { PaidAnswers } from "../x402/receipts/paid-answers";
 import type { WalletSignatureAuth } from "../services/wallet-signature";
 import { callRestTwin, MCP_PAYMENT_META, MCP_SIGN_IN_META } from "./rest-twin";
 import type { ToolDefinition, TwinRoute } from "./tools";
+import { refusedSubscription, registerTreasuryResources } from "./resources";
 
 export const MCP_SERVER_NAME = "agent-treasury-gateway";
 
@@ -75,11 +76,18 @@ function paymentRequiredResult(required: Record<string, unknown>, requestId: str
   return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
 }
 
-export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version: string, log: (err: unknown) => void): McpServer {
+/** `era`: the revision the request speaks; only a 2026-07-28 server offers resource subscriptions (resources.ts) */
+export function buildMcpServer(
+  tools: ToolDefinition[],
+  tc: ToolContext,
+  version: string,
+  log: (err: unknown) => void,
+  era: "modern" | "legacy" = "modern",
+): McpServer {
   const server = new McpServer(
     { name: MCP_SERVER_NAME, version },
     {
-      capabilities: { tools: {} },
+      capabilities: { tools: {}, resources: { subscribe: era === "modern" } },
       jsonSchemaValidator: SCHEMA_VALIDATOR,
       instructions:
         "Agent treasury on Aave V3. Public tools need nothing; treasury tools need `Authorization: Bearer <sandbox or live key>` on the HTTP request " +
@@ -123,6 +131,7 @@ export function buildMcpServer(tools: ToolDefinition[], tc: ToolContext, version
       },
     );
   }
+  registerTreasuryResources(server, tc);
   return server;
 }
 
@@ -150,6 +159,8 @@ export interface McpDeps {
   walletSignature?: Pick<WalletSignatureAuth, "challengeForCall">;
   /** signed offers in a priced tool's PaymentRequired, a signed receipt in a paid call's settlement */
   receipts?: PaidAnswers;
+  /** the process's change-event bus: subscriptions/listen streams read it (resources.ts) */
+  bus?: ServerEventBus;
 }
 
 export async function handleMcpPost(req: Request, res: Response, deps: McpDeps): Promise<void> {
@@ -196,8 +207,8 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
     },
   };
   const unknown = unknownToolCalled(message, tools);
-  const factory = () => {
-    const server = buildMcpServer(toolsServing(message, tools), tc, version, log);
+  const factory = (era: "modern" | "legacy" = "modern") => {
+    const server = buildMcpServer(toolsServing(message, tools), tc, version, log, era);
     // SDK 2 answers an unregistered tool with a protocol error: the typed tool error instead, as for every refusal
     if (unknown !== undefined)
       server.registerTool(unknown, { description: "not a tool of this server", inputSchema: z.object({}).loose() }, () =>
@@ -208,7 +219,7 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
   acceptJsonAndStream(req);
   if (await isLegacyRequest(await toWebRequest(req, message), message)) {
     // 2025-era traffic (initialize, then requests without the per-request envelope): stateless, JSON answers
-    const server = factory();
+    const server = factory("legacy");
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => {
       void transport.close();
@@ -219,7 +230,13 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
     return;
   }
   // 2026-07-28: every request carries its version, capabilities and client in _meta; answers are JSON (no tool emits a message before its result)
-  const handler = createMcpHandler(factory, { legacy: "reject", onerror: log });
+  // a subscription names only the bearer key's own treasury's resources
+  const refused = await refusedSubscription(message, tc);
+  if (refused) {
+    res.status(200).json({ jsonrpc: "2.0", id: (message as { id?: unknown }).id ?? null, error: refused });
+    return;
+  }
+  const handler = createMcpHandler(() => factory("modern"), { legacy: "reject", onerror: log, ...(deps.bus ? { bus: deps.bus } : {}) });
   res.on("close", () => void handler.close());
   await toNodeHandler(handler)(req, res, message);
 }

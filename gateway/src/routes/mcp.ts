@@ -18,6 +18,7 @@ export function mcpRoutes(
     payments?: PaymentGate;
     walletSignature?: McpDeps["walletSignature"];
     receipts?: McpDeps["receipts"];
+    bus?: McpDeps["bus"];
   },
 ): void {
   kit.route({

@@ -31,7 +31,9 @@ export const EventsQuery = z.object({
 
 export const EventList = z
   .object({
+    treasury_id: z.string().openapi({ description: "the treasury whose log this is" }),
     data: z.array(TreasuryEvent),
+    last_sequence: z.number().int().openapi({ description: "the log's last sequence number now (0: no event yet)" }),
     next_after: z.number().int().openapi({ description: "the `after` of the next page (the last sequence number of this one)" }),
     has_more: z.boolean(),
   })

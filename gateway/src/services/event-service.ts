@@ -38,16 +38,30 @@ export class EventService {
 
   constructor(private readonly ctx: ServiceContext<"events" | "webhooks">) {}
 
+  /** wake `fn` with the treasury of every event this process commits */
+  onAppended(fn: (treasuryId: string) => void): () => void {
+    return this.ctx.stores.events.onAppended(fn);
+  }
+
+  /** the treasuries with an event written at or after `sinceIso`, by any instance */
+  changedSince(sinceIso: string): Promise<string[]> {
+    return this.ctx.stores.events.treasuriesWithEventsSince(sinceIso);
+  }
+
   /** end every stream (the server is closing) */
   close(): void {
     this.closing.abort();
   }
 
   /** a page of the treasury's log after `after` (a sequence number), oldest first */
-  async page(treasuryId: string, after: number, limit: number): Promise<{ data: TreasuryEvent[]; next_after: number; has_more: boolean }> {
-    const rows = await this.ctx.stores.events.after(treasuryId, after, limit + 1);
+  async page(
+    treasuryId: string,
+    after: number,
+    limit: number,
+  ): Promise<{ treasury_id: string; data: TreasuryEvent[]; last_sequence: number; next_after: number; has_more: boolean }> {
+    const [rows, last] = await Promise.all([this.ctx.stores.events.after(treasuryId, after, limit + 1), this.ctx.stores.events.lastSequence(treasuryId)]);
     const data = rows.slice(0, limit);
-    return { data, next_after: data.at(-1)?.sequence ?? after, has_more: rows.length > limit };
+    return { treasury_id: treasuryId, data, last_sequence: last, next_after: data.at(-1)?.sequence ?? after, has_more: rows.length > limit };
   }
 
   /**

@@ -97,6 +97,12 @@ export class EventStore {
     return row ? toTreasuryEvent(row) : undefined;
   }
 
+  /** the treasuries with an event written at or after `sinceIso` */
+  async treasuriesWithEventsSince(sinceIso: string): Promise<string[]> {
+    const rows = await this.db.all<{ treasury_id: string }>("SELECT DISTINCT treasury_id FROM events WHERE created_at >= ?", sinceIso);
+    return rows.map((r) => r.treasury_id);
+  }
+
   /** the last approval or revocation of the treasury's delegation its log recorded */
   async lastApproval(treasuryId: string): Promise<"approved" | "revoked" | undefined> {
     const row = await this.db.get<{ data: string }>(
