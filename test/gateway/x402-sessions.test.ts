@@ -20,6 +20,13 @@ import { rowsOf, setRow } from "../helpers/rows";
 import { AUTHORIZER_KEY, newPayer, rateIdentity, startX402Suite, type X402Stack } from "../helpers/x402-stack";
 
 const PRICE = 1_000n; // GET /api/v1/health
+
+/** the event log of the treasuries a payer's wallet stands behind */
+async function eventsOfPayer(payer: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
+  const treasuries = await stack.gateway.ctx.db.all<{ id: string }>("SELECT id FROM treasuries WHERE lower(wallet_address) = ?", payer.toLowerCase());
+  const all = await Promise.all(treasuries.map((t) => stack.gateway.ctx.stores.events.after(t.id, 0, 500)));
+  return all.flat();
+}
 const PATH = "/api/v1/health";
 const CHANNEL_CONFIG =
   "(address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt)";
@@ -93,6 +100,12 @@ describe("x402 sessions with the official batch-settlement client", () => {
     expect(channel).toMatchObject({ charged: (6n * PRICE).toString(), total_claimed: (6n * PRICE).toString(), vouchers_unredeemed: 0 });
     // nothing left to redeem: a second round sends nothing
     expect(await redeemer().redeem()).toBeUndefined();
+    // the payer's treasury was told: each settled call, and the redemption with its transaction
+    const log = await eventsOfPayer(payer.account.address);
+    expect(log.filter((e) => e.type === "payment.settled").length).toBeGreaterThanOrEqual(1);
+    expect(log.filter((e) => e.type === "session.redeemed").map((e) => e.data)).toEqual([
+      { channel_id: channel!.channel_id, amount_usdc: "0.006", transaction: r!.claimTx },
+    ]);
   });
 
   it("a replayed voucher is refused with the scheme's corrective 402 and serves nothing; a stale one too", async () => {
@@ -237,6 +250,11 @@ describe("x402 sessions with the official batch-settlement client", () => {
     expect(((await leaving.json()) as { error: string }).error).toBe("session_withdrawal_pending");
     const [seen] = await rowsOf<{ withdraw_requested_at: number }>(stack.gateway.ctx.db, "x402_channels", { channel_id: row!.channel_id });
     expect(seen!.withdraw_requested_at).toBeGreaterThan(0);
+    // the payer's treasury is told once: the withdrawal, and when the deposit can be taken (after the 900 s delay)
+    const started = (await eventsOfPayer(payer.account.address)).filter((e) => e.type === "session.withdrawal_started");
+    expect(started.map((e) => e.data)).toEqual([
+      { channel_id: row!.channel_id, withdrawable_at: new Date((seen!.withdraw_requested_at + 900) * 1000).toISOString() },
+    ]);
     expect(await redeemer().due()).toBe(true);
     // the batch takes every channel with unredeemed vouchers (the earlier tests' too): this one's three are claimed
     expect((await redeemer().redeem())?.claimTx).toMatch(/^0x/);

@@ -70,7 +70,7 @@ export function createStores(db: Db, box: SecretBox): Stores {
     envelopes: new EnvelopeStore(db),
     executions: new ExecutionStore(db),
     payments: new PaymentStore(db, events),
-    channels: new ChannelStore(db),
+    channels: new ChannelStore(db, events),
     delegations: new DelegationStore(db),
     slots: new SlotStore(db),
     signedNonces: new SignedNonceStore(db),

@@ -4,6 +4,8 @@
  * requests (on one instance or several) never charge the same increment, and a voucher is never counted
  * twice. A redemption is recorded before it is sent; the channels it claims are held under a lease.
  */
+import { formatDecimal } from "@treasury/core/domain/money";
+import type { EventStore } from "./event-store";
 import type { Db } from "./db";
 import { leaseLapsed } from "./instance-store";
 import { leaseUntil } from "./lease";
@@ -52,7 +54,17 @@ const CHARGE_VOUCHER = `UPDATE x402_channels SET charged = ?, voucher_signature 
   WHERE channel_id = ? AND charged = ?`;
 
 export class ChannelStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** the treasuries' event logs: a redemption and a withdrawal started are told to the payer's treasuries */
+    private readonly events?: EventStore,
+  ) {}
+
+  /** the treasuries a payer's wallet stands behind (a session's events go to each) */
+  private async treasuriesOf(payer: string): Promise<string[]> {
+    const rows = await this.db.all<{ id: string }>("SELECT id FROM treasuries WHERE lower(wallet_address) = ?", payer.toLowerCase());
+    return rows.map((r) => r.id);
+  }
 
   async get(channelId: string): Promise<ChannelRecord | undefined> {
     const raw = await this.db.get("SELECT * FROM x402_channels WHERE channel_id = ?", channelId.toLowerCase());
@@ -61,6 +73,20 @@ export class ChannelStore {
 
   /** a channel first seen (its deposit settled), or its on-chain state read again */
   async sync(c: { channelId: string; payer: string; config: Record<string, unknown> }, chain: ChainChannel, now: Date): Promise<void> {
+    await this.db.transaction(async () => {
+      const before = await this.get(c.channelId);
+      await this.upsert(c, chain, now);
+      // the payer started withdrawing its deposit (seen on chain for the first time): its treasuries' event
+      if (this.events && chain.withdrawRequestedAt > 0 && (before?.withdrawRequestedAt ?? 0) === 0) {
+        const delay = Number(c.config.withdrawDelay); // the channel config's withdrawal delay, in seconds
+        const withdrawableAt = Number.isFinite(delay) ? new Date((chain.withdrawRequestedAt + delay) * 1000).toISOString() : null;
+        for (const t of await this.treasuriesOf(c.payer))
+          await this.events.append(t, "session.withdrawal_started", { channel_id: c.channelId.toLowerCase(), withdrawable_at: withdrawableAt }, { now });
+      }
+    });
+  }
+
+  private async upsert(c: { channelId: string; payer: string; config: Record<string, unknown> }, chain: ChainChannel, now: Date): Promise<void> {
     const at = now.toISOString();
     await this.db.run(
       `INSERT INTO x402_channels (channel_id, payer, config, balance, total_claimed, charged, withdraw_requested_at, synced_at, created_at, updated_at)
@@ -190,13 +216,13 @@ export class ChannelStore {
    * The chain has claimed `claimed` on this channel: what was charged up to it is redeemed. Vouchers charged
    * after the lease was taken (`counted` were counted then) stay unredeemed.
    */
-  async redeemed(channelId: string, holder: string, claimed: bigint, counted: number, now: Date): Promise<void> {
+  async redeemed(channelId: string, holder: string, claimed: bigint, counted: number, now: Date, transaction?: string): Promise<void> {
     const at = now.toISOString();
     await this.db.transaction(async () => {
       const c = await this.get(channelId);
       if (!c) return;
       const rest = c.charged > claimed ? Math.max(c.vouchersUnredeemed - counted, 1) : 0;
-      await this.db.run(
+      const changed = await this.db.run(
         `UPDATE x402_channels SET total_claimed = ?, vouchers_unredeemed = ?, first_unredeemed_at = ?, updated_at = ?,
            redeem_holder = NULL, redeem_until = NULL WHERE channel_id = ? AND redeem_holder = ?`,
         (claimed > c.totalClaimed ? claimed : c.totalClaimed).toString(),
@@ -206,6 +232,16 @@ export class ChannelStore {
         c.channelId,
         holder,
       );
+      // what the chain paid out of this channel: the payer's treasuries' event, with the redemption's transaction
+      if (this.events && changed.changes === 1 && claimed > c.totalClaimed) {
+        for (const t of await this.treasuriesOf(c.payer))
+          await this.events.append(
+            t,
+            "session.redeemed",
+            { channel_id: c.channelId, amount_usdc: formatDecimal(claimed - c.totalClaimed, 6), transaction: transaction ?? null },
+            { now },
+          );
+      }
     });
   }
 

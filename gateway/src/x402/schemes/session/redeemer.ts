@@ -139,7 +139,7 @@ export class SessionRedeemer {
         return { channels: leased.length, vouchers, amount, failed: reason };
       }
     }
-    for (const c of redeemedChannels) await channels.redeemed(c.channelId, holder, c.charged, c.vouchersUnredeemed, this.ctx.clock.now());
+    for (const c of redeemedChannels) await channels.redeemed(c.channelId, holder, c.charged, c.vouchersUnredeemed, this.ctx.clock.now(), claimed.transaction);
     await channels.redemptionState(id, "claimed", { claimTx: claimed.transaction }, this.ctx.clock.now());
     // the claimed funds to the receiver (anyone may call it; a second call finds nothing to settle)
     const settled = await this.call({ type: "settle", receiver: this.terms.payTo, token: this.terms.asset });
