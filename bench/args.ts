@@ -13,6 +13,8 @@ export const LOOP_ONLY = process.argv.includes("--wallet-loop");
 export const PAID_ONLY = process.argv.includes("--paid");
 /** only the protection engine at scale (bench/protection/scale/bench.ts) */
 export const PROTECTION_SCALE = process.argv.includes("--protection-scale");
+/** only the event path: the action routes with the event log off, on, and with webhooks (bench/events.ts) */
+export const EVENTS_ONLY = process.argv.includes("--events");
 export const SECONDS = QUICK ? 1 : Number(process.env.BENCH_SECONDS ?? 5);
 export const WARMUP = QUICK ? 0.3 : 1;
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);

@@ -15,6 +15,8 @@
  *   --protection-scale  only the protection engine at scale: watch figures of 100 to 10,000 Safes through a
  *               counting JSON-RPC proxy (0 and 30 ms), and a market-wide fall with 1, 2, 3 engines and 3 with one
  *               killed (bench/protection/scale/; results/protection-scale-latest.json)
+ *   --events    only the event path: a wallet-mode deposit and its relay with the event log off, on, and with a
+ *               webhook per treasury (ratios against off, same run), and webhook delivery latency (bench/events.ts)
  *   --profile   only the HTTP routes, each on a fresh gateway under node --cpu-prof: the top self-time
  *               functions of the measured load in the JSON and bench/results/profiles/; with --paid, the paid
  *               path's v2 and MCP rows (4 clients) and the session and bearer rows of x402 sessions instead
@@ -25,7 +27,8 @@
  * paid.ts, relay.ts, wallet-loop.ts, tables.ts, soak.ts, instances.ts) and report.ts prints and writes.
  */
 import os from "node:os";
-import { CONNECTIONS, LOOP_ONLY, PAID_ONLY, PROFILE, PROTECTION_SCALE, QUICK, ROUTES_ONLY, SECONDS, TABLES_ONLY, WARMUP } from "./args";
+import { CONNECTIONS, EVENTS_ONLY, LOOP_ONLY, PAID_ONLY, PROFILE, PROTECTION_SCALE, QUICK, ROUTES_ONLY, SECONDS, TABLES_ONLY, WARMUP } from "./args";
+import { eventPath, printEventPath } from "./events";
 import { paid } from "./paid";
 import { relayNoBroadcast } from "./relay";
 import { agentLoopBySchemes } from "./agent-schemes";
@@ -64,7 +67,19 @@ async function main(): Promise<void> {
     started_at: started.toISOString(),
     mode: [
       QUICK ? "quick" : "full",
-      PROFILE && PAID_ONLY ? "paid profile" : PROFILE ? "profile" : ROUTES_ONLY ? "routes-only" : LOOP_ONLY ? "wallet-loop" : PAID_ONLY ? "paid" : "",
+      PROFILE && PAID_ONLY
+        ? "paid profile"
+        : PROFILE
+          ? "profile"
+          : ROUTES_ONLY
+            ? "routes-only"
+            : LOOP_ONLY
+              ? "wallet-loop"
+              : PAID_ONLY
+                ? "paid"
+                : EVENTS_ONLY
+                  ? "events"
+                  : "",
     ]
       .filter(Boolean)
       .join(" "),
@@ -82,6 +97,11 @@ async function main(): Promise<void> {
   }
   if (TABLES_ONLY) {
     await tables(result);
+    return write(result, started);
+  }
+  if (EVENTS_ONLY) {
+    result.event_path = await eventPath();
+    printEventPath(result.event_path as Awaited<ReturnType<typeof eventPath>>);
     return write(result, started);
   }
   if (PAID_ONLY) {
@@ -111,6 +131,10 @@ async function main(): Promise<void> {
   const relay = await relayNoBroadcast();
   result.relay_no_broadcast = relay;
   printRelay(relay);
+
+  const events = await eventPath();
+  result.event_path = events;
+  printEventPath(events);
 
   if (!QUICK) {
     const loop = await walletLoop();

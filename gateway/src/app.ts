@@ -44,7 +44,7 @@ import { X402_NETWORK } from "./x402/payment-gate";
 import type { AnyScheme } from "./x402/schemes/scheme";
 import { sentPaymentOf } from "./http/sent-payment";
 import { mcpRoutes } from "./routes/mcp";
-import { eventBus } from "./mcp/resources";
+import { eventBus, SubscribedTreasuries } from "./mcp/resources";
 import type { ServerEventBus } from "@modelcontextprotocol/server";
 import { hasWalletSignature } from "./services/wallet-signature";
 import { createServices, type Services } from "./services/services";
@@ -59,6 +59,8 @@ export interface GatewayApp {
   app: Express;
   /** the MCP change-event bus: a treasury's events are published onto it (server.ts), its subscribers are told */
   mcpBus: ServerEventBus & { listenerCount: number };
+  /** the treasuries this process's MCP listen streams subscribe to */
+  mcpSubscribed: SubscribedTreasuries;
   openapi: ReturnType<typeof buildOpenApiDocument>;
   services: Services;
 }
@@ -192,8 +194,10 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   let tools: ToolDefinition[] | undefined;
   const toolList = () => (tools ??= toolsOf(table.toolRoutes(), (method, path) => table.routeOf(method, path)));
   const mcpBus = eventBus((err) => logger.warn({ err }, "mcp subscription listener failed"));
+  const mcpSubscribed = new SubscribedTreasuries();
   mcpRoutes(kit, scope(ctx), {
     bus: mcpBus,
+    subscribed: mcpSubscribed,
     tools: toolList,
     payments: services.payments,
     walletSignature: services.walletSignature,
@@ -230,5 +234,5 @@ export function createApp(ctx: AppContext, baseLogger: Logger, receiptKey: Recei
   }
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
-  return { app, openapi, services, mcpBus };
+  return { app, openapi, services, mcpBus, mcpSubscribed };
 }

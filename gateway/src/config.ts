@@ -153,6 +153,7 @@ const envSchema = z.object({
     .pipe(z.string().regex(/^\d+(,\d+)*$/, "must be comma-separated waits in seconds"))
     .transform((v) => v.split(",").map(Number)),
   EVENTS_POLL_MS: positiveInt(1_000),
+  EVENT_LOG: z.enum(["on", "off"]).optional().default("on"),
   FEE_RECIPIENT: z
     .string()
     .optional()
@@ -210,9 +211,10 @@ export interface Config {
   /**
    * Events (events/): webhook targets may be http to loopback (`auto`: when the gateway itself is bound to a
    * loopback address, the local stack); a delivery's timeout; the waits between attempts (seconds); how often
-   * the delivery worker and the event streams look for events other instances wrote.
+   * the delivery worker and the event streams look for events other instances wrote; `log` false (EVENT_LOG=off)
+   * writes no event at all, which only `npm run bench` does, to measure what the log costs the action routes.
    */
-  events: { allowLoopbackWebhooks: boolean; webhookTimeoutMs: number; webhookRetrySeconds: number[]; pollMs: number };
+  events: { allowLoopbackWebhooks: boolean; webhookTimeoutMs: number; webhookRetrySeconds: number[]; pollMs: number; log: boolean };
   /** address that receives service fees in wallet-mode envelopes */
   feeRecipient: `0x${string}`;
   /** the protection engine's automation address (its key is the engine's, never the gateway's) */
@@ -313,6 +315,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
       webhookRetrySeconds: e.WEBHOOK_RETRY_SCHEDULE,
       pollMs: e.EVENTS_POLL_MS,
+      log: e.EVENT_LOG === "on",
     },
     feeRecipient: e.FEE_RECIPIENT as `0x${string}`,
     automationAddress: e.AUTOMATION_ADDRESS ? getAddress(e.AUTOMATION_ADDRESS.toLowerCase()) : undefined,

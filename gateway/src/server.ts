@@ -20,20 +20,29 @@ import { WebhookDelivery } from "./events/webhook-delivery";
 /** how often the envelope deadline watch looks (envelope.expiring is written 2 minutes ahead) */
 const DEADLINE_SWEEP_MS = 5_000;
 
-/** publish each treasury's new events onto the MCP bus; returns the stop */
-function mcpNotifications(gateway: GatewayApp, pollMs: number, clock: Clock, warn: (err: unknown) => void): () => void {
+/**
+ * Publish each treasury's new events onto the MCP bus; returns the stop. This process's own events at once;
+ * another instance's are found by polling the last sequence of each treasury a listen stream here subscribes to.
+ */
+function mcpNotifications(gateway: GatewayApp, pollMs: number, warn: (err: unknown) => void): () => void {
   const bus = gateway.mcpBus;
   const unsubscribe = gateway.services.events.onAppended((id) => publishTreasuryChanged(bus, id));
-  // events of other instances: a window that overlaps the last one (clocks differ a little; a repeated notice is harmless)
-  let since = new Date(clock.now().getTime() - 2_000);
+  const seen = new Map<string, number>();
   const timer = setInterval(() => {
-    const now = clock.now();
-    const from = since;
-    since = new Date(now.getTime() - 2_000);
-    if (bus.listenerCount === 0) return;
+    const ids = gateway.mcpSubscribed.list();
+    for (const id of seen.keys()) if (!ids.includes(id)) seen.delete(id);
+    if (ids.length === 0) return;
     void gateway.services.events
-      .changedSince(from.toISOString())
-      .then((ids) => ids.forEach((id) => publishTreasuryChanged(bus, id)))
+      .lastSequences(ids)
+      .then((last) => {
+        for (const [id, sequence] of last) {
+          const before = seen.get(id);
+          seen.set(id, sequence);
+          // first seen: told too (what another instance wrote between the listen and this poll is not missed; a
+          // notice says "read again", so one too many is harmless)
+          if (before === undefined || sequence > before) publishTreasuryChanged(bus, id);
+        }
+      })
       .catch(warn);
   }, pollMs);
   timer.unref();
@@ -70,7 +79,14 @@ export async function startGateway(opts: {
   // x402 offers and receipts: X402_RECEIPT_SIGNING_KEY, else DATA_DIR/x402-receipt-signing.key (instances sharing a database share it)
   const receiptKey = loadReceiptSigningKey({ configured: opts.config.x402.receiptSigningKey, dataDir: opts.config.dataDir });
   opts.logger.info({ kid: receiptKey.kid, source: receiptKey.source }, "x402 receipt signing key");
-  const ctx: AppContext = { config: opts.config, db, tx: db, stores: createStores(db, box), clock, links: linksFor("http://placeholder") };
+  const ctx: AppContext = {
+    config: opts.config,
+    db,
+    tx: db,
+    stores: createStores(db, box, { eventLog: opts.config.events.log }),
+    clock,
+    links: linksFor("http://placeholder"),
+  };
   const server: Server = await new Promise((resolve, reject) => {
     const s = http.createServer().listen(opts.config.port, opts.config.host, () => resolve(s));
     s.once("error", reject);
@@ -124,7 +140,7 @@ export async function startGateway(opts: {
 
   // MCP subscribers (subscriptions/listen): told when a treasury's log grows, by this process at once, by another
   // within a poll (only polled while a subscription is open)
-  const stopMcpEvents = mcpNotifications(gateway, opts.config.events.pollMs, clock, (err) => opts.logger.warn({ err }, "mcp event poll failed"));
+  const stopMcpEvents = mcpNotifications(gateway, opts.config.events.pollMs, (err) => opts.logger.warn({ err }, "mcp event poll failed"));
 
   let closed = false;
   return {

@@ -40,7 +40,7 @@ export class WebhookDelivery {
   ) {}
 
   start(): void {
-    this.unsubscribe = this.stores.events.onAppended(() => this.wake());
+    this.unsubscribe = this.stores.events.onDelivery(() => this.wake());
     this.timer = setInterval(() => this.wake(), this.opts.pollMs);
     this.timer.unref();
     this.wake();
@@ -72,24 +72,24 @@ export class WebhookDelivery {
   async pass(): Promise<number> {
     const now = this.clock.now();
     const heads = await this.stores.webhooks.dueHeads(now.toISOString(), this.opts.parallel ?? 16);
-    const sent = await Promise.all(heads.map((h) => this.attempt(h.endpointId, h.eventId)));
+    const sent = await Promise.all(heads.map((h) => this.attempt(h.endpointId, h.sequence)));
     return sent.filter(Boolean).length;
   }
 
-  private async attempt(endpointId: string, eventId: string): Promise<boolean> {
+  private async attempt(endpointId: string, sequence: number): Promise<boolean> {
     const now = this.clock.now();
     const lease = new Date(now.getTime() + this.opts.timeoutMs * 2 + 5_000);
-    const due = await this.stores.webhooks.claim(endpointId, eventId, this.opts.holder, now.toISOString(), lease.toISOString());
+    const due = await this.stores.webhooks.claim(endpointId, sequence, this.opts.holder, now.toISOString(), lease.toISOString());
     if (!due) return false;
     const outcome = await sendWebhook(due.endpoint, due.event, { ...this.opts, now });
     const at = this.clock.now();
     if (outcome.ok) {
-      await this.stores.webhooks.delivered(endpointId, eventId, this.opts.holder, at.toISOString());
+      await this.stores.webhooks.delivered(endpointId, sequence, this.opts.holder, at.toISOString());
       return true;
     }
     const wait = this.opts.retryScheduleSeconds[due.attempts];
     const retryAt = wait === undefined ? undefined : new Date(at.getTime() + wait * 1_000).toISOString();
-    await this.stores.webhooks.failed(endpointId, eventId, this.opts.holder, outcome.error, at.toISOString(), retryAt);
+    await this.stores.webhooks.failed(endpointId, sequence, this.opts.holder, outcome.error, at.toISOString(), retryAt);
     return false;
   }
 

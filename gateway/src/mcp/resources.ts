@@ -36,6 +36,39 @@ export function eventBus(log: (err: unknown) => void): ServerEventBus & { listen
   return new InMemoryServerEventBus((err) => log(err));
 }
 
+/**
+ * The treasuries this process's open listen streams subscribe to (a count per treasury): the ones whose logs
+ * are polled for what other instances wrote (server.ts).
+ */
+export class SubscribedTreasuries {
+  private readonly counts = new Map<string, number>();
+
+  add(ids: readonly string[]): () => void {
+    for (const id of ids) this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      for (const id of ids) {
+        const n = (this.counts.get(id) ?? 1) - 1;
+        if (n <= 0) this.counts.delete(id);
+        else this.counts.set(id, n);
+      }
+    };
+  }
+
+  list(): string[] {
+    return [...this.counts.keys()];
+  }
+}
+
+/** the treasuries a listen request's resource URIs name (each already checked to be the key's own) */
+export function subscribedTreasuriesOf(message: unknown): string[] {
+  const uris = (message as { params?: { notifications?: { resourceSubscriptions?: unknown } } } | null)?.params?.notifications?.resourceSubscriptions;
+  if (!Array.isArray(uris)) return [];
+  return [...new Set(uris.flatMap((u) => (typeof u === "string" ? (URI.exec(u)?.[1] ?? []) : [])))];
+}
+
 /** tell the bus that a treasury changed: both of its resources */
 export function publishTreasuryChanged(bus: ServerEventBus, treasuryId: string): void {
   for (const kind of RESOURCE_KINDS) bus.publish({ kind: "resource_updated", uri: resourceUri(treasuryId, kind) });

@@ -30,7 +30,7 @@ import type { PaidAnswers } from "../x402/receipts/paid-answers";
 import type { WalletSignatureAuth } from "../services/wallet-signature";
 import { callRestTwin, MCP_PAYMENT_META, MCP_SIGN_IN_META } from "./rest-twin";
 import type { ToolDefinition, TwinRoute } from "./tools";
-import { refusedSubscription, registerTreasuryResources } from "./resources";
+import { refusedSubscription, registerTreasuryResources, subscribedTreasuriesOf, type SubscribedTreasuries } from "./resources";
 
 export const MCP_SERVER_NAME = "agent-treasury-gateway";
 
@@ -161,6 +161,8 @@ export interface McpDeps {
   receipts?: PaidAnswers;
   /** the process's change-event bus: subscriptions/listen streams read it (resources.ts) */
   bus?: ServerEventBus;
+  /** the treasuries open listen streams subscribe to (their logs are polled for other instances' events) */
+  subscribed?: SubscribedTreasuries;
 }
 
 export async function handleMcpPost(req: Request, res: Response, deps: McpDeps): Promise<void> {
@@ -236,6 +238,9 @@ export async function handleMcpPost(req: Request, res: Response, deps: McpDeps):
     res.status(200).json({ jsonrpc: "2.0", id: (message as { id?: unknown }).id ?? null, error: refused });
     return;
   }
+  // an accepted listen: its treasuries are watched while its stream is open
+  const watched = deps.subscribed?.add(subscribedTreasuriesOf(message));
+  if (watched) res.on("close", watched);
   const handler = createMcpHandler(() => factory("modern"), { legacy: "reject", onerror: log, ...(deps.bus ? { bus: deps.bus } : {}) });
   res.on("close", () => void handler.close());
   await toNodeHandler(handler)(req, res, message);

@@ -27,7 +27,14 @@ const config = loadConfig();
 const logger = pino({ level: config.logLevel, base: { service: "protection-engine" } });
 const db = await openDatabase(config.database);
 const ctx = scope(
-  { config, db, tx: db, stores: createStores(db, SecretBox.ephemeral()), clock: systemClock, links: linksFor("http://127.0.0.1") },
+  {
+    config,
+    db,
+    tx: db,
+    stores: createStores(db, SecretBox.ephemeral(), { eventLog: config.events.log }),
+    clock: systemClock,
+    links: linksFor("http://127.0.0.1"),
+  },
   "delegations",
   "treasuries",
   "apiKeys",

@@ -19,6 +19,7 @@ export function mcpRoutes(
     walletSignature?: McpDeps["walletSignature"];
     receipts?: McpDeps["receipts"];
     bus?: McpDeps["bus"];
+    subscribed?: McpDeps["subscribed"];
   },
 ): void {
   kit.route({

@@ -58,8 +58,9 @@ export interface Stores {
 
 export type StoreName = keyof Stores;
 
-export function createStores(db: Db, box: SecretBox): Stores {
-  const events = new EventStore(db);
+/** `opts.eventLog` false: no event is written (EVENT_LOG=off: the bench's baseline of the event path) */
+export function createStores(db: Db, box: SecretBox, opts: { eventLog?: boolean } = {}): Stores {
+  const events = new EventStore(db, opts.eventLog ?? true);
   return {
     treasuries: new TreasuryStore(db),
     apiKeys: new ApiKeyStore(db),

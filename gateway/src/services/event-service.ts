@@ -43,9 +43,9 @@ export class EventService {
     return this.ctx.stores.events.onAppended(fn);
   }
 
-  /** the treasuries with an event written at or after `sinceIso`, by any instance */
-  changedSince(sinceIso: string): Promise<string[]> {
-    return this.ctx.stores.events.treasuriesWithEventsSince(sinceIso);
+  /** the last sequence of each of these treasuries' logs (0: none yet) */
+  lastSequences(treasuryIds: readonly string[]): Promise<Map<string, number>> {
+    return this.ctx.stores.events.lastSequences(treasuryIds);
   }
 
   /** end every stream (the server is closing) */

@@ -4,8 +4,9 @@
  * back, never missing for one that committed. In the same transaction it takes the treasury's next sequence
  * number (one row per treasury: two appends serialize on it, and the log has no gap) and writes a delivery
  * for each enabled webhook endpoint of the treasury that takes the type, which the delivery worker sends
- * (events/webhook-delivery.ts). Once the transaction committed, the readers of this process (streams, the
- * worker) are woken (`onAppended`); readers of other processes find the row on their next poll.
+ * (events/webhook-delivery.ts). Once the transaction committed, the readers of this process are woken (streams
+ * and MCP subscribers `onAppended`, the delivery worker `onDelivery` when the event is due at an endpoint);
+ * readers of other processes find the row on their next poll.
  */
 import { EventEmitter } from "node:events";
 import { newId } from "@treasury/core/lib/ids";
@@ -34,10 +35,15 @@ export class EventStore {
   /** `appended` (treasury id): an event of that treasury committed in this process */
   private readonly bus = new EventEmitter().setMaxListeners(0);
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** false: nothing is written (EVENT_LOG=off, the bench's measure of what the log costs) */
+    private readonly enabled = true,
+  ) {}
 
   /** record an event in the caller's transaction (its own, outside one); its data is checked against the type's schema */
   async append<T extends EventType>(treasuryId: string, type: T, data: EventData<T>, opts: AppendOptions = {}): Promise<TreasuryEvent | undefined> {
+    if (!this.enabled) return undefined;
     const parsed = EVENT_TYPES[type].data.parse(data) as Record<string, unknown>;
     const at = (opts.now ?? new Date()).toISOString();
     const event = await this.db.transaction(async () => {
@@ -62,21 +68,32 @@ export class EventStore {
         e.created_at,
         opts.dedupeKey ?? null,
       );
-      await this.db.run(
-        `INSERT INTO webhook_deliveries (endpoint_id, event_id, sequence, status, attempts, next_attempt_at)
-         SELECT id, ?, ?, 'pending', 0, ? FROM webhook_endpoints
-         WHERE treasury_id = ? AND status = 'enabled' AND (types IS NULL OR types LIKE ?)${opts.onlyEndpoint ? " AND id = ?" : ""}`,
-        e.id,
-        e.sequence,
-        at,
+      // the endpoints due this event: read first (an index lookup), written only when there are any
+      const endpoints = await this.db.all<{ id: string; types: string | null }>(
+        "SELECT id, types FROM webhook_endpoints WHERE treasury_id = ? AND status = 'enabled'",
         treasuryId,
-        `%"${type}"%`,
-        ...(opts.onlyEndpoint ? [opts.onlyEndpoint] : []),
       );
-      return e;
+      const due = endpoints.filter((w) =>
+        opts.onlyEndpoint ? w.id === opts.onlyEndpoint : w.types === null || (JSON.parse(w.types) as string[]).includes(type),
+      );
+      for (const w of due) {
+        await this.db.run(
+          "INSERT INTO webhook_deliveries (endpoint_id, event_id, sequence, status, attempts, next_attempt_at) VALUES (?, ?, ?, 'pending', 0, ?)",
+          w.id,
+          e.id,
+          e.sequence,
+          at,
+        );
+      }
+      return { e, deliveries: due.length };
     });
-    if (event) afterCommit(() => this.bus.emit("appended", treasuryId));
-    return event;
+    if (!event) return undefined;
+    afterCommit(() => {
+      this.bus.emit("appended", treasuryId);
+      // the delivery worker is woken only when the event is due somewhere
+      if (event.deliveries > 0) this.bus.emit("delivery");
+    });
+    return event.e;
   }
 
   /** the treasury's events after `sequence`, oldest first */
@@ -97,10 +114,18 @@ export class EventStore {
     return row ? toTreasuryEvent(row) : undefined;
   }
 
-  /** the treasuries with an event written at or after `sinceIso` */
-  async treasuriesWithEventsSince(sinceIso: string): Promise<string[]> {
-    const rows = await this.db.all<{ treasury_id: string }>("SELECT DISTINCT treasury_id FROM events WHERE created_at >= ?", sinceIso);
-    return rows.map((r) => r.treasury_id);
+  /** the last sequence of each of these treasuries' logs (0: none yet), in one read */
+  async lastSequences(treasuryIds: readonly string[]): Promise<Map<string, number>> {
+    const last = new Map<string, number>(treasuryIds.map((id) => [id, 0]));
+    for (let i = 0; i < treasuryIds.length; i += 500) {
+      const chunk = treasuryIds.slice(i, i + 500);
+      const rows = await this.db.all<{ treasury_id: string; last_sequence: number | string }>(
+        `SELECT treasury_id, last_sequence FROM event_sequences WHERE treasury_id IN (${chunk.map(() => "?").join(", ")})`,
+        ...chunk,
+      );
+      for (const r of rows) last.set(r.treasury_id, Number(r.last_sequence));
+    }
+    return last;
   }
 
   /** the last approval or revocation of the treasury's delegation its log recorded */
@@ -111,6 +136,12 @@ export class EventStore {
       treasuryId,
     );
     return row ? (JSON.parse(row.data) as { change: "approved" | "revoked" }).change : undefined;
+  }
+
+  /** wake `fn` whenever an event with a webhook delivery committed in this process; returns the unsubscribe */
+  onDelivery(fn: () => void): () => void {
+    this.bus.on("delivery", fn);
+    return () => this.bus.off("delivery", fn);
   }
 
   /** wake `fn` whenever an event committed in this process (any treasury's); returns the unsubscribe */

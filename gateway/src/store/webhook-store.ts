@@ -100,9 +100,9 @@ export class WebhookStore {
   }
 
   /** each enabled endpoint's oldest pending delivery, when it is due and no live claim holds it */
-  async dueHeads(now: string, limit: number): Promise<{ endpointId: string; eventId: string }[]> {
-    const rows = await this.db.all<{ endpoint_id: string; event_id: string }>(
-      `SELECT d.endpoint_id, d.event_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+  async dueHeads(now: string, limit: number): Promise<{ endpointId: string; sequence: number }[]> {
+    const rows = await this.db.all<{ endpoint_id: string; sequence: number | string }>(
+      `SELECT d.endpoint_id, d.sequence FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
        WHERE d.status = 'pending' AND e.status = 'enabled'
          AND d.sequence = (SELECT MIN(p.sequence) FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.status = 'pending')
          AND d.next_attempt_at <= ? AND (d.holder IS NULL OR d.lease_expires_at <= ?)
@@ -111,39 +111,43 @@ export class WebhookStore {
       now,
       limit,
     );
-    return rows.map((r) => ({ endpointId: r.endpoint_id, eventId: r.event_id }));
+    return rows.map((r) => ({ endpointId: r.endpoint_id, sequence: Number(r.sequence) }));
   }
 
   /** claim a due delivery for one attempt (counted now: an attempt cut off by a crash was one) */
-  async claim(endpointId: string, eventId: string, holder: string, now: string, leaseExpiresAt: string): Promise<DueDelivery | undefined> {
+  async claim(endpointId: string, sequence: number, holder: string, now: string, leaseExpiresAt: string): Promise<DueDelivery | undefined> {
     return this.db.transaction(async () => {
       const claimed = await this.db.run(
         `UPDATE webhook_deliveries SET holder = ?, lease_expires_at = ?, attempts = attempts + 1
-         WHERE endpoint_id = ? AND event_id = ? AND status = 'pending' AND next_attempt_at <= ? AND (holder IS NULL OR lease_expires_at <= ?)`,
+         WHERE endpoint_id = ? AND sequence = ? AND status = 'pending' AND next_attempt_at <= ? AND (holder IS NULL OR lease_expires_at <= ?)`,
         holder,
         leaseExpiresAt,
         endpointId,
-        eventId,
+        sequence,
         now,
         now,
       );
       if (claimed.changes !== 1) return undefined;
-      const endpoint = await this.db.get("SELECT * FROM webhook_endpoints WHERE id = ? AND status = 'enabled'", endpointId);
-      const event = await this.db.get("SELECT * FROM events WHERE id = ?", eventId);
-      const delivery = readDelivery(await this.db.get("SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND event_id = ?", endpointId, eventId));
-      if (!endpoint || !event) return undefined;
-      const sealed = (endpoint as { secret_sealed: string }).secret_sealed;
+      const endpoint = await this.db.get<{ treasury_id: string; secret_sealed: string }>(
+        "SELECT * FROM webhook_endpoints WHERE id = ? AND status = 'enabled'",
+        endpointId,
+      );
+      if (!endpoint) return undefined;
+      const event = await this.db.get("SELECT * FROM events WHERE treasury_id = ? AND sequence = ?", endpoint.treasury_id, sequence);
+      const delivery = readDelivery(await this.db.get("SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND sequence = ?", endpointId, sequence));
+      if (!event) return undefined;
+      const sealed = endpoint.secret_sealed;
       return { endpoint: { ...readEndpoint(endpoint), secret: this.box.open(sealed) }, event: toTreasuryEvent(event), attempts: delivery.attempts - 1 };
     });
   }
 
   /** the receiver answered 2xx: delivered (only by the claim's holder) */
-  async delivered(endpointId: string, eventId: string, holder: string, at: string): Promise<boolean> {
+  async delivered(endpointId: string, sequence: number, holder: string, at: string): Promise<boolean> {
     const r = await this.db.run(
-      "UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, holder = NULL, lease_expires_at = NULL, last_error = NULL WHERE endpoint_id = ? AND event_id = ? AND holder = ? AND status = 'pending'",
+      "UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, holder = NULL, lease_expires_at = NULL, last_error = NULL WHERE endpoint_id = ? AND sequence = ? AND holder = ? AND status = 'pending'",
       at,
       endpointId,
-      eventId,
+      sequence,
       holder,
     );
     return r.changes === 1;
@@ -153,30 +157,30 @@ export class WebhookStore {
    * The attempt failed: try again at `retryAt`, or (no retry left: `retryAt` undefined) give the delivery up
    * and disable the endpoint, saying why, in one transaction.
    */
-  async failed(endpointId: string, eventId: string, holder: string, error: string, at: string, retryAt: string | undefined): Promise<void> {
+  async failed(endpointId: string, sequence: number, holder: string, error: string, at: string, retryAt: string | undefined): Promise<void> {
     await this.db.transaction(async () => {
       if (retryAt !== undefined) {
         await this.db.run(
-          "UPDATE webhook_deliveries SET holder = NULL, lease_expires_at = NULL, last_error = ?, next_attempt_at = ? WHERE endpoint_id = ? AND event_id = ? AND holder = ? AND status = 'pending'",
+          "UPDATE webhook_deliveries SET holder = NULL, lease_expires_at = NULL, last_error = ?, next_attempt_at = ? WHERE endpoint_id = ? AND sequence = ? AND holder = ? AND status = 'pending'",
           error,
           retryAt,
           endpointId,
-          eventId,
+          sequence,
           holder,
         );
         return;
       }
       const r = await this.db.run(
-        "UPDATE webhook_deliveries SET holder = NULL, lease_expires_at = NULL, last_error = ? WHERE endpoint_id = ? AND event_id = ? AND holder = ? AND status = 'pending'",
+        "UPDATE webhook_deliveries SET holder = NULL, lease_expires_at = NULL, last_error = ? WHERE endpoint_id = ? AND sequence = ? AND holder = ? AND status = 'pending'",
         error,
         endpointId,
-        eventId,
+        sequence,
         holder,
       );
       if (r.changes === 0) return;
       await this.db.run(
         "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ?, updated_at = ? WHERE id = ? AND status = 'enabled'",
-        `every attempt to deliver event ${eventId} failed; the last: ${error}`,
+        `every attempt to deliver event ${sequence} of the treasury's log failed; the last: ${error}`,
         at,
         endpointId,
       );

@@ -175,12 +175,12 @@ export const HISTORY: readonly Version[] = [
     name: "events_and_webhooks",
     steps: [
       createTable(events),
-      createIndex("events_created", events, ["created_at"]),
+      createIndex("events_dedupe", events, ["treasury_id", "dedupe_key"], { unique: true, where: "dedupe_key IS NOT NULL" }),
       createTable(eventSequences),
       createTable(webhookEndpoints),
       createIndex("webhook_endpoints_treasury", webhookEndpoints, ["treasury_id"]),
       createTable(webhookDeliveries),
-      createIndex("webhook_deliveries_due", webhookDeliveries, ["endpoint_id", "sequence"], { where: "status = 'pending'" }),
+      createIndex("webhook_deliveries_due", webhookDeliveries, ["status", "next_attempt_at"], { where: "status = 'pending'" }),
       // the deadline watch's query: envelopes awaiting signature by expiry
       createIndex("envelopes_awaiting_expiry", envelopes, ["expires_at"], { where: "status = 'awaiting_signature'" }),
     ],

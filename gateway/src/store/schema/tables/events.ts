@@ -10,7 +10,8 @@ import { Table } from "../table";
 export const events = new Table(
   "events",
   {
-    id: text().primaryKey(),
+    // 128 random bits (evt_ and 32 hex digits): a receiver's deduplication key; rows are found by (treasury, sequence)
+    id: text().notNull(),
     treasury_id: text().notNull().references("treasuries(id)"),
     sequence: integer().notNull(),
     // one of EVENT_TYPE_NAMES (checked where it is written, not by a CHECK: a new type needs no migration)
@@ -20,12 +21,8 @@ export const events = new Table(
     // an event that must be written once per occurrence (an envelope's expiring): a second write of the same key is skipped
     dedupe_key: text(),
   },
-  {
-    unique: [
-      ["treasury_id", "sequence"],
-      ["treasury_id", "dedupe_key"],
-    ],
-  },
+  // one index: the key. (treasury_id, dedupe_key) is unique where a key is given: a partial index (history.ts)
+  { primaryKey: ["treasury_id", "sequence"] },
 );
 
 /** the last sequence number each treasury's log gave out (one row per treasury: appends serialize on it) */
@@ -53,7 +50,8 @@ export const webhookDeliveries = new Table(
   "webhook_deliveries",
   {
     endpoint_id: text().notNull().references("webhook_endpoints(id)"),
-    event_id: text().notNull().references("events(id)"),
+    // the event: the endpoint's treasury's, at this sequence (its id beside it, for the delivery's log)
+    event_id: text().notNull(),
     sequence: integer().notNull(),
     status: text().notNull().oneOf(["pending", "delivered", "failed"]),
     attempts: integer().notNull().default("0"),
@@ -63,5 +61,5 @@ export const webhookDeliveries = new Table(
     last_error: text(),
     delivered_at: timestamp(),
   },
-  { primaryKey: ["endpoint_id", "event_id"] },
+  { primaryKey: ["endpoint_id", "sequence"] },
 );
