@@ -24,30 +24,41 @@ type Variant = "off" | "on" | "webhook";
 export interface EventPathFigures {
   treasuries: number;
   rows: (LoadFigures & { variant: Variant; route: string; rps_ratio: number; p50_ratio: number; p99_ratio: number })[];
+  /** under the load (events written at the route's full rate), and at rest (one event at a time, 50 ms apart) */
   delivery: { events: number; p50_ms: number; p99_ms: number; max_ms: number };
+  delivery_at_rest: { events: number; p50_ms: number; p99_ms: number; max_ms: number };
 }
 
 /** a receiver on 127.0.0.1 that notes when each event arrived, against the time the event was written */
 async function receiver() {
   const lags: number[] = [];
+  const rest: number[] = [];
+  let atRest = false;
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
       const created = Date.parse((JSON.parse(body) as { created_at: string }).created_at);
-      lags.push(Date.now() - created);
+      (atRest ? rest : lags).push(Date.now() - created);
       res.end();
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, lags, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    lags,
+    rest,
+    resting: (on: boolean) => (atRest = on),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 /** one round on a fresh gateway: n deposits (each its own treasury), then the relay of each envelope's first step */
-async function round(variant: Variant, n: number, hook: string): Promise<{ deposit: LoadFigures; relay: LoadFigures }> {
+async function round(variant: Variant, n: number, hook: Awaited<ReturnType<typeof receiver>>): Promise<{ deposit: LoadFigures; relay: LoadFigures }> {
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
   const gw = keep(await startGatewayProcess(dir, variant === "off" ? { EVENT_LOG: "off" } : { EVENTS_POLL_MS: "200" }));
   const accounts = Array.from({ length: n }, () => privateKeyToAccount(generatePrivateKey()));
+  const hooks: { key: string; id: string }[] = [];
   const keys = await Promise.all(
     accounts.map(async (account) => {
       const t = await json(`${gw.url}/api/v1/treasuries`, {
@@ -55,12 +66,14 @@ async function round(variant: Variant, n: number, hook: string): Promise<{ depos
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ wallet_address: account.address }),
       });
-      if (variant === "webhook")
-        await json(`${gw.url}/api/v1/webhooks`, {
+      if (variant === "webhook") {
+        const w = await json(`${gw.url}/api/v1/webhooks`, {
           method: "POST",
           headers: { "content-type": "application/json", authorization: `Bearer ${t.api_key}` },
-          body: JSON.stringify({ url: hook }),
+          body: JSON.stringify({ url: hook.url }),
         });
+        hooks.push({ key: t.api_key, id: w.id });
+      }
       return t.api_key as string;
     }),
   );
@@ -107,8 +120,17 @@ async function round(variant: Variant, n: number, hook: string): Promise<{ depos
     { url: `${gw.url}/api/v1/relay`, body: (i) => signed[i]!, headersOf: (i) => ({ "idempotency-key": `bench-events-relay-${variant}-${i}` }) },
     { connections: CONNECTIONS, count: n },
   );
-  // the webhook variant: let the worker finish what the load left queued before the gateway stops
-  if (variant === "webhook") await new Promise((r) => setTimeout(r, 3_000));
+  // the webhook variant: let the worker finish what the load left queued, then one event at a time, at rest
+  if (variant === "webhook") {
+    await new Promise((r) => setTimeout(r, 3_000));
+    hook.resting(true);
+    for (const h of hooks.slice(0, 40)) {
+      await json(`${gw.url}/api/v1/webhooks/${h.id}/test`, { method: "POST", headers: { authorization: `Bearer ${h.key}` } });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    hook.resting(false);
+  }
   await gw.stop();
   return { deposit, relay };
 }
@@ -124,7 +146,7 @@ export async function eventPath(): Promise<EventPathFigures> {
   const best = new Map<Variant, { deposit: LoadFigures; relay: LoadFigures }>();
   for (let r = 0; r < ROUNDS; r++) {
     for (const variant of ["off", "on", "webhook"] as const) {
-      const got = await round(variant, n, hook.url);
+      const got = await round(variant, n, hook);
       const kept = best.get(variant);
       best.set(variant, kept ? { deposit: better(kept.deposit, got.deposit), relay: better(kept.relay, got.relay) } : got);
     }
@@ -140,12 +162,11 @@ export async function eventPath(): Promise<EventPathFigures> {
       rows.push({ ...f, variant, route, rps_ratio: ratio(f.rps, base.rps), p50_ratio: ratio(f.p50_us, base.p50_us), p99_ratio: ratio(f.p99_us, base.p99_us) });
     }
   }
-  const lags = [...hook.lags].sort((a, b) => a - b);
-  return {
-    treasuries: n,
-    rows,
-    delivery: { events: lags.length, p50_ms: percentileOf(lags, 50), p99_ms: percentileOf(lags, 99), max_ms: lags.at(-1) ?? NaN },
+  const figures = (all: number[]) => {
+    const sorted = [...all].sort((a, b) => a - b);
+    return { events: sorted.length, p50_ms: percentileOf(sorted, 50), p99_ms: percentileOf(sorted, 99), max_ms: sorted.at(-1) ?? NaN };
   };
+  return { treasuries: n, rows, delivery: figures(hook.lags), delivery_at_rest: figures(hook.rest) };
 }
 
 export function printEventPath(f: EventPathFigures): void {
@@ -154,7 +175,7 @@ export function printEventPath(f: EventPathFigures): void {
     console.log(
       `  ${r.variant.padEnd(8)} ${r.route.padEnd(8)} ${r.rps.toFixed(0).padStart(6)} req/s  x${r.rps_ratio.toFixed(3)}  p50 ${r.p50_us} us (x${r.p50_ratio})  p99 ${r.p99_us} us (x${r.p99_ratio})${r.failures ? `  ${r.failures} failed` : ""}`,
     );
-  console.log(
-    `  webhook delivery, change to receiver: p50 ${f.delivery.p50_ms} ms, p99 ${f.delivery.p99_ms} ms, max ${f.delivery.max_ms} ms over ${f.delivery.events} events`,
-  );
+  const line = (d: EventPathFigures["delivery"]) => `p50 ${d.p50_ms} ms, p99 ${d.p99_ms} ms, max ${d.max_ms} ms over ${d.events} events`;
+  console.log(`  webhook delivery, change to receiver, under the load: ${line(f.delivery)}`);
+  console.log(`  webhook delivery, change to receiver, at rest (one event every 50 ms): ${line(f.delivery_at_rest)}`);
 }

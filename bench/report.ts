@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CONNECTIONS, LOOP_ONLY, PAID_ONLY, PROFILE, QUICK, RESULTS, ROUTES_ONLY, SECONDS, TABLES_ONLY, WARMUP } from "./args";
+import { CONNECTIONS, LOOP_ONLY, PAID_ONLY, PROFILE, QUICK, RESULTS, ROUTES_ONLY, SECONDS, TABLES_ONLY, WARMUP, EVENTS_ONLY } from "./args";
 import type { InstanceFigures } from "./instances";
 import type { paid } from "./paid";
 import type { relayNoBroadcast } from "./relay";
@@ -231,7 +231,9 @@ export function write(result: Record<string, unknown>, started: Date): void {
             ? "wallet-loop-latest"
             : PAID_ONLY
               ? "paid-latest"
-              : "latest";
+              : EVENTS_ONLY
+                ? "events-latest"
+                : "latest";
   if (!QUICK) fs.writeFileSync(path.join(RESULTS, `${started.toISOString().replace(/[:.]/g, "-")}.json`), text);
   fs.writeFileSync(path.join(RESULTS, `${latest}.json`), text);
   console.log(`\nresults: bench/results/${latest}.json (${((Date.now() - started.getTime()) / 1000).toFixed(0)} s)`);
