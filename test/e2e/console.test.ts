@@ -198,6 +198,12 @@ describe.skipIf(!CHROMIUM)(`/console${CHROMIUM ? "" : ` (skipped: no Chromium; e
     expect(after.ltv).toBeLessThan(25.5);
     await engine.tick(); // samples the recovered position
     await expect.poll(() => page.locator("[data-testid=protection-actions] tr").count(), { timeout: 10_000 }).toBe(2);
+    // the event log, live on the page (the gateway's event stream): the engine's action as it happened
+    await expect.poll(() => page.locator('[data-testid=event-log] tr[data-type="protection.acted"]').count(), { timeout: 10_000 }).toBe(1);
+    const acted = (await page.textContent('[data-testid=event-log] tr[data-type="protection.acted"]')) ?? "";
+    expect(acted).toMatch(/repaid [\d,.]+ USDC \(health 1\.\d+ before\), LTV 2\d(\.\d+)? % after/);
+    for (const type of ["delegation.changed", "safe_transaction.awaiting_signatures", "safe_transaction.executed"])
+      expect(await page.locator(`[data-testid=event-log] tr[data-type="${type}"]`).count(), type).toBeGreaterThan(0);
     await expect.poll(() => page.textContent("[data-testid=ltv]"), { timeout: 10_000 }).toBe(`${after.ltv} %`);
     const history = (await api.get("/api/v1/health/history")).body.points as { ltv: number; health_score: number }[];
     expect(history.some((p) => p.health_score < 1.3)).toBe(true); // the fall, below the protect line

@@ -1,8 +1,8 @@
 /**
  * The operator's view, signed in with a Safe owner's wallet: the Safe's Aave position and LTV zones, health and
  * LTV over time with the protect and park lines, the delegation state with approve, revoke and upgrade as Safe
- * transactions the wallet signs and sends, pending Safe transactions to sign, protection actions, the fee audit
- * and this month's gas-cap spending.
+ * transactions the wallet signs and sends, pending Safe transactions to sign, protection actions, the treasury's
+ * event log as it happens (event-log.ts), the fee audit and this month's gas-cap spending.
  */
 import { encodeFunctionData, type Hex } from "viem";
 import { SAFE_ABI } from "@treasury/core/contracts/safe";
@@ -10,6 +10,7 @@ import { ApiFailure, api } from "./api";
 import { figure as num, money, when } from "./figures";
 import { app, esc, showError } from "./page";
 import { chart, zoneBar } from "./position-charts";
+import { eventLogSection, followEvents, unfollowEvents } from "./event-log";
 import { forgetSession, session, signIn, type Session } from "./session";
 import { waitForReceipt, wallet } from "./wallet";
 
@@ -99,12 +100,17 @@ export async function operator(): Promise<void> {
     <tr><th>Time</th><th>Status</th><th>Trigger</th><th>LTV before / after</th><th>Repaid</th><th>Gas</th></tr>
     ${(delegation.protection_actions as any[]).map((a) => `<tr><td title="${esc(a.created_at)}">${esc(when(a.created_at))}</td><td>${esc(a.status)}</td><td>health ${num(a.health_before)} below ${num(protectAt)}${a.reason ? ` - ${esc(a.reason)}` : ""}</td><td>${num(a.ltv_before)} / ${num(a.ltv_after)}</td><td>${money(a.repay_usdc)} USDC</td><td>${money(a.gas_usd)} USD</td></tr>`).join("")}
     </table></div></section>
+  ${eventLogSection()}
   <section class="wide"><h2>Fee audit (${audit.data.length})</h2><div class="scroll"><table data-testid="audit">
     <tr><th>Time</th><th>Action</th><th>Amount</th><th>Fee</th><th>Trigger</th></tr>
     ${(audit.data as any[]).map((a) => `<tr><td title="${esc(a.created_at)}">${esc(when(a.created_at))}</td><td>${esc(a.action)}</td><td>${money(a.amount_usdc)} USDC</td><td>${money(a.fee_usdc)} USDC</td><td>${esc(a.trigger)}</td></tr>`).join("")}
     </table></div></section>`;
 
+  // the event log, live: its stream outlives this render
+  followEvents(token);
+
   document.getElementById("signout")!.onclick = () => {
+    unfollowEvents();
     forgetSession();
     live.length = 0;
     void operator();
