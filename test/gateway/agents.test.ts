@@ -90,6 +90,10 @@ describe("review lifecycle", () => {
     expect(close.body).toMatchObject({ status: "closed", outcome: "approved", live_key_issued: true });
     expect(close.body.treasury_id).toMatch(/^trs_/);
     expect(JSON.stringify(close.body)).not.toMatch(/sk_live_/);
+    // the treasury the approval bound is told, in the transaction that closed the request
+    expect((await gw.ctx.stores.events.after(close.body.treasury_id, 0, 10)).map((e) => [e.type, e.data])).toEqual([
+      ["access_request.status_changed", { access_request_id: id, status: "approved" }],
+    ]);
 
     const status = await req("GET", `/api/v1/agents/apply/${id}`);
     expect(status.body.status).toBe("closed");

@@ -12,6 +12,7 @@ import { Webhook } from "standardwebhooks";
 import { keccak256, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../gateway/src/lib/clock";
 import { call, startTestGateway, type TestGateway } from "../helpers/gateway";
 import { ResponseValidator } from "../helpers/openapi";
 import { authed, registerTreasury } from "../helpers/treasury";
@@ -336,6 +337,48 @@ describe("webhooks", () => {
       v.check("POST", "/api/v1/webhooks", 400, r.body);
     }
     expect((await w.api.get("/api/v1/webhooks")).body.data).toEqual([]);
+  });
+});
+
+describe("an envelope's deadlines", () => {
+  it("envelope.expiring two minutes before an unsigned envelope expires, envelope.expired after, each once, on the deadline watch", async () => {
+    const clock = new ManualClock(new Date());
+    const timed = await startTestGateway({}, { clock });
+    try {
+      const account = privateKeyToAccount(generatePrivateKey());
+      const t = await registerTreasury(timed.url, { wallet_address: account.address, chain: "base" });
+      await timed.ctx.stores.treasuries.updateHoldings(
+        t.treasuryId,
+        { btcUnits: 50_000_000n, ethUnits: 10n ** 19n, usdcMicro: 5_000_000_000n, debtMicro: 0n },
+        clock.now().toISOString(),
+      );
+      const env = (await authed(timed.url, t.key).post("/api/v1/deposits", { amount_usdc: 100 })).body;
+      const sweep = () => timed.gateway.services.actions.envelopes.sweepDeadlines();
+      const types = async () => (await timed.ctx.stores.events.after(t.treasuryId, 0, 50)).map((e) => e.type);
+      expect(await sweep()).toBe(0); // 15 minutes left: nothing to say
+      clock.advance(12 * 60_000 + 30_000); // 2.5 minutes left
+      expect(await sweep()).toBe(0);
+      clock.advance(60_000); // 1.5 minutes left
+      expect(await sweep()).toBe(1);
+      expect(await sweep()).toBe(0); // once
+      clock.advance(2 * 60_000); // past its expiry, no relay came
+      expect(await sweep()).toBe(1);
+      expect(await sweep()).toBe(0);
+      const log = await timed.ctx.stores.events.after(t.treasuryId, 0, 50);
+      expect(await types()).toEqual(["envelope.created", "envelope.expiring", "envelope.expired"]);
+      expect(log[1]!.data).toEqual({ envelope_id: env.tx_id, action: "deposit", expires_at: log[0]!.data.expires_at });
+      expect(log[2]!.data).toEqual({ envelope_id: env.tx_id, action: "deposit", expired_at: log[0]!.data.expires_at });
+      // a relay of it now is refused as expired, and tells nothing twice
+      const step = env.steps[0] as Step;
+      const late = await call(timed.url, "POST", "/api/v1/relay", {
+        body: { tx_id: step.tx_id, signed_transaction: await signAt(account, step, 0) },
+        headers: { "idempotency-key": `idem-late-${step.tx_id}` },
+      });
+      expect(late.body.error).toBe("envelope_expired");
+      expect(await types()).toEqual(["envelope.created", "envelope.expiring", "envelope.expired"]);
+    } finally {
+      await timed.close();
+    }
   });
 });
 

@@ -205,6 +205,11 @@ describe("finding 11: a refused protection is recorded with its reason and retri
       expect(second.outcome).toBe("failed");
       const actions = (await victim.api.get("/api/v1/delegation")).body.protection_actions;
       expect(actions.filter((a: any) => a.status === "failed")).toHaveLength(2);
+      // each failure told the treasury, with the module's refusal in words and the trigger
+      const failed = (await gw.ctx.stores.events.after(victim.tenant.treasuryId, 0, 500)).filter((e) => e.type === "protection.failed");
+      expect(failed).toHaveLength(2);
+      expect(failed[0]!.data).toMatchObject({ safe: victim.safe, reason: expect.stringMatching(/OvershotParkTarget/) });
+      expect((failed[0]!.data as { trigger: { health_before: number } }).trigger.health_before).toBeLessThan(1.3);
       // only the approval before it was sent (its gas is counted in the monthly ledger); the refused repayment never was
       expect(actions.every((a: any) => a.tx_hashes.length <= 1)).toBe(true);
       expect(await gw.ctx.stores.delegations.monthGasUsd(victim.safe, new Date())).toBeGreaterThan(0);
