@@ -174,4 +174,31 @@ describe("a receipt that does not come in time, and a crash after the claim", ()
     expect((await relay(gw, steps[0]!.tx_id, signed)).body).toMatchObject({ object: "relay_receipt", status: "confirmed", tx_hash: keccak256(signed) });
     expect((await relay(gw, steps[0]!.tx_id, await sign(account, steps[0]!, 1))).body).toMatchObject({ error: "already_relayed", tx_hash: keccak256(signed) });
   });
+
+  it("a step mined and reverted returns to awaiting a signature, and the treasury is told relay.failed once", async () => {
+    const { account, t, steps } = await walletWithDeposit(slow, 200);
+    const token = AaveV3Base.ASSETS.USDC.UNDERLYING;
+    const code = (await pub.getCode({ address: token })) as Hex;
+    await pub.request({ method: "evm_setAutomine" as never, params: [false] as never });
+    let hash: Hex;
+    try {
+      const sent = await relay(slow, steps[0]!.tx_id, await sign(account, steps[0]!, 0));
+      expect(sent.status).toBe(202);
+      hash = sent.body.tx_hash;
+      // the token breaks before the block is mined (its code an INVALID opcode): the fee's transfer reverts on chain
+      await pub.request({ method: "anvil_setCode" as never, params: [token, "0xfe"] as never });
+      await pub.request({ method: "evm_mine" as never, params: [] as never });
+    } finally {
+      await pub.request({ method: "anvil_setCode" as never, params: [token, code] as never });
+      await pub.request({ method: "evm_setAutomine" as never, params: [true] as never });
+    }
+    expect((await pub.getTransactionReceipt({ hash: hash! })).status).toBe("reverted");
+    // a read reconciles it: reverted, nothing recorded, the step waits for a new signature
+    const status = await relayStatus(slow, steps[0]!.tx_id);
+    expect(status.body.status).toBe("awaiting_signature");
+    await relayStatus(slow, steps[0]!.tx_id); // read again: nothing more to tell
+    const envelopeId = (await slow.ctx.stores.envelopes.step(steps[0]!.tx_id))!.envelopeTxId;
+    const failed = (await slow.ctx.stores.events.after(t.treasuryId, 0, 50)).filter((e) => e.type === "relay.failed");
+    expect(failed.map((e) => e.data)).toEqual([{ envelope_id: envelopeId, step: 0, tx_hash: hash!, reason: "reverted" }]);
+  });
 });
