@@ -93,6 +93,27 @@ describe("one 402, both versions", () => {
 });
 
 describe("real v2 clients pay in version 2", () => {
+  it("@x402/fetch pays for the event stream like a read: settled before its first byte, then the payer's treasury's events as they come", async () => {
+    const { account } = await newPayer(stack.chain);
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: account });
+    const pay = wrapFetchWithPayment(fetch, client);
+    const before = await stack.chain.balanceOf(account.address);
+    const done = new AbortController();
+    const res = await pay(`${base}/api/v1/events`, { headers: { accept: "text/event-stream" }, signal: done.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(decodePaymentResponseHeader(res.headers.get("payment-response")!)).toMatchObject({ success: true, payer: account.address });
+    expect(await stack.chain.balanceOf(account.address)).toBe(before - 1_400n);
+    // the payment's own event reaches the stream that paid for it
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes("event: payment.settled")) text += (await reader.read()).value ?? "";
+    expect(text).toMatch(/^retry: 2000\n\n/);
+    expect(text).toMatch(/"amount_usdc":"0\.0014"/);
+    done.abort();
+  });
+
   it("@x402/fetch 2.x pays GET /api/v1/health and a deposit envelope; PAYMENT-RESPONSE names eip155:84532; balances move by exactly the prices", async () => {
     const { account } = await newPayer(stack.chain);
     const client = new x402Client();
