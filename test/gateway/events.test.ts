@@ -5,7 +5,9 @@
  * `standardwebhooks` package: in order, again after a receiver was down, an endpoint disabled once every
  * attempt failed and enabled again; and the URLs the service refuses to call.
  */
+import fs from "node:fs";
 import http from "node:http";
+import path from "node:path";
 import type { AddressInfo } from "node:net";
 import { EventSource } from "eventsource";
 import { Webhook } from "standardwebhooks";
@@ -379,6 +381,18 @@ describe("an envelope's deadlines", () => {
     } finally {
       await timed.close();
     }
+  });
+});
+
+describe("the list of types, declared once", () => {
+  it("docs/API.md's table and /openapi.json's webhooks name every type of the core's list, and nothing else", async () => {
+    const { EVENT_TYPE_NAMES } = await import("@treasury/core/schemas/events");
+    const doc = (await call(gw.url, "GET", "/openapi.json")).body;
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPE_NAMES].sort());
+    const api = fs.readFileSync(path.join(__dirname, "../../docs/API.md"), "utf8");
+    const section = api.slice(api.indexOf("## Events"), api.indexOf("## MCP"));
+    const rows = [...section.matchAll(/^\| `([a-z_]+\.[a-z_]+)` \|/gm)].map((m) => m[1]);
+    expect(rows.sort()).toEqual([...EVENT_TYPE_NAMES].sort());
   });
 });
 
